@@ -1,0 +1,22 @@
+# quantformer: the two commands of the README
+#   make demo   set up, then fine-tune the bundled model on the SOTU example and evaluate it
+#   make check  set up, then run every test (pytest, R CMD check with testthat, vignettes)
+.PHONY: setup demo check check-python check-r bench
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	.venv/bin/python -m quantformer demo --out demo-output
+
+check: setup
+	bash scripts/check.sh
+
+check-python: setup
+	bash scripts/check.sh python
+
+check-r: setup
+	bash scripts/check.sh r
+
+bench: setup
+	bash bench/run_all.sh

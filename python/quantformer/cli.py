@@ -1,0 +1,205 @@
+"""Command-line interface: ``quantformer <verb>`` or ``python -m quantformer <verb>``.
+
+The CLI is the one contract between R and Python. Each verb module defines ``add_cli(sub)``,
+which adds its sub-parser and sets ``func``; this module holds the options every verb shares
+and maps errors to exit codes:
+
+* 0: success
+* 2: usage or input error (:class:`~quantformer.errors.InputError`, bad flags); no output file
+  is left behind
+* 1: internal error (a bug, or a failure inside torch/transformers)
+* 130: interrupted
+
+Verb modules keep heavy imports (torch, transformers, scikit-learn) inside functions so that
+``--help`` and light verbs start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import traceback
+import warnings
+
+from . import __version__
+from .errors import InputError
+
+# modules that define add_cli(sub), in the order their verbs are listed in --help
+VERB_MODULES = [
+    "quantformer.tokenization",
+    "quantformer.datasets",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# shared options
+
+
+def add_corpus_options(p: argparse.ArgumentParser, *, label: bool = True) -> None:
+    """--text-col, --label-col, --id-col and --format, identical for every verb."""
+    g = p.add_argument_group("corpus columns")
+    g.add_argument("--text-col", default=None, help="text column (default: text)")
+    if label:
+        g.add_argument("--label-col", default=None,
+                       help="label column (default: label, when it exists)")
+    g.add_argument("--id-col", default=None,
+                   help="document id column (default: doc_id when it exists, else text1..textN)")
+    g.add_argument("--format", dest="in_format", default=None,
+                   help="input format when the extension does not tell: parquet, csv, tsv, "
+                        "txt (sniffed), lines (one document a line), jsonl, rds")
+
+
+def corpus_kwargs(args, *, label: bool = True) -> dict:
+    """The read_frame keyword arguments from the shared corpus options."""
+    kw = {"text_col": args.text_col, "id_col": args.id_col, "fmt": args.in_format}
+    if label:
+        kw["label_col"] = getattr(args, "label_col", None)
+    return kw
+
+
+def add_model_option(p: argparse.ArgumentParser, help_extra: str = "") -> None:
+    p.add_argument("--model", default=None,
+                   help="hub id or local model folder (default: the bundled all-MiniLM-L6-v2)"
+                        + help_extra)
+
+
+def add_device_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto",
+                   help="auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:N or mps (auto)")
+
+
+def add_quiet_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def positive(kind):
+    """argparse type: a number > 0 of ``kind`` (int or float)."""
+
+    def conv(s: str):
+        try:
+            v = kind(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{s}' is not a {kind.__name__}") from None
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0, not {s}")
+        return v
+
+    conv.__name__ = f"positive {kind.__name__}"
+    return conv
+
+
+def print_table(df, title: str | None = None, file=None, floatfmt: str = "{:.4f}") -> None:
+    """Print a DataFrame as an aligned plain-text table (what the CLI shows users)."""
+    import pandas as pd
+
+    out = file or sys.stdout
+    if title:
+        print(title, file=out)
+    with pd.option_context("display.width", 200, "display.max_columns", 50,
+                           "display.max_rows", 200,
+                           "display.float_format", lambda x: floatfmt.format(x)):
+        print(df.to_string(), file=out)
+    out.flush()
+
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+# ------------------------------------------------------------------------------------------
+# info verb: what R's quantformer_config() shows
+
+
+def _add_info(sub) -> None:
+    p = sub.add_parser("info", help="versions, default model and devices (--json for machines)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run_info)
+
+
+def _run_info(args) -> int:
+    from importlib import metadata
+
+    from .models import DEFAULT_MODEL_NAME, default_model_path
+
+    info = {"quantformer": __version__, "python": sys.version.split()[0],
+            "executable": sys.executable, "default_model": DEFAULT_MODEL_NAME,
+            "default_model_path": default_model_path()}
+    for pkg in ("torch", "transformers", "tokenizers", "pandas", "numpy", "pyarrow", "pyreadr",
+                "scikit-learn", "xgboost-cpu"):
+        try:
+            info[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            info[pkg] = None
+    try:
+        import torch
+
+        info["cuda"] = torch.cuda.is_available()
+        mps = getattr(torch.backends, "mps", None)
+        info["mps"] = bool(mps is not None and mps.is_available())
+    except Exception:  # pragma: no cover
+        info["cuda"] = info["mps"] = False
+    if args.json:
+        print_json(info)
+    else:
+        for k, v in info.items():
+            print(f"{k:20s} {v}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quantformer",
+        description="Measure concepts in text with Transformer transfer learning "
+                    "(Wankmüller 2022): fine-tune, predict, zero-shot, evaluate, baselines.",
+    )
+    parser.add_argument("--version", action="version", version=f"quantformer {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks on errors")
+    sub = parser.add_subparsers(dest="verb", metavar="<verb>")
+    sub.required = True
+    for name in VERB_MODULES:
+        importlib.import_module(name).add_cli(sub)
+    _add_info(sub)
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"quantformer: warning: {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 2 input error, 1 internal error)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = args.debug or os.environ.get("QUANTFORMER_DEBUG") == "1"
+    if not debug:
+        warnings.showwarning = _show_warning
+    try:
+        code = args.func(args)
+    except InputError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"quantformer {args.verb}: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except KeyboardInterrupt:
+        print(f"quantformer {args.verb}: interrupted", file=sys.stderr, flush=True)
+        return 130
+    except Exception as exc:  # internal errors: short message, traceback with --debug
+        if debug:
+            traceback.print_exc()
+        print(f"quantformer {args.verb}: internal error: {type(exc).__name__}: {exc}"
+              + ("" if debug else " (run with --debug for the traceback)"),
+              file=sys.stderr, flush=True)
+        return 1
+    return int(code or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

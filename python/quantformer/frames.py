@@ -1,0 +1,563 @@
+"""The corpus-frame contract: read, validate and write document tables.
+
+A *corpus frame* is a :class:`pandas.DataFrame` with
+
+``doc_id``
+    string, unique, never missing (quanteda's docnames). Defaults to ``text1 .. textN`` when the
+    file has no id column, as ``quanteda::corpus()`` does.
+``text``
+    string; may be empty or missing (``None``). Such documents are kept everywhere and get a
+    missing prediction, never silently dropped.
+``label`` (optional)
+    string; missing values allowed (those documents are left out of training).
+any further columns
+    docvars, carried through unchanged to every output, in their original order.
+
+Readers accept ``.parquet``, ``.csv``, ``.tsv``, ``.txt`` (one document a line, or delimited text
+with a header, sniffed), ``.jsonl`` and ``.rds`` (an R data frame, read with pyreadr). CSV/TSV
+may have quoted fields with embedded newlines, CR, CRLF or LF line ends, and any encoding:
+UTF-8 is tried first, then the encoding detected by charset-normalizer, with a warning naming
+the file and the encoding. Line ends are normalised to ``\\n`` as ``quanteda::corpus()`` does.
+
+Writers produce ``.parquet``, ``.csv``, ``.tsv``, ``.jsonl`` and ``.rds`` (a plain R data frame
+with ``doc_id``, ``text`` and docvars, so ``quanteda::corpus(readRDS(f))`` works). Every write
+is atomic: a temporary file in the target folder is renamed over the target at the end, so an
+interrupted run never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+READ_FORMATS = ("parquet", "csv", "tsv", "txt", "lines", "jsonl", "rds")
+WRITE_FORMATS = ("parquet", "csv", "tsv", "jsonl", "rds")
+_EXT = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".txt": "txt",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".rds": "rds",
+}
+# Values read as missing in every column except the text column, where only an empty field is
+# missing (a tweet that says "NA" or "null" stays text).
+_NA_VALUES = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "#N/A", "n/a"]
+
+
+class FrameWarning(UserWarning):
+    """A problem in the input that quantformer repaired or worked around (e.g. an encoding)."""
+
+
+# --------------------------------------------------------------------------------------------
+# format detection and decoding
+
+
+def detect_format(path: str | os.PathLike, fmt: str | None = None, *, write: bool = False) -> str:
+    """Return the format of ``path`` from ``fmt`` or its extension.
+
+    Raises:
+        InputError: unknown extension or ``fmt`` value (the message lists the known ones).
+    """
+    allowed = WRITE_FORMATS if write else READ_FORMATS
+    if fmt:
+        fmt = fmt.lower().lstrip(".")
+        if fmt not in allowed:
+            raise InputError(f"unknown format '{fmt}'; use one of: {', '.join(allowed)}")
+        return fmt
+    ext = Path(path).suffix.lower()
+    found = _EXT.get(ext)
+    if found is None or found not in allowed:
+        kinds = ", ".join(sorted(e for e, f in _EXT.items() if f in allowed))
+        raise InputError(
+            f"cannot tell the format of '{path}' from its extension '{ext or '(none)'}'; "
+            f"use one of {kinds}, or pass --format"
+        )
+    return found
+
+
+def read_text_file(path: str | os.PathLike) -> str:
+    """Decode a text file: UTF-8 (BOM stripped) first, else the detected encoding (with a warning).
+
+    Line ends (CRLF, CR) are normalised to LF.
+    """
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        from charset_normalizer import from_bytes
+
+        results = list(from_bytes(raw))
+        encoding = results[0].encoding if results else "cp1252"
+        if results:
+            # Ties are common between the Windows code pages; prefer cp1252, the usual legacy
+            # encoding of Western text (Excel, older Windows exports), when it scores as well.
+            top = (results[0].chaos, results[0].coherence)
+            tied = [r.encoding for r in results if (r.chaos, r.coherence) == top]
+            if "cp1252" in tied:
+                encoding = "cp1252"
+        try:
+            text = raw.decode(encoding)
+        except (UnicodeDecodeError, LookupError):
+            encoding = "latin-1"
+            text = raw.decode(encoding)
+        warnings.warn(
+            f"{path} is not valid UTF-8; read it as {encoding}. Save it as UTF-8 to silence this.",
+            FrameWarning,
+            stacklevel=3,
+        )
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _sniff_delimited_txt(text: str) -> str | None:
+    """Return the delimiter when a .txt file is delimited text with a header, else None.
+
+    Only tabs are sniffed: commas are common in plain one-document-a-line files. A file counts as
+    tab-separated when its first line has a tab and most of the following lines have the same
+    number of fields.
+    """
+    lines = [ln for ln in text.split("\n", 60)[:60] if ln.strip()]
+    if not lines or "\t" not in lines[0]:
+        return None
+    n = lines[0].count("\t")
+    rest = lines[1:]
+    if not rest:
+        return "\t"
+    same = sum(1 for ln in rest if ln.count("\t") == n)
+    return "\t" if same >= 0.8 * len(rest) else None
+
+
+# --------------------------------------------------------------------------------------------
+# reading
+
+
+def _read_raw(path: Path, fmt: str, text_col: str | None) -> pd.DataFrame:
+    """Read a file into a DataFrame with its own columns (no contract applied yet)."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(path).to_pandas()
+        except Exception as exc:  # pyarrow raises several types for corrupt files
+            raise InputError(f"cannot read '{path}' as Parquet: {exc}") from exc
+    if fmt == "rds":
+        import pyreadr
+
+        try:
+            result = pyreadr.read_r(str(path))
+        except Exception as exc:
+            raise InputError(
+                f"cannot read '{path}' as an R data file: {exc}. Save a data frame with saveRDS()."
+            ) from exc
+        obj = next(iter(result.values()), None)
+        if not isinstance(obj, pd.DataFrame):
+            raise InputError(f"'{path}' does not hold an R data frame; save one with saveRDS()")
+        return obj
+    if fmt == "jsonl":
+        rows = []
+        for i, line in enumerate(read_text_file(path).split("\n"), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}, line {i}: not valid JSON ({exc.msg})") from exc
+        return pd.DataFrame(rows)
+    text = read_text_file(path)
+    if not text.strip():
+        raise InputError(f"'{path}' is empty: it has no documents")
+    sep = {"csv": ",", "tsv": "\t"}.get(fmt)
+    if fmt == "txt":
+        sep = _sniff_delimited_txt(text)
+    if fmt == "lines" or sep is None:
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines = lines[:-1]
+        return pd.DataFrame({text_col or "text": [ln if ln != "" else None for ln in lines]})
+    header = next(csv.reader(io.StringIO(text.split("\n", 1)[0]), delimiter=sep), [])
+    tcol = text_col or "text"
+    na_values = {c: ([""] if c == tcol else _NA_VALUES) for c in header}
+    try:
+        return pd.read_csv(
+            io.StringIO(text),
+            sep=sep,
+            dtype={tcol: str} if tcol in header else None,
+            keep_default_na=False,
+            na_values=na_values,
+            engine="c",
+        )
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise InputError(f"cannot parse '{path}' as {fmt.upper()}: {exc}") from exc
+
+
+def _as_str_series(s: pd.Series) -> pd.Series:
+    """Strings, with missing values as None; integral floats lose their '.0' (1.0 -> '1')."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        s = s.astype(object)
+    if pd.api.types.is_float_dtype(s.dtype):
+        vals = s.to_numpy(dtype="float64", na_value=np.nan)
+        finite = vals[~np.isnan(vals)]
+        if finite.size and np.all(finite == np.round(finite)):
+            s = pd.Series(pd.array(vals, dtype="Int64"), index=s.index)
+    out = [None if (v is None or (not isinstance(v, str) and pd.isna(v))) else str(v) for v in s]
+    return pd.Series(out, index=s.index, dtype=object)
+
+
+def _choose(columns: list[str], given: str | None, default: str, what: str, flag: str,
+            path, required: bool) -> str | None:
+    if given is not None:
+        if given not in columns:
+            raise InputError(
+                f"{what} column '{given}' is not in '{path}'; its columns are: "
+                f"{', '.join(map(str, columns))}. Pass the right name with {flag}"
+            )
+        return given
+    if default in columns:
+        return default
+    if required:
+        raise InputError(
+            f"'{path}' has no '{default}' column; its columns are: "
+            f"{', '.join(map(str, columns))}. Name the {what} column with {flag}"
+        )
+    return None
+
+
+def to_frame(
+    df: pd.DataFrame,
+    *,
+    text_col: str | None = None,
+    label_col: str | None = None,
+    id_col: str | None = None,
+    source: str = "the input",
+    require_label: bool = False,
+    id_offset: int = 0,
+) -> pd.DataFrame:
+    """Apply the corpus-frame contract to a DataFrame.
+
+    Args:
+        df: any table with a text column.
+        text_col, label_col, id_col: column names; default ``text``, ``label``, ``doc_id`` when
+            those exist. Without an id column, ids are ``text1 .. textN`` (offset by
+            ``id_offset`` for chunked reading).
+        source: name used in error messages (a file path).
+        require_label: raise when there is no label column or every label is missing.
+
+    Returns:
+        A new DataFrame: ``doc_id``, ``text``, [``label``], docvars (other columns, in order).
+
+    Raises:
+        InputError: unknown column (the message lists the columns), duplicate or missing
+            doc_ids, a required label column missing or with all values missing.
+    """
+    columns = [str(c) for c in df.columns]
+    df = df.copy()
+    df.columns = columns
+    tcol = _choose(columns, text_col, "text", "text", "--text-col", source, required=True)
+    lcol = _choose(columns, label_col, "label", "label", "--label-col", source,
+                   required=require_label)
+    icol = _choose(columns, id_col, "doc_id", "id", "--id-col", source, required=False)
+    n = len(df)
+    if icol is not None:
+        ids = _as_str_series(df[icol])
+        missing = ids.isna()
+        if missing.any():
+            first = np.flatnonzero(missing.to_numpy())[:5] + 1
+            raise InputError(
+                f"{int(missing.sum())} document(s) in {source} have no id in column '{icol}' "
+                f"(rows {', '.join(map(str, first))}); fill them in or drop --id-col to use "
+                "text1..textN"
+            )
+    else:
+        ids = pd.Series([f"text{i}" for i in range(id_offset + 1, id_offset + n + 1)],
+                        index=df.index, dtype=object)
+    dup = ids[ids.duplicated(keep="first")]
+    if len(dup):
+        shown = list(dict.fromkeys(dup.tolist()))[:5]
+        raise InputError(
+            f"doc_ids must be unique, but {source} repeats {len(dup)} id(s), first: "
+            f"{', '.join(map(repr, shown))}. Make them unique or pass another --id-col"
+        )
+    out = {"doc_id": ids, "text": _as_str_series(df[tcol])}
+    if lcol is not None:
+        labels = _as_str_series(df[lcol])
+        if require_label and labels.isna().all():
+            raise InputError(
+                f"every value of the label column '{lcol}' in {source} is missing; "
+                "code some documents or name another column with --label-col"
+            )
+        out["label"] = labels
+    used = {tcol, lcol, icol}
+    reserved = {"doc_id", "text", "label"}
+    for c in columns:
+        if c in used:
+            continue
+        name = c if c not in reserved else f"{c}_orig"
+        out[name] = df[c]
+    frame = pd.DataFrame(out)
+    frame.index = pd.RangeIndex(n)
+    return frame
+
+
+def read_frame(
+    path: str | os.PathLike,
+    *,
+    text_col: str | None = None,
+    label_col: str | None = None,
+    id_col: str | None = None,
+    fmt: str | None = None,
+    require_label: bool = False,
+) -> pd.DataFrame:
+    """Read a corpus file into a corpus frame (see the module docstring for the contract).
+
+    Args:
+        path: a ``.parquet``, ``.csv``, ``.tsv``, ``.txt``, ``.jsonl`` or ``.rds`` file.
+        text_col, label_col, id_col: column names (defaults ``text``, ``label``, ``doc_id``).
+        fmt: override the format detected from the extension (also ``lines``: one document a
+            line, no sniffing).
+        require_label: the file must have a label column with at least one value.
+
+    Raises:
+        InputError: missing, empty or unparsable file, unknown extension, unknown column,
+            duplicate ids, all labels missing.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"file not found: '{path}'")
+    if p.is_dir():
+        raise InputError(f"'{path}' is a folder; give a corpus file")
+    kind = detect_format(p, fmt)
+    if p.stat().st_size == 0:
+        raise InputError(f"'{path}' is empty: it has no documents")
+    df = _read_raw(p, kind, text_col)
+    if len(df.columns) == 0:
+        raise InputError(f"'{path}' is empty: it has no documents")
+    return to_frame(df, text_col=text_col, label_col=label_col, id_col=id_col,
+                    source=f"'{path}'", require_label=require_label)
+
+
+def iter_frames(
+    path: str | os.PathLike,
+    *,
+    chunk_rows: int = 2048,
+    text_col: str | None = None,
+    label_col: str | None = None,
+    id_col: str | None = None,
+    fmt: str | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Yield a corpus file as corpus frames of at most ``chunk_rows`` rows, in file order.
+
+    Parquet files are read one record batch at a time, so memory does not grow with the file;
+    other formats are read whole and sliced. Default ids (``textN``) and the uniqueness check
+    run across chunks.
+
+    Raises:
+        InputError: as :func:`read_frame`.
+    """
+    p = Path(path)
+    kind = detect_format(p, fmt)
+    if not p.exists():
+        raise InputError(f"file not found: '{path}'")
+    seen: set[str] = set()
+    offset = 0
+
+    def chunks() -> Iterator[pd.DataFrame]:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            pf = pq.ParquetFile(p)
+            for batch in pf.iter_batches(batch_size=chunk_rows):
+                yield batch.to_pandas()
+        else:
+            whole = _read_raw(p, kind, text_col) if p.stat().st_size else pd.DataFrame()
+            if len(whole.columns) == 0:
+                raise InputError(f"'{path}' is empty: it has no documents")
+            for start in range(0, len(whole), chunk_rows):
+                yield whole.iloc[start:start + chunk_rows]
+
+    for raw in chunks():
+        frame = to_frame(raw, text_col=text_col, label_col=label_col, id_col=id_col,
+                         source=f"'{path}'", id_offset=offset)
+        offset += len(frame)
+        dups = [d for d in frame["doc_id"] if d in seen]
+        if dups:
+            raise InputError(
+                f"doc_ids must be unique, but '{path}' repeats {len(dups)} id(s), first: "
+                f"{', '.join(map(repr, dups[:5]))}. Make them unique or pass another --id-col"
+            )
+        seen.update(frame["doc_id"])
+        yield frame
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+
+
+def _tmp_path(target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def _rds_ready(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns pyreadr can write: list/array columns become JSON strings, nullable ints float."""
+    out = {}
+    for c in df.columns:
+        s = df[c]
+        if s.dtype == object and len(s) and any(
+            isinstance(v, (list, tuple, np.ndarray)) for v in s.head(50)
+        ):
+            s = pd.Series([None if v is None else json.dumps(list(map(_py, v))) for v in s],
+                          index=s.index, dtype=object)
+        elif isinstance(s.dtype, pd.StringDtype) or pd.api.types.is_string_dtype(s.dtype):
+            s = pd.Series([None if (v is None or (not isinstance(v, str) and pd.isna(v)))
+                           else v for v in s], index=s.index, dtype=object)
+        elif pd.api.types.is_integer_dtype(s.dtype) and s.isna().any():
+            s = s.astype("float64")
+        out[str(c)] = s
+    return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _write_to(df: pd.DataFrame, path: Path, kind: str) -> None:
+    if kind == "parquet":
+        df.to_parquet(path, index=False)
+    elif kind == "csv":
+        df.to_csv(path, index=False, lineterminator="\n")
+    elif kind == "tsv":
+        df.to_csv(path, index=False, sep="\t", lineterminator="\n")
+    elif kind == "jsonl":
+        df.to_json(path, orient="records", lines=True, force_ascii=False)
+    elif kind == "rds":
+        import pyreadr
+
+        pyreadr.write_rds(str(path), _rds_ready(df))
+    else:  # pragma: no cover - detect_format guards this
+        raise InputError(f"cannot write format '{kind}'")
+
+
+def write_frame(df: pd.DataFrame, path: str | os.PathLike, fmt: str | None = None) -> Path:
+    """Write ``df`` atomically to ``path`` (format from ``fmt`` or the extension).
+
+    The data go to a temporary file in the same folder, renamed over ``path`` when complete.
+
+    Returns:
+        The path written.
+
+    Raises:
+        InputError: unknown output format.
+    """
+    target = Path(path)
+    kind = detect_format(target, fmt, write=True)
+    tmp = _tmp_path(target)
+    try:
+        _write_to(df, tmp, kind)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+class FrameWriter:
+    """Append corpus-frame chunks to one output file; the file appears only on :meth:`close`.
+
+    Parquet and CSV/TSV/JSONL chunks are streamed to a temporary file (memory stays flat);
+    ``.rds`` cannot be appended to, so its chunks are collected and written at the end. Use as a
+    context manager: on an exception the temporary file is removed and nothing is left behind.
+    """
+
+    def __init__(self, path: str | os.PathLike, fmt: str | None = None):
+        self.path = Path(path)
+        self.kind = detect_format(self.path, fmt, write=True)
+        self._tmp = _tmp_path(self.path)
+        self._writer = None
+        self._parts: list[pd.DataFrame] = []
+        self._schema = None
+        self.rows = 0
+
+    def write(self, df: pd.DataFrame) -> None:
+        self.rows += len(df)
+        if self.kind == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            if self._writer is None:
+                self._schema = table.schema
+                self._writer = pq.ParquetWriter(self._tmp, self._schema)
+            else:
+                table = table.cast(self._schema)
+            self._writer.write_table(table)
+        elif self.kind in ("csv", "tsv"):
+            sep = "," if self.kind == "csv" else "\t"
+            df.to_csv(self._tmp, mode="a", header=self._writer is None, index=False, sep=sep,
+                      lineterminator="\n")
+            self._writer = True
+        elif self.kind == "jsonl":
+            if len(df):
+                body = df.to_json(orient="records", lines=True, force_ascii=False)
+                with open(self._tmp, "a", encoding="utf-8") as fh:
+                    fh.write(body if body.endswith("\n") else body + "\n")
+            self._writer = True
+        else:
+            self._parts.append(df)
+
+    def close(self) -> Path:
+        if self.kind == "parquet" and self._writer is not None:
+            self._writer.close()
+        if self.kind == "rds" or self._writer is None:
+            whole = pd.concat(self._parts, ignore_index=True) if self._parts else pd.DataFrame()
+            _write_to(whole, self._tmp, self.kind)
+        os.replace(self._tmp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        if self.kind == "parquet" and self._writer is not None:
+            try:
+                self._writer.close()
+            except Exception:
+                pass
+        self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> FrameWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Path:
+    """Validate an output file path before any work starts (format known, folder writable).
+
+    Raises:
+        InputError: unknown format, or the file exists and ``overwrite`` is False.
+    """
+    p = Path(path)
+    detect_format(p, write=True)
+    if p.exists() and not overwrite:
+        raise InputError(f"'{path}' exists; pass --overwrite or choose another --out")
+    if p.is_dir():
+        raise InputError(f"--out '{path}' is a folder; give a file name such as preds.parquet")
+    return p

@@ -1,0 +1,106 @@
+"""Batched inference shared by fine-tuned classifiers, zero-shot and embeddings.
+
+Inputs are sorted by length and padded per batch (dynamic padding), so a batch of short
+documents costs what short documents cost; forward passes run under ``torch.inference_mode()``;
+outputs come back in input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+
+def pad_batch(input_ids: Sequence[list[int]], token_type_ids: Sequence[list[int]] | None,
+              pad_id: int, device: str = "cpu") -> dict:
+    """Pad one batch of id lists (right padding) into torch tensors on ``device``.
+
+    Returns:
+        ``{"input_ids", "attention_mask"[, "token_type_ids"]}``, each a LongTensor of shape
+        (batch, longest).
+    """
+    import torch
+
+    longest = max(len(x) for x in input_ids)
+    ids = torch.full((len(input_ids), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(input_ids), longest), dtype=torch.long)
+    types = torch.zeros((len(input_ids), longest), dtype=torch.long) if token_type_ids else None
+    for i, seq in enumerate(input_ids):
+        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        mask[i, : len(seq)] = 1
+        if types is not None:
+            types[i, : len(seq)] = torch.tensor(token_type_ids[i], dtype=torch.long)
+    batch = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+    if types is not None:
+        batch["token_type_ids"] = types.to(device)
+    return batch
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    """Index batches of similar length: indices sorted by length (longest first), cut in runs."""
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def run_batches(
+    model,
+    input_ids: Sequence[list[int]],
+    token_type_ids: Sequence[list[int]] | None,
+    *,
+    fn: Callable,
+    batch_size: int = 64,
+    device: str = "cpu",
+    pad_id: int = 0,
+    extra: Callable | None = None,
+    progress: bool = False,
+    desc: str = "predicting",
+) -> np.ndarray:
+    """Run ``fn(model, batch) -> array (b, ...)`` over length-sorted batches; input order out.
+
+    Args:
+        model: a torch module already on ``device`` and in eval mode.
+        input_ids, token_type_ids: as in :class:`quantformer.tokenization.Encoded`.
+        fn: maps the model and a padded batch dict to a float array with one row per input.
+        batch_size: inputs per forward pass (default 64).
+        extra: optional ``extra(batch) -> batch`` hook (e.g. Longformer's global attention).
+        progress: show a tqdm bar on stderr.
+
+    Returns:
+        A float32 array whose row i belongs to input i.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    n = len(input_ids)
+    if n == 0:
+        return np.zeros((0,), dtype=np.float32)
+    batches = length_batches([len(x) for x in input_ids], batch_size)
+    out = None
+    with torch.inference_mode():
+        for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
+            batch = pad_batch([input_ids[i] for i in idx],
+                              [token_type_ids[i] for i in idx] if token_type_ids else None,
+                              pad_id, device)
+            if extra is not None:
+                batch = extra(batch)
+            res = fn(model, batch)
+            res = res.float().cpu().numpy() if hasattr(res, "cpu") else np.asarray(res)
+            if out is None:
+                out = np.zeros((n, *res.shape[1:]), dtype=np.float32)
+            out[idx] = res
+    return out
+
+
+def mean_pool(last_hidden, attention_mask):
+    """Mean of token vectors over the attention mask (sentence-transformers' pooling).
+
+    Args:
+        last_hidden: tensor (batch, tokens, hidden).
+        attention_mask: tensor (batch, tokens), 1 for real tokens.
+
+    Returns:
+        Tensor (batch, hidden).
+    """
+    m = attention_mask.unsqueeze(-1).to(last_hidden.dtype)
+    return (last_hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
