@@ -59,6 +59,10 @@ _EXT = {
 _NA_VALUES = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None", "<NA>", "#N/A", "n/a"]
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
 class FrameWarning(UserWarning):
     """A problem in the input that quantformer repaired or worked around (e.g. an encoding)."""
 
@@ -90,6 +94,35 @@ def detect_format(path: str | os.PathLike, fmt: str | None = None, *, write: boo
     return found
 
 
+# Western single-byte code pages that charset-normalizer cannot tell from cp1252 on short
+# texts (it picks mac_iceland for "Grüße"); real files in these are rare, cp1252 (Excel and
+# Windows exports) is common, so cp1252 wins whenever it decodes the bytes.
+_WESTERN_LEGACY = {"mac_roman", "mac_iceland", "mac_turkish", "hp_roman8", "cp437", "cp850",
+                   "cp858", "cp860", "cp861", "cp863", "cp865", "latin_1", "iso8859_1",
+                   "iso8859_15"}
+
+
+def _guess_legacy_encoding(raw: bytes) -> str:
+    """The encoding of non-UTF-8 bytes: charset-normalizer's guess, with cp1252 preferred
+    when it fits as well (ties between code pages) or the guess is a rarer Western one."""
+    from charset_normalizer import from_bytes
+
+    results = list(from_bytes(raw))
+    if not results:
+        return "cp1252"
+    best = results[0]
+    tied = [r.encoding for r in results if (r.chaos, r.coherence) == (best.chaos, best.coherence)]
+    if "cp1252" in tied:
+        return "cp1252"
+    if best.encoding in _WESTERN_LEGACY:
+        try:
+            raw.decode("cp1252")
+            return "cp1252"
+        except UnicodeDecodeError:
+            pass
+    return best.encoding
+
+
 def read_text_file(path: str | os.PathLike) -> str:
     """Decode a text file: UTF-8 (BOM stripped) first, else the detected encoding (with a warning).
 
@@ -99,17 +132,7 @@ def read_text_file(path: str | os.PathLike) -> str:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        from charset_normalizer import from_bytes
-
-        results = list(from_bytes(raw))
-        encoding = results[0].encoding if results else "cp1252"
-        if results:
-            # Ties are common between the Windows code pages; prefer cp1252, the usual legacy
-            # encoding of Western text (Excel, older Windows exports), when it scores as well.
-            top = (results[0].chaos, results[0].coherence)
-            tied = [r.encoding for r in results if (r.chaos, r.coherence) == top]
-            if "cp1252" in tied:
-                encoding = "cp1252"
+        encoding = _guess_legacy_encoding(raw)
         try:
             text = raw.decode(encoding)
         except (UnicodeDecodeError, LookupError):
@@ -147,7 +170,8 @@ def _sniff_delimited_txt(text: str) -> str | None:
 # reading
 
 
-def _read_raw(path: Path, fmt: str, text_col: str | None) -> pd.DataFrame:
+def _read_raw(path: Path, fmt: str, text_col: str | None,
+              id_col: str | None = None) -> pd.DataFrame:
     """Read a file into a DataFrame with its own columns (no contract applied yet)."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
@@ -166,8 +190,15 @@ def _read_raw(path: Path, fmt: str, text_col: str | None) -> pd.DataFrame:
                 f"cannot read '{path}' as an R data file: {exc}. Save a data frame with saveRDS()."
             ) from exc
         obj = next(iter(result.values()), None)
-        if not isinstance(obj, pd.DataFrame):
-            raise InputError(f"'{path}' does not hold an R data frame; save one with saveRDS()")
+        if not isinstance(obj, pd.DataFrame) or list(obj.columns) == [None]:
+            # pyreadr reads a bare vector (a quanteda corpus is a named character vector) as a
+            # one-column frame named None: names and docvars are lost, so refuse it
+            raise InputError(
+                f"'{path}' does not hold an R data frame (a quanteda corpus or a character "
+                "vector cannot be read here); in R save a data frame instead, e.g. "
+                "saveRDS(convert(corp, to = \"data.frame\"), f) or "
+                "saveRDS(data.frame(doc_id = names(x), text = x), f)"
+            )
         return obj
     if fmt == "jsonl":
         rows = []
@@ -192,11 +223,13 @@ def _read_raw(path: Path, fmt: str, text_col: str | None) -> pd.DataFrame:
     header = next(csv.reader(io.StringIO(text.split("\n", 1)[0]), delimiter=sep), [])
     tcol = text_col or "text"
     na_values = {c: ([""] if c == tcol else _NA_VALUES) for c in header}
+    # the text and id columns stay text ("NA" is a tweet; id "007" keeps its zeros)
+    as_text = {c: str for c in (tcol, id_col or "doc_id") if c in header}
     try:
         return pd.read_csv(
             io.StringIO(text),
             sep=sep,
-            dtype={tcol: str} if tcol in header else None,
+            dtype=as_text or None,
             keep_default_na=False,
             na_values=na_values,
             engine="c",
@@ -223,7 +256,7 @@ def _choose(columns: list[str], given: str | None, default: str, what: str, flag
     if given is not None:
         if given not in columns:
             raise InputError(
-                f"{what} column '{given}' is not in '{path}'; its columns are: "
+                f"{what} column '{given}' is not in {path}; its columns are: "
                 f"{', '.join(map(str, columns))}. Pass the right name with {flag}"
             )
         return given
@@ -231,10 +264,18 @@ def _choose(columns: list[str], given: str | None, default: str, what: str, flag
         return default
     if required:
         raise InputError(
-            f"'{path}' has no '{default}' column; its columns are: "
+            f"{path} has no '{default}' column; its columns are: "
             f"{', '.join(map(str, columns))}. Name the {what} column with {flag}"
         )
     return None
+
+
+def _duplicate_ids(source: str, dups: list[str]) -> InputError:
+    shown = list(dict.fromkeys(dups))[:5]
+    return InputError(
+        f"doc_ids must be unique, but {source} repeats {len(dups)} id(s), first: "
+        f"{', '.join(map(repr, shown))}. Make them unique or pass another --id-col"
+    )
 
 
 def to_frame(
@@ -246,6 +287,7 @@ def to_frame(
     source: str = "the input",
     require_label: bool = False,
     id_offset: int = 0,
+    warn_label: bool = True,
 ) -> pd.DataFrame:
     """Apply the corpus-frame contract to a DataFrame.
 
@@ -256,6 +298,8 @@ def to_frame(
             ``id_offset`` for chunked reading).
         source: name used in error messages (a file path).
         require_label: raise when there is no label column or every label is missing.
+        warn_label: warn when ``label_col`` is named but every label is missing (off for
+            chunks of a larger file).
 
     Returns:
         A new DataFrame: ``doc_id``, ``text``, [``label``], docvars (other columns, in order).
@@ -287,19 +331,17 @@ def to_frame(
                         index=df.index, dtype=object)
     dup = ids[ids.duplicated(keep="first")]
     if len(dup):
-        shown = list(dict.fromkeys(dup.tolist()))[:5]
-        raise InputError(
-            f"doc_ids must be unique, but {source} repeats {len(dup)} id(s), first: "
-            f"{', '.join(map(repr, shown))}. Make them unique or pass another --id-col"
-        )
+        raise _duplicate_ids(source, dup.tolist())
     out = {"doc_id": ids, "text": _as_str_series(df[tcol])}
     if lcol is not None:
         labels = _as_str_series(df[lcol])
-        if require_label and labels.isna().all():
-            raise InputError(
-                f"every value of the label column '{lcol}' in {source} is missing; "
-                "code some documents or name another column with --label-col"
-            )
+        if labels.isna().all():
+            msg = (f"every value of the label column '{lcol}' in {source} is missing; "
+                   "code some documents or name another column with --label-col")
+            if require_label:
+                raise InputError(msg)
+            if label_col is not None and n and warn_label:
+                warnings.warn(msg, FrameWarning, stacklevel=3)
         out["label"] = labels
     used = {tcol, lcol, icol}
     reserved = {"doc_id", "text", "label"}
@@ -335,6 +377,14 @@ def read_frame(
         InputError: missing, empty or unparsable file, unknown extension, unknown column,
             duplicate ids, all labels missing.
     """
+    p, kind = _check_input(path, fmt)
+    df = _read_whole(p, kind, text_col, id_col)
+    return to_frame(df, text_col=text_col, label_col=label_col, id_col=id_col,
+                    source=f"'{path}'", require_label=require_label)
+
+
+def _check_input(path: str | os.PathLike, fmt: str | None) -> tuple[Path, str]:
+    """Check that ``path`` is a non-empty file of a known format; returns (path, format)."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"file not found: '{path}'")
@@ -342,12 +392,19 @@ def read_frame(
         raise InputError(f"'{path}' is a folder; give a corpus file")
     kind = detect_format(p, fmt)
     if p.stat().st_size == 0:
-        raise InputError(f"'{path}' is empty: it has no documents")
-    df = _read_raw(p, kind, text_col)
-    if len(df.columns) == 0:
-        raise InputError(f"'{path}' is empty: it has no documents")
-    return to_frame(df, text_col=text_col, label_col=label_col, id_col=id_col,
-                    source=f"'{path}'", require_label=require_label)
+        raise _no_documents(p)
+    return p, kind
+
+
+def _no_documents(path: Path) -> InputError:
+    return InputError(f"'{path}' is empty: it has no documents")
+
+
+def _read_whole(p: Path, kind: str, text_col: str | None, id_col: str | None) -> pd.DataFrame:
+    df = _read_raw(p, kind, text_col, id_col)
+    if len(df.columns) == 0 or len(df) == 0:
+        raise _no_documents(p)
+    return df
 
 
 def iter_frames(
@@ -368,37 +425,35 @@ def iter_frames(
     Raises:
         InputError: as :func:`read_frame`.
     """
-    p = Path(path)
-    kind = detect_format(p, fmt)
-    if not p.exists():
-        raise InputError(f"file not found: '{path}'")
+    p, kind = _check_input(path, fmt)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            pf = pq.ParquetFile(p)
+        except Exception as exc:  # pyarrow raises several types for corrupt files
+            raise InputError(f"cannot read '{path}' as Parquet: {exc}") from exc
+        if pf.metadata.num_rows == 0:
+            raise _no_documents(p)
+        chunks = (batch.to_pandas() for batch in pf.iter_batches(batch_size=chunk_rows))
+    else:
+        whole = _read_whole(p, kind, text_col, id_col)
+        chunks = (whole.iloc[i:i + chunk_rows] for i in range(0, len(whole), chunk_rows))
+    kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
+    return _contract_chunks(chunks, f"'{path}'", kw)
+
+
+def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str,
+                     kw: dict) -> Iterator[pd.DataFrame]:
+    """Apply :func:`to_frame` chunk by chunk, with default ids and uniqueness across chunks."""
     seen: set[str] = set()
     offset = 0
-
-    def chunks() -> Iterator[pd.DataFrame]:
-        if kind == "parquet":
-            import pyarrow.parquet as pq
-
-            pf = pq.ParquetFile(p)
-            for batch in pf.iter_batches(batch_size=chunk_rows):
-                yield batch.to_pandas()
-        else:
-            whole = _read_raw(p, kind, text_col) if p.stat().st_size else pd.DataFrame()
-            if len(whole.columns) == 0:
-                raise InputError(f"'{path}' is empty: it has no documents")
-            for start in range(0, len(whole), chunk_rows):
-                yield whole.iloc[start:start + chunk_rows]
-
-    for raw in chunks():
-        frame = to_frame(raw, text_col=text_col, label_col=label_col, id_col=id_col,
-                         source=f"'{path}'", id_offset=offset)
+    for raw in chunks:
+        frame = to_frame(raw, source=source, id_offset=offset, warn_label=False, **kw)
         offset += len(frame)
         dups = [d for d in frame["doc_id"] if d in seen]
         if dups:
-            raise InputError(
-                f"doc_ids must be unique, but '{path}' repeats {len(dups)} id(s), first: "
-                f"{', '.join(map(repr, dups[:5]))}. Make them unique or pass another --id-col"
-            )
+            raise _duplicate_ids(source, dups)
         seen.update(frame["doc_id"])
         yield frame
 
@@ -411,6 +466,8 @@ def _tmp_path(target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     os.close(fd)
+    # mkstemp creates the file readable by its owner only; give it the usual permissions
+    os.chmod(name, 0o666 & ~_UMASK)
     return Path(name)
 
 
@@ -502,7 +559,12 @@ class FrameWriter:
 
             table = pa.Table.from_pandas(df, preserve_index=False)
             if self._writer is None:
-                self._schema = table.schema
+                # a column with only missing values in the first chunk has Arrow type null,
+                # to which later chunks cannot be cast: make such columns strings
+                fields = [f.with_type(pa.string()) if pa.types.is_null(f.type) else f
+                          for f in table.schema]
+                self._schema = pa.schema(fields, metadata=table.schema.metadata)
+                table = table.cast(self._schema)
                 self._writer = pq.ParquetWriter(self._tmp, self._schema)
             else:
                 table = table.cast(self._schema)
