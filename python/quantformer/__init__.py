@@ -23,6 +23,13 @@ _LAZY = {
     "encode": "quantformer.tokenization:encode",
     "sotu": "quantformer.datasets:sotu",
     "datasets": "quantformer.datasets",
+    "finetune": "quantformer.finetune",
+    "predict": "quantformer.predict",
+    "evaluate": "quantformer.evaluate",
+    "load": "quantformer.modeldir:load",
+    "Classifier": "quantformer.predict:Classifier",
+    "zeroshot": "quantformer.zeroshot:zeroshot",
+    "embed": "quantformer.embed:embed",
 }
 
 

@@ -1,0 +1,249 @@
+"""Model directories: save and load fine-tuned classifiers.
+
+A model directory is what ``save_pretrained`` writes for the model and its tokenizer (so plain
+``transformers.AutoModelForSequenceClassification.from_pretrained(dir)`` loads it, with
+``id2label``/``label2id`` in ``config.json``), plus
+
+``quantformer.json``
+    the record of the run: label order and counts, training arguments and seed, data source and
+    row counts, validation metrics, library versions, dates, and ``"complete": true``. It is the
+    *completion record*: a directory without it (or with ``complete`` not true) does not load.
+``README.md``
+    a model card that says what the model was trained on and how.
+
+The directory is written into a temporary folder next to the target and renamed into place at
+the end, so an interrupted run never leaves a directory that loads as complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import InputError, ModelDirError
+
+RECORD = "quantformer.json"
+FORMAT_VERSION = 1
+
+
+def versions() -> dict:
+    """Versions of quantformer, Python and the libraries that shape a trained model."""
+    import platform
+    from importlib import metadata
+
+    from . import __version__
+
+    out = {"quantformer": __version__, "python": platform.python_version()}
+    for pkg in ("torch", "transformers", "tokenizers", "numpy", "pandas", "scikit-learn"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:  # pragma: no cover
+            out[pkg] = None
+    return out
+
+
+@contextlib.contextmanager
+def hf_quiet():
+    """Silence transformers' loading/saving progress bars and expected warnings (such as
+    "newly initialized classifier weights" when a head is added for fine-tuning)."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def now_utc() -> str:
+    """The current time as an ISO 8601 UTC string (seconds)."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def check_out_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Validate a model output folder before training starts.
+
+    Raises:
+        InputError: ``out`` is a file, or it exists and ``overwrite`` is False.
+    """
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"--out '{out}' is a file; give a folder name for the model")
+    if p.exists() and not overwrite:
+        raise InputError(f"'{out}' exists; pass --overwrite (overwrite=True) or choose another "
+                         "--out")
+    return p
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def model_card(record: dict) -> str:
+    """The README.md model card for a model directory, from its ``quantformer.json`` record."""
+    hp = record.get("hyperparameters", {})
+    counts = record.get("label_counts", {})
+    val = record.get("validation")
+    lines = [
+        f"# Fine-tuned classifier: {', '.join(record.get('labels', []))}",
+        "",
+        f"Fine-tuned with quantformer {record.get('versions', {}).get('quantformer', '?')} "
+        f"on {record.get('created', '?')} from the pretrained model "
+        f"`{record.get('model')}`.",
+        "",
+        "## Training data",
+        "",
+        f"- source: {record.get('data_source') or '(a data frame)'}",
+        f"- documents used for training: {record.get('n_train')} "
+        f"(after oversampling: {record.get('n_train_oversampled')})",
+        f"- documents with a missing label, left out: {record.get('n_missing_label', 0)}",
+        f"- documents with a missing or empty text, left out: {record.get('n_missing_text', 0)}",
+        "",
+        "| label | training documents |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in counts.items()],
+        "",
+        "## Training procedure (Wankmüller 2022, section 6.4)",
+        "",
+        "AdamW without weight decay, learning rate decayed linearly to 0 without warm-up, "
+        "dropout 0.1, length-grouped batches with dynamic padding.",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in hp.items()],
+        "",
+        "## Validation",
+        "",
+    ]
+    if val:
+        lines += [f"On {val.get('n')} held-out documents: accuracy {val.get('accuracy'):.4f}, "
+                  f"macro-F1 {val.get('macro_f1'):.4f}.", ""]
+    else:
+        lines += ["No validation set was used.", ""]
+    lines += [
+        "## Use",
+        "",
+        "```",
+        "quantformer predict --model THIS_FOLDER --input docs.parquet --out preds.parquet",
+        "```",
+        "",
+        "or in Python `quantformer.load(folder).predict(frame)`, or with plain transformers "
+        "`AutoModelForSequenceClassification.from_pretrained(folder)`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_model_dir(model, tokenizer, record: dict, out: str | os.PathLike,
+                    overwrite: bool = False) -> Path:
+    """Save a fine-tuned model, its tokenizer, ``quantformer.json`` and README.md atomically.
+
+    Everything goes into a temporary folder beside ``out`` first; the completion record
+    (``"complete": true``) is written last and the folder is then renamed to ``out`` (an
+    existing ``out`` is replaced only when ``overwrite`` is True).
+
+    Returns:
+        The path of the model directory.
+
+    Raises:
+        InputError: ``out`` exists and ``overwrite`` is False, or it is a file.
+    """
+    target = check_out_dir(out, overwrite)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
+    try:
+        with hf_quiet():
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+        record = {**record, "format_version": FORMAT_VERSION, "complete": True}
+        (tmp / "README.md").write_text(model_card(record), encoding="utf-8")
+        (tmp / RECORD).write_text(json.dumps(record, indent=2, default=_json_default),
+                                  encoding="utf-8")
+        old = None
+        if target.exists():
+            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def read_record(path: str | os.PathLike) -> dict:
+    """Read and check the ``quantformer.json`` record of a model directory.
+
+    Raises:
+        ModelDirError: the folder does not exist, has no completion record (an unfinished or
+            interrupted run, or a folder not written by quantformer), or is not a classifier.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ModelDirError(f"model directory not found: '{path}'; give the --out folder of "
+                            "`quantformer finetune`")
+    if not p.is_dir():
+        raise ModelDirError(f"'{path}' is a file, not a model directory; give the --out folder "
+                            "of `quantformer finetune`")
+    rec_path = p / RECORD
+    if not rec_path.exists():
+        raise ModelDirError(
+            f"'{path}' has no {RECORD} completion record: it is not a finished quantformer "
+            "model (training was interrupted, or the folder was written by another tool). "
+            "Run `quantformer finetune` again with this --out and --overwrite"
+        )
+    try:
+        record = json.loads(rec_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelDirError(f"'{rec_path}' is not valid JSON ({exc}); fine-tune again") from exc
+    if not isinstance(record, dict) or record.get("complete") is not True:
+        raise ModelDirError(
+            f"'{path}' is incomplete: its {RECORD} has no \"complete\": true record. "
+            "Fine-tune again with this --out and --overwrite"
+        )
+    labels = record.get("labels")
+    if not isinstance(labels, list) or len(labels) < 2:
+        raise ModelDirError(f"'{path}' is not a classifier: {RECORD} lists no labels")
+    cfg_path = p / "config.json"
+    if not cfg_path.exists():
+        raise ModelDirError(f"'{path}' has no config.json; fine-tune again")
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    archs = cfg.get("architectures") or []
+    if not any(a.endswith("ForSequenceClassification") for a in archs):
+        raise ModelDirError(
+            f"'{path}' is not a sequence classifier (architectures: {', '.join(archs) or 'none'});"
+            " give a folder written by `quantformer finetune`"
+        )
+    return record
+
+
+def load(path: str | os.PathLike, device: str = "auto"):
+    """Load a fine-tuned model directory as a :class:`~quantformer.predict.Classifier`.
+
+    Args:
+        path: a folder written by :func:`quantformer.finetune` / ``quantformer finetune``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``mps`` (see :func:`quantformer.models.resolve_device`).
+
+    Raises:
+        ModelDirError: missing, incomplete or not a classifier (see :func:`read_record`).
+    """
+    from .predict import Classifier
+
+    return Classifier.from_dir(path, device=device)

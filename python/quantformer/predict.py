@@ -1,0 +1,334 @@
+"""Prediction with fine-tuned classifiers: in memory and streamed over large corpus files.
+
+:class:`Classifier` wraps a sequence-classification model, its tokenizer and its label order.
+Prediction tokenises with the model's truncation (head+tail by default, Wankmüller 2022 section
+6.3), runs length-sorted batches with dynamic padding under ``torch.inference_mode()``
+(:mod:`quantformer.inference`) and returns rows in input order. Missing or empty texts are kept:
+their ``predicted`` is missing, their probabilities NaN, and a warning counts them.
+
+:func:`predict_file` reads the input in record batches (Parquet row groups, CSV chunks) and
+appends to the output as it goes, so memory does not grow with the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._callable import make_callable
+from .errors import InputError
+
+CHUNK_ROWS = 4096
+
+
+class PredictionWarning(UserWarning):
+    """Documents that got no prediction (missing or empty texts)."""
+
+
+def _is_longformer(config) -> bool:
+    return getattr(config, "model_type", "") in ("longformer", "led")
+
+
+def global_attention_hook(config):
+    """Batch hook that puts global attention on the first token for Longformer models, else None.
+
+    Longformer classifies from the first token, which must see the whole document
+    (Beltagy et al. 2020); other models need nothing.
+    """
+    if not _is_longformer(config):
+        return None
+
+    def hook(batch: dict) -> dict:
+        import torch
+
+        g = torch.zeros_like(batch["attention_mask"])
+        g[:, 0] = 1
+        batch["global_attention_mask"] = g
+        return batch
+
+    return hook
+
+
+def warn_missing(n_missing: int, n: int) -> None:
+    """Warn that ``n_missing`` of ``n`` documents had no text and got no prediction."""
+    if n_missing:
+        warnings.warn(
+            f"{n_missing} of {n} document(s) have a missing or empty text; they are kept with a "
+            "missing prediction",
+            PredictionWarning,
+            stacklevel=3,
+        )
+
+
+class Classifier:
+    """A fine-tuned sequence classifier: model, tokenizer and label order.
+
+    Attributes:
+        labels: class labels as strings, in the order of the model's outputs.
+        model: the ``transformers`` ``...ForSequenceClassification`` module (eval mode).
+        tokenizer: its fast tokenizer.
+        device: torch device string the model is on.
+        max_length, truncation: how documents are cut at prediction (as at training).
+        record: the ``quantformer.json`` record (training arguments, counts, versions).
+    """
+
+    def __init__(self, model, tokenizer, labels, *, max_length: int = 512,
+                 truncation: str = "head_tail", device: str = "cpu",
+                 record: dict | None = None):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.labels = [str(x) for x in labels]
+        self.max_length = int(max_length)
+        self.truncation = truncation
+        self.device = device
+        self.record = dict(record or {})
+        self.model.eval()
+
+    # ---------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike, device: str = "auto") -> Classifier:
+        """Load a model directory (see :func:`quantformer.modeldir.load`).
+
+        Raises:
+            ModelDirError: missing, incomplete or not a classifier.
+        """
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from .modeldir import hf_quiet, read_record
+        from .models import resolve_device
+
+        record = read_record(path)
+        dev = resolve_device(device)
+        with hf_quiet():
+            tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
+            model = AutoModelForSequenceClassification.from_pretrained(str(path)).to(dev)
+        hp = record.get("hyperparameters", {})
+        return cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
+                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
+
+    def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Write the model directory (model, tokenizer, ``quantformer.json``, README.md).
+
+        Raises:
+            InputError: ``path`` exists and ``overwrite`` is False.
+        """
+        from .modeldir import write_model_dir
+
+        return write_model_dir(self.model, self.tokenizer, self.record, path,
+                               overwrite=overwrite)
+
+    def to(self, device: str) -> Classifier:
+        """Move the model to ``device`` (``auto``, ``cpu``, ``cuda``, ``mps``); returns self."""
+        from .models import resolve_device
+
+        self.device = resolve_device(device)
+        self.model.to(self.device)
+        return self
+
+    def __repr__(self) -> str:
+        return (f"Classifier(labels={self.labels}, model={self.record.get('model')!r}, "
+                f"max_length={self.max_length}, device={self.device!r})")
+
+    # ---------------------------------------------------------------------------------------
+
+    def _texts(self, frame_or_texts) -> list:
+        if isinstance(frame_or_texts, pd.DataFrame):
+            if "text" not in frame_or_texts.columns:
+                raise InputError("the frame has no 'text' column; read it with "
+                                 "quantformer.read_frame or name the text column")
+            return frame_or_texts["text"].tolist()
+        if isinstance(frame_or_texts, str):
+            return [frame_or_texts]
+        return list(frame_or_texts)
+
+    def _proba(self, texts: list, batch_size: int, progress: bool) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        from .inference import run_batches
+        from .tokenization import encode
+
+        k = len(self.labels)
+        enc = encode(self.tokenizer, texts, max_length=self.max_length,
+                     truncation=self.truncation)
+        probs = np.full((len(texts), k), np.nan, dtype=np.float64)
+        keep = np.flatnonzero(~enc.missing)
+        if keep.size:
+            ids = [enc.input_ids[i] for i in keep]
+            types = [enc.token_type_ids[i] for i in keep] if enc.token_type_ids else None
+            out = run_batches(
+                self.model, ids, types,
+                fn=lambda m, b: torch.softmax(m(**b).logits.float(), dim=-1),
+                batch_size=batch_size, device=self.device,
+                pad_id=self.tokenizer.pad_token_id or 0,
+                extra=global_attention_hook(self.model.config), progress=progress,
+            )
+            probs[keep] = out
+        return probs, enc.missing
+
+    def predict_proba(self, frame_or_texts, batch_size: int = 64,
+                      progress: bool = False) -> np.ndarray:
+        """Class probabilities (softmax of the logits).
+
+        Args:
+            frame_or_texts: a corpus frame (its ``text`` column) or a sequence of str/None.
+            batch_size: documents per forward pass (default 64).
+            progress: show a tqdm bar.
+
+        Returns:
+            float64 array of shape (n, len(labels)), columns in :attr:`labels` order; rows of
+            NaN for missing or empty texts.
+        """
+        texts = self._texts(frame_or_texts)
+        probs, missing = self._proba(texts, batch_size, progress)
+        warn_missing(int(missing.sum()), len(texts))
+        return probs
+
+    def predict(self, frame, batch_size: int = 64, keep_text: bool = False,
+                progress: bool = False, warn: bool = True) -> pd.DataFrame:
+        """Predict a corpus frame.
+
+        Args:
+            frame: a corpus frame (``doc_id``, ``text``, docvars) or a sequence of texts.
+            batch_size: documents per forward pass (default 64).
+            keep_text: keep the ``text`` column in the output.
+            progress: show a tqdm bar.
+            warn: warn when documents have missing or empty texts.
+
+        Returns:
+            A frame in input row order: ``doc_id``, the docvars (a ``label`` column included),
+            [``text``], ``predicted`` (label string; missing for missing/empty texts),
+            ``prob_<label>`` per class.
+        """
+        if not isinstance(frame, pd.DataFrame):
+            texts = self._texts(frame)
+            frame = pd.DataFrame({"doc_id": [f"text{i + 1}" for i in range(len(texts))],
+                                  "text": texts})
+        probs, missing = self._proba(self._texts(frame), batch_size, progress)
+        if warn:
+            warn_missing(int(missing.sum()), len(frame))
+        return self._output(frame, probs, missing, keep_text)
+
+    def _output(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,
+                keep_text: bool) -> pd.DataFrame:
+        labels = np.asarray(self.labels, dtype=object)
+        top = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=1)] if len(probs) else labels[:0]
+        predicted = [None if m else str(t) for t, m in zip(top, missing)]
+        out = {"doc_id": frame["doc_id"].to_numpy()}
+        for c in frame.columns:
+            if c == "doc_id" or (c == "text" and not keep_text):
+                continue
+            out[c] = frame[c].to_numpy()
+        out["predicted"] = pd.Series(predicted, dtype="string").to_numpy()
+        for j, lab in enumerate(self.labels):
+            out[f"prob_{lab}"] = probs[:, j]
+        return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
+            device: str = "auto", quiet: bool = True) -> pd.DataFrame:
+    """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
+
+    Args:
+        model: a :class:`Classifier` or a model directory path.
+        frame: a corpus frame or a sequence of texts.
+        batch_size: documents per forward pass (default 64).
+        keep_text: keep the ``text`` column.
+        device: used when ``model`` is a path.
+        quiet: no progress bar.
+
+    Returns:
+        See :meth:`Classifier.predict`.
+    """
+    clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
+    return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
+
+
+def predict_file(model, input_path, out_path, *, text_col: str | None = None,
+                 id_col: str | None = None, label_col: str | None = None,
+                 fmt: str | None = None, batch_size: int = 64, keep_text: bool = False,
+                 device: str = "auto", quiet: bool = False,
+                 chunk_rows: int = CHUNK_ROWS) -> int:
+    """Stream a corpus file through a classifier into an output file.
+
+    The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
+    and each chunk's predictions are appended to a temporary output file, renamed to
+    ``out_path`` at the end; on an error nothing is left behind.
+
+    Returns:
+        The number of documents written.
+
+    Raises:
+        InputError: bad input file or columns, unknown output format; ModelDirError.
+    """
+    from tqdm.auto import tqdm
+
+    from .frames import FrameWriter, check_output_path, iter_frames
+
+    check_output_path(out_path)
+    clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
+    n = n_missing = 0
+    bar = tqdm(desc="predicting", unit="doc", disable=quiet)
+    with FrameWriter(out_path) as writer:
+        for chunk in iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col,
+                                 id_col=id_col, label_col=label_col, fmt=fmt):
+            probs, missing = clf._proba(chunk["text"].tolist(), batch_size, False)
+            writer.write(clf._output(chunk, probs, missing, keep_text))
+            n += len(chunk)
+            n_missing += int(missing.sum())
+            bar.update(len(chunk))
+        if n == 0:
+            raise InputError(f"'{input_path}' has no documents")
+    bar.close()
+    warn_missing(n_missing, n)
+    return n
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from .cli import add_corpus_options, add_device_option, add_quiet_option
+
+    p = sub.add_parser(
+        "predict",
+        help="classify a corpus with a fine-tuned model directory",
+        description="Classify every document of a corpus file with a model written by "
+                    "`quantformer finetune`. Streams the input in chunks. Output: doc_id, the "
+                    "docvars, [text], predicted (label; missing for empty texts), prob_<label>.",
+    )
+    p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
+    p.add_argument("--input", required=True, help="corpus file")
+    add_corpus_options(p)
+    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
+    from .cli import positive
+
+    p.add_argument("--batch-size", type=positive(int), default=64,
+                   help="documents per forward pass (64)")
+    p.add_argument("--keep-text", action="store_true", help="keep the text column in the output")
+    add_device_option(p)
+    add_quiet_option(p)
+    p.set_defaults(func=_run_predict)
+
+
+def _run_predict(args) -> int:
+    from .cli import corpus_kwargs
+
+    kw = corpus_kwargs(args)
+    n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
+                     id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
+                     batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
+                     quiet=args.quiet)
+    print(f"wrote predictions for {n} documents to {args.out}")
+    return 0
+
+
+make_callable(__name__, "predict")
