@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlparse
@@ -39,6 +40,11 @@ def default_model_path() -> str:
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub answers a TCP connection within ``timeout`` seconds.
+
+    The probe (DNS lookup included, which has no timeout of its own) runs in a daemon thread,
+    so a stalled resolver cannot make this wait longer than ``timeout``.
+    """
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return False
     try:
@@ -49,11 +55,19 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
     url = urlparse(endpoint)
     port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((url.hostname, port), timeout=timeout):
+                result.append(True)
+        except OSError:
+            result.append(False)
+
+    worker = threading.Thread(target=probe, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return bool(result and result[0])
 
 
 @lru_cache(maxsize=32)
