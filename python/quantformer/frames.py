@@ -104,7 +104,8 @@ _WESTERN_LEGACY = {"mac_roman", "mac_iceland", "mac_turkish", "hp_roman8", "cp43
 
 def _guess_legacy_encoding(raw: bytes) -> str:
     """The encoding of non-UTF-8 bytes: charset-normalizer's guess, with cp1252 preferred
-    when it fits as well (ties between code pages) or the guess is a rarer Western one."""
+    when it fits as well (ties between code pages), when the guess is a rarer Western code
+    page, or when the guess decodes the bytes to the same text as cp1252."""
     from charset_normalizer import from_bytes
 
     results = list(from_bytes(raw))
@@ -114,12 +115,12 @@ def _guess_legacy_encoding(raw: bytes) -> str:
     tied = [r.encoding for r in results if (r.chaos, r.coherence) == (best.chaos, best.coherence)]
     if "cp1252" in tied:
         return "cp1252"
-    if best.encoding in _WESTERN_LEGACY:
-        try:
-            raw.decode("cp1252")
-            return "cp1252"
-        except UnicodeDecodeError:
-            pass
+    try:
+        as_cp1252 = raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return best.encoding
+    if best.encoding in _WESTERN_LEGACY or as_cp1252 == raw.decode(best.encoding, "replace"):
+        return "cp1252"  # a rarer Western code page, or one that reads the same as cp1252
     return best.encoding
 
 

@@ -345,6 +345,12 @@ def _run_tokenize(args) -> int:
     tok = load_tokenizer(args.model)
     stats = token_stats(frame, tok, max_length=args.max_length, truncation=args.truncation,
                         with_ids=args.ids)
+    n_missing = int((stats["n_tokens"] == 0).sum())
+    if n_missing:
+        import warnings
+
+        warnings.warn(f"{n_missing} of {len(stats)} documents have missing or empty text; "
+                      "they are kept, with 0 tokens", UserWarning, stacklevel=2)
     print_table(summarise(stats, args.max_length),
                 title=f"subword tokens per document ({model_label(args.model)}, "
                       f"{args.input})", floatfmt="{:.1f}")
