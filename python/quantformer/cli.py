@@ -164,7 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="<verb>")
     sub.required = True
     for name in VERB_MODULES:
-        importlib.import_module(name).add_cli(sub)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a dependency of the module is missing: a real error
+                raise
+            continue  # a verb whose module is not in this checkout (yet)
+        module.add_cli(sub)
     _add_info(sub)
     return parser
 
@@ -174,13 +180,28 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 input error, 1 internal error)."""
+    """Run the CLI; returns the exit code (0 ok, 2 usage or input error, 1 internal error).
+
+    Usage errors (unknown verb or flag, a bad flag value) and ``--help`` return argparse's
+    code (2 and 0) instead of raising ``SystemExit``, so in-process callers get a code too.
+    """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     debug = args.debug or os.environ.get("QUANTFORMER_DEBUG") == "1"
-    if not debug:
-        warnings.showwarning = _show_warning
+    with warnings.catch_warnings():
+        # Python's usual filter for user warnings, reset so that a second in-process run
+        # shows its warnings again; each is printed as one short line
+        warnings.filterwarnings("default", category=UserWarning)
+        if not debug:
+            warnings.showwarning = _show_warning
+        return _run(args, debug)
+
+
+def _run(args, debug: bool) -> int:
     try:
         code = args.func(args)
     except InputError as exc:

@@ -1,0 +1,209 @@
+"""The CLI contract: tokenize, example, info, --help, exit codes and bad input (no output left)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from quantformer.cli import main
+from quantformer.frames import read_frame
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(capsys, *argv):
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _summary(stdout):
+    """The summary table printed by tokenize, as {row name: value}."""
+    rows = {}
+    for line in stdout.splitlines()[2:]:
+        name, _, value = line.rstrip().rpartition(" ")
+        if name.strip():
+            rows[name.strip()] = value
+    return rows
+
+
+def test_tokenize_tweeteval(capsys, shared_data, tmp_path):
+    out = tmp_path / "tok.parquet"
+    code, stdout, _ = run(capsys, "tokenize", "--input",
+                          shared_data / "tweeteval_abortion" / "train_text.txt", "--out", out)
+    assert code == 0
+    s = _summary(stdout)
+    assert s["documents"] == "587" and s["missing or empty"] == "0"
+    assert s["over 512 (truncated)"] == "0" and int(s["max"]) < 128
+    stats = read_frame(out, text_col="doc_id")  # no text column in a stats file
+    assert len(stats) == 587 and stats.columns.tolist() == ["doc_id", "text", "n_tokens",
+                                                           "truncated"]
+    assert stats["doc_id"].iloc[-1] == "text587"
+    assert f"wrote 587 rows to {out}" in stdout
+
+
+def test_example_sotu_then_tokenize_with_ids(capsys, tmp_path):
+    corpus = tmp_path / "sotu.parquet"
+    code, stdout, _ = run(capsys, "example", "sotu", "--since", "2016", "--label", "party",
+                          "--out", corpus)
+    assert code == 0 and "paragraphs from" in stdout
+    frame = pd.read_parquet(corpus)
+    assert frame.columns.tolist() == ["doc_id", "text", "label", "year", "president", "party",
+                                      "address", "paragraph"]
+    assert frame["year"].min() >= 2016 and (frame["label"] == frame["party"]).all()
+    out = tmp_path / "ids.rds"
+    code, stdout, _ = run(capsys, "tokenize", "--input", corpus, "--max-length", "64", "--ids",
+                          "--truncation", "head", "--out", out)
+    assert code == 0
+    s = _summary(stdout)
+    assert s["documents"] == str(len(frame)) and int(s["over 64 (truncated)"]) > 0
+    import pyreadr
+
+    back = pyreadr.read_r(str(out))[None]
+    assert back["doc_id"].tolist() == frame["doc_id"].tolist()
+    ids = [json.loads(x) for x in back["input_ids"]]
+    assert max(map(len, ids)) == 64 and all(x[0] == 101 and x[-1] == 102 for x in ids)
+    assert back["truncated"].tolist() == (back["n_tokens"] > 64).tolist()
+    assert back.columns.tolist()[-5:] == ["year", "president", "party", "address", "paragraph"]
+
+
+def test_missing_and_empty_texts_are_kept_and_counted(capsys, tmp_path):
+    f = tmp_path / "m.csv"
+    f.write_text("doc_id,text\na,hello world\nb,\nc,NA\nd,\"  \"\n", encoding="utf-8")
+    out = tmp_path / "m.jsonl"
+    code, stdout, stderr = run(capsys, "tokenize", "--input", f, "--out", out)
+    assert code == 0
+    assert "warning: 2 of 4 documents have missing or empty text; they are kept" in stderr
+    assert _summary(stdout)["missing or empty"] == "2"
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["doc_id"] for r in rows] == ["a", "b", "c", "d"]
+    assert [r["n_tokens"] for r in rows] == [4, 0, 3, 0]
+
+
+def test_info_json_and_help(capsys):
+    code, stdout, _ = run(capsys, "info", "--json")
+    info = json.loads(stdout)
+    assert code == 0 and info["default_model"] == "all-MiniLM-L6-v2"
+    assert os.path.isdir(info["default_model_path"]) and info["torch"]
+    code, stdout, _ = run(capsys, "--help")
+    assert code == 0 and "tokenize" in stdout and "example" in stdout and "info" in stdout
+    code, stdout, _ = run(capsys, "tokenize", "--help")
+    for flag in ("--input", "--text-col", "--label-col", "--id-col", "--format", "--model",
+                 "--max-length", "--truncation", "--ids", "--out"):
+        assert flag in stdout
+
+
+def test_help_is_light_and_python_m_works():
+    code = ("import sys, quantformer.cli as c; c.build_parser(); "
+            "print(sorted(m for m in ('torch', 'transformers', 'sklearn', 'xgboost', "
+            "'matplotlib') if m in sys.modules))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+    res = subprocess.run([sys.executable, "-m", "quantformer", "--version"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.startswith("quantformer ")
+
+
+def test_usage_errors_exit_2(capsys, tmp_path):
+    code, _, stderr = run(capsys, "no-such-verb")
+    assert code == 2 and "invalid choice" in stderr
+    code, _, stderr = run(capsys, "tokenize")
+    assert code == 2 and "--input" in stderr
+    code, _, stderr = run(capsys, "tokenize", "--input", "x.csv", "--truncation", "middle")
+    assert code == 2
+
+
+@pytest.fixture
+def corpus_csv(tmp_path):
+    f = tmp_path / "in.csv"
+    f.write_text("doc_id,body,stance\na,one,x\nb,two,y\n", encoding="utf-8")
+    return f
+
+
+def _bad(capsys, tmp_path, args, *messages, out_name="out.parquet"):
+    out = tmp_path / out_name
+    code, stdout, stderr = run(capsys, *args, "--out", out)
+    assert code == 2, stderr
+    for m in messages:
+        assert m in stderr, stderr
+    assert stderr.startswith(f"quantformer {args[0]}: error: ")
+    assert not out.exists()
+    assert not any(p.name.startswith(f".{out_name}.") for p in tmp_path.iterdir())
+    return stderr
+
+
+def test_bad_inputs_exit_2_and_leave_no_output(capsys, tmp_path, corpus_csv):
+    _bad(capsys, tmp_path, ["tokenize", "--input", tmp_path / "missing.csv"],
+         "file not found:", "missing.csv")
+    (tmp_path / "x.xlsx").write_text("x")
+    _bad(capsys, tmp_path, ["tokenize", "--input", tmp_path / "x.xlsx"],
+         "cannot tell the format of", "'.xlsx'", "--format")
+    (tmp_path / "empty.csv").write_text("")
+    _bad(capsys, tmp_path, ["tokenize", "--input", tmp_path / "empty.csv"],
+         "is empty: it has no documents")
+    _bad(capsys, tmp_path, ["tokenize", "--input", corpus_csv],
+         "has no 'text' column; its columns are: doc_id, body, stance", "--text-col")
+    _bad(capsys, tmp_path, ["tokenize", "--input", corpus_csv, "--text-col", "body",
+                            "--label-col", "Stance"],
+         "label column 'Stance' is not in", "its columns are: doc_id, body, stance")
+    dup = tmp_path / "dup.tsv"
+    dup.write_text("doc_id\ttext\nd1\ta\nd2\tb\nd1\tc\nd2\td\n", encoding="utf-8")
+    _bad(capsys, tmp_path, ["tokenize", "--input", dup],
+         "doc_ids must be unique", "repeats 2 id(s), first: 'd1', 'd2'")
+    _bad(capsys, tmp_path, ["tokenize", "--input", corpus_csv, "--text-col", "body",
+                            "--max-length", "1000"],
+         "--max-length 1000 is above this model's limit of 512 tokens")
+    _bad(capsys, tmp_path, ["tokenize", "--input", corpus_csv, "--text-col", "body"],
+         "cannot tell the format of", out_name="out.xlsx")
+    _bad(capsys, tmp_path, ["tokenize", "--input", corpus_csv, "--text-col", "body",
+                            "--model", tmp_path / "no" / "model"], "model folder not found")
+    _bad(capsys, tmp_path, ["example", "sotu", "--since", "2100"],
+         "no State of the Union paragraphs match these filters")
+
+
+def test_label_column_all_missing(capsys, tmp_path):
+    f = tmp_path / "nolabels.csv"
+    f.write_text("text,code\none,\ntwo,NA\nthree,\n", encoding="utf-8")
+    # a verb that needs labels refuses the file ...
+    out = tmp_path / "model"
+    code, _, stderr = run(capsys, "finetune", "--train", f, "--label-col", "code", "--out", out)
+    assert code == 2 and "every value of the label column 'code'" in stderr
+    assert not out.exists()
+    # ... one that does not warns
+    code, _, stderr = run(capsys, "tokenize", "--input", f, "--label-col", "code")
+    assert code == 0 and "warning: every value of the label column 'code'" in stderr
+
+
+def test_internal_errors_exit_1(capsys, monkeypatch, tmp_path):
+    import quantformer.tokenization as tokenization
+
+    def boom(*a, **k):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(tokenization, "token_stats", boom)
+    f = tmp_path / "c.txt"
+    f.write_text("one doc\n")
+    out = tmp_path / "o.csv"
+    code, _, stderr = run(capsys, "tokenize", "--input", f, "--out", out)
+    assert code == 1 and not out.exists()
+    assert "quantformer tokenize: internal error: RuntimeError: kaput" in stderr
+    assert "--debug" in stderr and "Traceback" not in stderr
+    code, _, stderr = run(capsys, "--debug", "tokenize", "--input", f)
+    assert code == 1 and "Traceback" in stderr
+
+
+def test_warnings_show_on_every_in_process_run(capsys, tmp_path):
+    f = tmp_path / "legacy.txt"
+    f.write_bytes("Grüße aus Köln\n".encode("cp1252"))
+    for _ in range(2):
+        code, _, stderr = run(capsys, "tokenize", "--input", f)
+        assert code == 0
+        assert f"warning: {f} is not valid UTF-8; read it as cp1252" in stderr
