@@ -1,30 +1,46 @@
 #!/usr/bin/env bash
 # Run every test: pytest (tests/python), then the R package's R CMD build + check (which runs
-# tests/testthat and builds the vignettes). Exits non-zero on any failure; "no tests collected"
-# counts as a failure. Usage: scripts/check.sh [python|r]   (default: both)
+# tests/testthat and builds the vignettes). Exits non-zero on any failure; pytest's "no tests
+# collected" (exit 5) counts as a failure; missing R is reported as a visible SKIP.
+# Usage: scripts/check.sh [all|python|r] [extra pytest arguments...]   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
+[ $# -gt 0 ] && shift
+case "$what" in all|python|r) ;; *) echo "usage: scripts/check.sh [all|python|r] [pytest args]"; exit 2;; esac
 status=0
+failed=()
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+
+if [ ! -x .venv/bin/python ]; then
+  echo "check: .venv/bin/python not found; run scripts/setup.sh (or make check) first"
+  exit 1
+fi
 
 if [ "$what" = all ] || [ "$what" = python ]; then
   echo "== pytest"
-  .venv/bin/python -m pytest tests/python -q -p no:cacheprovider
+  .venv/bin/python -m pytest tests/python -q -p no:cacheprovider "$@"
   rc=$?
-  if [ $rc -eq 5 ]; then echo "pytest collected no tests: failing"; status=1;
-  elif [ $rc -ne 0 ]; then status=1; fi
+  if [ $rc -eq 5 ]; then echo "== pytest collected no tests: FAILING"; status=1; failed+=(pytest);
+  elif [ $rc -ne 0 ]; then status=1; failed+=(pytest); fi
 fi
 
 if [ "$what" = all ] || [ "$what" = r ]; then
   if [ -f DESCRIPTION ] && [ -d R ] && ls R/*.R >/dev/null 2>&1; then
-    if command -v Rscript >/dev/null 2>&1; then
-      bash scripts/check-r.sh || status=1
+    if ! command -v Rscript >/dev/null 2>&1; then
+      echo "== R TESTS SKIPPED: Rscript not found (run scripts/setup.sh as root with apt-get,"
+      echo "   or install R >= 4.1 with the packages processx, jsonlite, testthat, withr)"
+    elif ! missing=$(Rscript -e 'p <- c("processx","jsonlite","testthat","withr"); m <- p[!vapply(p, requireNamespace, TRUE, quietly = TRUE)]; cat(m); quit(status = length(m) > 0)' 2>/dev/null); then
+      echo "== R TESTS SKIPPED: R packages missing: ${missing:-?} (run scripts/setup.sh as root,"
+      echo "   or install them in R)"
+    elif [ ! -f scripts/check-r.sh ]; then
+      echo "== R check script scripts/check-r.sh is missing: FAILING"; status=1; failed+=(R)
     else
-      echo "== R TESTS SKIPPED: Rscript not found (run scripts/setup.sh as root, or install R)"
+      bash scripts/check-r.sh || { status=1; failed+=(R); }
     fi
   else
     echo "== R package not present yet: no R tests"
   fi
 fi
+if [ $status -eq 0 ]; then echo "== check passed ($what)"; else echo "== check FAILED: ${failed[*]}"; fi
 exit $status

@@ -1,38 +1,58 @@
 #!/usr/bin/env bash
 # Set up everything quantformer needs on a fresh machine, idempotently:
 #   1. .venv with torch==2.13.0 first (the CPU wheel; an unpinned torch pulls a multi-GB CUDA
-#      build), then quantformer itself (editable, with test extras);
+#      build), then quantformer itself (editable, with test extras). Where pip's index has
+#      only the CUDA build of torch, set TORCH_INDEX_URL to PyTorch's CPU wheel index;
+#      PYTHON names the interpreter (3.10 or newer; default python3);
 #   2. R and the R packages the R side needs (Debian packages) when R is missing and we are
 #      root with apt-get; otherwise say what to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "setup: $PYTHON not found; install Python 3.10 or newer (or set PYTHON=...)" >&2
+  exit 1
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  echo "setup: quantformer needs Python 3.10 or newer; $PYTHON is $("$PYTHON" --version 2>&1)." \
+       "Set PYTHON=/path/to/python3.x" >&2
+  exit 1
+fi
 if [ ! -x .venv/bin/python ]; then
-  echo "== creating .venv with $($PYTHON --version)"
+  echo "== creating .venv with $("$PYTHON" --version 2>&1)"
   "$PYTHON" -m venv .venv
 fi
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   echo "== installing torch==2.13.0 (CPU)"
-  .venv/bin/pip install -q torch==2.13.0
+  .venv/bin/pip install -q torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 fi
 if ! .venv/bin/python -c "import quantformer, pytest, xgboost, Stemmer" >/dev/null 2>&1 \
    || [ pyproject.toml -nt .venv/.quantformer-installed ]; then
   echo "== installing quantformer and its dependencies into .venv"
-  .venv/bin/pip install -q -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import quantformer" && touch .venv/.quantformer-installed
+  log=$(mktemp)
+  if ! .venv/bin/pip install -q -e ".[test]" >"$log" 2>&1; then
+    cat "$log" >&2; rm -f "$log"
+    echo "setup: installing quantformer into .venv failed (pip's messages above)" >&2
+    exit 1
+  fi
+  grep -v "^WARNING: Location" "$log" || true
+  rm -f "$log"
+  .venv/bin/python -c "import quantformer.cli" && touch .venv/.quantformer-installed
 fi
 
-R_DEBS="r-base-core r-cran-processx r-cran-jsonlite r-cran-testthat r-cran-knitr r-cran-rmarkdown pandoc r-cran-roxygen2"
+R_DEBS="r-base-core r-cran-processx r-cran-jsonlite r-cran-testthat r-cran-withr r-cran-knitr r-cran-rmarkdown pandoc r-cran-roxygen2"
 r_ok() {
   command -v Rscript >/dev/null 2>&1 && command -v pandoc >/dev/null 2>&1 &&
-    Rscript -e 'for (p in c("processx","jsonlite","testthat","knitr","rmarkdown","roxygen2")) if (!requireNamespace(p, quietly=TRUE)) quit(status=1)' >/dev/null 2>&1
+    Rscript -e 'for (p in c("processx","jsonlite","testthat","withr","knitr","rmarkdown","roxygen2")) if (!requireNamespace(p, quietly=TRUE)) quit(status=1)' >/dev/null 2>&1
 }
 if ! r_ok; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "== installing R and R packages from Debian: $R_DEBS"
-    apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $R_DEBS >/dev/null
+    if ! { apt-get update -q >/dev/null &&
+           DEBIAN_FRONTEND=noninteractive apt-get install -y -q $R_DEBS >/dev/null; }; then
+      echo "== installing R failed (apt-get's messages above); the R tests will be SKIPPED"
+    fi
   else
     echo "== R (or one of its packages) is missing and this is not root with apt-get."
     echo "   Install: $R_DEBS"
