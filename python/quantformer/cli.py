@@ -31,6 +31,14 @@ from .errors import InputError
 VERB_MODULES = [
     "quantformer.tokenization",
     "quantformer.datasets",
+    "quantformer.finetune",
+    "quantformer.predict",
+    "quantformer.evaluate",
+    "quantformer.demo",
+    "quantformer.zeroshot",
+    "quantformer.embed",
+    "quantformer.tune",
+    "quantformer.compare",
 ]
 
 

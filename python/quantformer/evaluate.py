@@ -30,7 +30,8 @@ class EvaluationWarning(UserWarning):
 def _as_labels(values) -> list:
     from .frames import _as_str_series
 
-    return _as_str_series(pd.Series(list(values), dtype=object)).tolist()
+    s = values if isinstance(values, pd.Series) else pd.Series(list(values))
+    return _as_str_series(s).tolist()
 
 
 @dataclass

@@ -367,6 +367,8 @@ def finetune(
         f"({', '.join(f'{k}: {v}' for k, v in label_counts.items())}), {epochs} epoch(s), "
         f"lr {lr:g}, batch size {batch_size}, device {dev}")
     losses = []
+    real_tokens = padded_tokens = 0
+    loop_started = time.time()
     bar = tqdm(total=total, desc="fine-tuning", unit="batch", disable=quiet, dynamic_ncols=True)
     for epoch in range(epochs):
         run_loss, n_seen = 0.0, 0
@@ -377,6 +379,8 @@ def finetune(
                               else None, pad_id, dev)
             if hook is not None:
                 batch = hook(batch)
+            real_tokens += int(lengths[b].sum())
+            padded_tokens += int(len(b) * lengths[b].max())
             target = torch.as_tensor(y_all[rows], device=dev)
             out = net(**batch, labels=target)
             out.loss.backward()
@@ -391,6 +395,7 @@ def finetune(
         losses.append(run_loss / max(n_seen, 1))
     bar.close()
     net.eval()
+    loop_seconds = time.time() - loop_started
     train_seconds = time.time() - started
 
     hyper = {"epochs": epochs, "lr": lr, "batch_size": int(batch_size),
@@ -416,6 +421,8 @@ def finetune(
         "device": dev,
         "train_loss_per_epoch": [round(x, 6) for x in losses],
         "train_seconds": round(train_seconds, 1),
+        "train_loop_seconds": round(loop_seconds, 3),
+        "padding_ratio": round(padded_tokens / max(real_tokens, 1), 4),
         "validation": None,
         "versions": versions(),
         "created": created,

@@ -1,0 +1,259 @@
+"""Benchmarks of fine-tuning and prediction (report in bench/RESULTS.md).
+
+Run in pieces on a shared machine, e.g. ``nice -n 10 .venv/bin/python bench/bench_finetune.py
+--only abortion``. Parts:
+
+``abortion``    Wankmüller's Abortion task (TweetEval split: train = train + val, 653; test
+                280): default model, default settings, macro-F1 per seed and the mean
+                (``--seeds 1,2,3``). Paper: SVM BOW 0.526, BERT 0.593, RoBERTa 0.617.
+``toxic``       Jigsaw toxic: a seeded 1,000-comment test set, training sets of 500 and 1,000
+                from the rest. Paper BERT: 0.832 / 0.857.
+``throughput``  fine-tuning examples/s vs the Hugging Face ``Trainer`` (default sampler and
+                ``train_sampling_strategy="group_by_length"``), same model, data, batch size,
+                epochs; prediction docs/s vs ``pipeline("text-classification")`` defaults.
+``rss``         peak resident memory of streaming ``quantformer predict`` on 20k vs 200k
+                documents (a tiny random model: the memory, not the model, is measured).
+
+Needs ``../shared/data`` next to the repository (never copied into it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+
+
+def abortion() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(train = train + val, test) of the TweetEval abortion task as corpus frames."""
+    d = DATA / "tweeteval_abortion"
+    names = {}
+    for line in (d / "mapping.txt").read_text().splitlines():
+        if line.strip():
+            k, v = line.split("\t") if "\t" in line else line.split(maxsplit=1)
+            names[k.strip()] = v.strip()
+
+    def part(split):
+        texts = (d / f"{split}_text.txt").read_text(encoding="utf-8").split("\n")
+        labels = (d / f"{split}_labels.txt").read_text().split("\n")
+        texts, labels = texts[:len([x for x in labels if x.strip()])], [x for x in labels
+                                                                        if x.strip()]
+        return pd.DataFrame({"doc_id": [f"{split}{i + 1}" for i in range(len(texts))],
+                             "text": texts, "label": [names[x.strip()] for x in labels]})
+
+    train = pd.concat([part("train"), part("val")], ignore_index=True)
+    return train, part("test")
+
+
+def run_abortion(seeds) -> dict:
+    import quantformer as qf
+
+    train, test = abortion()
+    print(f"Abortion: train {len(train)}, test {len(test)}; default model and settings "
+          f"{qf.finetune.default_hyperparameters(None)}", flush=True)
+    scores = {}
+    for s in seeds:
+        t = time.time()
+        clf = qf.finetune(train, seed=s, quiet=True, device="cpu")
+        pred = clf.predict(test)
+        rep = qf.evaluate(test["label"], pred["predicted"], labels=clf.labels)
+        scores[s] = rep.macro_f1
+        print(f"  seed {s}: macro-F1 {rep.macro_f1:.4f}, accuracy {rep.accuracy:.4f} "
+              f"({time.time() - t:.0f} s)", flush=True)
+    mean = float(np.mean(list(scores.values())))
+    print(f"Abortion macro-F1 mean over seeds {list(scores)}: {mean:.4f} "
+          f"(sd {np.std(list(scores.values()), ddof=1) if len(scores) > 1 else 0:.4f}; "
+          "paper BERT 0.593, RoBERTa 0.617, target >= 0.60)", flush=True)
+    return {"per_seed": scores, "mean": mean}
+
+
+def run_toxic(sizes=(500, 1000), draw: int = 1) -> dict:
+    import quantformer as qf
+
+    raw = pd.read_csv(DATA / "jigsaw_toxic" / "jigsaw_5k.csv")
+    frame = qf.frames.to_frame(raw, text_col="comment_text", label_col="toxic", id_col="id")
+    rng = np.random.default_rng(draw)
+    perm = rng.permutation(len(frame))
+    test = frame.iloc[np.sort(perm[:1000])]
+    rest = perm[1000:]
+    out = {}
+    for n in sizes:
+        train = frame.iloc[np.sort(rest[:n])]
+        t = time.time()
+        clf = qf.finetune(train, seed=draw, quiet=True, device="cpu")
+        pred = clf.predict(test)
+        rep = qf.evaluate(test["label"], pred["predicted"], labels=clf.labels)
+        out[n] = rep.macro_f1
+        print(f"Toxic draw {draw}, train {n} ({int((train['label'] == '1').sum())} toxic): "
+              f"macro-F1 {rep.macro_f1:.4f} ({time.time() - t:.0f} s); paper BERT "
+              f"{ {500: 0.832, 1000: 0.857}.get(n)}", flush=True)
+    return out
+
+
+def run_throughput(n_train: int = 640, epochs: int = 1) -> dict:
+    """Our loop vs Trainer (default sampler, group_by_length); predict vs pipeline."""
+    import torch
+    from transformers import (AutoModelForSequenceClassification, AutoTokenizer,
+                              DataCollatorWithPadding, Trainer, TrainingArguments, pipeline)
+
+    import quantformer as qf
+    from quantformer.models import default_model_path
+
+    train, test = abortion()
+    train = train.iloc[:n_train]
+    path = default_model_path()
+    hp = qf.finetune.default_hyperparameters(None)
+    res = {}
+    t = time.time()
+    clf = qf.finetune(train, epochs=epochs, seed=1, quiet=True, device="cpu")
+    loop_s = clf.record["train_loop_seconds"]
+    res["quantformer_ex_s"] = n_train * epochs / loop_s
+    res["quantformer_loss"] = clf.record["train_loss_per_epoch"][-1]
+    print(f"quantformer loop: {res['quantformer_ex_s']:.1f} ex/s, loss "
+          f"{res['quantformer_loss']:.4f}, padding {clf.record['padding_ratio']:.2f}x real "
+          f"tokens ({time.time() - t:.0f} s in all)", flush=True)
+
+    tok = AutoTokenizer.from_pretrained(path)
+    labels = clf.labels
+    l2i = {lab: i for i, lab in enumerate(labels)}
+    enc = tok(train["text"].tolist(), truncation=True, max_length=512)
+    ds = [{"input_ids": enc["input_ids"][i], "attention_mask": enc["attention_mask"][i],
+           "token_type_ids": enc["token_type_ids"][i], "labels": l2i[train["label"].iloc[i]]}
+          for i in range(len(train))]
+    for strategy in ("random", "group_by_length"):
+        torch.manual_seed(1)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            path, num_labels=len(labels))
+        with tempfile.TemporaryDirectory() as tmp:
+            args = TrainingArguments(
+                output_dir=tmp, per_device_train_batch_size=16, num_train_epochs=epochs,
+                learning_rate=hp["lr"], weight_decay=0.0, warmup_steps=0,
+                lr_scheduler_type="linear", use_cpu=True, report_to=[], save_strategy="no",
+                logging_strategy="no", seed=1, disable_tqdm=True,
+                train_sampling_strategy=strategy, dataloader_num_workers=0)
+            trainer = Trainer(model=model, args=args, train_dataset=ds,
+                              data_collator=DataCollatorWithPadding(tok))
+            t = time.time()
+            out = trainer.train()
+            secs = time.time() - t
+        res[f"trainer_{strategy}_ex_s"] = n_train * epochs / secs
+        res[f"trainer_{strategy}_loss"] = out.training_loss
+        print(f"Trainer ({strategy}): {n_train * epochs / secs:.1f} ex/s, loss "
+              f"{out.training_loss:.4f}", flush=True)
+    res["ratio_vs_trainer_default"] = res["quantformer_ex_s"] / res["trainer_random_ex_s"]
+    res["ratio_vs_trainer_group_by_length"] = (res["quantformer_ex_s"]
+                                               / res["trainer_group_by_length_ex_s"])
+    print(f"fine-tuning speed-up: {res['ratio_vs_trainer_default']:.2f}x vs Trainer default "
+          f"(target >= 1.4), {res['ratio_vs_trainer_group_by_length']:.2f}x vs "
+          "group_by_length (target >= 1.0)", flush=True)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        clf.save(Path(tmp) / "m")
+        docs = test["text"].tolist()
+        pipe = pipeline("text-classification", model=str(Path(tmp) / "m"), device=-1)
+        pipe(docs[:8])  # warm-up
+        t = time.time()
+        ref = pipe(docs)
+        pipe_s = time.time() - t
+        qclf = qf.load(Path(tmp) / "m", device="cpu")
+        qclf.predict(test.head(8))
+        t = time.time()
+        ours = qclf.predict(test)
+        ours_s = time.time() - t
+    same = [r["label"] for r in ref] == ours["predicted"].tolist()
+    res["pipeline_docs_s"] = len(docs) / pipe_s
+    res["quantformer_docs_s"] = len(docs) / ours_s
+    res["ratio_vs_pipeline"] = pipe_s / ours_s
+    res["identical_top1"] = same
+    print(f"prediction: quantformer {res['quantformer_docs_s']:.1f} docs/s, pipeline "
+          f"{res['pipeline_docs_s']:.1f} docs/s: {res['ratio_vs_pipeline']:.2f}x (target >= "
+          f"2.5), identical top-1 labels: {same}", flush=True)
+    return res
+
+
+def _peak_rss_mb(cmd: list[str]) -> tuple[float, float]:
+    """Run ``cmd`` as a child; return (peak RSS in MiB, seconds)."""
+    t = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise RuntimeError(f"{cmd} failed with {proc.returncode}")
+    return usage.ru_maxrss / 1024, time.time() - t
+
+
+def run_rss(sizes=(20_000, 200_000)) -> dict:
+    import quantformer as qf
+    from tiny_models import TINY_CORPUS, build_tiny_bert
+    from toydata import toy_frame
+
+    res = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = qf.finetune(toy_frame(48), model=str(build_tiny_bert(tmp / "tiny")),
+                              epochs=1, quiet=True, device="cpu", max_length=128)
+        clf.save(tmp / "model")
+        rng = np.random.default_rng(1)
+        for n in sizes:
+            texts = [" ".join(rng.choice(TINY_CORPUS, size=3)) for _ in range(n)]
+            pd.DataFrame({"doc_id": [f"d{i}" for i in range(n)], "text": texts,
+                          "group": rng.integers(0, 10, n)}).to_parquet(
+                tmp / f"in{n}.parquet", row_group_size=4096)
+            del texts
+            rss, secs = _peak_rss_mb([sys.executable, "-m", "quantformer", "predict", "--model",
+                                      str(tmp / "model"), "--input", str(tmp / f"in{n}.parquet"),
+                                      "--out", str(tmp / f"out{n}.parquet"), "--quiet",
+                                      "--device", "cpu"])
+            n_out = len(pd.read_parquet(tmp / f"out{n}.parquet", columns=["doc_id"]))
+            assert n_out == n
+            res[n] = rss
+            print(f"streaming predict, {n} documents: peak RSS {rss:.0f} MiB "
+                  f"({secs:.0f} s, {n / secs:.0f} docs/s)", flush=True)
+    lo, hi = res[sizes[0]], res[sizes[1]]
+    print(f"peak RSS {sizes[1]} vs {sizes[0]}: {hi / lo:.3f}x (target within 10%)", flush=True)
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", default="abortion,toxic,throughput,rss",
+                    help="comma-separated parts: abortion, toxic, throughput, rss")
+    ap.add_argument("--seeds", default="1,2,3", help="Abortion seeds (1,2,3)")
+    ap.add_argument("--toxic-draw", type=int, default=1, help="Toxic draw seed (1)")
+    ap.add_argument("--json", default=None, help="also write the results as JSON here")
+    args = ap.parse_args()
+    if not DATA.is_dir():
+        sys.exit(f"{DATA} is absent; the benchmarks need the shared data")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    out = {}
+    parts = [p.strip() for p in args.only.split(",")]
+    if "abortion" in parts:
+        out["abortion"] = run_abortion([int(s) for s in args.seeds.split(",")])
+    if "toxic" in parts:
+        out["toxic"] = run_toxic(draw=args.toxic_draw)
+    if "throughput" in parts:
+        out["throughput"] = run_throughput()
+    if "rss" in parts:
+        out["rss"] = run_rss()
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

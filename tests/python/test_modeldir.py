@@ -1,0 +1,96 @@
+"""Model directories: atomic writes, the completion record, clear errors for bad folders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from toydata import toy_frame
+
+import quantformer
+from quantformer import cli
+from quantformer.errors import InputError, ModelDirError
+from quantformer.finetune import finetune
+from quantformer.modeldir import RECORD, read_record
+
+
+@pytest.fixture(scope="module")
+def clf(tiny_bert_dir):
+    return finetune(toy_frame(24), model=str(tiny_bert_dir), epochs=1, quiet=True,
+                    device="cpu", max_length=64)
+
+
+def test_save_and_load_round_trip(clf, tmp_path):
+    path = clf.save(tmp_path / "m")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no temporary folder left
+    names = {p.name for p in path.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", RECORD, "README.md"} <= names
+    rec = read_record(path)
+    assert rec["complete"] is True and rec["labels"] == clf.labels
+    loaded = quantformer.load(path, device="cpu")
+    assert isinstance(loaded, quantformer.Classifier)
+    assert loaded.labels == clf.labels and loaded.max_length == 64
+    texts = toy_frame(10)["text"]
+    np.testing.assert_allclose(loaded.predict_proba(texts), clf.predict_proba(texts),
+                               atol=1e-6)
+    with pytest.raises(InputError, match="exists; pass --overwrite"):
+        clf.save(path)
+    clf.save(path, overwrite=True)
+    assert read_record(path)["labels"] == clf.labels
+
+
+def test_interrupted_save_leaves_nothing(clf, tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(clf.tokenizer, "save_pretrained", boom)
+    with pytest.raises(KeyboardInterrupt):
+        clf.save(tmp_path / "m")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_incomplete_and_non_classifier_dirs(clf, tmp_path, tiny_bert_dir, capsys):
+    with pytest.raises(ModelDirError, match="model directory not found"):
+        quantformer.load(tmp_path / "nope")
+    # a plain pretrained model folder: no completion record
+    plain = shutil.copytree(tiny_bert_dir, tmp_path / "plain")
+    with pytest.raises(ModelDirError, match="no quantformer.json completion record"):
+        quantformer.load(plain)
+    good = clf.save(tmp_path / "good")
+    # the record present but not marked complete
+    inc = shutil.copytree(good, tmp_path / "incomplete")
+    rec = json.loads((inc / RECORD).read_text())
+    rec["complete"] = False
+    (inc / RECORD).write_text(json.dumps(rec))
+    with pytest.raises(ModelDirError, match="incomplete"):
+        quantformer.load(inc)
+    # a complete record over a base (non-classifier) model
+    shutil.copy(good / RECORD, plain / RECORD)
+    with pytest.raises(ModelDirError, match="not a sequence classifier"):
+        quantformer.load(plain)
+    # the CLI: exit 2, message, no output file
+    data = tmp_path / "docs.csv"
+    toy_frame(5).to_csv(data, index=False)
+    for bad in (tmp_path / "nope", plain, inc):
+        out = tmp_path / "p.parquet"
+        assert cli.main(["predict", "--model", str(bad), "--input", str(data), "--out",
+                         str(out)]) == 2
+        assert "quantformer predict: error:" in capsys.readouterr().err
+        assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.csv", "good", "incomplete",
+                                                          "plain"]
+
+
+def test_model_card_and_record_fields(clf, tmp_path):
+    path = clf.save(tmp_path / "m")
+    card = (path / "README.md").read_text()
+    assert "Wankmüller 2022, section 6.4" in card and "| econ |" in card
+    rec = json.loads((path / RECORD).read_text())
+    for key in ("labels", "label_counts", "n_train", "n_missing_label", "model",
+                "base_model_path", "hyperparameters", "validation", "versions", "created",
+                "complete"):
+        assert key in rec
+    assert set(rec["hyperparameters"]) >= {"epochs", "lr", "batch_size", "max_length",
+                                           "truncation", "oversample", "seed"}

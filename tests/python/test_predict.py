@@ -1,0 +1,102 @@
+"""Prediction: input order and ids kept, missing texts kept, streaming equals in-memory, CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyreadr
+import pytest
+from toydata import toy_frame
+
+import quantformer
+from quantformer import cli
+from quantformer.finetune import finetune
+from quantformer.predict import PredictionWarning, predict_file
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_bert_dir, tmp_path_factory):
+    clf = finetune(toy_frame(32), model=str(tiny_bert_dir), epochs=1, lr=1e-3, quiet=True,
+                   device="cpu", max_length=64)
+    return clf.save(tmp_path_factory.mktemp("pred") / "model")
+
+
+def _docs(n=50):
+    f = toy_frame(n).drop(columns="label")
+    f["doc_id"] = [f"z{(i * 7) % n:03d}" for i in range(n)]  # ids not in sorted order
+    f.loc[[2, 11], "text"] = None
+    f.loc[5, "text"] = "   "
+    return f
+
+
+def test_predict_keeps_order_ids_and_missing(model_dir):
+    clf = quantformer.load(model_dir, device="cpu")
+    docs = _docs()
+    with pytest.warns(PredictionWarning, match="3 of 50 document\\(s\\) have a missing or empty"):
+        out = clf.predict(docs)
+    assert out["doc_id"].tolist() == docs["doc_id"].tolist()
+    assert list(out.columns) == ["doc_id", "year", "predicted", "prob_econ", "prob_other"]
+    assert out["year"].tolist() == docs["year"].tolist()
+    assert out["predicted"].isna().tolist() == [i in (2, 5, 11) for i in range(50)]
+    probs = out[["prob_econ", "prob_other"]].to_numpy()
+    assert np.isnan(probs[[2, 5, 11]]).all()
+    ok = np.delete(probs, [2, 5, 11], axis=0)
+    np.testing.assert_allclose(ok.sum(axis=1), 1.0, atol=1e-5)
+    top = np.array(clf.labels)[ok.argmax(axis=1)]
+    assert top.tolist() == out["predicted"].drop(index=[2, 5, 11]).tolist()
+    # the order of the batch does not change a document's probabilities
+    with pytest.warns(PredictionWarning):
+        rev = clf.predict_proba(docs["text"].iloc[::-1].tolist())
+    np.testing.assert_allclose(rev[::-1], probs, atol=1e-5)
+    with_text = clf.predict(docs.head(3), keep_text=True, warn=False)
+    assert with_text["text"].tolist()[:2] == docs["text"].tolist()[:2]
+    # the function form, with a model path
+    with pytest.warns(PredictionWarning, match="1 of 4"):
+        same = quantformer.predict(model_dir, docs.head(4), device="cpu")
+    assert same["doc_id"].tolist() == docs["doc_id"].head(4).tolist()
+
+
+@pytest.mark.parametrize("ext", ["parquet", "csv", "rds"])
+def test_streaming_equals_in_memory(model_dir, tmp_path, ext):
+    docs = _docs(60)
+    src = tmp_path / "in.parquet"
+    docs.to_parquet(src, row_group_size=7)
+    out = tmp_path / f"out.{ext}"
+    with pytest.warns(PredictionWarning, match="3 of 60"):
+        n = predict_file(str(model_dir), src, out, chunk_rows=16, quiet=True, device="cpu")
+    assert n == 60
+    got = (pd.read_parquet(out) if ext == "parquet" else pd.read_csv(out) if ext == "csv"
+           else pyreadr.read_r(str(out))[None])
+    with pytest.warns(PredictionWarning):
+        ref = quantformer.load(model_dir, device="cpu").predict(docs)
+    assert got["doc_id"].tolist() == ref["doc_id"].tolist()
+    assert got["predicted"].isna().tolist() == ref["predicted"].isna().tolist()
+    np.testing.assert_allclose(got["prob_econ"].to_numpy(dtype=float),
+                               ref["prob_econ"].to_numpy(dtype=float), atol=1e-5)
+    assert [x for x in tmp_path.iterdir() if x.name.startswith(".")] == []
+
+
+def test_cli_predict(model_dir, tmp_path, capsys):
+    docs = toy_frame(20).rename(columns={"text": "body", "doc_id": "key"})
+    src = tmp_path / "in.csv"
+    docs.to_csv(src, index=False)
+    out = tmp_path / "p.parquet"
+    assert cli.main(["predict", "--model", str(model_dir), "--input", str(src), "--text-col",
+                     "body", "--id-col", "key", "--out", str(out), "--keep-text",
+                     "--batch-size", "4", "--device", "cpu", "--quiet"]) == 0
+    got = pd.read_parquet(out)
+    assert got["doc_id"].tolist() == docs["key"].tolist()
+    # the label column travels through (evaluate --truth-col label uses it)
+    assert list(got.columns) == ["doc_id", "text", "label", "year", "predicted", "prob_econ",
+                                 "prob_other"]
+    assert got["text"].tolist() == docs["body"].tolist()
+    assert "wrote predictions for 20 documents" in capsys.readouterr().out
+    # bad input: unknown column -> exit 2, no output
+    out2 = tmp_path / "q.parquet"
+    assert cli.main(["predict", "--model", str(model_dir), "--input", str(src), "--out",
+                     str(out2)]) == 2
+    assert "no 'text' column" in capsys.readouterr().err
+    assert not out2.exists()
+    assert cli.main(["predict", "--model", str(model_dir), "--input", str(src), "--text-col",
+                     "body", "--out", str(tmp_path / "p.xlsx")]) == 2
+    assert not (tmp_path / "p.xlsx").exists()
