@@ -1,0 +1,86 @@
+#' Evaluate predicted classes against hand-coded ones
+#'
+#' Accuracy, macro-averaged F1, per-class precision, recall and F1, and the confusion matrix,
+#' computed by `quantformer evaluate` (scikit-learn's metrics), so R and Python report the
+#' same numbers. Pairs where the prediction or the true class is `NA` are left out, with a
+#' warning that counts them. Macro-F1 averages the F1 of the classes that occur in the truth or
+#' the predictions (Wankmueller 2022 reports macro-F1 on the test set).
+#'
+#' The name follows scikit-learn's `classification_report()`; it avoids
+#' `quanteda.classifiers::performance()` and `textmodel_evaluate()`, which users may have
+#' loaded and which do something else (a metric of one table; cross-validated grid search).
+#'
+#' @param predicted predicted classes: a factor (e.g. from [predict.textmodel_finetune()]) or
+#'   a character vector.
+#' @param truth the true classes, same length and order.
+#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @return An object of class `classification_report`, a list with `accuracy`, `macro_f1`
+#'   (numbers in \[0, 1\]), `per_class` (a data frame: `class`, `precision`, `recall`, `f1`,
+#'   `support`), `confusion` (a table, rows = true class, columns = predicted class), `n`
+#'   (documents evaluated), `n_missing_truth` and `n_missing_pred` (left out). Classes are in
+#'   the level order of `predicted` (or `truth`) when they are factors.
+#' @examples
+#' \donttest{
+#' if (quantformer_available()) {
+#'   truth <- factor(c("pos", "pos", "neg", "neg", "neg"))
+#'   pred  <- factor(c("pos", "neg", "neg", "neg", "pos"), levels = levels(truth))
+#'   classification_report(pred, truth)
+#' }
+#' }
+#' @export
+classification_report <- function(predicted, truth, verbose = FALSE) {
+  if (length(predicted) != length(truth))
+    stop("`predicted` has ", length(predicted), " value(s) but `truth` has ", length(truth),
+         "; give one prediction per true class, in the same order", call. = FALSE)
+  if (!length(truth)) stop("`truth` is empty: nothing to evaluate", call. = FALSE)
+  ids <- names(predicted)
+  if (is.null(ids) || anyDuplicated(ids) || anyNA(ids)) ids <- paste0("text", seq_along(truth))
+  frame <- data.frame(doc_id = enc2utf8(ids),
+                      predicted = enc2utf8(as.character(predicted)),
+                      label = enc2utf8(as.character(truth)), stringsAsFactors = FALSE)
+  in_file <- write_input(frame, prefix = "qf-pred-")
+  out_file <- out_path(".json", "qf-report-")
+  on.exit(unlink(c(in_file, out_file)), add = TRUE)
+  run_cli("evaluate", c("--pred", in_file, "--truth-col", "label", "--out", out_file),
+          verbose = verbose, echo = FALSE)
+  rep <- jsonlite::read_json(out_file, simplifyVector = TRUE)
+  labels <- as.character(rep$labels)
+  # present the classes in factor order when there is one (Python sorts them)
+  pref <- c(if (is.factor(predicted)) levels(predicted), if (is.factor(truth)) levels(truth))
+  order <- c(intersect(pref, labels), setdiff(labels, pref))
+  idx <- match(order, labels)
+  pc <- rep$per_class[order]
+  per_class <- data.frame(class = order,
+                          precision = vapply(pc, function(r) as.numeric(r$precision), 0),
+                          recall = vapply(pc, function(r) as.numeric(r$recall), 0),
+                          f1 = vapply(pc, function(r) as.numeric(r$f1), 0),
+                          support = vapply(pc, function(r) as.integer(r$support), 0L),
+                          stringsAsFactors = FALSE, row.names = NULL)
+  cm <- rep$confusion_matrix        # jsonlite makes the nested rows a matrix
+  if (!is.matrix(cm)) cm <- do.call(rbind, lapply(cm, unlist))
+  storage.mode(cm) <- "integer"
+  cm <- cm[idx, idx, drop = FALSE]
+  confusion <- as.table(cm)
+  dimnames(confusion) <- list(true = order, predicted = order)
+  structure(list(accuracy = rep$accuracy, macro_f1 = rep$macro_f1, per_class = per_class,
+                 confusion = confusion, n = rep$n, n_missing_truth = rep$n_missing_truth,
+                 n_missing_pred = rep$n_missing_pred),
+            class = "classification_report")
+}
+
+#' @export
+print.classification_report <- function(x, digits = 3, ...) {
+  cat("Classification report (", x$n, " documents", sep = "")
+  left <- x$n_missing_truth + x$n_missing_pred
+  if (left) cat(", ", left, " left out for a missing class", sep = "")
+  cat(")\n\n")
+  cat("Accuracy: ", format(round(x$accuracy, digits), nsmall = digits), "\n", sep = "")
+  cat("Macro-F1: ", format(round(x$macro_f1, digits), nsmall = digits), "\n\n", sep = "")
+  pc <- x$per_class
+  num <- c("precision", "recall", "f1")
+  pc[num] <- lapply(pc[num], function(v) format(round(v, digits), nsmall = digits))
+  print(pc, row.names = FALSE)
+  cat("\nConfusion matrix (rows: true, columns: predicted)\n")
+  print(x$confusion)
+  invisible(x)
+}

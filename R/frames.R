@@ -1,0 +1,195 @@
+# Corpus / character vector / data frame -> the corpus frame the CLI reads (doc_id, text,
+# [label], docvars), written with saveRDS(); and results read back with readRDS().
+
+# A quanteda corpus, recognised by its structure so quanteda need not be loaded.
+is_corpus <- function(x) {
+  dv <- attr(x, "docvars")
+  inherits(x, "corpus") && is.character(x) && is.data.frame(dv) &&
+    all(c("docname_", "docid_", "segid_") %in% names(dv))
+}
+
+#' Turn a corpus, character vector or data frame into a corpus frame
+#'
+#' @param x a quanteda corpus (recognised by its structure: class `corpus`, attribute
+#'   `docvars` with `docname_`, `docid_`, `segid_`), a character vector (names are docnames;
+#'   unnamed vectors get `text1..n` as in quanteda), or a data frame with a `text` column
+#'   (`text_field`) and optionally a `doc_id` column (`docid_field`); other columns are docvars.
+#' @param arg name of the argument, for error messages.
+#' @return A data frame `doc_id`, `text` (UTF-8, `NA` kept) and the user docvars.
+#' @keywords internal
+#' @noRd
+as_frame <- function(x, text_field = "text", docid_field = "doc_id", arg = "x") {
+  if (is_corpus(x)) {
+    dv <- attr(x, "docvars")
+    ids <- names(x)
+    if (is.null(ids)) ids <- as.character(dv$docname_)
+    docvars <- dv[setdiff(names(dv), c("docname_", "docid_", "segid_"))]
+    text <- as.character(unclass(x))
+  } else if (is.data.frame(x)) {
+    if (!text_field %in% names(x))
+      stop("`", arg, "` is a data frame without a '", text_field, "' column; its columns are: ",
+           paste(names(x), collapse = ", "), ". Name the text column with `text_field`",
+           call. = FALSE)
+    text <- x[[text_field]]
+    if (is.factor(text)) text <- as.character(text)
+    if (!is.character(text))
+      stop("column '", text_field, "' of `", arg, "` must hold text (character), not ",
+           class(text)[1], call. = FALSE)
+    ids <- if (docid_field %in% names(x)) as.character(x[[docid_field]])
+           else if (!identical(rownames(x), as.character(seq_len(nrow(x))))) rownames(x)
+           else NULL
+    docvars <- x[setdiff(names(x), c(text_field, docid_field))]
+  } else if (is.character(x) || (is.factor(x) && is.atomic(x))) {
+    text <- as.character(x)
+    ids <- names(x)
+    docvars <- NULL
+  } else {
+    stop("`", arg, "` must be a quanteda corpus, a character vector or a data frame with a ",
+         "'text' column, not ", class(x)[1], call. = FALSE)
+  }
+  n <- length(text)
+  if (n == 0) stop("`", arg, "` has no documents", call. = FALSE)
+  if (is.null(ids) || all(is.na(ids) | ids == "")) ids <- paste0("text", seq_len(n))
+  if (anyNA(ids) || any(ids == ""))
+    stop("`", arg, "` has ", sum(is.na(ids) | ids == ""), " document(s) without a name; ",
+         "name every document or none", call. = FALSE)
+  if (anyDuplicated(ids))
+    stop("document names in `", arg, "` must be unique, but '", ids[anyDuplicated(ids)],
+         "' repeats; make them unique (e.g. with make.unique())", call. = FALSE)
+  frame <- data.frame(doc_id = enc2utf8(ids), text = enc2utf8(text), stringsAsFactors = FALSE,
+                      check.names = FALSE)
+  if (!is.null(docvars) && ncol(docvars)) {
+    docvars <- as.data.frame(docvars, stringsAsFactors = FALSE)
+    rownames(docvars) <- NULL
+    frame <- cbind(frame, docvars)
+  }
+  for (i in seq_along(frame)) if (is.character(frame[[i]])) frame[[i]] <- enc2utf8(frame[[i]])
+  rownames(frame) <- NULL
+  frame
+}
+
+# User docvars of a corpus frame (everything after doc_id, text, label).
+frame_docvars <- function(frame) {
+  frame[setdiff(names(frame), c("doc_id", "text", "label"))]
+}
+
+# Resolve `y`: a vector/factor of one value per document, or the name of a docvar.
+# Returns list(y = <vector>, name = <docvar name or NULL>).
+resolve_y <- function(y, frame, arg = "y") {
+  n <- nrow(frame)
+  if (is.null(y)) stop("`", arg, "` is missing: give the labels (one per document) or a ",
+                       "docvar name", call. = FALSE)
+  dv <- frame_docvars(frame)
+  if (is.character(y) && length(y) == 1 && n != 1) {
+    if (!y %in% names(dv))
+      stop("`", arg, "` = '", y, "' is not a docvar of `x`; ",
+           if (ncol(dv)) paste0("its docvars are: ", paste(names(dv), collapse = ", "))
+           else "`x` has no docvars", ". Give a docvar name or one label per document",
+           call. = FALSE)
+    return(list(y = dv[[y]], name = y))
+  }
+  if (length(y) != n)
+    stop("`", arg, "` has ", length(y), " value(s) but `x` has ", n, " document(s); give one ",
+         "label per document (NA for uncoded ones) or a docvar name", call. = FALSE)
+  list(y = y, name = NULL)
+}
+
+# Class levels from training labels: factor order when y is a factor, else sorted values.
+label_levels <- function(y) {
+  present <- unique(as.character(y[!is.na(y)]))
+  lev <- if (is.factor(y)) intersect(levels(y), present) else sort(present)
+  if (length(lev) < 2)
+    stop("`y` must have at least two classes among the coded documents, but ",
+         if (length(lev)) paste0("every coded document is '", lev, "'") else "every label is NA",
+         "; code documents of another class too", call. = FALSE)
+  if (any(grepl(",", lev, fixed = TRUE)))
+    stop("class labels must not contain commas (the command line separates labels with ",
+         "commas): ", paste0("'", lev[grepl(",", lev, fixed = TRUE)], "'", collapse = ", "),
+         call. = FALSE)
+  lev
+}
+
+# Write a frame for the CLI; returns the path of a temporary .rds file.
+write_input <- function(frame, dir = tempdir(), prefix = "qf-input-") {
+  path <- tempfile(prefix, tmpdir = dir, fileext = ".rds")
+  saveRDS(frame, path, version = 2)
+  path
+}
+
+# Read a CLI output .rds: a plain data.frame with pyreadr's attributes removed and strings
+# marked as UTF-8; checks that doc_ids come back in input order.
+read_output <- function(path, doc_id = NULL) {
+  out <- readRDS(path)
+  attr(out, "datalabel") <- NULL
+  attr(out, "var.labels") <- NULL
+  for (i in seq_along(out)) {
+    if (is.character(out[[i]])) Encoding(out[[i]]) <- "UTF-8"
+  }
+  out <- as.data.frame(out, stringsAsFactors = FALSE)
+  rownames(out) <- NULL
+  if (!is.null(doc_id) && !identical(as.character(out$doc_id), as.character(doc_id)))
+    stop("the Python core returned documents in another order or with other names than the ",
+         "input (a bug: please report it)", call. = FALSE)
+  out
+}
+
+# A fresh temporary output file path.
+out_path <- function(ext = ".rds", prefix = "qf-output-") tempfile(prefix, fileext = ext)
+
+# Build the result of predict(): factor or probability matrix, named by docnames.
+prediction_result <- function(out, frame, levels, type) {
+  ids <- frame$doc_id
+  if (type == "class") {
+    pred <- factor(as.character(out$predicted), levels = levels)
+    names(pred) <- ids
+    return(pred)
+  }
+  cols <- paste0("prob_", levels)
+  miss <- setdiff(cols, names(out))
+  if (length(miss))
+    stop("the Python core returned no probability column(s) ", paste(miss, collapse = ", "),
+         call. = FALSE)
+  m <- as.matrix(out[cols])
+  storage.mode(m) <- "double"
+  dimnames(m) <- list(ids, levels)
+  m
+}
+
+# Run a classifying verb (predict, zeroshot) on a frame and build the R result: writes the
+# documents, runs `verb` with `args` plus --input/--out, checks the order of the returned
+# doc_ids, warns about empty texts, and returns a factor or probability matrix.
+classify_via_cli <- function(verb, args, frame, levels, type, verbose = FALSE) {
+  in_file <- write_input(frame[c("doc_id", "text")])
+  out_file <- out_path()
+  on.exit(unlink(c(in_file, out_file)), add = TRUE)
+  res <- run_cli(verb, c("--input", in_file, args, "--out", out_file), verbose = verbose)
+  out <- read_output(out_file, frame$doc_id)
+  warn_empty(frame, already = any(grepl("empty|missing", res$warnings)))
+  prediction_result(out, frame, levels, type)
+}
+
+# Warn about empty or NA texts (they get NA predictions), unless the core already said so.
+warn_empty <- function(frame, already = FALSE) {
+  bad <- is.na(frame$text) | !nzchar(trimws(frame$text))
+  if (any(bad) && !already)
+    warning(sum(bad), " document(s) with empty or missing text get NA predictions: ",
+            paste(utils::head(frame$doc_id[bad], 5), collapse = ", "),
+            if (sum(bad) > 5) ", ...", call. = FALSE)
+  invisible(bad)
+}
+
+# CLI flags from named R arguments: NULL values are dropped, names turn into --kebab-case,
+# TRUE gives a bare flag, FALSE drops it.
+cli_flags <- function(...) {
+  args <- list(...)
+  out <- character()
+  for (nm in names(args)) {
+    v <- args[[nm]]
+    if (is.null(v) || identical(v, FALSE)) next
+    flag <- paste0("--", gsub("_", "-", nm, fixed = TRUE))
+    val <- if (is.numeric(v)) format(v, scientific = FALSE, trim = TRUE, digits = 15)
+           else as.character(v)
+    out <- c(out, if (isTRUE(v)) flag else c(flag, paste(val, collapse = ",")))
+  }
+  out
+}

@@ -1,0 +1,40 @@
+#' Subword token counts per document
+#'
+#' Counts the subword tokens (special tokens included) a model's tokenizer makes of each
+#' document and flags the documents longer than `max_length`, which fine-tuning and
+#' prediction truncate (head+tail by default; Wankmueller 2022, section 6.3). Use it to choose
+#' `max_length` and to see how much text truncation removes. Runs `quantformer tokenize`.
+#'
+#' @param x documents: a quanteda corpus, a character vector or a data frame with a `text`
+#'   column.
+#' @param model `NULL` (the bundled all-MiniLM-L6-v2), a hub id or a local model folder; the
+#'   tokenizer of a fine-tuned model directory works too.
+#' @param max_length the token limit (512).
+#' @param docvars if `TRUE`, the docvars of `x` are added as further columns.
+#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @return A data frame with one row per document, in the order of `x`: `document`
+#'   (docnames), `n_tokens` (integer; 0 for empty or `NA` texts), `truncated` (logical: more
+#'   than `max_length` tokens), then the docvars when `docvars = TRUE`.
+#' @examples
+#' \donttest{
+#' if (quantformer_available()) {
+#'   textstat_subwords(c(short = "A short text.", long = strrep("Many words here. ", 200)),
+#'                     max_length = 128)
+#' }
+#' }
+#' @export
+textstat_subwords <- function(x, model = NULL, max_length = 512, docvars = FALSE,
+                              verbose = FALSE) {
+  frame <- as_frame(x)
+  in_file <- write_input(frame[c("doc_id", "text")])
+  out_file <- out_path()
+  on.exit(unlink(c(in_file, out_file)), add = TRUE)
+  run_cli("tokenize", c("--input", in_file, cli_flags(model = model, max_length = max_length),
+                        "--out", out_file), verbose = verbose, echo = FALSE)
+  out <- read_output(out_file, frame$doc_id)
+  res <- data.frame(document = frame$doc_id, n_tokens = as.integer(out$n_tokens),
+                    truncated = as.logical(out$truncated), stringsAsFactors = FALSE)
+  if (docvars) res <- cbind(res, frame_docvars(frame))
+  class(res) <- c("textstat_subwords", "textstat", "data.frame")
+  res
+}

@@ -1,0 +1,4 @@
+library(testthat)
+library(quantformer)
+
+test_check("quantformer")

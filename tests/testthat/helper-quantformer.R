@@ -1,0 +1,51 @@
+# Shared test helpers. The tests run the real Python core: scripts/check-r.sh points
+# QUANTFORMER_PYTHON at the repo's .venv and sets QUANTFORMER_REQUIRE_PYTHON=1, so a missing
+# core fails there instead of skipping.
+
+options(quantformer.echo = FALSE)
+
+skip_if_no_python <- function() {
+  if (quantformer_available()) return(invisible(TRUE))
+  if (identical(Sys.getenv("QUANTFORMER_REQUIRE_PYTHON"), "1"))
+    stop("QUANTFORMER_REQUIRE_PYTHON=1 but no Python with quantformer was found (set ",
+         "QUANTFORMER_PYTHON)")
+  testthat::skip("no Python with the quantformer core (set QUANTFORMER_PYTHON)")
+}
+
+# A CLI verb exists in the installed core?
+skip_if_no_verb <- function(verb) {
+  skip_if_no_python()
+  py <- quantformer:::find_python()$python
+  res <- processx::run(py, c("-m", "quantformer", verb, "--help"), error_on_status = FALSE)
+  if (res$status != 0) testthat::skip(paste0("the Python core has no '", verb, "' verb yet"))
+}
+
+# ../shared/data: from QUANTFORMER_TEST_DATA (set by scripts/check-r.sh), else relative to the
+# source tree when the tests run in place (tests/testthat -> repo -> ..).
+shared_data <- function(...) {
+  dir <- Sys.getenv("QUANTFORMER_TEST_DATA", "")
+  if (!nzchar(dir)) dir <- file.path(testthat::test_path(), "..", "..", "..", "shared", "data")
+  path <- file.path(dir, ...)
+  if (!file.exists(path)) testthat::skip(paste0("shared test data absent: ", path))
+  path
+}
+
+sotu_sample <- function() {
+  readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
+}
+
+# A fake "python" that imports fine but fails its verb after printing progress, as a crash
+# in the middle of a run looks.
+fake_python <- function(status = 1L, message = "quantformer predict: internal error: RuntimeError: CUDA out of memory (run with --debug for the traceback)") {
+  f <- tempfile("fake-python-")
+  writeLines(c(
+    "#!/bin/sh",
+    "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+    "echo 'loading model' >&2",
+    "echo 'predicting:  40%|####      | 4/10' >&2",
+    sprintf("echo '%s' >&2", message),
+    sprintf("exit %d", status)
+  ), f)
+  Sys.chmod(f, "0755")
+  f
+}

@@ -1,0 +1,40 @@
+test_that("classification_report matches hand-computed metrics, in factor order", {
+  skip_if_no_verb("evaluate")
+  truth <- factor(c("pos", "pos", "pos", "neg", "neg", "neu"), levels = c("pos", "neu", "neg"))
+  pred <- factor(c("pos", "neg", "pos", "neg", "pos", "neu"), levels = c("pos", "neu", "neg"))
+  r <- classification_report(pred, truth)
+  expect_s3_class(r, "classification_report")
+  expect_equal(r$n, 6)
+  expect_equal(r$accuracy, 4 / 6)
+  # pos: P 2/3 R 2/3; neg: P 1/2 R 1/2; neu: P 1 R 1
+  expect_equal(r$per_class$class, c("pos", "neu", "neg"))
+  expect_equal(r$per_class$precision, c(2 / 3, 1, 1 / 2))
+  expect_equal(r$per_class$recall, c(2 / 3, 1, 1 / 2))
+  expect_equal(r$per_class$f1, c(2 / 3, 1, 1 / 2))
+  expect_equal(r$per_class$support, c(3L, 1L, 2L))
+  expect_equal(r$macro_f1, mean(c(2 / 3, 1, 1 / 2)))
+  expect_equal(dimnames(r$confusion), list(true = c("pos", "neu", "neg"),
+                                           predicted = c("pos", "neu", "neg")))
+  expect_equal(unclass(r$confusion)["pos", "neg"], 1L)
+  expect_equal(unclass(r$confusion)["neg", "pos"], 1L)
+  expect_equal(sum(diag(r$confusion)), 4L)
+  expect_equal(r$confusion, table(true = truth, predicted = pred), ignore_attr = TRUE)
+  expect_output(print(r), "Macro-F1: 0.722")
+})
+
+test_that("NA predictions and truths are left out with a warning; lengths must match", {
+  skip_if_no_verb("evaluate")
+  w <- character()
+  r <- withCallingHandlers(
+    classification_report(c("a", NA, "b", "a"), c("a", "b", "b", NA)),
+    warning = function(cnd) {
+      w <<- c(w, conditionMessage(cnd))
+      invokeRestart("muffleWarning")
+    })
+  expect_match(w, "1 document\\(s\\) have no true label", all = FALSE)
+  expect_match(w, "1 document\\(s\\) have no prediction", all = FALSE)
+  expect_equal(r$n, 2)
+  expect_equal(r$accuracy, 1)
+  expect_error(classification_report(c("a", "b"), c("a", "b", "a")),
+               "`predicted` has 2 value\\(s\\) but `truth` has 3")
+})

@@ -1,0 +1,147 @@
+venv_python_path <- function() {
+  py <- Sys.getenv("QUANTFORMER_PYTHON", "")
+  if (!nzchar(py) || !file.exists(py)) skip("QUANTFORMER_PYTHON is not set to a Python with quantformer")
+  py
+}
+
+# an environment where no candidate works: bad option, no env vars, no venv, empty PATH
+local_no_python <- function(env = parent.frame()) {
+  empty <- withr::local_tempdir(.local_envir = env)
+  withr::local_options(quantformer.python = "/nonexistent/bin/python", .local_envir = env)
+  withr::local_envvar(QUANTFORMER_PYTHON = "", RETICULATE_PYTHON = "",
+                      QUANTFORMER_VENV = file.path(empty, "no-venv"), PATH = empty,
+                      .local_envir = env)
+}
+
+test_that("discovery follows the documented order and reports where Python came from", {
+  py <- venv_python_path()
+  withr::local_envvar(QUANTFORMER_VENV = file.path(tempdir(), "no-venv"), RETICULATE_PYTHON = "")
+  # option first
+  withr::with_options(list(quantformer.python = py), {
+    expect_equal(quantformer:::find_python()$source, "option quantformer.python")
+  })
+  # a bad option falls through to QUANTFORMER_PYTHON
+  withr::with_options(list(quantformer.python = "/nonexistent/python"), {
+    f <- quantformer:::find_python()
+    expect_equal(f$source, "environment variable QUANTFORMER_PYTHON")
+    expect_equal(f$python, py)
+  })
+  withr::local_options(quantformer.python = NULL)
+  # then RETICULATE_PYTHON, then the virtualenv of quantformer_install()
+  withr::with_envvar(c(QUANTFORMER_PYTHON = "", RETICULATE_PYTHON = py), {
+    expect_equal(quantformer:::find_python()$source, "environment variable RETICULATE_PYTHON")
+  })
+  withr::with_envvar(c(QUANTFORMER_PYTHON = "", QUANTFORMER_VENV = dirname(dirname(py))), {
+    f <- quantformer:::find_python()
+    expect_equal(f$source, "virtualenv made by quantformer_install()")
+  })
+  # candidates are listed in order, empty ones dropped
+  withr::with_options(list(quantformer.python = "/a/python"),
+    withr::with_envvar(c(QUANTFORMER_PYTHON = "/b/python", RETICULATE_PYTHON = ""), {
+      paths <- vapply(quantformer:::python_candidates(), `[[`, "", "path")
+      expect_equal(paths[1:2], c("/a/python", "/b/python"))
+      expect_false(any(paths == ""))
+    }))
+})
+
+test_that("Python not found: the error lists what was tried and what to run", {
+  local_no_python()
+  expect_false(quantformer_available())
+  err <- expect_error(textstat_subwords("A text."), "cannot find a Python")
+  expect_match(conditionMessage(err), "/nonexistent/bin/python (option quantformer.python): file not found",
+               fixed = TRUE)
+  expect_match(conditionMessage(err), "quantformer::quantformer_install()", fixed = TRUE)
+  expect_match(conditionMessage(err), "options(quantformer.python", fixed = TRUE)
+})
+
+test_that("a Python without quantformer is rejected with the import error", {
+  py3 <- Sys.which("python3")[[1]]
+  if (!nzchar(py3)) skip("no python3 on the PATH")
+  res <- processx::run(py3, c("-c", "import quantformer"), error_on_status = FALSE)
+  if (res$status == 0) skip("the python3 on the PATH imports quantformer")
+  expect_match(quantformer:::python_imports_quantformer(py3), "No module named 'quantformer'")
+})
+
+test_that("quantformer_install() installs torch first, then the core from PyPI or a path", {
+  env <- file.path(tempdir(), "qf-venv")
+  cmds <- quantformer_install(envdir = env, python = "/usr/bin/python3", dry_run = TRUE)
+  py <- file.path(env, "bin", "python")
+  expect_equal(cmds[[1]], c("/usr/bin/python3", "-m", "venv", env))
+  expect_equal(cmds[[3]], c(py, "-m", "pip", "install", "torch==2.13.0", "--index-url",
+                            "https://download.pytorch.org/whl/cpu"))
+  expect_equal(cmds[[4]], c(py, "-m", "pip", "install", "quantformer"))
+  src <- withr::local_tempdir()
+  file.create(file.path(src, "pyproject.toml"))
+  cmds <- quantformer_install(path = src, envdir = env, torch = "2.13.0", cpu = FALSE,
+                              dry_run = TRUE)
+  expect_equal(cmds[[3]], c(py, "-m", "pip", "install", "torch==2.13.0"))
+  expect_equal(cmds[[4]], c(py, "-m", "pip", "install", normalizePath(src)))
+  expect_error(quantformer_install(path = tempfile(), dry_run = TRUE), "is not a folder")
+  expect_error(quantformer_install(path = withr::local_tempdir(), dry_run = TRUE),
+               "has no pyproject.toml")
+})
+
+test_that("quantformer_config() reports the Python, versions and the default model", {
+  skip_if_no_python()
+  cfg <- quantformer_config()
+  expect_s3_class(cfg, "quantformer_config")
+  expect_true(file.exists(cfg$python))
+  expect_match(cfg$quantformer, "^[0-9]+\\.[0-9]+")
+  expect_equal(cfg$default_model, "all-MiniLM-L6-v2")
+  expect_true(dir.exists(cfg$default_model_path))
+  expect_output(print(cfg), "default_model_path")
+})
+
+test_that("the CLI failing mid-run gives an R error with its message; R carries on", {
+  skip_if_no_python()
+  fit <- structure(list(model_dir = tempdir(), levels = c("a", "b"), x = NULL),
+                   class = c("textmodel_finetune", "textmodel", "list"))
+  file.create(file.path(tempdir(), "quantformer.json"))
+  on.exit(unlink(file.path(tempdir(), "quantformer.json")), add = TRUE)
+  withr::with_options(list(quantformer.python = fake_python()), {
+    err <- expect_error(predict(fit, newdata = c("one text", "another")),
+                        "quantformer predict: internal error: RuntimeError: CUDA out of memory")
+    expect_match(conditionMessage(err), "exit status 1")
+    expect_match(conditionMessage(err), "verbose = TRUE")
+  })
+  # a real user error from the real core: exit status 2, its one-line message, no traceback
+  err <- expect_error(textstat_subwords("A text.", model = file.path(tempdir(), "no-such-model")),
+                      "quantformer tokenize: error:")
+  expect_false(grepl("Traceback", conditionMessage(err)))
+  # ... and with verbose = TRUE the traceback comes along
+  err <- expect_error(textstat_subwords("A text.", model = file.path(tempdir(), "no-such-model"),
+                                        verbose = TRUE), "Traceback")
+  # the session goes on: the next call works
+  expect_equal(textstat_subwords(c(a = "Still working."))$document, "a")
+})
+
+test_that("warnings of the core become R warnings and progress is streamed", {
+  skip_if_no_python()
+  f <- tempfile()
+  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+               "echo 'step 1/2' >&2", "echo 'quantformer: warning: 2 documents are empty' >&2",
+               "echo 'done'", "exit 0"), f)
+  Sys.chmod(f, "0755")
+  withr::local_options(quantformer.python = f, quantformer.echo = TRUE)
+  out <- capture.output(
+    msgs <- capture.output(
+      expect_warning(res <- quantformer:::run_cli("info"), "^2 documents are empty$"),
+      type = "message"))
+  expect_equal(out, "done")
+  expect_equal(msgs, "step 1/2")
+  expect_equal(res$warnings, "2 documents are empty")
+})
+
+test_that("the Python core imports under reticulate", {
+  skip_if_not_installed("reticulate")
+  py <- venv_python_path()
+  # in a fresh R process, so this session does not bind reticulate to a Python
+  code <- sprintf(paste0("reticulate::use_python('%s', required = TRUE); ",
+                         "qf <- reticulate::import('quantformer'); cat(qf$`__version__`); ",
+                         "cat('', reticulate::import('quantformer.models')$DEFAULT_MODEL_NAME)"), py)
+  rscript <- file.path(R.home("bin"), "Rscript")
+  res <- processx::run(rscript, c("-e", code), error_on_status = FALSE,
+                       env = c("current", RETICULATE_PYTHON = py))
+  expect_equal(res$status, 0L, info = res$stderr)
+  expect_equal(res$stdout, paste(quantformer_config()$quantformer, "all-MiniLM-L6-v2"))
+})

@@ -1,0 +1,156 @@
+# One real fine-tune of the default model (all-MiniLM-L6-v2) on 40 short SOTU paragraphs,
+# 1 epoch, max_length 64, shared by the tests of this file.
+
+train_docs <- function() {
+  s <- sotu_sample()
+  tr <- s[c(1:20, 181:200), ]
+  tr$party[c(3, 25)] <- NA          # uncoded documents: not used for training
+  tr
+}
+
+# predictions of sotu_sample()[101:106, ], computed once
+ref <- new.env()
+reference_prediction <- function() {
+  if (is.null(ref$p)) ref$p <- predict(fitted_model(), newdata = sotu_sample()[101:106, ])
+  ref$p
+}
+
+fitted_model <- local({
+  fit <- NULL
+  function() {
+    if (is.null(fit)) {
+      tr <- train_docs()
+      y <- factor(tr$party, levels = c("Republican", "Democratic"))
+      fit <<- textmodel_finetune(tr, y = y, epochs = 1, max_length = 64,
+                                 output_dir = file.path(tempdir(), "qf-test-model"))
+    }
+    fit
+  }
+})
+
+test_that("textmodel_finetune fits the default model and keeps the factor's level order", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  expect_s3_class(fit, c("textmodel_finetune", "textmodel", "list"))
+  expect_identical(class(fit), c("textmodel_finetune", "textmodel", "list"))
+  expect_equal(fit$levels, c("Republican", "Democratic"))
+  expect_true(file.exists(file.path(fit$model_dir, "quantformer.json")))
+  expect_equal(fit$summary$n_train, 38)
+  expect_equal(fit$summary$n_missing_label, 2)
+  expect_equal(fit$summary$hyperparameters$epochs, 1)
+  expect_equal(fit$summary$hyperparameters$max_length, 64)
+  expect_equal(fit$x$doc_id, train_docs()$doc_id)
+  expect_output(print(fit), "Classes:   Republican, Democratic")
+  s <- summary(fit)
+  expect_equal(unname(s$label_counts), c(19, 19))
+  expect_equal(names(s$label_counts), c("Republican", "Democratic"))
+  expect_output(print(s), "Training documents: 38 \\(2 without a label left out\\)")
+  expect_output(print(s), "truncation: +head_tail")
+})
+
+test_that("predict gives a factor named by docnames, or a probability matrix", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  s <- sotu_sample()
+  new <- s[101:106, ]
+  p <- reference_prediction()
+  expect_s3_class(p, "factor")
+  expect_equal(levels(p), c("Republican", "Democratic"))
+  expect_equal(names(p), new$doc_id)
+  expect_false(anyNA(p))
+  pr <- predict(fit, newdata = new, type = "probability")
+  expect_true(is.matrix(pr))
+  expect_equal(dimnames(pr), list(new$doc_id, c("Republican", "Democratic")))
+  expect_equal(unname(rowSums(pr)), rep(1, 6), tolerance = 1e-5)
+  # the class is the most probable one
+  expect_equal(unname(as.character(p)), unname(colnames(pr)[max.col(pr)]))
+  # newdata = NULL: every training document, the uncoded ones too
+  p0 <- predict(fit)
+  expect_equal(names(p0), train_docs()$doc_id)
+  expect_false(anyNA(p0))
+})
+
+test_that("empty and NA texts get NA predictions with a warning; order is kept", {
+  skip_if_no_verb("finetune")
+  x <- c(a = "We will lower taxes for every family.", b = NA, c = "", d = "Peace and jobs.")
+  expect_warning(p <- predict(fitted_model(), newdata = x), "missing or empty")
+  expect_equal(names(p), c("a", "b", "c", "d"))
+  expect_equal(is.na(p), c(a = FALSE, b = TRUE, c = TRUE, d = FALSE))
+})
+
+test_that("predict works on a real quanteda corpus and keeps its docnames", {
+  skip_if_no_verb("finetune")
+  uk <- readRDS(shared_data("quanteda", "ukimmig2010_corpus.rds"))
+  p <- predict(fitted_model(), newdata = uk)
+  expect_equal(names(p), names(uk))
+  expect_false(anyNA(p))
+})
+
+test_that("the fitted object survives saveRDS/readRDS in a new R session", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  if (!length(find.package("quantformer", lib.loc = .libPaths(), quiet = TRUE)))
+    skip("quantformer is not installed (tests run from the source tree)")
+  new <- sotu_sample()[101:106, ]
+  expected <- reference_prediction()
+  f <- tempfile(fileext = ".rds")
+  saveRDS(list(fit = fit, new = new), f)
+  code <- sprintf(paste0("suppressMessages(library(quantformer)); options(quantformer.echo = FALSE); ",
+                         "o <- readRDS('%s'); p <- predict(o$fit, newdata = o$new); ",
+                         "cat(paste(names(p), as.character(p), sep = '=', collapse = ';'))"), f)
+  res <- processx::run(file.path(R.home("bin"), "Rscript"), c("-e", code),
+                       error_on_status = FALSE,
+                       env = c("current", R_LIBS = paste(.libPaths(), collapse = .Platform$path.sep)))
+  expect_equal(res$status, 0L, info = res$stderr)
+  expect_equal(res$stdout, paste(names(expected), as.character(expected), sep = "=", collapse = ";"))
+})
+
+test_that("load_finetune rebuilds a model from its directory alone", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  loaded <- load_finetune(fit$model_dir)
+  expect_s3_class(loaded, "textmodel_finetune")
+  expect_equal(loaded$levels, fit$levels)
+  expect_null(loaded$x)
+  new <- sotu_sample()[101:106, ]
+  expect_equal(predict(loaded, newdata = new), reference_prediction())
+  expect_error(predict(loaded), "holds no training documents; give `newdata`")
+})
+
+test_that("a model directory deleted after fitting gives a clear error", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  copy <- file.path(tempdir(), "qf-copy")
+  dir.create(copy)
+  file.copy(list.files(fit$model_dir, full.names = TRUE), copy, recursive = TRUE)
+  moved <- load_finetune(copy)
+  unlink(copy, recursive = TRUE)
+  expect_error(predict(moved, newdata = "A text."),
+               "model directory '.*qf-copy' of this model no longer exists")
+  expect_output(print(moved), "\\(MISSING\\)")
+  expect_error(load_finetune(copy), "does not exist")
+  incomplete <- withr::local_tempdir()
+  expect_error(load_finetune(incomplete), "not a quantformer model directory")
+})
+
+test_that("bad inputs fail in R before any training, with the fix in the message", {
+  tr <- train_docs()
+  expect_error(textmodel_finetune(tr, y = c("a", "b")),
+               "`y` has 2 value\\(s\\) but `x` has 40 document\\(s\\)")
+  expect_error(textmodel_finetune(tr, y = "partei"),
+               "'partei' is not a docvar of `x`; its docvars are: year, president, party")
+  expect_error(textmodel_finetune(tr, y = rep("Democratic", 40)),
+               "at least two classes.*every coded document is 'Democratic'")
+  expect_error(textmodel_finetune(tr$text, y = "party"), "`x` has no docvars")
+  expect_error(textmodel_finetune(tr, y = "party", validation = 2),
+               "between 0 and 1")
+  expect_error(textmodel_finetune(tr, y = "party", truncation = "middle"), "should be one of")
+})
+
+test_that("the CLI's own errors reach R: an existing output folder", {
+  skip_if_no_verb("finetune")
+  tr <- train_docs()
+  out <- withr::local_tempdir()
+  expect_error(textmodel_finetune(tr, y = "party", epochs = 1, output_dir = out),
+               "quantformer finetune: error: .*exists; pass --overwrite")
+})

@@ -1,0 +1,25 @@
+test_that("textstat_subwords counts subwords and flags truncation, one row per document", {
+  skip_if_no_python()
+  x <- c(short = "A short text.", long = paste(rep("Many more words here.", 60), collapse = " "),
+         none = NA)
+  expect_warning(res <- textstat_subwords(x, max_length = 64),
+                 "1 of 3 documents have missing or empty text")
+  expect_s3_class(res, "data.frame")
+  expect_equal(res$document, c("short", "long", "none"))
+  # [CLS] a short text . [SEP] with the MiniLM (BERT uncased) tokenizer
+  expect_equal(res$n_tokens[1], 6L)
+  expect_gt(res$n_tokens[2], 64L)
+  expect_equal(res$truncated, c(FALSE, TRUE, FALSE))
+  expect_equal(res$n_tokens[3], 0L)
+})
+
+test_that("textstat_subwords works on a real quanteda corpus and keeps docvars", {
+  skip_if_no_python()
+  uk <- readRDS(shared_data("quanteda", "ukimmig2010_corpus.rds"))
+  res <- textstat_subwords(uk, max_length = 512, docvars = TRUE)
+  expect_equal(res$document, names(uk))
+  expect_equal(res$party, attr(uk, "docvars")$party)
+  expect_true(all(res$n_tokens > 100))
+  expect_equal(res$truncated, res$n_tokens > 512)
+  expect_true(any(res$truncated))
+})
