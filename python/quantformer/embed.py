@@ -1,0 +1,321 @@
+"""Mean-pooled document embeddings (the ``embed`` verb), also used by embedding zero-shot.
+
+Each document is tokenised (long documents truncated on token ids, ``head_tail`` by default),
+run through the encoder, and its last-layer token vectors are averaged over the attention mask:
+the pooling of sentence-transformers models such as the bundled all-MiniLM-L6-v2, so the
+vectors equal ``SentenceTransformer.encode()`` (with ``normalize=True``, which that model's
+pipeline applies). Encoder-decoder models (BART, T5) are pooled over their encoder.
+
+Output shape: ``(n_docs, hidden)`` float32, one row per input document in input order
+(hidden = 384 for the default model). Missing or empty documents are kept as rows of NaN and
+counted in a warning, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+LAYOUTS = ("auto", "list", "wide")
+EMBEDDING_COL = "embedding"
+DIM_PREFIX = "dim_"
+
+
+# ------------------------------------------------------------------------------------------
+# inputs
+
+
+def as_frame(x) -> pd.DataFrame:
+    """A corpus frame from a corpus frame, any DataFrame with a ``text`` column, or a sequence
+    of strings (ids ``text1..textN``).
+
+    Raises:
+        InputError: a single string, or a table without a text column.
+    """
+    from .frames import to_frame
+
+    if isinstance(x, str):
+        raise InputError("give a list of documents (or a corpus frame), not a single string")
+    if isinstance(x, pd.DataFrame):
+        if "doc_id" in x.columns and "text" in x.columns:
+            return x.reset_index(drop=True)
+        return to_frame(x)
+    if isinstance(x, pd.Series):
+        x = x.tolist()
+    return to_frame(pd.DataFrame({"text": list(x)}))
+
+
+def missing_warning(n_missing: int, n_docs: int, consequence: str) -> None:
+    """Warn that ``n_missing`` of ``n_docs`` documents are missing or empty (kept, not dropped)."""
+    if n_missing:
+        from .frames import FrameWarning
+
+        warnings.warn(f"{n_missing} of {n_docs} document(s) have missing or empty text; they are "
+                      f"kept with {consequence}", FrameWarning, stacklevel=3)
+
+
+# ------------------------------------------------------------------------------------------
+# the encoder
+
+
+@dataclass
+class Encoder:
+    """A loaded encoder: the torch module (in eval mode, on ``device``), its tokenizer, config."""
+
+    model: object
+    tokenizer: object
+    config: object
+    device: str
+    path: str
+
+
+def load_encoder(model: str | None = None, device: str = "auto") -> Encoder:
+    """Load a model's encoder (``AutoModel``; any classification head is not used).
+
+    Raises:
+        InputError: the model cannot be resolved, or the device is unavailable.
+    """
+    from transformers import AutoModel
+
+    from .modeldir import hf_quiet
+    from .models import load_config, load_tokenizer, resolve_device, resolve_model
+
+    path = resolve_model(model)
+    dev = resolve_device(device)
+    config = load_config(model)
+    tok = load_tokenizer(model)
+    with hf_quiet():  # "unused weights of the head" is expected here
+        net = AutoModel.from_pretrained(path)
+    if getattr(config, "is_encoder_decoder", False) and hasattr(net, "get_encoder"):
+        net = net.get_encoder()
+    net.to(dev).eval()
+    return Encoder(model=net, tokenizer=tok, config=config, device=dev, path=path)
+
+
+def default_max_length(enc: Encoder) -> int:
+    """The token limit used when none is given: the model's sentence-transformers
+    ``max_seq_length`` (256 for all-MiniLM-L6-v2) when it has one, else 512, never above the
+    model's position limit."""
+    from .models import max_positions
+
+    limit = max_positions(enc.config) or 512
+    want = 512
+    st = Path(enc.path) / "sentence_bert_config.json"
+    if st.is_file():
+        try:
+            want = int(json.loads(st.read_text()).get("max_seq_length") or 512)
+        except (ValueError, OSError):
+            pass
+    return min(want, limit)
+
+
+def check_length(enc: Encoder, max_length: int | None) -> int:
+    """``max_length`` validated against the model (None -> :func:`default_max_length`)."""
+    from .models import check_max_length
+
+    if max_length is None:
+        return default_max_length(enc)
+    return check_max_length(max_length, enc.config)
+
+
+def _pool(model, batch):
+    from .inference import mean_pool
+
+    return mean_pool(model(**batch).last_hidden_state, batch["attention_mask"])
+
+
+def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head_tail",
+                batch_size: int = 32, normalize: bool = False, progress: bool = False):
+    """Mean-pooled embeddings of a list of texts with a loaded encoder.
+
+    Args:
+        texts: sequence of n str or None.
+        max_length: token limit, special tokens included.
+        normalize: scale each vector to unit length (cosine similarity = dot product).
+
+    Returns:
+        ``(vectors, encoded)``: float32 array (n, hidden) with NaN rows for missing/empty
+        texts, and the :class:`~quantformer.tokenization.Encoded` (``truncated``, ``missing``).
+    """
+    from .inference import run_batches
+    from .tokenization import encode
+
+    encoded = encode(enc.tokenizer, texts, max_length=max_length, truncation=truncation)
+    hidden = int(getattr(enc.config, "hidden_size", 0) or getattr(enc.config, "d_model", 0))
+    out = np.full((len(encoded.input_ids), hidden), np.nan, dtype=np.float32)
+    keep = np.flatnonzero(~encoded.missing)
+    if keep.size:
+        ids = [encoded.input_ids[i] for i in keep]
+        types = [encoded.token_type_ids[i] for i in keep] if encoded.token_type_ids else None
+        pad = enc.tokenizer.pad_token_id if enc.tokenizer.pad_token_id is not None else 0
+        vecs = run_batches(enc.model, ids, types, fn=_pool, batch_size=batch_size,
+                           device=enc.device, pad_id=pad, progress=progress, desc="embedding")
+        if normalize:
+            vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        out = np.full((len(encoded.input_ids), vecs.shape[1]), np.nan, dtype=np.float32)
+        out[keep] = vecs
+    return out, encoded
+
+
+def embed(frame, model: str | None = None, *, batch_size: int = 32,
+          max_length: int | None = None, truncation: str = "head_tail",
+          normalize: bool = False, device: str = "auto", quiet: bool = False) -> np.ndarray:
+    """Mean-pooled document embeddings.
+
+    Args:
+        frame: a corpus frame (``doc_id``, ``text``, ...), a DataFrame with a ``text`` column,
+            or a list of strings.
+        model: hub id or local folder (default: the bundled all-MiniLM-L6-v2).
+        batch_size: documents per forward pass (32); batches are length-sorted.
+        max_length: token limit, special tokens included (default: the model's
+            sentence-transformers ``max_seq_length``, 256 for the default model, else 512).
+        truncation: ``head_tail`` (default; Wankmüller 2022 section 6.3), ``head`` or ``tail``.
+        normalize: unit-length vectors (what sentence-transformers' all-MiniLM-L6-v2 returns).
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+        quiet: no progress bar.
+
+    Returns:
+        float32 array of shape (n_docs, hidden), rows in input order; missing or empty texts
+        give rows of NaN (counted in a warning). The ``embed`` verb also prints how many
+        documents were truncated.
+
+    Raises:
+        InputError: bad model, device, truncation or ``max_length``.
+    """
+    vecs, _ = _embed(frame, model, batch_size=batch_size, max_length=max_length,
+                     truncation=truncation, normalize=normalize, device=device, quiet=quiet)
+    return vecs
+
+
+def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet):
+    from .tokenization import check_strategy
+
+    check_strategy(truncation)
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, not {batch_size}")
+    frame = as_frame(frame)
+    enc = load_encoder(model, device)
+    length = check_length(enc, max_length)
+    vecs, encoded = embed_texts(enc, frame["text"].tolist(), max_length=length,
+                                truncation=truncation, batch_size=batch_size,
+                                normalize=normalize, progress=not quiet)
+    missing_warning(int(encoded.missing.sum()), len(frame), "an embedding of NaN")
+    info = {"model": model, "max_length": length, "truncation": truncation,
+            "normalize": normalize, "n_docs": len(frame),
+            "n_missing": int(encoded.missing.sum()),
+            "n_truncated": int(encoded.truncated.sum()), "hidden": int(vecs.shape[1])}
+    return vecs, info
+
+
+def embedding_frame(frame: pd.DataFrame, vectors: np.ndarray, layout: str = "list",
+                    keep_text: bool = False) -> pd.DataFrame:
+    """A table of embeddings: ``doc_id``, [``text``], the other input columns, then either one
+    list column ``embedding`` (``layout="list"``; None for missing documents) or one float32
+    column per dimension ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
+    if layout not in ("list", "wide"):
+        raise InputError(f"unknown --layout '{layout}'; use one of: {', '.join(LAYOUTS)}")
+    cols = [c for c in frame.columns if keep_text or c != "text"]
+    out = frame[cols].copy()
+    if layout == "list":
+        out[EMBEDDING_COL] = [None if np.isnan(v).all() else v for v in vectors]
+    else:
+        wide = pd.DataFrame(vectors, columns=[f"{DIM_PREFIX}{j + 1}"
+                                              for j in range(vectors.shape[1])])
+        out = pd.concat([out.reset_index(drop=True), wide], axis=1)
+    return out
+
+
+def resolve_layout(layout: str, out_path) -> str:
+    """``auto``: a list column for Parquet and JSONL, one column per dimension for CSV, TSV and
+    RDS (which have no list columns R reads back as numbers)."""
+    if layout not in LAYOUTS:
+        raise InputError(f"unknown --layout '{layout}'; use one of: {', '.join(LAYOUTS)}")
+    from .frames import detect_format
+
+    kind = detect_format(out_path, write=True)
+    if layout == "list" and kind in ("csv", "tsv"):
+        raise InputError(f"--layout list cannot be written to {kind.upper()} (no list columns); "
+                         "use --layout wide (one column per dimension) or a .parquet output")
+    if layout != "auto":
+        return layout
+    return "list" if kind in ("parquet", "jsonl") else "wide"
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from .cli import add_corpus_options, add_model_option, positive
+
+    p = sub.add_parser(
+        "embed",
+        help="mean-pooled document embeddings (one vector per document)",
+        description="Embed every document as the mean of the encoder's last-layer token "
+                    "vectors (sentence-transformers pooling). Output: doc_id, docvars, then a "
+                    "float32 list column 'embedding' (Parquet, JSONL) or columns dim_1..dim_H "
+                    "(CSV, TSV, RDS); H = 384 for the default model. Missing or empty texts "
+                    "get NaN.",
+    )
+    p.add_argument("--input", required=True, help="corpus file")
+    add_corpus_options(p, label=False)
+    add_model_option(p)
+    p.add_argument("--batch-size", type=positive(int), default=32,
+                   help="documents per forward pass (32)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit, special tokens included (default: the model's "
+                        "sentence-transformers max_seq_length, 256 for the default model, "
+                        "else 512)")
+    p.add_argument("--normalize", action="store_true",
+                   help="unit-length vectors (cosine similarity = dot product)")
+    p.add_argument("--layout", default="auto", choices=LAYOUTS,
+                   help="'list': one list column 'embedding'; 'wide': one column per "
+                        "dimension dim_1..dim_H; 'auto' (default): list for .parquet/.jsonl, "
+                        "wide for .csv/.tsv/.rds")
+    add_run_options(p)
+    p.set_defaults(func=_run_embed)
+
+
+def add_run_options(p) -> None:
+    """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
+    --device, --quiet and --out."""
+    from .cli import add_device_option, add_quiet_option
+    from .tokenization import STRATEGIES
+
+    p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
+                   help="how long documents are cut (head_tail)")
+    p.add_argument("--keep-text", action="store_true", help="keep the text column")
+    add_device_option(p)
+    add_quiet_option(p)
+    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
+
+
+def _run_embed(args) -> int:
+    from .cli import corpus_kwargs
+    from .frames import check_output_path, read_frame, write_frame
+    from .models import model_label
+
+    check_output_path(args.out)
+    layout = resolve_layout(args.layout, args.out)
+    frame = read_frame(args.input, **corpus_kwargs(args, label=False))
+    vecs, info = _embed(frame, args.model, batch_size=args.batch_size,
+                        max_length=args.max_length, truncation=args.truncation,
+                        normalize=args.normalize, device=args.device, quiet=args.quiet)
+    write_frame(embedding_frame(frame, vecs, layout, keep_text=args.keep_text), args.out)
+    print(f"embedded {info['n_docs']} documents with {model_label(args.model)} "
+          f"(mean pooling, {info['hidden']} dimensions, max {info['max_length']} tokens): "
+          f"{info['n_missing']} missing or empty, {info['n_truncated']} truncated "
+          f"({args.truncation}); wrote {args.out}")
+    return 0
+
+
+from ._callable import make_callable  # noqa: E402
+
+make_callable(__name__, "embed")  # quantformer.embed(...) works as module and function
