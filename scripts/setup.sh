@@ -19,25 +19,31 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
        "Set PYTHON=/path/to/python3.x" >&2
   exit 1
 fi
+# pip install, quietly: its messages are shown in full only when it fails
+pip_install() {
+  local log rc=0
+  log=$(mktemp)
+  .venv/bin/pip install -q "$@" >"$log" 2>&1 || rc=$?
+  if [ $rc -ne 0 ]; then
+    cat "$log" >&2; rm -f "$log"
+    echo "setup: pip install $* failed (pip's messages above)" >&2
+    exit 1
+  fi
+  grep -v "^WARNING: Location .* is ignored" "$log" || true
+  rm -f "$log"
+}
 if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv with $("$PYTHON" --version 2>&1)"
   "$PYTHON" -m venv .venv
 fi
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   echo "== installing torch==2.13.0 (CPU)"
-  .venv/bin/pip install -q torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
+  pip_install torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 fi
 if ! .venv/bin/python -c "import quantformer, pytest, xgboost, Stemmer" >/dev/null 2>&1 \
    || [ pyproject.toml -nt .venv/.quantformer-installed ]; then
   echo "== installing quantformer and its dependencies into .venv"
-  log=$(mktemp)
-  if ! .venv/bin/pip install -q -e ".[test]" >"$log" 2>&1; then
-    cat "$log" >&2; rm -f "$log"
-    echo "setup: installing quantformer into .venv failed (pip's messages above)" >&2
-    exit 1
-  fi
-  grep -v "^WARNING: Location" "$log" || true
-  rm -f "$log"
+  pip_install -e ".[test]"
   .venv/bin/python -c "import quantformer.cli" && touch .venv/.quantformer-installed
 fi
 
