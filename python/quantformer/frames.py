@@ -473,7 +473,8 @@ def _tmp_path(target: Path) -> Path:
 
 
 def _rds_ready(df: pd.DataFrame) -> pd.DataFrame:
-    """Columns pyreadr can write: list/array columns become JSON strings, nullable ints float."""
+    """Columns pyreadr can write: list/array columns become JSON strings; missing numbers
+    become R's ``NA`` (not ``NaN``)."""
     out = {}
     for c in df.columns:
         s = df[c]
@@ -485,8 +486,10 @@ def _rds_ready(df: pd.DataFrame) -> pd.DataFrame:
         elif isinstance(s.dtype, pd.StringDtype) or pd.api.types.is_string_dtype(s.dtype):
             s = pd.Series([None if (v is None or (not isinstance(v, str) and pd.isna(v)))
                            else v for v in s], index=s.index, dtype=object)
-        elif pd.api.types.is_integer_dtype(s.dtype) and s.isna().any():
-            s = s.astype("float64")
+        elif pd.api.types.is_float_dtype(s.dtype) and s.isna().any():
+            # pyreadr writes NaN as R's NaN; None in an object column becomes R's NA
+            s = pd.Series([None if pd.isna(v) else float(v) for v in s], index=s.index,
+                          dtype=object)
         out[str(c)] = s
     return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
 

@@ -383,18 +383,26 @@ def _hex(s):
 def test_r_reads_our_rds_with_utf8_intact(tmp_path):
     f = tmp_path / "py.rds"
     frame = pd.DataFrame({"doc_id": [f"d{i}" for i in range(len(R_STRINGS))], "text": R_STRINGS,
-                          "n": range(len(R_STRINGS))})
+                          "n": range(len(R_STRINGS)),
+                          "p": [0.5, np.nan, 1, 2, 3, np.nan, 4],
+                          "k": pd.array([1, None, 3, 4, 5, 6, 7], dtype="Int64"),
+                          "party": pd.Categorical(["D", "R", None, "D", "R", "D", "R"])})
     write_frame(frame, f)
     out = _rscript(
         f'x <- readRDS("{f}"); stopifnot(is.data.frame(x), is.character(x$text)); '
         'h <- vapply(x$text, function(s) if (is.na(s)) "NA" else '
         'paste(as.character(charToRaw(enc2utf8(s))), collapse = ""), ""); '
         'cat(h, sep = "\\n"); cat(class(x$n), "\\n"); '
-        'cat(unique(Encoding(x$text[!is.na(x$text)])), "\\n")')
+        'cat(unique(Encoding(x$text[!is.na(x$text)])), "\\n"); '
+        'cat(which(is.na(x$p)), "|", any(is.nan(x$p)), "|", which(is.na(x$k)), "|", '
+        'class(x$party), levels(x$party), which(is.na(x$party)), "\\n")')
     lines = out.splitlines()
     assert lines[:len(R_STRINGS)] == [_hex(s) for s in R_STRINGS]
     assert lines[len(R_STRINGS)].strip() in ("integer", "numeric")
     assert set(lines[len(R_STRINGS) + 1].split()) <= {"UTF-8", "unknown"}
+    # missing numbers are NA in R, not NaN; factors stay factors
+    assert lines[len(R_STRINGS) + 2].split() == ["2", "6", "|", "FALSE", "|", "2", "|",
+                                                 "factor", "D", "R", "3"]
 
 
 def test_we_read_an_r_saved_data_frame_the_same(tmp_path):
