@@ -277,7 +277,7 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = 512,
         out["input_ids"] = [ids if not m else [] for ids, m in zip(enc.input_ids, enc.missing)]
     for c in frame.columns:
         if c not in ("doc_id", "text"):
-            out[c] = frame[c].to_numpy()
+            out[c] = frame[c].array  # keeps dtypes (categories, nullable ints)
     return out
 
 

@@ -156,10 +156,13 @@ def test_missing_and_empty_texts(bert_tok):
 def test_token_stats_and_summary(bert_tok):
     texts = ["one two", None, LONG, "three four five"]
     frame = pd.DataFrame({"doc_id": ["a", "b", "c", "d"], "text": texts,
-                          "label": ["x", "y", None, "x"], "year": [1, 2, 3, 4]})
+                          "label": ["x", "y", None, "x"], "year": [1, 2, 3, 4],
+                          "party": pd.Categorical(["D", "R", "D", None])}, index=[5, 6, 7, 8])
     stats = token_stats(frame, bert_tok, max_length=128, with_ids=True)
     assert stats.columns.tolist() == ["doc_id", "n_tokens", "truncated", "input_ids", "label",
-                                      "year"]
+                                      "year", "party"]
+    assert isinstance(stats["party"].dtype, pd.CategoricalDtype)  # docvars keep their dtype
+    assert stats["year"].tolist() == [1, 2, 3, 4] and stats["doc_id"].tolist() == list("abcd")
     n = [len(_raw(bert_tok, t)) + 2 if t else 0 for t in texts]
     assert stats["n_tokens"].tolist() == n
     assert stats["truncated"].tolist() == [False, False, True, False]
