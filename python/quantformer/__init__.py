@@ -30,6 +30,9 @@ _LAZY = {
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
     "embed": "quantformer.embed:embed",
+    "tune": "quantformer.tune",
+    "compare": "quantformer.compare",
+    "baselines": "quantformer.baselines",
 }
 
 

@@ -1,0 +1,460 @@
+"""The paper's comparison in one call: fine-tuned Transformer vs SVM and XGBoost baselines.
+
+Wankmüller (2022), Table 1 and Figure 10: macro-F1 on a fixed test set for each model, for
+training sets of several sizes drawn from the training data, repeated with different draws.
+
+For every training size ``s`` and repeat ``r`` one stratified sample of ``s`` training
+documents is drawn (scikit-learn ``train_test_split``, seeded by ``(seed, s, r)``, so every
+model sees the same sample and a partial re-run draws the same samples); each model is trained
+on it and scored on the whole test set. Models:
+
+``default``
+    the Transformer (``model``, default all-MiniLM-L6-v2) fine-tuned with its size-based
+    default learning rate and epochs (:func:`quantformer.finetune.default_hyperparameters`),
+    seed ``seed + r``. Use :func:`quantformer.tune` to tune it by cross-validation.
+``svm-bow``, ``svm-vec``, ``xgb-bow``, ``xgb-vec``
+    the baselines of :mod:`quantformer.baselines`, each tuned by stratified ``folds``-fold CV
+    on the sample (the vectors are averaged MiniLM input embeddings unless ``vectors`` names a
+    GloVe file).
+
+``seconds`` is the wall time of training (including the baselines' CV tuning), not prediction.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._callable import make_callable
+from .baselines import BASELINES
+from .errors import InputError
+
+MODELS = ("default", *BASELINES)
+
+
+def parse_models(models) -> list[str]:
+    """Validate model names (a list or a comma-separated string), keeping their order.
+
+    Raises:
+        InputError: an unknown or repeated name (the message lists the valid ones).
+    """
+    names = [m.strip() for m in models.split(",")] if isinstance(models, str) else \
+        [str(m).strip() for m in models]
+    names = [m for m in names if m]
+    bad = [m for m in names if m not in MODELS]
+    if bad or not names:
+        raise InputError(f"unknown model name(s) in --models: {', '.join(bad) or '(none)'}; "
+                         f"valid names are: {', '.join(MODELS)}")
+    if len(set(names)) != len(names):
+        raise InputError("--models names a model twice; list each once")
+    return names
+
+
+def check_sizes(sizes, n_train: int) -> list[int]:
+    """Validate training sizes against the number of labelled training documents.
+
+    ``None`` means one size: all ``n_train`` documents.
+
+    Raises:
+        InputError: a size that is not a whole number > 0, or larger than ``n_train``.
+    """
+    if sizes is None:
+        return [n_train]
+    if isinstance(sizes, str):
+        from .tune import parse_list
+
+        sizes = parse_list(sizes, int, "--train-sizes")
+    out = []
+    for s in sizes:
+        if isinstance(s, bool) or not float(s) == int(s) or int(s) <= 0:
+            raise InputError(f"--train-sizes must be whole numbers greater than 0, not {s!r}")
+        out.append(int(s))
+    too_big = [s for s in out if s > n_train]
+    if too_big:
+        raise InputError(
+            f"--train-sizes {', '.join(map(str, too_big))} larger than the {n_train} labelled "
+            f"training documents; use sizes up to {n_train}, or leave --train-sizes out to "
+            "train on all of them")
+    return sorted(set(out))
+
+
+def draw_sample(data: pd.DataFrame, size: int, repeat: int, seed: int) -> pd.DataFrame:
+    """A stratified random sample of ``size`` rows, the same for the same (seed, size, repeat).
+
+    All rows (in order) when ``size`` equals their number. Falls back to a plain random sample
+    when a class is too small to stratify.
+    """
+    from sklearn.model_selection import train_test_split
+
+    if size >= len(data):
+        return data.reset_index(drop=True)
+    state = int(np.random.SeedSequence([int(seed), int(size), int(repeat)]).generate_state(1)[0])
+    idx = np.arange(len(data))
+    try:
+        keep, _ = train_test_split(idx, train_size=size, stratify=data["label"].to_numpy(),
+                                   random_state=state)
+    except ValueError:
+        keep, _ = train_test_split(idx, train_size=size, random_state=state)
+    return data.iloc[np.sort(keep)].reset_index(drop=True)
+
+
+def describe(name: str, model: str | None = None, vectors: str | None = None) -> str:
+    """The report name of a model: what it is, naming the vectors and the Transformer."""
+    from .baselines import describe as describe_baseline
+    from .models import model_label
+
+    if name == "default":
+        return f"{model_label(model)}, fine-tuned"
+    return describe_baseline(name, vectors)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompareResult:
+    """What :func:`compare` returns.
+
+    Attributes:
+        results: long table, one row per model x train_size x repeat: ``model``,
+            ``train_size``, ``repeat`` (1-based), ``macro_f1``, ``accuracy``, ``seconds``.
+        table: wide Table-1 table, one row per model (in ``models`` order): ``model``,
+            ``description``, then per size ``s``: ``f1_mean_s``, ``f1_min_s``, ``f1_max_s``,
+            ``seconds_s`` (mean training seconds).
+        runs: per run, the hyperparameters used or chosen by CV (list of dicts).
+        summary: settings, counts and per size the best conventional model and the
+            Transformer's margin over it.
+    """
+
+    results: pd.DataFrame
+    table: pd.DataFrame
+    runs: list = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+
+    def markdown(self, digits: int = 3) -> str:
+        """The table as Markdown: ``mean (min–max)`` per size, then mean training seconds."""
+        sizes = self.summary["train_sizes"]
+        head = "| model | " + " | ".join(f"n = {s:,}" for s in sizes) + " | train s |"
+        lines = [head, "|---" * (len(sizes) + 2) + "|"]
+        for _, row in self.table.iterrows():
+            cells = []
+            for s in sizes:
+                m, lo, hi = row[f"f1_mean_{s}"], row[f"f1_min_{s}"], row[f"f1_max_{s}"]
+                cells.append(f"{m:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
+                             if lo != hi else f"{m:.{digits}f}")
+            secs = np.mean([row[f"seconds_{s}"] for s in sizes])
+            lines.append(f"| {row['model']}: {row['description']} | " + " | ".join(cells)
+                         + f" | {secs:.0f} |")
+        rep = self.summary.get("repeats")
+        lines.append("")
+        lines.append(f"Macro-F1 on the test set ({self.summary.get('n_test')} documents), mean "
+                     f"and (min–max) over {rep} draw(s) of each training size; train s = mean "
+                     "training seconds (baselines include their CV tuning).")
+        return "\n".join(lines)
+
+    def plot(self, path, title: str | None = None) -> Path:
+        """Figure 10 of the paper: macro-F1 against training size, min–max bands per model."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from .frames import _tmp_path
+
+        sizes = self.summary["train_sizes"]
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for _, row in self.table.iterrows():
+            mean = [row[f"f1_mean_{s}"] for s in sizes]
+            lo = [row[f"f1_min_{s}"] for s in sizes]
+            hi = [row[f"f1_max_{s}"] for s in sizes]
+            line, = ax.plot(sizes, mean, marker="o", label=row["model"])
+            ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+            if len(sizes) == 1:
+                ax.errorbar(sizes, mean, yerr=[[m - a for m, a in zip(mean, lo)],
+                                               [b - m for m, b in zip(mean, hi)]],
+                            color=line.get_color(), capsize=4)
+        ax.set_xlabel("training documents")
+        ax.set_ylabel("macro-F1 (test set)")
+        ax.set_xticks(sizes)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        ax.set_title(title or "macro-F1 by training size (mean, min–max band)")
+        fig.tight_layout()
+        target = Path(path)
+        tmp = _tmp_path(target)
+        try:
+            fig.savefig(tmp, format="png", dpi=120)
+            target.unlink(missing_ok=True)
+            tmp.replace(target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            plt.close(fig)
+        return target
+
+    def save(self, out) -> Path:
+        """Write results.csv/.rds, table.csv/.rds, table.md, figure10.png, summary.json."""
+        from .tune import prepare_out_dir, write_json, write_table
+
+        d = prepare_out_dir(out)
+        d.mkdir(parents=True, exist_ok=True)
+        write_table(self.results, d, "results")
+        write_table(self.table, d, "table")
+        (d / "table.md").write_text(self.markdown() + "\n", encoding="utf-8")
+        self.plot(d / "figure10.png", title=self.summary.get("title"))
+        write_json({**self.summary, "runs": self.runs}, d / "summary.json")
+        return d
+
+
+def build_table(results: pd.DataFrame, models: list[str], descriptions: dict) -> pd.DataFrame:
+    """The wide Table-1 frame from the long results (see :class:`CompareResult`)."""
+    rows = []
+    for m in models:
+        row = {"model": m, "description": descriptions[m]}
+        for s in sorted(results["train_size"].unique()):
+            r = results[(results["model"] == m) & (results["train_size"] == s)]
+            row[f"f1_mean_{s}"] = r["macro_f1"].mean()
+            row[f"f1_min_{s}"] = r["macro_f1"].min()
+            row[f"f1_max_{s}"] = r["macro_f1"].max()
+            row[f"seconds_{s}"] = r["seconds"].mean()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def margins(results: pd.DataFrame) -> dict:
+    """Per training size: mean macro-F1 of each model, the best conventional model, and the
+    Transformer's margin over it (None when either is absent)."""
+    out = {}
+    means = results.groupby(["train_size", "model"])["macro_f1"].mean()
+    for s in sorted(results["train_size"].unique()):
+        m = means.loc[s].to_dict()
+        conv = {k: v for k, v in m.items() if k != "default"}
+        best = max(conv, key=conv.get) if conv else None
+        out[str(s)] = {
+            "mean_macro_f1": m,
+            "best_conventional": best,
+            "transformer_margin": (m["default"] - conv[best]) if best and "default" in m
+            else None,
+        }
+    return out
+
+
+def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int, seed: int,
+            folds: int, vectors, model: str | None, finetune_kwargs: dict | None,
+            fitters: dict | None, quiet: bool) -> dict:
+    """Train one model on one sample and score it on ``test`` (rows with text and label).
+
+    Returns:
+        ``{"macro_f1", "accuracy", "seconds", "params"}``.
+    """
+    from sklearn.metrics import accuracy_score
+
+    from .tune import macro_f1, predicted_labels
+
+    labels = sorted(set(sample["label"]) | set(test["label"]))
+    t0 = time.perf_counter()
+    if fitters and name in fitters:
+        clf = fitters[name](sample, seed=seed + repeat)
+        params = dict(getattr(clf, "params", {}) or {})
+    elif name == "default":
+        from .finetune import default_hyperparameters, finetune
+
+        kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {})}
+        clf = finetune(sample, **kw)
+        hp = default_hyperparameters(model)
+        params = {"lr": kw.get("lr") or hp["lr"], "epochs": kw.get("epochs") or hp["epochs"]}
+    else:
+        from .baselines import fit_baseline
+
+        clf = fit_baseline(sample, name, folds=folds, seed=seed + repeat, vectors=vectors)
+        params = {**clf.best_params, "cv_macro_f1": clf.cv_score}
+    seconds = time.perf_counter() - t0
+    if hasattr(clf, "predict_labels"):
+        pred = clf.predict_labels(test["text"].tolist())
+    else:
+        pred = predicted_labels(clf, test)
+    truth = test["label"].astype(str).tolist()
+    acc = float(accuracy_score(truth, ["\0" if p is None else p for p in pred]))
+    return {"macro_f1": macro_f1(truth, pred, labels), "accuracy": acc, "seconds": seconds,
+            "params": params}
+
+
+def compare(
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    *,
+    models=MODELS,
+    model: str | None = None,
+    train_sizes=None,
+    repeats: int = 5,
+    seed: int = 1,
+    folds: int = 5,
+    vectors: str | None = None,
+    quiet: bool = False,
+    finetune_kwargs: dict | None = None,
+    fitters: dict | None = None,
+    title: str | None = None,
+) -> CompareResult:
+    """Train every model on samples of every size, score each on the test set (Table 1).
+
+    Args:
+        train, test: labelled corpus frames. Documents without a label or text are left out
+            (a warning counts them).
+        models: names from :data:`MODELS` (list or comma-separated string), in table order.
+        model: the Transformer for ``default`` (``None`` = bundled all-MiniLM-L6-v2).
+        train_sizes: training-set sizes (e.g. ``[500, 1000, 2000]``); ``None`` = all training
+            documents once.
+        repeats: samples per size (5, as in the paper); with all documents, repeats differ
+            only in the seeds.
+        seed: base seed of the samples, the CV folds and the fine-tuning runs.
+        folds: CV folds for tuning the baselines (5).
+        vectors: GloVe/word2vec text file for the ``-vec`` baselines; default the averaged
+            MiniLM input embeddings.
+        quiet: no progress lines.
+        finetune_kwargs: extra arguments for :func:`quantformer.finetune.finetune` (e.g.
+            ``max_length``, ``epochs``, ``lr``, ``device``).
+        fitters: ``{name: fit(sample, seed=...) -> classifier}`` to add or replace models
+            (the classifier needs ``labels`` + ``predict_proba`` or ``predict_labels``).
+        title: figure title.
+
+    Returns:
+        :class:`CompareResult`.
+
+    Raises:
+        InputError: unknown model names (lists the valid ones), sizes larger than the training
+            data, a class with fewer documents than ``folds`` in some sample (names it and
+            suggests fewer folds), a bad vectors file, repeats < 1.
+    """
+    from .baselines import WordVectors, check_folds, training_rows
+
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    names = parse_models(models)
+    if fitters:
+        names = names + [n for n in fitters if n not in names and n not in MODELS]
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise InputError(f"--repeats must be a whole number of at least 1, not {repeats!r}")
+    data = training_rows(train, "training data")
+    test = training_rows(test, "test data")
+    sizes = check_sizes(train_sizes, len(data))
+    vec = None
+    if any(n.endswith("-vec") for n in names):
+        vec = WordVectors(vectors) if vectors else None
+        if vec is not None:  # validate the whole file before any training
+            vec.transform(test["text"].tolist())
+    samples = {(s, r): draw_sample(data, s, r, seed) for s in sizes for r in range(1, repeats + 1)}
+    if any(n in BASELINES for n in names):
+        for (s, r), smp in samples.items():
+            check_folds(smp["label"], folds,
+                        where=f"the training sample of {s} documents (repeat {r})")
+    descriptions = {n: describe(n, model, vectors) if n in MODELS else n for n in names}
+    n_runs = len(names) * len(samples)
+    say(f"compare: {len(names)} model(s) x {len(sizes)} size(s) x {repeats} repeat(s) = "
+        f"{n_runs} runs; test set {len(test)} documents")
+    rows, runs = [], []
+    k = 0
+    for (s, r), smp in samples.items():
+        for name in names:
+            k += 1
+            res = run_one(name, smp, test, repeat=r, seed=seed, folds=folds,
+                          vectors=vec, model=model, finetune_kwargs=finetune_kwargs,
+                          fitters=fitters, quiet=True)
+            rows.append({"model": name, "train_size": s, "repeat": r,
+                         "macro_f1": res["macro_f1"], "accuracy": res["accuracy"],
+                         "seconds": res["seconds"]})
+            runs.append({"model": name, "train_size": s, "repeat": r, **res["params"]})
+            say(f"  run {k}/{n_runs}: {name}, n = {s}, repeat {r}: macro-F1 "
+                f"{res['macro_f1']:.4f} ({res['seconds']:.0f} s)")
+    results = pd.DataFrame(rows, columns=["model", "train_size", "repeat", "macro_f1",
+                                          "accuracy", "seconds"])
+    results["train_size"] = results["train_size"].astype("int64")
+    results["repeat"] = results["repeat"].astype("int64")
+    table = build_table(results, names, descriptions)
+    from .models import model_label
+
+    summary = {"title": title, "models": descriptions, "transformer": model_label(model),
+               "train_sizes": sizes, "repeats": repeats, "seed": seed, "folds": folds,
+               "vectors": vectors or "MiniLM input embeddings (all-MiniLM-L6-v2)",
+               "n_train": len(data), "n_test": len(test),
+               "labels": sorted(set(data["label"]) | set(test["label"])),
+               "by_size": margins(results)}
+    return CompareResult(results=results, table=table, runs=runs, summary=summary)
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from .cli import add_corpus_options, add_device_option, add_model_option, add_quiet_option
+
+    p = sub.add_parser(
+        "compare",
+        help="fine-tuned Transformer vs SVM/XGBoost baselines by training size (Table 1)",
+        description="Train each model on stratified samples of each training size (repeated "
+                    "draws) and score it on the test set, as in Wankmüller (2022) Table 1 and "
+                    "Figure 10. Writes results.csv/.rds (one row per model x size x repeat), "
+                    "table.csv/.rds/.md (mean and min-max per size), figure10.png and "
+                    "summary.json into --out.",
+    )
+    p.add_argument("--train", required=True, help="labelled training corpus file")
+    p.add_argument("--test", required=True, help="labelled test corpus file")
+    add_corpus_options(p)
+    p.add_argument("--models", default=",".join(MODELS),
+                   help=f"comma-separated models, in table order ({','.join(MODELS)})")
+    add_model_option(p, " for the 'default' Transformer")
+    p.add_argument("--train-sizes", default=None,
+                   help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "
+                        "training documents)")
+    p.add_argument("--repeats", type=int, default=5, help="draws per training size (5)")
+    p.add_argument("--seed", type=int, default=1, help="base seed (1)")
+    p.add_argument("--folds", type=int, default=5, help="CV folds for tuning the baselines (5)")
+    p.add_argument("--vectors", default=None,
+                   help="GloVe/word2vec text file for svm-vec/xgb-vec (default: averaged "
+                        "MiniLM input embeddings)")
+    p.add_argument("--epochs", type=int, default=None,
+                   help="fine-tuning epochs (default by model size)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="fine-tuning learning rate (default by model size)")
+    p.add_argument("--max-length", type=int, default=512,
+                   help="tokens per document for the Transformer (512)")
+    add_device_option(p)
+    add_quiet_option(p)
+    p.add_argument("--out", required=True, help="output folder")
+    p.set_defaults(func=_run_compare)
+
+
+def _run_compare(args) -> int:
+    from .cli import corpus_kwargs, print_table
+    from .frames import read_frame
+    from .tune import prepare_out_dir
+
+    out = prepare_out_dir(args.out)
+    names = parse_models(args.models)
+    train = read_frame(args.train, require_label=True, **corpus_kwargs(args))
+    test = read_frame(args.test, require_label=True, **corpus_kwargs(args))
+    ft = {"max_length": args.max_length, "device": args.device}
+    if args.epochs is not None:
+        ft["epochs"] = args.epochs
+    if args.lr is not None:
+        ft["lr"] = args.lr
+    with warnings.catch_warnings():
+        warnings.filterwarnings("once")
+        res = compare(train, test, models=names, model=args.model,
+                      train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
+                      folds=args.folds, vectors=args.vectors, quiet=args.quiet,
+                      finetune_kwargs=ft, title=Path(args.train).name)
+    res.save(out)
+    if not args.quiet:
+        print_table(res.table.drop(columns="description").set_index("model"),
+                    title="macro-F1 on the test set (Table 1 style)")
+    print(f"wrote results, table (.csv/.rds/.md), figure10.png and summary.json to {out}")
+    return 0
+
+
+make_callable(__name__, "compare")

@@ -1,0 +1,486 @@
+"""Cross-validated grid search over learning rate x epochs for fine-tuning (paper section 6.4).
+
+Every (learning rate, epochs) pair is its own fine-tuning run with its own linear schedule, on
+each of ``folds`` stratified folds of the training data (shuffled with ``seed``), scored by
+macro-F1 on the held-out fold. Oversampling, when asked for, is done by
+:func:`quantformer.finetune.finetune` on the training folds only; the validation fold is scored
+as it is. The configuration with the best mean macro-F1 wins; ties go to fewer epochs, then to
+the lower rate. It is then refit on all training data and, when a test set is given, scored on
+it.
+
+Default grid, by model size (:func:`quantformer.finetune.model_size`, from the hidden size):
+
+=======  ====================  ===========
+size     learning rates        epochs
+=======  ====================  ===========
+small    5e-5, 8e-5, 1e-4      3, 4, 5
+base     1e-5, 2e-5, 3e-5      2, 3, 4
+large    5e-6, 1e-5, 2e-5      2, 3, 4
+=======  ====================  ===========
+
+The base grid is the paper's. Small models such as the bundled all-MiniLM-L6-v2 underfit at the
+paper's rates (on Abortion: 2e-5 x 3 epochs -> macro-F1 0.44, 8e-5 x 4 -> 0.62), so their grid is
+centred on the small-model default of 8e-5 x 4.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ._callable import make_callable
+from .errors import InputError
+
+GRIDS = {
+    "small": ((5e-5, 8e-5, 1e-4), (3, 4, 5)),
+    "base": ((1e-5, 2e-5, 3e-5), (2, 3, 4)),
+    "large": ((5e-6, 1e-5, 2e-5), (2, 3, 4)),
+}
+
+
+def default_grid(model: str | None = None) -> tuple[list[float], list[int]]:
+    """``(learning rates, epochs)`` of the default grid for a model (see the module table)."""
+    from .finetune import model_size
+
+    lrs, epochs = GRIDS[model_size(model)]
+    return list(lrs), list(epochs)
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared with compare
+
+
+def predicted_labels(clf, frame: pd.DataFrame) -> np.ndarray:
+    """Labels predicted by anything with ``labels`` and ``predict_proba(frame) -> (n, k)``
+    (a :class:`~quantformer.predict.Classifier`); None where a row of scores is all NaN."""
+    probs = np.asarray(clf.predict_proba(frame), dtype=float)
+    labels = np.asarray(clf.labels, dtype=object)
+    out = labels[np.nan_to_num(probs, nan=-np.inf).argmax(axis=1)] if len(probs) else labels[:0]
+    out = out.astype(object)
+    out[np.isnan(probs).all(axis=1)] = None
+    return out
+
+
+def macro_f1(truth, predicted, labels) -> float:
+    """Macro-F1 over ``labels`` (scikit-learn, zero_division=0); missing predictions are wrong."""
+    from sklearn.metrics import f1_score
+
+    pred = ["\0missing" if p is None else p for p in predicted]
+    return float(f1_score(list(truth), pred, labels=list(labels), average="macro",
+                          zero_division=0))
+
+
+def prepare_out_dir(out: str | os.PathLike) -> Path:
+    """Validate an output folder before any work (it may exist; files in it are replaced).
+
+    Raises:
+        InputError: ``out`` is an existing file.
+    """
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"--out '{out}' is a file; give a folder for the results")
+    return p
+
+
+def write_json(obj, path: str | os.PathLike) -> Path:
+    """Write ``obj`` as indented JSON, atomically."""
+    from .frames import _tmp_path
+    from .modeldir import _json_default
+
+    target = Path(path)
+    tmp = _tmp_path(target)
+    try:
+        tmp.write_text(json.dumps(obj, indent=2, default=_json_default), encoding="utf-8")
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_table(df: pd.DataFrame, out_dir: Path, stem: str, kinds=("csv", "rds")) -> None:
+    """Write ``df`` as ``out_dir/stem.csv`` and ``.rds`` (atomically)."""
+    from .frames import write_frame
+
+    for k in kinds:
+        write_frame(df, out_dir / f"{stem}.{k}")
+
+
+def parse_list(text: str | None, kind, flag: str) -> list | None:
+    """Parse a comma-separated CLI list of positive numbers (``"1e-5,2e-5"``).
+
+    Raises:
+        InputError: an item that is not a ``kind`` greater than 0.
+    """
+    if text is None:
+        return None
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        try:
+            v = kind(item)
+        except ValueError:
+            v = None
+        if v is None or not v > 0 or (kind is float and not math.isfinite(v)):
+            what = "whole numbers" if kind is int else "numbers"
+            raise InputError(f"{flag} must be comma-separated {what} greater than 0; "
+                             f"'{item}' is not")
+        out.append(v)
+    if not out:
+        raise InputError(f"{flag} is empty")
+    return out
+
+
+def format_seconds(s: float) -> str:
+    """``"45 s"``, ``"12 min"``, ``"2 h 05 min"``."""
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+# --------------------------------------------------------------------------------------------
+# time estimate
+
+
+def step_seconds(model: str | None, texts: list, *, batch_size: int, max_length: int,
+                 truncation: str, n_labels: int, device: str) -> float:
+    """Measured seconds of one training step (forward + backward + update) on ``texts``.
+
+    Loads the model once, runs two steps on one batch of up to ``batch_size`` of the given
+    documents, and returns the time of the second (the first warms up).
+    """
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from .inference import pad_batch
+    from .modeldir import hf_quiet
+    from .models import load_tokenizer, resolve_device, resolve_model
+    from .tokenization import encode
+
+    dev = resolve_device(device)
+    tok = load_tokenizer(model)
+    with hf_quiet():
+        m = AutoModelForSequenceClassification.from_pretrained(
+            resolve_model(model), num_labels=n_labels).to(dev)
+    enc = encode(tok, texts[:batch_size], max_length=max_length, truncation=truncation)
+    batch = pad_batch(enc.input_ids, enc.token_type_ids, tok.pad_token_id or 0, dev)
+    y = torch.zeros(len(enc.input_ids), dtype=torch.long, device=dev)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-5)
+    m.train()
+    took = 0.0
+    for _ in range(2):
+        t0 = time.perf_counter()
+        m(**batch, labels=y).loss.backward()
+        opt.step()
+        opt.zero_grad()
+        took = time.perf_counter() - t0
+    return took
+
+
+def estimate_seconds(plan: list[tuple[int, int]], step: float, batch_size: int) -> float:
+    """Seconds for runs given as ``(training documents, epochs)`` pairs at ``step`` s a step.
+
+    Prediction of the held-out fold is counted as a third of a training step per batch.
+    """
+    total = 0.0
+    for n_docs, epochs in plan:
+        steps = math.ceil(n_docs / batch_size)
+        total += steps * epochs * step + steps / 3 * step / 4
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+# the search
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` returns.
+
+    Attributes:
+        cv_results: one row per configuration x fold: ``lr``, ``epochs``, ``fold`` (1-based),
+            ``macro_f1``, ``seconds``.
+        cv_summary: one row per configuration: ``lr``, ``epochs``, ``mean_macro_f1``,
+            ``sd_macro_f1`` (sample sd over folds), ``folds``, ``rank`` (1 = chosen).
+        best: ``{"lr", "epochs", "mean_macro_f1", "sd_macro_f1"}``.
+        model: the classifier refit on all training data with the best configuration (None
+            when ``refit=False``).
+        test_predictions: predictions on the test set (``doc_id``, docvars incl. ``label``,
+            ``predicted``, ``prob_<label>``), or None.
+        test_report: :class:`quantformer.evaluate.Report` on the test set, or None.
+        info: settings and counts (model, folds, seed, grid, runs, seconds).
+    """
+
+    cv_results: pd.DataFrame
+    cv_summary: pd.DataFrame
+    best: dict
+    model: object = None
+    test_predictions: pd.DataFrame | None = None
+    test_report: object = None
+    info: dict = field(default_factory=dict)
+
+    def save(self, out: str | os.PathLike) -> Path:
+        """Write the results into folder ``out`` (see the ``tune`` CLI verb for the files)."""
+        d = prepare_out_dir(out)
+        d.mkdir(parents=True, exist_ok=True)
+        write_table(self.cv_results, d, "cv_results")
+        write_table(self.cv_summary, d, "cv_summary")
+        best = {**self.best, **{k: v for k, v in self.info.items()}}
+        if self.test_report is not None:
+            best["test"] = {"macro_f1": self.test_report.macro_f1,
+                            "accuracy": self.test_report.accuracy, "n": self.test_report.n}
+        write_json(best, d / "best.json")
+        if self.model is not None and hasattr(self.model, "save"):
+            self.model.save(d / "model", overwrite=True)
+        if self.test_predictions is not None:
+            write_table(self.test_predictions, d, "test_predictions")
+        if self.test_report is not None:
+            self.test_report.save(d / "test_report.json")
+        return d
+
+
+def _finetune_fit(frame, *, lr, epochs, **kw):
+    from .finetune import finetune
+
+    return finetune(frame, lr=lr, epochs=epochs, **kw)
+
+
+def summarise_cv(cv: pd.DataFrame) -> pd.DataFrame:
+    """Mean and sd of macro-F1 per (lr, epochs), ranked: best mean first; ties (equal to 1e-9)
+    go to fewer epochs, then to the lower learning rate."""
+    g = cv.groupby(["lr", "epochs"], sort=True)["macro_f1"]
+    s = pd.DataFrame({"mean_macro_f1": g.mean(), "sd_macro_f1": g.std(ddof=1),
+                      "folds": g.size()}).reset_index()
+    s["_key"] = -s["mean_macro_f1"].round(9)
+    s = s.sort_values(["_key", "epochs", "lr"], kind="stable").drop(columns="_key")
+    s["rank"] = np.arange(1, len(s) + 1)
+    return s.reset_index(drop=True)
+
+
+def tune(
+    train: pd.DataFrame,
+    test: pd.DataFrame | None = None,
+    *,
+    model: str | None = None,
+    lrs=None,
+    epochs_grid=None,
+    folds: int = 5,
+    oversample: float | None = None,
+    max_runs: int | None = None,
+    seed: int = 1,
+    batch_size: int = 16,
+    max_length: int = 512,
+    truncation: str = "head_tail",
+    device: str = "auto",
+    quiet: bool = False,
+    refit: bool = True,
+    estimate: bool = True,
+    fit_fn=None,
+) -> TuneResult:
+    """Stratified k-fold grid search over learning rate x epochs, refit, test (section 6.4).
+
+    Args:
+        train: labelled corpus frame (``doc_id``, ``text``, ``label``); documents without a
+            label or text are left out with a warning.
+        test: optional labelled frame scored by the refit model.
+        model: model name or folder (``None`` = the bundled all-MiniLM-L6-v2).
+        lrs, epochs_grid: the grid; default by model size (module docstring).
+        folds: stratified CV folds (5), shuffled with ``seed``.
+        oversample: minority:majority ratio for random oversampling of each *training* fold
+            and of the refit (the paper's 0.25); None for none.
+        max_runs: refuse to start when the grid needs more fine-tuning runs than this
+            (configurations x folds + 1 refit); None for no limit.
+        seed: CV split and every run's seed.
+        batch_size, max_length, truncation, device: passed to fine-tuning.
+        quiet: no progress lines (the plan and estimate are printed unless quiet).
+        refit: refit the best configuration on all training data (default True).
+        estimate: measure one training step to print a time estimate (default True).
+        fit_fn: ``fit_fn(frame, *, lr, epochs, **finetune_kwargs)`` returning an object with
+            ``labels`` and ``predict_proba``; default :func:`quantformer.finetune.finetune`.
+
+    Returns:
+        :class:`TuneResult`.
+
+    Raises:
+        InputError: a class with fewer documents than ``folds`` (names it, suggests fewer
+            folds), a bad grid value, more runs than ``max_runs``, and anything fine-tuning
+            rejects (checked on the first run).
+    """
+    from .baselines import check_folds, stratified_folds, training_rows
+    from .models import model_label
+
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    t_start = time.perf_counter()
+    data = training_rows(train)
+    labels = sorted(data["label"].astype(str).unique().tolist())
+    check_folds(data["label"], folds)
+    if lrs is None or epochs_grid is None:
+        d_lrs, d_epochs = default_grid(model)
+        lrs = d_lrs if lrs is None else lrs
+        epochs_grid = d_epochs if epochs_grid is None else epochs_grid
+    lrs = sorted(set(float(x) for x in parse_list(",".join(map(str, lrs)), float, "--lrs")))
+    epochs_grid = sorted(set(parse_list(",".join(map(str, epochs_grid)), int,
+                                        "--epochs-grid")))
+    configs = [(lr, ep) for ep in epochs_grid for lr in lrs]
+    n_runs = len(configs) * folds + (1 if refit else 0)
+    if max_runs is not None and n_runs > max_runs:
+        raise InputError(
+            f"the grid needs {n_runs} fine-tuning runs ({len(lrs)} learning rates x "
+            f"{len(epochs_grid)} epochs x {folds} folds{' + 1 refit' if refit else ''}), more "
+            f"than --max-runs {max_runs}; shrink --lrs or --epochs-grid, use fewer --folds, or "
+            "raise --max-runs")
+    if test is not None:
+        test = training_rows(test, "test data")
+    kw = dict(model=model, batch_size=batch_size, max_length=max_length, truncation=truncation,
+              oversample=oversample, seed=seed, device=device, quiet=True)
+    fit = fit_fn or _finetune_fit
+    splitter = stratified_folds(data["label"], folds, seed)
+    splits = list(splitter.split(np.zeros(len(data)), data["label"].to_numpy()))
+    plan = [(len(tr), ep) for _, ep in configs for tr, _ in splits]
+    if refit:
+        plan.append((len(data), max(epochs_grid)))
+    msg = (f"tune: {len(lrs)} learning rates x {len(epochs_grid)} epochs x {folds} folds"
+           f"{' + 1 refit' if refit else ''} = {n_runs} fine-tuning runs of "
+           f"{model_label(model)} on {len(data)} documents")
+    if estimate and fit_fn is None:
+        rng = np.random.default_rng(seed)
+        sample = data["text"].to_numpy()[rng.permutation(len(data))[:batch_size]].tolist()
+        step = step_seconds(model, sample, batch_size=batch_size, max_length=max_length,
+                            truncation=truncation, n_labels=len(labels), device=device)
+        msg += (f"; estimated {format_seconds(estimate_seconds(plan, step, batch_size))} "
+                f"({step:.2f} s per training step of {batch_size} documents)")
+    say(msg)
+    rows = []
+    done_s = 0.0
+    run = 0
+    for lr, ep in configs:
+        for k, (tr, va) in enumerate(splits, start=1):
+            t0 = time.perf_counter()
+            clf = fit(data.iloc[tr].reset_index(drop=True), lr=lr, epochs=ep, **kw)
+            valid = data.iloc[va].reset_index(drop=True)
+            pred = predicted_labels(clf, valid)
+            score = macro_f1(valid["label"].astype(str), pred, labels)
+            secs = time.perf_counter() - t0
+            rows.append({"lr": lr, "epochs": ep, "fold": k, "macro_f1": score,
+                         "seconds": secs})
+            run += 1
+            done_s += secs
+            # remaining time scaled by training work (documents x epochs) still to do
+            work_done = sum(n * e for n, e in plan[:run])
+            left = done_s / max(work_done, 1) * sum(n * e for n, e in plan[run:])
+            say(f"  run {run}/{n_runs}: lr {lr:g}, {ep} epochs, fold {k}: macro-F1 "
+                f"{score:.4f} ({secs:.0f} s; about {format_seconds(left)} left)")
+    cv = pd.DataFrame(rows)
+    summary = summarise_cv(cv)
+    top = summary.iloc[0]
+    best = {"lr": float(top["lr"]), "epochs": int(top["epochs"]),
+            "mean_macro_f1": float(top["mean_macro_f1"]),
+            "sd_macro_f1": float(top["sd_macro_f1"]) if pd.notna(top["sd_macro_f1"]) else None}
+    say(f"best: lr {best['lr']:g}, {best['epochs']} epochs, mean macro-F1 "
+        f"{best['mean_macro_f1']:.4f} over {folds} folds")
+    result = TuneResult(cv_results=cv, cv_summary=summary, best=best)
+    if refit:
+        say(f"  run {n_runs}/{n_runs}: refit on all {len(data)} training documents")
+        result.model = fit(data, lr=best["lr"], epochs=best["epochs"], **kw)
+        if test is not None:
+            from .evaluate import evaluate
+
+            result.test_predictions = _predict_frame(result.model, test)
+            result.test_report = evaluate(test["label"], result.test_predictions["predicted"],
+                                          labels=result.model.labels)
+            say(f"test: macro-F1 {result.test_report.macro_f1:.4f}, accuracy "
+                f"{result.test_report.accuracy:.4f} on {result.test_report.n} documents")
+    result.info = {"model": model_label(model), "folds": folds, "seed": seed,
+                   "oversample": oversample, "lrs": lrs, "epochs_grid": epochs_grid,
+                   "runs": n_runs, "n_train": len(data), "labels": labels,
+                   "seconds": time.perf_counter() - t_start}
+    return result
+
+
+def _predict_frame(clf, frame: pd.DataFrame) -> pd.DataFrame:
+    if hasattr(clf, "predict") and hasattr(clf, "_output"):
+        return clf.predict(frame, warn=False)
+    return pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "label": frame["label"],
+                         "predicted": predicted_labels(clf, frame)})
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from .cli import add_corpus_options, add_device_option, add_model_option, add_quiet_option
+
+    p = sub.add_parser(
+        "tune",
+        help="cross-validated grid search over learning rate x epochs, refit, test",
+        description="Stratified k-fold grid search for fine-tuning (Wankmüller 2022, section "
+                    "6.4): every learning rate x epochs pair is fine-tuned on each training "
+                    "fold and scored by macro-F1 on the held-out fold; the best (ties: fewer "
+                    "epochs, then lower rate) is refit on all training data and scored on "
+                    "--test. Writes cv_results.csv/.rds, cv_summary.csv/.rds, best.json, "
+                    "model/ and, with --test, test_predictions.csv/.rds and test_report.json.",
+    )
+    p.add_argument("--train", required=True, help="labelled training corpus file")
+    p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
+    add_corpus_options(p)
+    add_model_option(p)
+    p.add_argument("--lrs", default=None,
+                   help="comma-separated learning rates (default by model size: small "
+                        "5e-5,8e-5,1e-4; base 1e-5,2e-5,3e-5; large 5e-6,1e-5,2e-5)")
+    p.add_argument("--epochs-grid", default=None,
+                   help="comma-separated epochs (default: small 3,4,5; base/large 2,3,4)")
+    p.add_argument("--folds", type=int, default=5, help="stratified CV folds (5)")
+    p.add_argument("--oversample", type=float, default=None,
+                   help="oversample training folds to this minority:majority ratio (e.g. "
+                        "0.25); validation folds are never oversampled")
+    p.add_argument("--max-runs", type=int, default=None,
+                   help="refuse to start when the grid needs more fine-tuning runs than this")
+    p.add_argument("--seed", type=int, default=1, help="seed of the folds and the runs (1)")
+    p.add_argument("--batch-size", type=int, default=16, help="training batch size (16)")
+    p.add_argument("--max-length", type=int, default=512,
+                   help="tokens per document, special tokens included (512)")
+    p.add_argument("--truncation", default="head_tail", choices=("head_tail", "head", "tail"),
+                   help="how long documents are cut (head_tail)")
+    add_device_option(p)
+    add_quiet_option(p)
+    p.add_argument("--out", required=True, help="output folder")
+    p.set_defaults(func=_run_tune)
+
+
+def _run_tune(args) -> int:
+    from .cli import corpus_kwargs, print_table
+    from .frames import read_frame
+
+    out = prepare_out_dir(args.out)
+    lrs = parse_list(args.lrs, float, "--lrs")
+    epochs = parse_list(args.epochs_grid, int, "--epochs-grid")
+    train = read_frame(args.train, require_label=True, **corpus_kwargs(args))
+    test = (read_frame(args.test, require_label=True, **corpus_kwargs(args))
+            if args.test else None)
+    res = tune(train, test, model=args.model, lrs=lrs, epochs_grid=epochs, folds=args.folds,
+               oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
+               batch_size=args.batch_size, max_length=args.max_length,
+               truncation=args.truncation, device=args.device, quiet=args.quiet)
+    res.info["train"] = str(args.train)
+    if args.test:
+        res.info["test"] = str(args.test)
+    res.save(out)
+    if not args.quiet:
+        print_table(res.cv_summary.set_index(["lr", "epochs"]),
+                    title="cross-validated macro-F1 per configuration")
+    print(f"wrote cv_results, cv_summary, best.json and model/ to {out}", file=sys.stdout)
+    return 0
+
+
+make_callable(__name__, "tune")

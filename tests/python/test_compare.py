@@ -1,0 +1,170 @@
+"""Tests of quantformer.compare: the Table-1 / Figure-10 comparison."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from toydata import toy_frame
+
+import quantformer
+from quantformer import cli
+from quantformer.compare import MODELS, check_sizes, compare, draw_sample, parse_models
+from quantformer.errors import InputError
+
+RESULT_COLS = ["model", "train_size", "repeat", "macro_f1", "accuracy", "seconds"]
+
+
+class Majority:
+    """A fake 'transformer': predicts its training frame's majority label."""
+
+    def __init__(self, frame):
+        self.labels = sorted(frame["label"].unique())
+        self.top = frame["label"].value_counts().idxmax()
+        self.params = {"kind": "majority"}
+
+    def predict_proba(self, frame):
+        p = np.zeros((len(frame), len(self.labels)))
+        p[:, self.labels.index(self.top)] = 1
+        return p
+
+
+def fake_fitters():
+    return {"default": lambda sample, seed: Majority(sample)}
+
+
+def toy(n=60):
+    f = toy_frame(n)
+    return f.iloc[: n - 20].reset_index(drop=True), f.iloc[n - 20:].reset_index(drop=True)
+
+
+def test_api_names_are_callable():
+    assert callable(quantformer.compare) and callable(quantformer.tune)
+    assert quantformer.baselines.BASELINES == ("svm-bow", "svm-vec", "xgb-bow", "xgb-vec")
+
+
+def test_parse_models_and_sizes():
+    assert parse_models("svm-bow, default") == ["svm-bow", "default"]
+    with pytest.raises(InputError) as e:
+        parse_models("default,bert,svm")
+    msg = str(e.value)
+    assert "bert, svm" in msg and all(m in msg for m in MODELS)
+    with pytest.raises(InputError, match="twice"):
+        parse_models(["svm-bow", "svm-bow"])
+    assert check_sizes("30,10", 40) == [10, 30] and check_sizes(None, 40) == [40]
+    with pytest.raises(InputError) as e:
+        check_sizes([10, 500, 2000], 653 - 600)
+    assert "500, 2000 larger than the 53 labelled training documents" in str(e.value)
+    assert "use sizes up to 53" in str(e.value)
+
+
+def test_draw_sample_is_stratified_and_reproducible():
+    data = pd.DataFrame({"doc_id": [f"d{i}" for i in range(100)], "text": ["t"] * 100,
+                         "label": ["a"] * 80 + ["b"] * 20})
+    s1 = draw_sample(data, 50, 1, seed=1)
+    assert len(s1) == 50 and (s1["label"] == "b").sum() == 10
+    assert s1["doc_id"].tolist() == draw_sample(data, 50, 1, seed=1)["doc_id"].tolist()
+    assert s1["doc_id"].tolist() != draw_sample(data, 50, 2, seed=1)["doc_id"].tolist()
+    assert draw_sample(data, 100, 3, seed=1)["doc_id"].tolist() == data["doc_id"].tolist()
+
+
+def test_compare_tables_with_a_fake_transformer(tmp_path):
+    train, test = toy()
+    res = compare(train, test, models="default,svm-bow", train_sizes=[20, 40], repeats=2,
+                  folds=2, quiet=True, fitters=fake_fitters())
+    r = res.results
+    assert r.columns.tolist() == RESULT_COLS and len(r) == 2 * 2 * 2
+    assert r[["model", "train_size", "repeat"]].values.tolist()[:4] == [
+        ["default", 20, 1], ["svm-bow", 20, 1], ["default", 20, 2], ["svm-bow", 20, 2]]
+    # majority guess on the test set: F1 of the majority class only, halved
+    n_other = (test["label"] == "other").sum()
+    f1_major = 2 * n_other / (n_other + len(test))
+    assert r[r.model == "default"]["macro_f1"].tolist() == pytest.approx([f1_major / 2] * 4)
+    t = res.table
+    assert t["model"].tolist() == ["default", "svm-bow"]
+    assert t.columns.tolist() == ["model", "description", "f1_mean_20", "f1_min_20",
+                                  "f1_max_20", "seconds_20", "f1_mean_40", "f1_min_40",
+                                  "f1_max_40", "seconds_40"]
+    for s in (20, 40):
+        assert (t[f"f1_min_{s}"] <= t[f"f1_mean_{s}"]).all()
+        assert (t[f"f1_mean_{s}"] <= t[f"f1_max_{s}"]).all()
+        sub = r[(r.model == "svm-bow") & (r.train_size == s)]["macro_f1"]
+        assert t.loc[1, f"f1_mean_{s}"] == pytest.approx(sub.mean())
+    by = res.summary["by_size"]["40"]
+    assert by["best_conventional"] == "svm-bow"
+    assert by["transformer_margin"] == pytest.approx(
+        by["mean_macro_f1"]["default"] - by["mean_macro_f1"]["svm-bow"])
+    md = res.markdown()
+    assert md.splitlines()[0] == "| model | n = 20 | n = 40 | train s |"
+    assert "svm-bow: linear SVM, bag-of-words" in md
+    assert len(res.runs) == 8 and {"C", "class_weight"} <= set(res.runs[1])
+
+
+def test_compare_rejects_folds_larger_than_a_sample_class():
+    train, test = toy()
+    with pytest.raises(InputError) as e:
+        compare(train, test, models="svm-bow", train_sizes=[10], repeats=1, folds=5,
+                quiet=True)
+    assert "class 'econ' has only" in str(e.value)
+    assert "training sample of 10 documents" in str(e.value) and "--folds" in str(e.value)
+    with pytest.raises(InputError, match="--repeats"):
+        compare(train, test, models="svm-bow", repeats=0, quiet=True)
+
+
+def _csv(tmp_path, frame, name):
+    p = tmp_path / name
+    frame.to_csv(p, index=False)
+    return str(p)
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--models", "default,bert"], "valid names are: default, svm-bow, svm-vec, xgb-bow"),
+    (["--train-sizes", "20,400"], "--train-sizes 400 larger than the 40 labelled"),
+    (["--models", "svm-vec", "--vectors", "VEC"], "has 2 values but the first vector has 3"),
+    (["--folds", "30"], "use --folds"),
+])
+def test_cli_bad_input_exit_2_and_no_output(tmp_path, capsys, extra, msg):
+    train, test = toy()
+    vec = tmp_path / "glove.txt"
+    vec.write_text("tax 1 0 0\nwar 0 1\n", encoding="utf-8")
+    extra = [str(vec) if a == "VEC" else a for a in extra]
+    out = tmp_path / "out"
+    args = ["compare", "--train", _csv(tmp_path, train, "train.csv"), "--test",
+            _csv(tmp_path, test, "test.csv"), "--models", "svm-bow", "--repeats", "1",
+            "--quiet", "--out", str(out)]
+    assert cli.main(args + extra) == 2
+    assert msg in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cli_real_tiny_finetune_writes_every_output(tmp_path, tiny_bert_dir, capsys):
+    import pyreadr
+
+    train, test = toy()
+    out = tmp_path / "cmp"
+    args = ["compare", "--train", _csv(tmp_path, train, "train.csv"), "--test",
+            _csv(tmp_path, test, "test.csv"), "--models", "default,svm-bow,xgb-vec",
+            "--model", str(tiny_bert_dir), "--train-sizes", "24,40", "--repeats", "1",
+            "--folds", "2", "--epochs", "1", "--lr", "1e-3", "--max-length", "64",
+            "--device", "cpu", "--out", str(out)]
+    assert cli.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "3 model(s) x 2 size(s) x 1 repeat(s) = 6 runs" in printed
+    assert sorted(p.name for p in out.iterdir()) == [
+        "figure10.png", "results.csv", "results.rds", "summary.json", "table.csv",
+        "table.md", "table.rds"]
+    res = pyreadr.read_r(str(out / "results.rds"))[None]
+    assert res.columns.tolist() == RESULT_COLS and len(res) == 6
+    assert res["macro_f1"].between(0, 1).all() and (res["seconds"] > 0).all()
+    tab = pyreadr.read_r(str(out / "table.rds"))[None]
+    assert tab["model"].tolist() == ["default", "svm-bow", "xgb-vec"]
+    assert "averaged MiniLM input embeddings (not GloVe)" in tab["description"].iloc[2]
+    assert str(tiny_bert_dir) in tab["description"].iloc[0]
+    assert (out / "figure10.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["train_sizes"] == [24, 40] and summary["n_test"] == 20
+    assert summary["runs"][0] == {"model": "default", "train_size": 24, "repeat": 1,
+                                  "lr": 1e-3, "epochs": 1}
+    assert "| default: " in (out / "table.md").read_text()
