@@ -288,17 +288,19 @@ def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch
     k = len(labels)
     hyps = [hypothesis.format(lab) for lab in labels]
     premises = [texts[i] for i in present for _ in range(k)]
-    enc = encode(tok, premises, max_length=length, truncation=truncation, pairs=hyps * len(present))
+    info = {"max_length": length, "n_pairs": len(premises),
+            "entailment_id": entail, "contradiction_id": contra}
+    if not premises:  # every document missing or empty
+        return np.zeros((0, k)), np.zeros(0, dtype=bool), info
+    # the premise gives way to the hypothesis, which is never cut (tokenization.encode)
+    enc = encode(tok, premises, max_length=length, truncation=truncation,
+                 pairs=hyps * len(present))
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     logits = run_batches(net, enc.input_ids, enc.token_type_ids, fn=_logits,
                          batch_size=batch_size, device=dev, pad_id=pad, progress=progress,
                          desc="zero-shot NLI")
     probs = nli_probabilities(logits.reshape(len(present), k, -1), entail, contra, multi_label)
-    truncated = enc.truncated.reshape(len(present), k).any(axis=1) if len(present) else \
-        np.zeros(0, dtype=bool)
-    info = {"max_length": length, "n_pairs": len(premises),
-            "entailment_id": entail, "contradiction_id": contra}
-    return probs, truncated, info
+    return probs, enc.truncated.reshape(len(present), k).any(axis=1), info
 
 
 def _logits(model, batch):
@@ -318,14 +320,13 @@ def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label,
                           truncation=truncation, batch_size=batch_size, normalize=True)
     sims = docs.astype(np.float64) @ hyps.astype(np.float64).T
     used = calibration
-    if calibration != "none" and len(present) < 2:
-        warnings.warn(f"calibration '{calibration}' needs at least 2 documents, got "
-                      f"{len(present)}; used plain cosine similarity", ZeroShotWarning,
-                      stacklevel=3)
-        used = "none"
+    if calibration != "none" and len(present) == 1:
         if multi_label:
             raise InputError("multi-label embedding zero-shot calibrates each label over the "
                              "corpus and needs at least 2 non-empty documents")
+        warnings.warn(f"calibration '{calibration}' needs at least 2 documents, got 1; used "
+                      "plain cosine similarity", ZeroShotWarning, stacklevel=3)
+        used = "none"
         if temperature is None:
             temperature = EMBED_TEMPERATURE["none"]
     probs = embedding_probabilities(sims, used, temperature, multi_label)

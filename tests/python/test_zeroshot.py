@@ -179,6 +179,9 @@ def test_embedding_single_document_falls_back_to_cosine(tiny_bert_dir):
     assert res.attrs["quantformer"]["calibration"] == "none"
     assert res["predicted"].iloc[0] in ("schools", "abortion")
     np.testing.assert_allclose(probs_of(res, ["schools", "abortion"]).sum(), 1.0)
+    with pytest.raises(InputError, match="needs at least 2 non-empty documents"):
+        zeroshot([DOCS[0], None], ["abortion"], model=str(tiny_bert_dir), multi_label=True,
+                 device="cpu", quiet=True)
 
 
 def test_multi_label_embedding_allows_one_label(tiny_bert_dir):
@@ -213,6 +216,15 @@ def test_missing_documents_kept_with_counted_warning(tiny_bart_nli_dir):
         kept = zeroshot(frame, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), device="cpu",
                         quiet=True, keep_text=True)
     assert kept.columns[1] == "text"
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bart_nli_dir", "tiny_bert_dir"])
+def test_all_documents_missing(request, fixture):
+    model_dir = str(request.getfixturevalue(fixture))
+    with pytest.warns(UserWarning, match=r"2 of 2 document\(s\) have missing or empty text"):
+        res = zeroshot([None, ""], LABELS, TEMPLATE, model=model_dir, device="cpu", quiet=True)
+    assert res["predicted"].isna().all() and np.isnan(probs_of(res, LABELS)).all()
+    assert res.attrs["quantformer"]["n_missing"] == 2
 
 
 @pytest.mark.parametrize("template,message", [
