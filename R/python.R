@@ -247,7 +247,10 @@ quantformer_available <- function() {
 run_cli <- function(verb, args = character(), verbose = FALSE, quiet = FALSE,
                     echo = !quiet && isTRUE(getOption("quantformer.echo", TRUE))) {
   found <- find_python()
-  full <- c("-m", "quantformer", if (verbose) "--debug", verb, args)
+  # verbs with progress bars get --quiet when nothing is shown
+  quiet_flag <- if (!echo && verb %in% c("finetune", "predict", "evaluate",
+                                         "compare", "tune")) "--quiet"
+  full <- c("-m", "quantformer", if (verbose) "--debug", verb, quiet_flag, args)
   err_state <- new.env(parent = emptyenv())
   err_state$partial <- ""
   err_state$warnings <- character()

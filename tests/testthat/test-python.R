@@ -145,3 +145,36 @@ test_that("the Python core imports under reticulate", {
   expect_equal(res$status, 0L, info = res$stderr)
   expect_equal(res$stdout, paste(quantformer_config()$quantformer, "all-MiniLM-L6-v2"))
 })
+
+test_that("interrupting R kills the Python process", {
+  skip_on_os("windows")
+  if (!length(find.package("quantformer", lib.loc = .libPaths(), quiet = TRUE)))
+    skip("quantformer is not installed (tests run from the source tree)")
+  pidfile <- tempfile()
+  fake <- tempfile("slow-python-")
+  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+               sprintf("echo $$ > '%s'", pidfile), "exec sleep 120"), fake)
+  Sys.chmod(fake, "0755")
+  code <- sprintf(paste0("options(quantformer.python = '%s'); ",
+                         "r <- tryCatch(quantformer:::run_cli('predict'), ",
+                         "interrupt = function(e) cat('interrupted')); cat(' and R goes on')"),
+                  fake)
+  r <- processx::process$new(file.path(R.home("bin"), "Rscript"), c("-e", code),
+                             stdout = "|", stderr = "|",
+                             env = c("current", R_LIBS = paste(.libPaths(), collapse = .Platform$path.sep)))
+  on.exit(r$kill(), add = TRUE)
+  deadline <- Sys.time() + 60
+  while (!file.exists(pidfile) || !length(readLines(pidfile, warn = FALSE))) {
+    if (Sys.time() > deadline) break
+    Sys.sleep(0.2)
+  }
+  expect_true(file.exists(pidfile))
+  pid <- as.integer(readLines(pidfile))
+  expect_true(tools::pskill(pid, 0L))        # the child runs
+  Sys.sleep(0.5)
+  r$interrupt()
+  r$wait(30000)
+  expect_equal(r$read_all_output(), "interrupted and R goes on")
+  Sys.sleep(0.5)
+  expect_false(tools::pskill(pid, 0L))       # ... and is gone
+})

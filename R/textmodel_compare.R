@@ -1,0 +1,82 @@
+#' Compare a fine-tuned Transformer with SVM and XGBoost baselines (Table 1)
+#'
+#' Trains each model on stratified samples of each training size (repeated draws) and scores
+#' it by macro-F1 on the test documents, as in Wankmueller (2022), Table 1 and Figure 10. The
+#' models are the fine-tuned Transformer (`"default"`: `model`, by default all-MiniLM-L6-v2)
+#' and the baselines `"svm-bow"`, `"svm-vec"`, `"xgb-bow"` and `"xgb-vec"` (support vector
+#' machine and XGBoost on bag-of-words or averaged word vectors, each tuned by
+#' cross-validation). Runs `quantformer compare`, which also writes `table.md`, `figure10.png`
+#' and `summary.json` into `output_dir`.
+#'
+#' @param x training documents (quanteda corpus, character vector or data frame).
+#' @param y their classes, or the name of a docvar of `x`; `NA` documents are not used.
+#' @param test test documents.
+#' @param test_y their classes, or a docvar name of `test`; by default the docvar named by `y`
+#'   when `y` is a name.
+#' @param models the models, in table order (all five by default).
+#' @param train_sizes training sizes to draw (e.g. `c(500, 1000, 2000)`); `NULL` uses all
+#'   coded training documents.
+#' @param repeats draws per training size (5).
+#' @param seed base seed (1).
+#' @param folds cross-validation folds for tuning the baselines (5).
+#' @param model the Transformer of `"default"`: `NULL` (all-MiniLM-L6-v2), a hub id or a folder.
+#' @param epochs,lr fine-tuning epochs and learning rate; `NULL` takes the defaults by model
+#'   size.
+#' @param max_length tokens per document for the Transformer (512).
+#' @param device `"auto"`, `"cpu"`, `"cuda"` or `"mps"`.
+#' @param output_dir folder for the result files (created; files in it are replaced); default a
+#'   new folder in [tempdir()].
+#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @param ... further options of `quantformer compare` as named R arguments (e.g.
+#'   `vectors = "glove.6B.300d.txt"`).
+#' @return The Table-1 data frame: one row per model with `model`, `description`, and for each
+#'   training size `s` the columns `f1_mean_s`, `f1_min_s`, `f1_max_s` and `seconds_s` (mean
+#'   training seconds). Attributes: `results` (one row per model x size x repeat: `model`,
+#'   `train_size`, `repeat`, `macro_f1`, ...) and `output_dir`.
+#' @examples
+#' \donttest{
+#' if (quantformer_available()) {
+#'   sotu <- readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
+#'   test <- seq(2, 200, by = 4)
+#'   tab <- textmodel_compare(sotu[-test, ], y = "party", test = sotu[test, ],
+#'                            models = c("svm-bow", "xgb-bow"), repeats = 1, folds = 2)
+#'   tab
+#' }
+#' }
+#' @export
+textmodel_compare <- function(x, y, test, test_y = NULL,
+                              models = c("default", "svm-bow", "svm-vec", "xgb-bow", "xgb-vec"),
+                              train_sizes = NULL, repeats = 5, seed = 1, folds = 5, model = NULL,
+                              epochs = NULL, lr = NULL, max_length = 512, device = "auto",
+                              output_dir = NULL, verbose = FALSE, ...) {
+  frame <- as_frame(x)
+  yy <- resolve_y(y, frame)
+  label_levels(yy$y)
+  tframe <- as_frame(test, arg = "test")
+  if (is.null(test_y)) {
+    if (is.null(yy$name))
+      stop("give `test_y`, the classes of the test documents (or name a docvar in `y`)",
+           call. = FALSE)
+    test_y <- yy$name
+  }
+  ty <- resolve_y(test_y, tframe, arg = "test_y")$y
+  if (all(is.na(ty))) stop("`test_y` has no coded test document", call. = FALSE)
+  labelled <- function(f, lab) data.frame(f[c("doc_id", "text")],
+                                          label = enc2utf8(as.character(lab)),
+                                          stringsAsFactors = FALSE)
+  train_file <- write_input(labelled(frame, yy$y), prefix = "qf-train-")
+  test_file <- write_input(labelled(tframe, ty), prefix = "qf-test-")
+  on.exit(unlink(c(train_file, test_file)), add = TRUE)
+  if (is.null(output_dir)) output_dir <- tempfile("quantformer-compare-")
+  output_dir <- normalizePath(output_dir, mustWork = FALSE)
+  args <- c("--train", train_file, "--test", test_file,
+            cli_flags(models = models, train_sizes = train_sizes, repeats = repeats,
+                      seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
+                      max_length = max_length, device = device),
+            "--out", output_dir, cli_flags(...))
+  run_cli("compare", args, verbose = verbose)
+  table <- read_output(file.path(output_dir, "table.rds"))
+  attr(table, "results") <- read_output(file.path(output_dir, "results.rds"))
+  attr(table, "output_dir") <- output_dir
+  table
+}
