@@ -64,14 +64,24 @@ def test_uncached_hub_id_fails_fast_offline(monkeypatch, tmp_path):
 
 def test_hub_probe_has_a_hard_timeout(monkeypatch):
     import socket
+    import threading
 
     from quantformer import models
 
+    release = threading.Event()
+
+    def stalled(*args, **kwargs):  # a resolver that does not answer
+        release.wait(30)
+        raise OSError("released")
+
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: time.sleep(30))
+    monkeypatch.setattr(socket, "create_connection", stalled)
     start = time.monotonic()
-    assert models._hub_reachable(timeout=0.5) is False
-    assert time.monotonic() - start < 3
+    try:
+        assert models._hub_reachable(timeout=0.5) is False
+        assert time.monotonic() - start < 3
+    finally:
+        release.set()  # let the probe thread finish quietly
 
 
 def test_max_positions_per_architecture():
