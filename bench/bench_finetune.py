@@ -59,6 +59,15 @@ def abortion() -> tuple[pd.DataFrame, pd.DataFrame]:
     return train, part("test")
 
 
+def fit_score(train: pd.DataFrame, test: pd.DataFrame, seed: int):
+    """Fine-tune the default model with default settings on CPU; the test-set report."""
+    import quantformer as qf
+
+    clf = qf.finetune(train, seed=seed, quiet=True, device="cpu")
+    pred = clf.predict(test)
+    return qf.evaluate(test["label"], pred["predicted"], labels=clf.labels)
+
+
 def run_abortion(seeds) -> dict:
     import quantformer as qf
 
@@ -68,9 +77,7 @@ def run_abortion(seeds) -> dict:
     scores = {}
     for s in seeds:
         t = time.time()
-        clf = qf.finetune(train, seed=s, quiet=True, device="cpu")
-        pred = clf.predict(test)
-        rep = qf.evaluate(test["label"], pred["predicted"], labels=clf.labels)
+        rep = fit_score(train, test, s)
         scores[s] = rep.macro_f1
         print(f"  seed {s}: macro-F1 {rep.macro_f1:.4f}, accuracy {rep.accuracy:.4f} "
               f"({time.time() - t:.0f} s)", flush=True)
@@ -84,8 +91,8 @@ def run_abortion(seeds) -> dict:
 def run_toxic(sizes=(500, 1000), draw: int = 1) -> dict:
     import quantformer as qf
 
-    raw = pd.read_csv(DATA / "jigsaw_toxic" / "jigsaw_5k.csv")
-    frame = qf.frames.to_frame(raw, text_col="comment_text", label_col="toxic", id_col="id")
+    frame = qf.read_frame(DATA / "jigsaw_toxic" / "jigsaw_5k.csv", text_col="comment_text",
+                          label_col="toxic", id_col="id")
     rng = np.random.default_rng(draw)
     perm = rng.permutation(len(frame))
     test = frame.iloc[np.sort(perm[:1000])]
@@ -94,9 +101,7 @@ def run_toxic(sizes=(500, 1000), draw: int = 1) -> dict:
     for n in sizes:
         train = frame.iloc[np.sort(rest[:n])]
         t = time.time()
-        clf = qf.finetune(train, seed=draw, quiet=True, device="cpu")
-        pred = clf.predict(test)
-        rep = qf.evaluate(test["label"], pred["predicted"], labels=clf.labels)
+        rep = fit_score(train, test, draw)
         out[n] = rep.macro_f1
         print(f"Toxic draw {draw}, train {n} ({int((train['label'] == '1').sum())} toxic): "
               f"macro-F1 {rep.macro_f1:.4f} ({time.time() - t:.0f} s); paper BERT "
@@ -237,7 +242,14 @@ def main() -> None:
     ap.add_argument("--seeds", default="1,2,3", help="Abortion seeds (1,2,3)")
     ap.add_argument("--toxic-draw", type=int, default=1, help="Toxic draw seed (1)")
     ap.add_argument("--json", default=None, help="also write the results as JSON here")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch CPU threads (default: torch's). On a machine shared with other "
+                         "jobs use 1: spinning OpenMP threads on busy cores slow torch ~10x")
     args = ap.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     if not DATA.is_dir():
         sys.exit(f"{DATA} is absent; the benchmarks need the shared data")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
