@@ -368,7 +368,7 @@ def finetune(
         f"lr {lr:g}, batch size {batch_size}, device {dev}")
     losses = []
     real_tokens = padded_tokens = 0
-    loop_started = time.time()
+    loop_started, loop_cpu = time.time(), time.process_time()
     bar = tqdm(total=total, desc="fine-tuning", unit="batch", disable=quiet, dynamic_ncols=True)
     for epoch in range(epochs):
         run_loss, n_seen = 0.0, 0
@@ -396,6 +396,7 @@ def finetune(
     bar.close()
     net.eval()
     loop_seconds = time.time() - loop_started
+    loop_cpu = time.process_time() - loop_cpu
     train_seconds = time.time() - started
 
     hyper = {"epochs": epochs, "lr": lr, "batch_size": int(batch_size),
@@ -422,6 +423,7 @@ def finetune(
         "train_loss_per_epoch": [round(x, 6) for x in losses],
         "train_seconds": round(train_seconds, 1),
         "train_loop_seconds": round(loop_seconds, 3),
+        "train_loop_cpu_seconds": round(loop_cpu, 3),
         "padding_ratio": round(padded_tokens / max(real_tokens, 1), 4),
         "validation": None,
         "versions": versions(),
