@@ -206,9 +206,13 @@ def _read_raw(path: Path, fmt: str, text_col: str | None,
         for i, line in enumerate(read_text_file(path).split("\n"), start=1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise InputError(f"{path}, line {i}: not valid JSON ({exc.msg})") from exc
+                if not isinstance(row, dict):
+                    raise InputError(f"{path}, line {i}: a JSON {type(row).__name__}, not an "
+                                     'object; write one object a line, e.g. {"text": "..."}')
+                rows.append(row)
         return pd.DataFrame(rows)
     text = read_text_file(path)
     if not text.strip():
@@ -227,7 +231,7 @@ def _read_raw(path: Path, fmt: str, text_col: str | None,
     # the text and id columns stay text ("NA" is a tweet; id "007" keeps its zeros)
     as_text = {c: str for c in (tcol, id_col or "doc_id") if c in header}
     try:
-        return pd.read_csv(
+        df = pd.read_csv(
             io.StringIO(text),
             sep=sep,
             dtype=as_text or None,
@@ -237,6 +241,14 @@ def _read_raw(path: Path, fmt: str, text_col: str | None,
         )
     except (pd.errors.ParserError, ValueError) as exc:
         raise InputError(f"cannot parse '{path}' as {fmt.upper()}: {exc}") from exc
+    if not isinstance(df.index, pd.RangeIndex):
+        # every row has more fields than the header: pandas would quietly turn the first
+        # field(s) into an index and shift the columns
+        raise InputError(
+            f"the rows of '{path}' have more fields than its header ({len(header)}); quote "
+            f"fields that contain the delimiter {sep!r}, or fix the header"
+        )
+    return df
 
 
 def _as_str_series(s: pd.Series) -> pd.Series:

@@ -142,6 +142,21 @@ def test_bad_inputs(tmp_path):
     _raises("is a folder", read_frame, tmp_path)
 
 
+def test_malformed_delimited_and_jsonl(tmp_path):
+    f = tmp_path / "shifted.csv"
+    f.write_text("doc_id,text\na,hello, world\nb,fine, too\n", encoding="utf-8")
+    _raises(r"the rows of .* have more fields than its header \(2\); quote fields that "
+            r"contain the delimiter ','", read_frame, f)
+    g = tmp_path / "ragged.csv"
+    g.write_text("doc_id,text\na,hello\nb,hello, world\n", encoding="utf-8")
+    _raises(r"cannot parse .* as CSV: .*Expected 2 fields in line 3, saw 3", read_frame, g)
+    j = tmp_path / "s.jsonl"
+    j.write_text('{"text": "a"}\n"just a string"\n', encoding="utf-8")
+    _raises(r"s\.jsonl, line 2: a JSON str, not an object", read_frame, j)
+    j.write_text('{"text": "a"}\n{"text": \n', encoding="utf-8")
+    _raises(r"s\.jsonl, line 2: not valid JSON", read_frame, j)
+
+
 def test_unknown_columns_list_the_columns(tmp_path):
     f = tmp_path / "c.csv"
     f.write_text("id,body,stance\n1,hello,FAVOR\n", encoding="utf-8")
