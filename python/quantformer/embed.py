@@ -13,6 +13,7 @@ counted in a warning, never dropped.
 
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from .errors import InputError
 LAYOUTS = ("auto", "list", "wide")
 EMBEDDING_COL = "embedding"
 DIM_PREFIX = "dim_"
+CHUNK_ROWS = 4096  # documents the embed verb reads, embeds and writes at a time
 
 
 # ------------------------------------------------------------------------------------------
@@ -298,21 +300,34 @@ def add_run_options(p) -> None:
 
 
 def _run_embed(args) -> int:
+    """Stream the input in chunks (memory stays flat for large corpora) through one encoder."""
     from .cli import corpus_kwargs
-    from .frames import check_output_path, read_frame, write_frame
+    from .frames import FrameWriter, check_output_path, iter_frames
     from .models import model_label
+    from .tokenization import check_strategy
 
     check_output_path(args.out)
     layout = resolve_layout(args.layout, args.out)
-    frame = read_frame(args.input, **corpus_kwargs(args, label=False))
-    vecs, info = _embed(frame, args.model, batch_size=args.batch_size,
-                        max_length=args.max_length, truncation=args.truncation,
-                        normalize=args.normalize, device=args.device, quiet=args.quiet)
-    write_frame(embedding_frame(frame, vecs, layout, keep_text=args.keep_text), args.out)
-    print(f"embedded {info['n_docs']} documents with {model_label(args.model)} "
-          f"(mean pooling, {info['hidden']} dimensions, max {info['max_length']} tokens): "
-          f"{info['n_missing']} missing or empty, {info['n_truncated']} truncated "
-          f"({args.truncation}); wrote {args.out}")
+    check_strategy(args.truncation)
+    chunks = iter_frames(args.input, chunk_rows=CHUNK_ROWS, **corpus_kwargs(args, label=False))
+    first = next(chunks)  # input errors surface before the model loads
+    enc = load_encoder(args.model, args.device)
+    length = check_length(enc, args.max_length)
+    n = n_missing = n_truncated = hidden = 0
+    with FrameWriter(args.out) as writer:
+        for chunk in itertools.chain([first], chunks):
+            vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
+                                        truncation=args.truncation, batch_size=args.batch_size,
+                                        normalize=args.normalize, progress=not args.quiet)
+            writer.write(embedding_frame(chunk, vecs, layout, keep_text=args.keep_text))
+            n += len(chunk)
+            n_missing += int(encoded.missing.sum())
+            n_truncated += int(encoded.truncated.sum())
+            hidden = vecs.shape[1]
+    missing_warning(n_missing, n, "an embedding of NaN")
+    print(f"embedded {n} documents with {model_label(args.model)} (mean pooling, {hidden} "
+          f"dimensions, max {length} tokens): {n_missing} missing or empty, {n_truncated} "
+          f"truncated ({args.truncation}); wrote {args.out}")
     return 0
 
 

@@ -35,6 +35,10 @@ what the bundled all-MiniLM-L6-v2 uses)
     Abortion and Toxic tasks.
 
 ``method="auto"`` picks NLI when the model's config has an entailment label, else embedding.
+
+For stance the embedding method is weak: with the paper's Abortion templates it stays below
+chance even when calibrated (``bench/RESULTS.md``), because "in favor of X" and "against X"
+embed close together. Prefer an NLI model for stance; the embedding method suits topics.
 """
 
 from __future__ import annotations

@@ -135,6 +135,34 @@ def test_cli_embed_layouts(tmp_path, tiny_bert_dir, capsys):
     assert abs(first["dim_1"] - float(ref[0, 0])) < 1e-5
 
 
+@pytest.mark.parametrize("out_name", ["emb.parquet", "emb.csv"])
+def test_cli_embed_streams_in_chunks(tmp_path, tiny_bert_dir, monkeypatch, capsys, out_name):
+    import quantformer.embed as qe
+    from quantformer.frames import write_frame
+
+    texts = [DOCS[0], DOCS[1], None, "", DOCS[2], DOCS[3], DOCS[0]]
+    inp = tmp_path / "in.parquet"
+    write_frame(pd.DataFrame({"text": texts}), inp)
+    with pytest.warns(UserWarning, match="2 of 7"):
+        ref = embed(texts, model=str(tiny_bert_dir), device="cpu", quiet=True)
+    monkeypatch.setattr(qe, "CHUNK_ROWS", 2)  # 4 chunks, the second all missing
+    out = tmp_path / out_name
+    assert main(["embed", "--input", str(inp), "--model", str(tiny_bert_dir), "--quiet",
+                 "--device", "cpu", "--out", str(out)]) == 0
+    cap = capsys.readouterr()
+    assert "embedded 7 documents" in cap.out and "2 missing or empty" in cap.out
+    assert "2 of 7 document(s)" in cap.err
+    if out_name.endswith(".parquet"):
+        got = pd.read_parquet(out)
+        assert got["doc_id"].tolist() == [f"text{i}" for i in range(1, 8)]
+        assert got["embedding"].isna().tolist() == [t in (None, "") for t in texts]
+        vecs = np.stack([v for v in got["embedding"] if v is not None])
+    else:
+        got = pd.read_csv(out)
+        vecs = got[[f"dim_{j}" for j in range(1, 33)]].dropna().to_numpy()
+    np.testing.assert_allclose(vecs, ref[[0, 1, 4, 5, 6]], atol=1e-5)
+
+
 @pytest.mark.parametrize("extra,out_name,message", [
     (["--max-length", "4096"], "e.parquet", "above this model's limit of 512"),
     (["--max-length", "4"], "e.parquet", "at least 8"),

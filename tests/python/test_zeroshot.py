@@ -368,6 +368,18 @@ def test_cli_embedding_method_counts_missing(tmp_path, tiny_bert_dir, capsys):
     assert res["zeroshot_method"].unique().tolist() == ["embedding similarity"]
 
 
+def test_public_api_is_callable_as_module_and_function(tiny_bert_dir):
+    import quantformer
+    import quantformer.embed
+    import quantformer.zeroshot  # binds the submodules to the package attributes
+
+    res = quantformer.zeroshot(DOCS[:2], ["schools", "abortion"], model=str(tiny_bert_dir),
+                               device="cpu", quiet=True)
+    assert res["doc_id"].tolist() == ["text1", "text2"]
+    assert quantformer.embed(DOCS[:2], model=str(tiny_bert_dir), quiet=True).shape == (2, 32)
+    assert quantformer.zeroshot.DEFAULT_HYPOTHESIS == "This text is about {}."
+
+
 def test_describe_names_the_method():
     meta = {"method": "embedding similarity", "calibration": "standardise", "temperature": 1.0,
             "multi_label": False, "model": "m", "n_docs": 3, "labels": ["a", "b"],
