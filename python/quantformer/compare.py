@@ -77,7 +77,8 @@ def check_sizes(sizes, n_train: int) -> list[int]:
     too_big = [s for s in out if s > n_train]
     if too_big:
         raise InputError(
-            f"--train-sizes {', '.join(map(str, too_big))} larger than the {n_train} labelled "
+            f"--train-sizes {', '.join(map(str, too_big))} "
+            f"{'is' if len(too_big) == 1 else 'are'} larger than the {n_train} labelled "
             f"training documents; use sizes up to {n_train}, or leave --train-sizes out to "
             "train on all of them")
     return sorted(set(out))

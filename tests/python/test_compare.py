@@ -56,7 +56,7 @@ def test_parse_models_and_sizes():
     assert check_sizes("30,10", 40) == [10, 30] and check_sizes(None, 40) == [40]
     with pytest.raises(InputError) as e:
         check_sizes([10, 500, 2000], 653 - 600)
-    assert "500, 2000 larger than the 53 labelled training documents" in str(e.value)
+    assert "500, 2000 are larger than the 53 labelled training documents" in str(e.value)
     assert "use sizes up to 53" in str(e.value)
 
 
@@ -121,7 +121,7 @@ def _csv(tmp_path, frame, name):
 
 @pytest.mark.parametrize("extra, msg", [
     (["--models", "default,bert"], "valid names are: default, svm-bow, svm-vec, xgb-bow"),
-    (["--train-sizes", "20,400"], "--train-sizes 400 larger than the 40 labelled"),
+    (["--train-sizes", "20,400"], "--train-sizes 400 is larger than the 40 labelled"),
     (["--models", "svm-vec", "--vectors", "VEC"], "has 2 values but the first vector has 3"),
     (["--folds", "30"], "use --folds"),
 ])
