@@ -265,8 +265,7 @@ run_cli <- function(verb, args = character(), verbose = FALSE, quiet = FALSE,
       line <- sub("(\r\n|\r|\n)$", "", p)
       if (startsWith(line, "quantformer: warning: ")) {
         err_state$warnings <- c(err_state$warnings, sub("^quantformer: warning: ", "", line))
-      } else if (echo && !grepl("^quantformer [a-z-]+: (error|internal error|interrupted)",
-                                line)) {
+      } else if (echo && !grepl(CLI_ERROR_LINE, line)) {
         cat(p, file = stderr())
       }
     }
@@ -281,14 +280,17 @@ run_cli <- function(verb, args = character(), verbose = FALSE, quiet = FALSE,
   invisible(res)
 }
 
+# The CLI's error lines: `quantformer <verb>: error: ...` (exit 2), `... internal error: ...`
+# (exit 1), and argparse's `quantformer [<verb>]: error: ...` for unknown flags.
+CLI_ERROR_LINE <- "^quantformer( [a-z-]+)?: (error|internal error|interrupted)"
+
 # The message of a failed verb: the CLI's `quantformer <verb>: error: ...` line(s), else the
 # last lines of stderr.
 cli_error_message <- function(verb, res, verbose = FALSE) {
   lines <- strsplit(res$stderr, "\r?\n|\r")[[1]]
   tb <- grep("^Traceback", lines)
   trace <- if (verbose && length(tb)) lines[tb[1]:length(lines)] else character()
-  hit <- grep("^quantformer [a-z-]+: (error|internal error|interrupted)|^usage: |error: argument",
-              lines, value = TRUE)
+  hit <- grep(CLI_ERROR_LINE, lines, value = TRUE)
   msg <- if (length(hit)) hit else utils::tail(lines[nzchar(trimws(lines))], 5)
   if (!length(msg)) msg <- paste("the Python process stopped with exit status", res$status)
   if (length(trace)) msg <- c(trace, setdiff(msg, trace))

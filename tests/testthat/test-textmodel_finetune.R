@@ -154,3 +154,11 @@ test_that("the CLI's own errors reach R: an existing output folder", {
   expect_error(textmodel_finetune(tr, y = "party", epochs = 1, output_dir = out),
                "quantformer finetune: error: .*exists; pass --overwrite")
 })
+
+test_that("an unknown option passed through ... gives argparse's message", {
+  skip_if_no_verb("finetune")
+  s <- sotu_sample()[c(1:5, 196:200), ]
+  err <- expect_error(textmodel_finetune(s, y = "party", epochs = 1, no_such_option = 3),
+                      "unrecognized arguments: --no-such-option 3")
+  expect_false(grepl("^usage", conditionMessage(err)))
+})
