@@ -147,8 +147,7 @@ def run_throughput(n_train: int = 640, epochs: int = 1, model: str | None = None
           for i in range(len(train))]
     for strategy in ("random", "group_by_length"):
         torch.manual_seed(1)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            path, num_labels=len(labels))
+        net = AutoModelForSequenceClassification.from_pretrained(path, num_labels=len(labels))
         with tempfile.TemporaryDirectory() as tmp:
             args = TrainingArguments(
                 output_dir=tmp, per_device_train_batch_size=16, num_train_epochs=epochs,
@@ -156,7 +155,7 @@ def run_throughput(n_train: int = 640, epochs: int = 1, model: str | None = None
                 lr_scheduler_type="linear", use_cpu=True, report_to=[], save_strategy="no",
                 logging_strategy="no", seed=1, disable_tqdm=True,
                 train_sampling_strategy=strategy, dataloader_num_workers=0)
-            trainer = Trainer(model=model, args=args, train_dataset=ds,
+            trainer = Trainer(model=net, args=args, train_dataset=ds,
                               data_collator=DataCollatorWithPadding(tok))
             t = time.process_time()
             out = trainer.train()
