@@ -172,13 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="<verb>")
     sub.required = True
     for name in VERB_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:  # a dependency of the module is missing: a real error
-                raise
-            continue  # a verb whose module is not in this checkout (yet)
-        module.add_cli(sub)
+        importlib.import_module(name).add_cli(sub)
     _add_info(sub)
     return parser
 
