@@ -38,7 +38,11 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
   if (missing(labels) || !is.character(labels) || anyNA(labels))
     stop("`labels` must be a character vector of class labels, e.g. c(\"economy\", \"war\")",
          call. = FALSE)
-  labels <- enc2utf8(unique(labels))
+  labels <- enc2utf8(labels)
+  if (anyDuplicated(labels))
+    stop("`labels` has duplicates: ",
+         paste0("'", unique(labels[duplicated(labels)]), "'", collapse = ", "),
+         "; give each class once", call. = FALSE)
   if (length(labels) < 2)
     stop("`labels` must name at least two classes (zero-shot classification chooses among ",
          "labels), but it has ", length(labels), call. = FALSE)

@@ -160,8 +160,19 @@ def _run_info(args) -> int:
 # ------------------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``quantformer <verb>: error: ...`` and where to get help.
+
+    argparse's default prints the whole usage block before the message; users (and R, which
+    shows the CLI's message as its error) need only the problem and the fix.
+    """
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="quantformer",
         description="Measure concepts in text with Transformer transfer learning "
                     "(Wankmüller 2022): fine-tune, predict, zero-shot, evaluate, baselines.",

@@ -87,6 +87,11 @@ def detect_format(path: str | os.PathLike, fmt: str | None = None, *, write: boo
     found = _EXT.get(ext)
     if found is None or found not in allowed:
         kinds = ", ".join(sorted(e for e, f in _EXT.items() if f in allowed))
+        if write:
+            raise InputError(
+                f"cannot write '{path}': its extension '{ext or '(none)'}' is not an output "
+                f"format; name the output file with one of {kinds}"
+            )
         raise InputError(
             f"cannot tell the format of '{path}' from its extension '{ext or '(none)'}'; "
             f"use one of {kinds}, or pass --format"

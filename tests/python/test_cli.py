@@ -119,6 +119,22 @@ def test_usage_errors_exit_2(capsys, tmp_path):
     assert code == 2 and "--input" in stderr
     code, _, stderr = run(capsys, "tokenize", "--input", "x.csv", "--truncation", "middle")
     assert code == 2
+    # one line: the problem and where to get help, no usage block (R shows it as its error)
+    code, _, stderr = run(capsys, "finetune", "--train", "x.csv", "--epochs", "0",
+                          "--out", str(tmp_path / "m"))
+    assert code == 2
+    assert stderr.strip().splitlines() == [
+        "quantformer finetune: error: argument --epochs: must be greater than 0, not 0 "
+        "(see 'quantformer finetune --help')"]
+
+
+def test_unknown_output_extension_names_the_fix(capsys, tmp_path):
+    f = tmp_path / "in.csv"
+    f.write_text("text\none\n", encoding="utf-8")
+    code, _, stderr = run(capsys, "tokenize", "--input", f, "--out", tmp_path / "o.xlsx")
+    assert code == 2
+    assert "is not an output format; name the output file with one of" in stderr
+    assert ".parquet" in stderr and "--format" not in stderr
 
 
 @pytest.fixture
@@ -162,7 +178,7 @@ def test_bad_inputs_exit_2_and_leave_no_output(capsys, tmp_path, corpus_csv):
                             "--max-length", "1000"],
          "--max-length 1000 is above this model's limit of 512 tokens")
     _bad(capsys, tmp_path, ["tokenize", "--input", corpus_csv, "--text-col", "body"],
-         "cannot tell the format of", out_name="out.xlsx")
+         "is not an output format", out_name="out.xlsx")
     _bad(capsys, tmp_path, ["tokenize", "--input", corpus_csv, "--text-col", "body",
                             "--model", tmp_path / "no" / "model"], "model folder not found")
     _bad(capsys, tmp_path, ["example", "sotu", "--since", "2100"],

@@ -166,7 +166,7 @@ def test_cli_embed_streams_in_chunks(tmp_path, tiny_bert_dir, monkeypatch, capsy
 @pytest.mark.parametrize("extra,out_name,message", [
     (["--max-length", "4096"], "e.parquet", "above this model's limit of 512"),
     (["--max-length", "4"], "e.parquet", "at least 8"),
-    ([], "e.xlsx", "cannot tell the format"),
+    ([], "e.xlsx", "is not an output format"),
     (["--layout", "list"], "e.csv", "--layout list cannot be written to CSV"),
     (["--text-col", "body"], "e.parquet", "text column 'body' is not in"),
 ])

@@ -316,14 +316,14 @@ def test_output_files_have_normal_permissions(tmp_path):
 
 
 def test_check_output_path(tmp_path):
-    _raises(r"cannot tell the format of .*'\.xlsx'", check_output_path, tmp_path / "o.xlsx")
+    _raises(r"cannot write .*'\.xlsx' is not an output format", check_output_path, tmp_path / "o.xlsx")
     (tmp_path / "dir.parquet").mkdir()
     _raises(r"is a folder", check_output_path, tmp_path / "dir.parquet")
     (tmp_path / "o.csv").write_text("x")
     _raises(r"exists; pass --overwrite", check_output_path, tmp_path / "o.csv", overwrite=False)
     assert check_output_path(tmp_path / "o.csv") == tmp_path / "o.csv"
     assert detect_format("x.txt", write=False) == "txt"
-    _raises("cannot tell the format", detect_format, "x.txt", write=True)
+    _raises("is not an output format", detect_format, "x.txt", write=True)
 
 
 @pytest.mark.parametrize("ext", ["parquet", "csv", "jsonl", "rds"])

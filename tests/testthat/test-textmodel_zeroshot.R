@@ -33,7 +33,7 @@ test_that("zero-shot bad inputs: one label, no template slot", {
   expect_error(textmodel_zeroshot("A text.", labels = "economy"),
                "`labels` must name at least two classes")
   expect_error(textmodel_zeroshot("A text.", labels = c("economy", "economy")),
-               "at least two classes")
+               "`labels` has duplicates: 'economy'")
   expect_error(textmodel_zeroshot("A text.", labels = c("a", "b"), hypothesis = "About it."),
                "with `\\{\\}` where the label goes")
   expect_error(textmodel_zeroshot("A text.", labels = c("jobs, wages", "war")),
