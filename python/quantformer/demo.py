@@ -30,6 +30,16 @@ TRAIN_DOCS = 800
 MAX_LENGTH = 256
 
 
+def majority_macro_f1(counts) -> float:
+    """Macro-F1 of always predicting the most frequent class, from class counts (a Series).
+
+    The majority class gets F1 = 2p/(1+p) with precision p = its share and recall 1; every other
+    class gets 0.
+    """
+    p = float(counts.iloc[0]) / float(counts.sum())
+    return (2 * p / (1 + p)) / len(counts)
+
+
 def run_demo(out: str | Path, *, train_docs: int | None = TRAIN_DOCS,
              test_docs: int | None = None, model: str | None = None,
              epochs: int | None = None, max_length: int = MAX_LENGTH, seed: int = 1,
@@ -90,6 +100,11 @@ def run_demo(out: str | Path, *, train_docs: int | None = TRAIN_DOCS,
     seconds = time.time() - t0
     report.print(title=f"held-out addresses: {report.n} paragraphs, party predicted by the "
                        f"fine-tuned {clf.record['model']}")
+    counts = test["label"].value_counts()
+    say(f"for comparison, always answering '{counts.index[0]}' (the larger class) would score "
+        f"accuracy {counts.iloc[0] / counts.sum():.3f} but macro-F1 "
+        f"{majority_macro_f1(counts):.3f}: with unequal classes, macro-F1 is the measure to "
+        "read (Wankmüller 2022, section 6.5)")
     say(f"fine-tuning took {clf.record['train_seconds']:.0f} s, prediction "
         f"{time.time() - t1:.0f} s, {seconds:.0f} s in all")
     say("wrote " + ", ".join(str(f) for f in files) + f" and the model in {out / 'model'}")

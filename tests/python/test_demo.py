@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pyreadr
+import pytest
 
 from quantformer import cli
 
@@ -19,6 +20,7 @@ def test_demo_writes_predictions_and_report(tmp_path, tiny_bert_dir, capsys):
     printed = capsys.readouterr().out
     assert "split by address" in printed and "random sample of 40 training" in printed
     assert "macro avg" in printed and "confusion matrix" in printed
+    assert "for comparison, always answering" in printed and "macro-F1 is the measure" in printed
     preds = pd.read_parquet(out / "predictions.parquet")
     assert len(preds) == 30
     assert {"doc_id", "label", "address", "predicted", "prob_Democratic",
@@ -47,3 +49,16 @@ def test_demo_rejects_bad_counts(tmp_path, capsys):
     f.write_text("x")
     assert cli.main(["demo", "--out", str(f), "--train-docs", "10"]) == 2
     assert "is a file" in capsys.readouterr().err
+
+
+def test_majority_baseline_matches_sklearn():
+    import pandas as pd
+    from sklearn.metrics import f1_score
+
+    from quantformer.demo import majority_macro_f1
+
+    truth = ["D"] * 1848 + ["R"] * 884
+    counts = pd.Series(truth).value_counts()
+    expected = f1_score(truth, ["D"] * len(truth), average="macro", zero_division=0)
+    assert majority_macro_f1(counts) == pytest.approx(expected)
+    assert majority_macro_f1(counts) == pytest.approx(0.4034, abs=1e-4)
