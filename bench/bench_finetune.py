@@ -201,15 +201,35 @@ def run_throughput(n_train: int = 640, epochs: int = 1, model: str | None = None
     return res
 
 
-def _peak_rss_mb(cmd: list[str]) -> tuple[float, float]:
-    """Run ``cmd`` as a child; return (peak RSS in MiB, seconds)."""
+# The child reports its own peak (VmHWM of the process image after exec). ``ru_maxrss`` from
+# ``wait4`` is not usable here: on Linux it includes the pages the child inherited from this
+# (large, torch-loaded) process at fork time, so it measured the benchmark's own memory: an
+# earlier version reported 567 vs 830 MiB for 20k vs 200k documents, of which the 830 was the
+# parent's footprint after building the 200k-document input.
+_HWM_WRAPPER = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def _report():
+    with open("/proc/self/status") as fh:
+        hwm = next(line for line in fh if line.startswith("VmHWM"))
+    with open(out, "w") as fh:
+        fh.write(hwm.split()[1])
+atexit.register(_report)
+sys.argv[0] = "quantformer"
+runpy.run_module("quantformer", run_name="__main__", alter_sys=True)
+"""
+
+
+def _peak_rss_mb(args: list[str]) -> tuple[float, float]:
+    """Run ``python -m quantformer *args`` as a child; return (its peak RSS in MiB, seconds)."""
     t = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise RuntimeError(f"{cmd} failed with {proc.returncode}")
-    return usage.ru_maxrss / 1024, time.time() - t
+    with tempfile.TemporaryDirectory() as tmp:
+        hwm = Path(tmp) / "hwm"
+        proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, str(hwm), *args],
+                              stdout=subprocess.DEVNULL)
+        if proc.returncode:
+            raise RuntimeError(f"quantformer {args} failed with {proc.returncode}")
+        return int(hwm.read_text()) / 1024, time.time() - t
 
 
 def run_rss(sizes=(20_000, 200_000)) -> dict:
@@ -232,7 +252,7 @@ def run_rss(sizes=(20_000, 200_000)) -> dict:
                           "group": rng.integers(0, 10, n)}).to_parquet(
                 tmp / f"in{n}.parquet", row_group_size=4096)
             del texts
-            rss, secs = _peak_rss_mb([sys.executable, "-m", "quantformer", "predict", "--model",
+            rss, secs = _peak_rss_mb(["predict", "--model",
                                       str(tmp / "model"), "--input", str(tmp / f"in{n}.parquet"),
                                       "--out", str(tmp / f"out{n}.parquet"), "--quiet",
                                       "--device", "cpu"])

@@ -351,6 +351,28 @@ def test_frame_writer_leaves_nothing_on_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_seen_ids_finds_repeats_across_many_chunks():
+    from quantformer.frames import _SeenIds
+
+    seen = _SeenIds()
+    for k in range(37):  # 37 chunks of 10: runs are merged, at most log2(37) + 1 remain
+        assert seen.add(pd.Series([f"id{k * 10 + i}" for i in range(10)])) == []
+    assert len(seen._runs) <= 6
+    assert sum(len(r) for r in seen._runs) == 370
+    assert all((r[1:] >= r[:-1]).all() for r in seen._runs)
+    # ids from the first, a middle and the last chunk; new ids are not reported
+    assert seen.add(pd.Series(["new1", "id0", "id185", "new2", "id369"])) == [
+        "id0", "id185", "id369"]
+    assert seen.add(pd.Series(["new1", "new2"])) == []
+
+
+def test_iter_frames_duplicate_far_apart(tmp_path):
+    ids = [f"d{i}" for i in range(1000)] + ["d3"]
+    write_frame(pd.DataFrame({"doc_id": ids, "text": ["t"] * len(ids)}), tmp_path / "f.parquet")
+    with pytest.raises(InputError, match=r"repeats 1 id\(s\), first: 'd3'"):
+        list(iter_frames(tmp_path / "f.parquet", chunk_rows=7))
+
+
 def test_iter_frames_chunks_ids_and_duplicates(tmp_path):
     df = pd.DataFrame({"text": [f"doc {i}" for i in range(7)], "k": range(7)})
     for ext in ("parquet", "csv"):
