@@ -109,7 +109,8 @@ def print_table(df, title: str | None = None, file=None, floatfmt: str = "{:.4f}
     with pd.option_context("display.width", 200, "display.max_columns", 50,
                            "display.max_rows", 200,
                            "display.float_format", lambda x: floatfmt.format(x)):
-        print(df.to_string(), file=out)
+        # missing cells (e.g. precision in the accuracy row) print blank, not "NaN"
+        print(df.to_string(na_rep=""), file=out)
     out.flush()
 
 

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import InputError, ModelDirError
+from .frames import _UMASK
 
 RECORD = "quantformer.json"
 FORMAT_VERSION = 1
@@ -167,6 +168,8 @@ def write_model_dir(model, tokenizer, record: dict, out: str | os.PathLike,
     target = check_out_dir(out, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
+    # mkdtemp makes the folder private (0700); a model directory gets the usual permissions
+    os.chmod(tmp, 0o777 & ~_UMASK)
     try:
         with hf_quiet():
             model.save_pretrained(tmp)

@@ -98,6 +98,9 @@ def test_cli_evaluate_pred_with_truth_col_and_file(tmp_path, capsys):
                      "--plot", str(png)]) == 0
     printed = capsys.readouterr().out
     assert "macro avg" in printed and "confusion matrix" in printed
+    assert "nan" not in printed.lower()  # blank precision/recall cells in the accuracy row
+    acc_row = next(line for line in printed.splitlines() if line.startswith("accuracy"))
+    assert acc_row.split() == ["accuracy", "0.7000", "10"]
     rep = json.loads(out.read_text())
     assert rep["accuracy"] == pytest.approx(0.7) and rep["n"] == 10
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -25,6 +25,10 @@ def clf(tiny_bert_dir):
 def test_save_and_load_round_trip(clf, tmp_path):
     path = clf.save(tmp_path / "m")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # no temporary folder left
+    import os
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o777 & ~umask  # not mkdtemp's private 0700
     names = {p.name for p in path.iterdir()}
     assert {"config.json", "model.safetensors", "tokenizer.json", RECORD, "README.md"} <= names
     rec = read_record(path)
