@@ -13,7 +13,8 @@
 #' @param predicted predicted classes: a factor (e.g. from [predict.textmodel_finetune()]) or
 #'   a character vector.
 #' @param truth the true classes, same length and order.
-#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @param verbose logical: show the Python core's output (default `FALSE`: it is quick and the
+#'   result is returned). Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
 #' @return An object of class `classification_report`, a list with `accuracy`, `macro_f1`
 #'   (numbers in \[0, 1\]), `per_class` (a data frame: `class`, `precision`, `recall`, `f1`,
 #'   `support`), `confusion` (a table, rows = true class, columns = predicted class), `n`
@@ -42,7 +43,7 @@ classification_report <- function(predicted, truth, verbose = FALSE) {
   out_file <- out_path(".json", "qf-report-")
   on.exit(unlink(c(in_file, out_file)), add = TRUE)
   run_cli("evaluate", c("--pred", in_file, "--truth-col", "label", "--out", out_file),
-          verbose = verbose, echo = FALSE)
+          verbose = verbose)
   rep <- jsonlite::read_json(out_file, simplifyVector = TRUE)
   labels <- as.character(rep$labels)
   # present the classes in factor order when there is one (Python sorts them)

@@ -158,7 +158,8 @@ prediction_result <- function(out, frame, levels, type) {
 # Run a classifying verb (predict, zeroshot) on a frame and build the R result: writes the
 # documents, runs `verb` with `args` plus --input/--out, checks the order of the returned
 # doc_ids, warns about empty texts, and returns a factor or probability matrix.
-classify_via_cli <- function(verb, args, frame, levels, type, verbose = FALSE) {
+classify_via_cli <- function(verb, args, frame, levels, type,
+                             verbose = getOption("quantformer.verbose", TRUE)) {
   in_file <- write_input(frame[c("doc_id", "text")])
   out_file <- out_path()
   on.exit(unlink(c(in_file, out_file)), add = TRUE)

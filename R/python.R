@@ -199,7 +199,7 @@ quantformer_install <- function(path = NULL, envdir = quantformer_venv(),
 #' @export
 quantformer_config <- function() {
   found <- find_python()
-  res <- run_cli("info", "--json", quiet = TRUE, echo = FALSE)
+  res <- run_cli("info", "--json", verbose = FALSE)
   info <- jsonlite::fromJSON(res$stdout, simplifyVector = TRUE)
   structure(c(list(python = found$python, source = found$source), info),
             class = "quantformer_config")
@@ -232,40 +232,52 @@ quantformer_available <- function() {
 #' Run one CLI verb
 #'
 #' Streams the child's stdout and stderr to the console as they arrive (progress bars
-#' included), turns `quantformer: warning: ...` lines into R warnings, kills the process when R
-#' is interrupted (processx does this on interrupt), and turns a non-zero exit status into an R
-#' error carrying the CLI's one-line message.
+#' included) when `verbose`, turns `quantformer: warning: ...` lines into R warnings (always),
+#' kills the process when R is interrupted (processx does this on interrupt), and turns a
+#' non-zero exit status into an R error carrying the CLI's one-line message.
 #'
 #' @param verb the CLI verb, e.g. `"predict"`.
 #' @param args further arguments (character).
-#' @param verbose pass `--debug` so that Python tracebacks are shown on errors.
-#' @param quiet if `TRUE` nothing is echoed (the option `quantformer.echo = FALSE` does the
-#'   same for every call).
-#' @return The processx result list (`status`, `stdout`, `stderr`), invisibly.
+#' @param verbose show the Python side's progress bars and messages live; when `FALSE` the
+#'   verb gets `--quiet` and nothing but warnings and errors reaches the console. Lines that
+#'   name the temporary files R exchanges with the core are never shown.
+#' @param debug pass `--debug` so that Python tracebacks come with internal errors (option
+#'   `quantformer.debug`).
+#' @return The processx result list (`status`, `stdout`, `stderr`, `warnings`), invisibly.
 #' @keywords internal
 #' @noRd
-run_cli <- function(verb, args = character(), verbose = FALSE, quiet = FALSE,
-                    echo = !quiet && isTRUE(getOption("quantformer.echo", TRUE))) {
+run_cli <- function(verb, args = character(),
+                    verbose = getOption("quantformer.verbose", TRUE),
+                    debug = isTRUE(getOption("quantformer.debug", FALSE))) {
   found <- find_python()
   # verbs with progress bars get --quiet when nothing is shown
-  quiet_flag <- if (!echo && verb %in% c("finetune", "predict", "evaluate",
-                                         "compare", "tune")) "--quiet"
-  full <- c("-m", "quantformer", if (verbose) "--debug", verb, quiet_flag, args)
-  err_state <- new.env(parent = emptyenv())
-  err_state$partial <- ""
-  err_state$warnings <- character()
-  out_cb <- if (echo) function(x, proc) cat(x) else NULL
-  err_cb <- function(x, proc) {
-    # split into pieces ending in \n or \r; keep an unfinished piece for the next chunk
-    txt <- paste0(err_state$partial, x)
+  quiet_flag <- if (!isTRUE(verbose) && verb %in% c("finetune", "predict", "evaluate",
+                                                    "compare", "tune", "zeroshot")) "--quiet"
+  full <- c("-m", "quantformer", if (debug) "--debug", verb, quiet_flag, args)
+  echo <- isTRUE(verbose)
+  tmp_dir <- normalizePath(tempdir(), winslash = "/", mustWork = FALSE)
+  state <- new.env(parent = emptyenv())
+  state$partial <- c(out = "", err = "")
+  state$warnings <- character()
+  # split a chunk into lines ending in \n or \r; keep an unfinished piece for the next chunk
+  lines_of <- function(x, stream) {
+    txt <- paste0(state$partial[[stream]], x)
     pieces <- regmatches(txt, gregexpr("[^\r\n]*(\r\n|\r|\n)", txt))[[1]]
-    rest <- substring(txt, sum(nchar(pieces)) + 1L)
-    err_state$partial <- rest
-    for (p in pieces) {
+    state$partial[[stream]] <- substring(txt, sum(nchar(pieces)) + 1L)
+    pieces
+  }
+  out_cb <- function(x, proc) {
+    for (p in lines_of(x, "out")) {
+      # "wrote ... to /tmp/RtmpXXX/qf-out-....rds": R's own temporary files, not news
+      if (echo && !grepl(tmp_dir, p, fixed = TRUE)) cat(p)
+    }
+  }
+  err_cb <- function(x, proc) {
+    for (p in lines_of(x, "err")) {
       line <- sub("(\r\n|\r|\n)$", "", p)
       if (startsWith(line, "quantformer: warning: ")) {
-        err_state$warnings <- c(err_state$warnings, sub("^quantformer: warning: ", "", line))
-      } else if (echo && !grepl(CLI_ERROR_LINE, line)) {
+        state$warnings <- c(state$warnings, sub("^quantformer: warning: ", "", line))
+      } else if (echo && !grepl(CLI_ERROR_LINE, line) && !grepl(tmp_dir, line, fixed = TRUE)) {
         cat(p, file = stderr())
       }
     }
@@ -274,9 +286,11 @@ run_cli <- function(verb, args = character(), verbose = FALSE, quiet = FALSE,
   res <- processx::run(found$python, full, error_on_status = FALSE, echo = FALSE,
                        stdout_callback = out_cb, stderr_callback = err_cb,
                        spinner = FALSE, env = env, cleanup_tree = TRUE)
-  for (w in err_state$warnings) warning(w, call. = FALSE)
-  if (res$status != 0) stop(cli_error_message(verb, res, verbose), call. = FALSE)
-  res$warnings <- err_state$warnings
+  last <- state$partial[["out"]]  # a last line without a newline
+  if (echo && nzchar(last) && !grepl(tmp_dir, last, fixed = TRUE)) cat(last, "\n", sep = "")
+  for (w in state$warnings) warning(w, call. = FALSE)
+  if (res$status != 0) stop(cli_error_message(verb, res, debug), call. = FALSE)
+  res$warnings <- state$warnings
   invisible(res)
 }
 
@@ -286,15 +300,16 @@ CLI_ERROR_LINE <- "^quantformer( [a-z-]+)?: (error|internal error|interrupted)"
 
 # The message of a failed verb: the CLI's `quantformer <verb>: error: ...` line(s), else the
 # last lines of stderr.
-cli_error_message <- function(verb, res, verbose = FALSE) {
+cli_error_message <- function(verb, res, debug = FALSE) {
   lines <- strsplit(res$stderr, "\r?\n|\r")[[1]]
   tb <- grep("^Traceback", lines)
-  trace <- if (verbose && length(tb)) lines[tb[1]:length(lines)] else character()
+  trace <- if (debug && length(tb)) lines[tb[1]:length(lines)] else character()
   hit <- grep(CLI_ERROR_LINE, lines, value = TRUE)
   msg <- if (length(hit)) hit else utils::tail(lines[nzchar(trimws(lines))], 5)
   if (!length(msg)) msg <- paste("the Python process stopped with exit status", res$status)
   if (length(trace)) msg <- c(trace, setdiff(msg, trace))
   paste0(paste(msg, collapse = "\n"),
          if (res$status == 2) "" else
-           paste0("\n(exit status ", res$status, "; rerun with verbose = TRUE for the Python traceback)"))
+           paste0("\n(exit status ", res$status, "; set options(quantformer.debug = TRUE) and ",
+                  "rerun for the Python traceback)"))
 }

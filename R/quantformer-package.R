@@ -11,8 +11,9 @@
 #' in Python never takes the R session down. See [quantformer_install()] and
 #' [quantformer_config()] for finding or installing the Python core.
 #'
-#' Options: `quantformer.python` (the Python to use), `quantformer.echo` (`FALSE` silences
-#' the progress output of the Python core).
+#' Options: `quantformer.python` (the Python to use), `quantformer.verbose` (the default of
+#' every `verbose` argument; `FALSE` silences the progress output of the Python core),
+#' `quantformer.debug` (`TRUE` adds the Python traceback to internal errors).
 #'
 #' @section Example data:
 #' `system.file("extdata", "sotu_sample.rds", package = "quantformer")` is a data frame of

@@ -26,7 +26,9 @@
 #' @param device `"auto"`, `"cpu"`, `"cuda"` or `"mps"`.
 #' @param output_dir folder for the result files (created; files in it are replaced); default a
 #'   new folder in [tempdir()].
-#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @param verbose logical: show the Python core's progress bars and messages live
+#'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
+#'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
 #' @param ... further options of `quantformer compare` as named R arguments (e.g.
 #'   `vectors = "glove.6B.300d.txt"`).
 #' @return The Table-1 data frame: one row per model with `model`, `description`, and for each
@@ -48,7 +50,8 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
                               models = c("default", "svm-bow", "svm-vec", "xgb-bow", "xgb-vec"),
                               train_sizes = NULL, repeats = 5, seed = 1, folds = 5, model = NULL,
                               epochs = NULL, lr = NULL, max_length = 512, device = "auto",
-                              output_dir = NULL, verbose = FALSE, ...) {
+                              output_dir = NULL,
+                              verbose = getOption("quantformer.verbose", TRUE), ...) {
   frame <- as_frame(x)
   yy <- resolve_y(y, frame)
   label_levels(yy$y)

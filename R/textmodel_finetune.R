@@ -36,7 +36,9 @@
 #' @param output_dir folder to write the model to; it must not exist unless you pass
 #'   `overwrite = TRUE`. The default, a folder in [tempdir()], disappears when the R session
 #'   ends: give a permanent folder to keep the model (the fitted object refers to it).
-#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @param verbose logical: show the Python core's progress bars and messages live
+#'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
+#'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
 #' @param ... further options of `quantformer finetune`, named as R arguments
 #'   (`overwrite = TRUE` gives `--overwrite`, `warmup_ratio = 0.1` gives `--warmup-ratio 0.1`).
 #' @return An object of class `c("textmodel_finetune", "textmodel", "list")` with
@@ -62,7 +64,8 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                                max_length = 512,
                                truncation = c("head_tail", "head", "tail"), oversample = NULL,
                                validation = NULL, seed = 1, device = "auto",
-                               output_dir = NULL, verbose = FALSE, ...) {
+                               output_dir = NULL,
+                               verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
   truncation <- match.arg(truncation)
   frame <- as_frame(x)
@@ -161,7 +164,9 @@ check_model_dir <- function(object) {
 #'   [textmodel_finetune()]); `NULL` classifies the training documents.
 #' @param type `"class"` (a factor) or `"probability"` (a matrix).
 #' @param batch_size,device inference batch size (64) and device (`"auto"`).
-#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @param verbose logical: show the Python core's progress bars and messages live
+#'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
+#'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
 #' @param ... unused.
 #' @return For `type = "class"`, a factor with the model's levels, named by docnames; for
 #'   `type = "probability"`, a documents x classes matrix with docnames and levels as
@@ -177,7 +182,8 @@ check_model_dir <- function(object) {
 #' @export
 predict.textmodel_finetune <- function(object, newdata = NULL,
                                        type = c("class", "probability"), batch_size = 64,
-                                       device = "auto", verbose = FALSE, ...) {
+                                       device = "auto",
+                                       verbose = getOption("quantformer.verbose", TRUE), ...) {
   type <- match.arg(type)
   check_model_dir(object)
   frame <- if (is.null(newdata)) object$x else as_frame(newdata, arg = "newdata")

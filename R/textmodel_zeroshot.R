@@ -66,7 +66,9 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 #'   [textmodel_zeroshot()].
 #' @param type `"class"` (a factor) or `"probability"` (a matrix).
 #' @param batch_size,device passed to `quantformer zeroshot` when not `NULL`.
-#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @param verbose logical: show the Python core's progress bars and messages live
+#'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
+#'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
 #' @param ... unused.
 #' @return For `type = "class"`, a factor with levels `labels`, named by docnames; for
 #'   `type = "probability"`, a documents x labels matrix. Documents with empty or `NA` text get
@@ -74,7 +76,8 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 #' @export
 predict.textmodel_zeroshot <- function(object, newdata = NULL,
                                        type = c("class", "probability"), batch_size = NULL,
-                                       device = NULL, verbose = FALSE, ...) {
+                                       device = NULL,
+                                       verbose = getOption("quantformer.verbose", TRUE), ...) {
   type <- match.arg(type)
   frame <- if (is.null(newdata)) object$x else as_frame(newdata, arg = "newdata")
   args <- c("--labels", paste(object$labels, collapse = ","),

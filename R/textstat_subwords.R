@@ -11,7 +11,8 @@
 #'   tokenizer of a fine-tuned model directory works too.
 #' @param max_length the token limit (512).
 #' @param docvars if `TRUE`, the docvars of `x` are added as further columns.
-#' @param verbose if `TRUE`, Python tracebacks are shown on errors.
+#' @param verbose logical: show the Python core's output (default `FALSE`: it is quick and the
+#'   result is returned). Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
 #' @return A data frame with one row per document, in the order of `x`: `document`
 #'   (docnames), `n_tokens` (integer; 0 for empty or `NA` texts), `truncated` (logical: more
 #'   than `max_length` tokens), then the docvars when `docvars = TRUE`.
@@ -30,7 +31,7 @@ textstat_subwords <- function(x, model = NULL, max_length = 512, docvars = FALSE
   out_file <- out_path()
   on.exit(unlink(c(in_file, out_file)), add = TRUE)
   run_cli("tokenize", c("--input", in_file, cli_flags(model = model, max_length = max_length),
-                        "--out", out_file), verbose = verbose, echo = FALSE)
+                        "--out", out_file), verbose = verbose)
   out <- read_output(out_file, frame$doc_id)
   res <- data.frame(document = frame$doc_id, n_tokens = as.integer(out$n_tokens),
                     truncated = as.logical(out$truncated), stringsAsFactors = FALSE)

@@ -2,7 +2,7 @@
 # QUANTFORMER_PYTHON at the repo's .venv and sets QUANTFORMER_REQUIRE_PYTHON=1, so a missing
 # core fails there instead of skipping.
 
-options(quantformer.echo = FALSE)
+options(quantformer.verbose = FALSE)
 
 skip_if_no_python <- function() {
   if (quantformer_available()) return(invisible(TRUE))

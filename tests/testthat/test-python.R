@@ -102,15 +102,18 @@ test_that("the CLI failing mid-run gives an R error with its message; R carries 
     err <- expect_error(predict(fit, newdata = c("one text", "another")),
                         "quantformer predict: internal error: RuntimeError: CUDA out of memory")
     expect_match(conditionMessage(err), "exit status 1")
-    expect_match(conditionMessage(err), "verbose = TRUE")
+    expect_match(conditionMessage(err), "options(quantformer.debug = TRUE)", fixed = TRUE)
   })
   # a real user error from the real core: exit status 2, its one-line message, no traceback
   err <- expect_error(textstat_subwords("A text.", model = file.path(tempdir(), "no-such-model")),
                       "quantformer tokenize: error:")
   expect_false(grepl("Traceback", conditionMessage(err)))
-  # ... and with verbose = TRUE the traceback comes along
-  err <- expect_error(textstat_subwords("A text.", model = file.path(tempdir(), "no-such-model"),
-                                        verbose = TRUE), "Traceback")
+  # ... and with options(quantformer.debug = TRUE) the traceback comes along
+  withr::with_options(list(quantformer.debug = TRUE), {
+    err <- expect_error(textstat_subwords("A text.",
+                                          model = file.path(tempdir(), "no-such-model")),
+                        "Traceback")
+  })
   # the session goes on: the next call works
   expect_equal(textstat_subwords(c(a = "Still working."))$document, "a")
 })
@@ -122,7 +125,7 @@ test_that("warnings of the core become R warnings and progress is streamed", {
                "echo 'step 1/2' >&2", "echo 'quantformer: warning: 2 documents are empty' >&2",
                "echo 'done'", "exit 0"), f)
   Sys.chmod(f, "0755")
-  withr::local_options(quantformer.python = f, quantformer.echo = TRUE)
+  withr::local_options(quantformer.python = f, quantformer.verbose = TRUE)
   out <- capture.output(
     msgs <- capture.output(
       expect_warning(res <- quantformer:::run_cli("info"), "^2 documents are empty$"),
@@ -130,6 +133,37 @@ test_that("warnings of the core become R warnings and progress is streamed", {
   expect_equal(out, "done")
   expect_equal(msgs, "step 1/2")
   expect_equal(res$warnings, "2 documents are empty")
+})
+
+test_that("verbose = FALSE shows only warnings; lines naming R's temporary files never show", {
+  skip_if_no_python()
+  f <- tempfile()
+  tmp_line <- sprintf("wrote predictions for 2 documents to %s/qf-out-1.rds",
+                      normalizePath(tempdir(), winslash = "/"))
+  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+               "echo \"args: $*\"", "echo 'predicting 50%' >&2",
+               "echo 'quantformer: warning: 1 document is empty' >&2",
+               sprintf("echo '%s'", tmp_line), "exit 0"), f)
+  Sys.chmod(f, "0755")
+  withr::local_options(quantformer.python = f)
+  # verbose = TRUE: progress and messages shown, the temporary-file line is not
+  out <- capture.output(msgs <- capture.output(
+    expect_warning(quantformer:::run_cli("predict", "--x", verbose = TRUE), "^1 document"),
+    type = "message"))
+  expect_equal(out, "args: -m quantformer predict --x")
+  expect_equal(msgs, "predicting 50%")
+  # verbose = FALSE: the verb gets --quiet, nothing is printed, the warning still comes
+  out <- capture.output(msgs <- capture.output(
+    expect_warning(res <- quantformer:::run_cli("predict", "--x", verbose = FALSE),
+                   "^1 document"),
+    type = "message"))
+  expect_equal(c(out, msgs), character())
+  expect_match(res$stdout, "args: -m quantformer predict --quiet --x", fixed = TRUE)
+  # the option sets the default of every verbose argument
+  withr::local_options(quantformer.verbose = FALSE)
+  expect_equal(capture.output(suppressWarnings(quantformer:::run_cli("predict"))), character())
+  expect_identical(formals(textmodel_finetune)$verbose,
+                   quote(getOption("quantformer.verbose", TRUE)))
 })
 
 test_that("the Python core imports under reticulate", {

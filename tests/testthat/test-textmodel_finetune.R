@@ -95,7 +95,7 @@ test_that("the fitted object survives saveRDS/readRDS in a new R session", {
   expected <- reference_prediction()
   f <- tempfile(fileext = ".rds")
   saveRDS(list(fit = fit, new = new), f)
-  code <- sprintf(paste0("suppressMessages(library(quantformer)); options(quantformer.echo = FALSE); ",
+  code <- sprintf(paste0("suppressMessages(library(quantformer)); options(quantformer.verbose = FALSE); ",
                          "o <- readRDS('%s'); p <- predict(o$fit, newdata = o$new); ",
                          "cat(paste(names(p), as.character(p), sep = '=', collapse = ';'))"), f)
   res <- processx::run(file.path(R.home("bin"), "Rscript"), c("-e", code),
