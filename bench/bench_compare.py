@@ -66,6 +66,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", default="abortion,toxic")
     ap.add_argument("--sizes", default="500,1000,2000", help="Toxic training sizes")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only-repeats", default=None,
+                    help="run only these repeats, e.g. 2,3 (to run repeats in parallel "
+                         "processes with separate caches; the report uses --repeats)")
     ap.add_argument("--models", default="svm-bow,svm-vec,xgb-bow,xgb-vec,default")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cache", default="/tmp/bench_compare.csv")
@@ -89,6 +92,8 @@ def main(argv=None) -> int:
             [int(s) for s in args.sizes.split(",")]
         for s in sizes:
             for r in range(1, args.repeats + 1):
+                if args.only_repeats and str(r) not in args.only_repeats.split(","):
+                    continue
                 sample = draw_sample(train, s, r, args.seed)
                 for m in models:
                     hit = done[(done.task == task) & (done.model == m) &
