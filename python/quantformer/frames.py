@@ -519,13 +519,21 @@ def _tmp_path(target: Path) -> Path:
     return Path(name)
 
 
+_R_INT_MAX = 2**31 - 1  # R integers are 32-bit; -2^31 is R's NA_integer_
+
+
 def _rds_ready(df: pd.DataFrame) -> pd.DataFrame:
     """Columns pyreadr can write: list/array columns become JSON strings; missing numbers
-    become R's ``NA`` (not ``NaN``)."""
+    become R's ``NA`` (not ``NaN``); integer columns within R's 32-bit range are written as R
+    integers (pyreadr writes 64-bit integers as doubles)."""
     out = {}
     for c in df.columns:
         s = df[c]
-        if s.dtype == object and len(s) and any(
+        if (pd.api.types.is_integer_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
+                and (s.dropna().abs() <= _R_INT_MAX).all()):
+            s = s.astype("Int32" if isinstance(s.dtype, pd.api.extensions.ExtensionDtype)
+                         else "int32")
+        elif s.dtype == object and len(s) and any(
             isinstance(v, (list, tuple, np.ndarray)) for v in s.head(50)
         ):
             s = pd.Series([None if v is None else json.dumps(list(map(_py, v))) for v in s],

@@ -423,19 +423,21 @@ def test_r_reads_our_rds_with_utf8_intact(tmp_path):
                           "n": range(len(R_STRINGS)),
                           "p": [0.5, np.nan, 1, 2, 3, np.nan, 4],
                           "k": pd.array([1, None, 3, 4, 5, 6, 7], dtype="Int64"),
+                          "big": [2**40] * len(R_STRINGS),
                           "party": pd.Categorical(["D", "R", None, "D", "R", "D", "R"])})
     write_frame(frame, f)
     out = _rscript(
         f'x <- readRDS("{f}"); stopifnot(is.data.frame(x), is.character(x$text)); '
         'h <- vapply(x$text, function(s) if (is.na(s)) "NA" else '
         'paste(as.character(charToRaw(enc2utf8(s))), collapse = ""), ""); '
-        'cat(h, sep = "\\n"); cat(class(x$n), "\\n"); '
+        'cat(h, sep = "\\n"); cat(class(x$n), class(x$k), class(x$big), "\\n"); '
         'cat(unique(Encoding(x$text[!is.na(x$text)])), "\\n"); '
         'cat(which(is.na(x$p)), "|", any(is.nan(x$p)), "|", which(is.na(x$k)), "|", '
         'class(x$party), levels(x$party), which(is.na(x$party)), "\\n")')
     lines = out.splitlines()
     assert lines[:len(R_STRINGS)] == [_hex(s) for s in R_STRINGS]
-    assert lines[len(R_STRINGS)].strip() in ("integer", "numeric")
+    # integers within R's 32-bit range are R integers; larger ones doubles
+    assert lines[len(R_STRINGS)].split() == ["integer", "integer", "numeric"]
     assert set(lines[len(R_STRINGS) + 1].split()) <= {"UTF-8", "unknown"}
     # missing numbers are NA in R, not NaN; factors stay factors
     assert lines[len(R_STRINGS) + 2].split() == ["2", "6", "|", "FALSE", "|", "2", "|",
