@@ -393,7 +393,7 @@ def zeroshot(
         docvars; ``text`` only with ``keep_text``), ``predicted`` (the label phrase; None for
         missing or empty texts, counted in a warning), ``prob_<label>`` for each label (float64,
         NaN for missing texts) and ``zeroshot_method`` ("NLI entailment" or "embedding
-        similarity"). ``result.attrs["quantformer"]`` holds the method, model, hypothesis,
+        similarity"; None for missing texts). ``result.attrs["quantformer"]`` holds the method, model, hypothesis,
         labels, counts of missing and truncated documents and the method's settings.
 
     Raises:
@@ -444,7 +444,10 @@ def zeroshot(
     out["predicted"] = predicted
     for j, lab in enumerate(labels):
         out[f"{PROB_PREFIX}{lab}"] = full[:, j]
-    out[METHOD_COL] = METHOD_NAMES[chosen]
+    # the method that scored the row; missing for rows without text (nothing was scored)
+    method = np.full(len(frame), None, dtype=object)
+    method[present] = METHOD_NAMES[chosen]
+    out[METHOD_COL] = method
     meta = {"method": METHOD_NAMES[chosen], "model": model_label(model),
             "hypothesis": hypothesis, "labels": labels, "multi_label": multi_label,
             "truncation": truncation, "n_docs": len(frame), "n_missing": int(missing.sum()),

@@ -208,6 +208,8 @@ def test_missing_documents_kept_with_counted_warning(tiny_bart_nli_dir):
     assert res["year"].tolist() == frame["year"].tolist()
     assert res["label"].tolist() == frame["label"].tolist()
     assert res["predicted"].isna().tolist() == [False, True, True, False, True]
+    assert res["zeroshot_method"].isna().tolist() == [False, True, True, False, True]
+    assert res["zeroshot_method"].dropna().tolist() == ["NLI entailment"] * 2
     assert np.isnan(probs_of(res, LABELS)[[1, 2, 4]]).all()
     ref = pipeline_scores(tiny_bart_nli_dir, [DOCS[0], DOCS[1]], LABELS, TEMPLATE)
     np.testing.assert_allclose(probs_of(res, LABELS)[[0, 3]], ref, atol=1e-5)
@@ -365,7 +367,8 @@ def test_cli_embedding_method_counts_missing(tmp_path, tiny_bert_dir, capsys):
     assert "2 of 5 document(s) have missing or empty text" in cap.err
     res = pd.read_csv(out)
     assert res["predicted"].isna().tolist() == [False, True, False, True, False]
-    assert res["zeroshot_method"].unique().tolist() == ["embedding similarity"]
+    assert res["zeroshot_method"].isna().tolist() == [False, True, False, True, False]
+    assert res["zeroshot_method"].dropna().unique().tolist() == ["embedding similarity"]
 
 
 def test_public_api_is_callable_as_module_and_function(tiny_bert_dir):
