@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test: pytest (tests/python), then the R package's R CMD build + check (which runs
 # tests/testthat and builds the vignettes). Exits non-zero on any failure; pytest's "no tests
-# collected" (exit 5) counts as a failure; missing R is reported as a visible SKIP.
+# collected" (exit 5) counts as a failure, and so does missing R: skipped tests are not passed
+# tests (`scripts/check.sh python` runs the Python tests alone, on a machine without R).
 # Usage: scripts/check.sh [all|python|r] [extra pytest arguments...]   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,11 +29,14 @@ fi
 if [ "$what" = all ] || [ "$what" = r ]; then
   if [ -f DESCRIPTION ] && [ -d R ] && ls R/*.R >/dev/null 2>&1; then
     if ! command -v Rscript >/dev/null 2>&1; then
-      echo "== R TESTS SKIPPED: Rscript not found (run scripts/setup.sh as root with apt-get,"
-      echo "   or install R >= 4.1 with the packages processx, jsonlite, testthat, withr)"
+      echo "== R tests NOT RUN: Rscript not found: FAILING (run scripts/setup.sh as root with"
+      echo "   apt-get, or install R >= 4.1 with processx, jsonlite, testthat, withr, knitr,"
+      echo "   rmarkdown and pandoc; scripts/check.sh python runs the Python tests alone)"
+      status=1; failed+=("R (not installed)")
     elif ! missing=$(Rscript -e 'p <- c("processx","jsonlite","testthat","withr"); m <- p[!vapply(p, requireNamespace, TRUE, quietly = TRUE)]; cat(m); quit(status = length(m) > 0)' 2>/dev/null); then
-      echo "== R TESTS SKIPPED: R packages missing: ${missing:-?} (run scripts/setup.sh as root,"
-      echo "   or install them in R)"
+      echo "== R tests NOT RUN: R packages missing: ${missing:-?}: FAILING (run scripts/setup.sh"
+      echo "   as root, or install them in R; scripts/check.sh python runs the Python tests alone)"
+      status=1; failed+=("R (packages missing)")
     elif [ ! -f scripts/check-r.sh ]; then
       echo "== R check script scripts/check-r.sh is missing: FAILING"; status=1; failed+=(R)
     else
