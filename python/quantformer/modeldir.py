@@ -207,10 +207,18 @@ def read_record(path: str | os.PathLike) -> dict:
                             "of `quantformer finetune`")
     rec_path = p / RECORD
     if not rec_path.exists():
+        if (p / "config.json").exists():
+            # e.g. a pretrained model from the hub or a package: never suggest overwriting it
+            raise ModelDirError(
+                f"'{path}' has no {RECORD} completion record: it is a model folder, but not one "
+                "written by `quantformer finetune`. Fine-tune it first (`quantformer finetune "
+                f"--model '{path}' --train F --out NEW_DIR`) and predict with NEW_DIR, or use "
+                "`quantformer zeroshot` for a model without training"
+            )
         raise ModelDirError(
-            f"'{path}' has no {RECORD} completion record: it is not a finished quantformer "
-            "model (training was interrupted, or the folder was written by another tool). "
-            "Run `quantformer finetune` again with this --out and --overwrite"
+            f"'{path}' has no {RECORD} completion record: it is not a quantformer model "
+            "directory (an interrupted `quantformer finetune` leaves no folder under its --out "
+            "name). Give the --out folder of a finished `quantformer finetune`"
         )
     try:
         record = json.loads(rec_path.read_text(encoding="utf-8"))

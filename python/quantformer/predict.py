@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ._callable import make_callable
-from .errors import InputError
+from .errors import InputError, ModelDirError
 
 CHUNK_ROWS = 4096
 
@@ -95,7 +95,7 @@ class Classifier:
         """Load a model directory (see :func:`quantformer.modeldir.load`).
 
         Raises:
-            ModelDirError: missing, incomplete or not a classifier.
+            ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
         """
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -104,9 +104,18 @@ class Classifier:
 
         record = read_record(path)
         dev = resolve_device(device)
-        with hf_quiet():
-            tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
-            model = AutoModelForSequenceClassification.from_pretrained(str(path)).to(dev)
+        try:
+            with hf_quiet():
+                tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
+                model = AutoModelForSequenceClassification.from_pretrained(str(path))
+        except (OSError, ValueError) as exc:  # weights or tokenizer files missing or damaged
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelDirError(
+                f"'{path}' has a completion record but its model files cannot be loaded "
+                f"({first}); the folder was changed after training. Fine-tune again, or copy "
+                "the whole folder again"
+            ) from exc
+        model = model.to(dev)
         hp = record.get("hyperparameters", {})
         return cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
                    truncation=hp.get("truncation", "head_tail"), device=dev, record=record)

@@ -60,9 +60,31 @@ def test_missing_incomplete_and_non_classifier_dirs(clf, tmp_path, tiny_bert_dir
         quantformer.load(tmp_path / "nope")
     # a plain pretrained model folder: no completion record
     plain = shutil.copytree(tiny_bert_dir, tmp_path / "plain")
-    with pytest.raises(ModelDirError, match="no quantformer.json completion record"):
+    with pytest.raises(ModelDirError, match="no quantformer.json completion record") as err:
         quantformer.load(plain)
+    # a pretrained model folder: fine-tune it first; never a hint to overwrite it
+    assert "not one written by `quantformer finetune`. Fine-tune it first" in str(err.value)
+    assert "overwrite" not in str(err.value)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ModelDirError, match="not a quantformer model directory") as err:
+        quantformer.load(empty)
+    assert "overwrite" not in str(err.value)
+    empty.rmdir()
     good = clf.save(tmp_path / "good")
+    # weights removed after training: a clear error, not an internal one
+    broken = shutil.copytree(good, tmp_path / "broken")
+    (broken / "model.safetensors").unlink()
+    with pytest.raises(ModelDirError, match="its model files cannot be loaded"):
+        quantformer.load(broken)
+    out = tmp_path / "p.parquet"
+    toy_frame(3).to_csv(tmp_path / "three.csv", index=False)
+    assert cli.main(["predict", "--model", str(broken), "--input", str(tmp_path / "three.csv"),
+                     "--out", str(out)]) == 2
+    assert "fine-tune again" in capsys.readouterr().err.lower()
+    assert not out.exists()
+    shutil.rmtree(broken)
+    (tmp_path / "three.csv").unlink()
     # the record present but not marked complete
     inc = shutil.copytree(good, tmp_path / "incomplete")
     rec = json.loads((inc / RECORD).read_text())
