@@ -438,7 +438,7 @@ def iter_frames(
 
     Parquet files are read one record batch at a time, so memory does not grow with the file;
     other formats are read whole and sliced. Default ids (``textN``) and the uniqueness check
-    run across chunks.
+    run across chunks. The returned iterator's ``total`` attribute is the number of documents.
 
     Raises:
         InputError: as :func:`read_frame`.
@@ -451,14 +451,31 @@ def iter_frames(
             pf = pq.ParquetFile(p)
         except Exception as exc:  # pyarrow raises several types for corrupt files
             raise InputError(f"cannot read '{path}' as Parquet: {exc}") from exc
-        if pf.metadata.num_rows == 0:
+        total = pf.metadata.num_rows
+        if total == 0:
             raise _no_documents(p)
         chunks = (batch.to_pandas() for batch in pf.iter_batches(batch_size=chunk_rows))
     else:
         whole = _read_whole(p, kind, text_col, id_col)
+        total = len(whole)
         chunks = (whole.iloc[i:i + chunk_rows] for i in range(0, len(whole), chunk_rows))
     kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
-    return _contract_chunks(chunks, f"'{path}'", kw)
+    return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw), total)
+
+
+class FrameChunks:
+    """The iterator :func:`iter_frames` returns: corpus-frame chunks, plus ``total``, the
+    number of documents in the file (for progress bars), known before the first chunk."""
+
+    def __init__(self, chunks: Iterator[pd.DataFrame], total: int):
+        self._chunks = chunks
+        self.total = int(total)
+
+    def __iter__(self) -> FrameChunks:
+        return self
+
+    def __next__(self) -> pd.DataFrame:
+        return next(self._chunks)
 
 
 def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str,

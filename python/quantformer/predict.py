@@ -284,10 +284,11 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     check_output_path(out_path)
     clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
     n = n_missing = 0
-    bar = tqdm(desc="predicting", unit="doc", disable=quiet)
+    chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
+                         label_col=label_col, fmt=fmt)
+    bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer:
-        for chunk in iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col,
-                                 id_col=id_col, label_col=label_col, fmt=fmt):
+        for chunk in chunks:
             probs, missing = clf._proba(chunk["text"].tolist(), batch_size, False)
             writer.write(clf._output(chunk, probs, missing, keep_text))
             n += len(chunk)

@@ -377,7 +377,9 @@ def test_iter_frames_chunks_ids_and_duplicates(tmp_path):
     df = pd.DataFrame({"text": [f"doc {i}" for i in range(7)], "k": range(7)})
     for ext in ("parquet", "csv"):
         write_frame(df, tmp_path / f"i.{ext}")
-        chunks = list(iter_frames(tmp_path / f"i.{ext}", chunk_rows=3))
+        it = iter_frames(tmp_path / f"i.{ext}", chunk_rows=3)
+        assert it.total == 7  # known before the first chunk (progress bars)
+        chunks = list(it)
         assert [len(c) for c in chunks] == [3, 3, 1]
         whole = pd.concat(chunks, ignore_index=True)
         assert whole["doc_id"].tolist() == [f"text{i}" for i in range(1, 8)]

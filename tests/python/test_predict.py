@@ -76,6 +76,15 @@ def test_streaming_equals_in_memory(model_dir, tmp_path, ext):
     assert [x for x in tmp_path.iterdir() if x.name.startswith(".")] == []
 
 
+def test_streaming_progress_bar_knows_the_total(model_dir, tmp_path, capsys):
+    src = tmp_path / "in.parquet"
+    _docs(60).to_parquet(src, row_group_size=7)
+    with pytest.warns(PredictionWarning):
+        predict_file(str(model_dir), src, tmp_path / "out.csv", chunk_rows=16, device="cpu")
+    err = capsys.readouterr().err
+    assert "predicting: 100%" in err and "60/60" in err  # a total, so an ETA
+
+
 def test_cli_predict(model_dir, tmp_path, capsys):
     docs = toy_frame(20).rename(columns={"text": "body", "doc_id": "key"})
     src = tmp_path / "in.csv"
