@@ -105,7 +105,7 @@ label_levels <- function(y) {
   if (any(grepl(",", lev, fixed = TRUE)))
     stop("class labels must not contain commas (the command line separates labels with ",
          "commas): ", paste0("'", lev[grepl(",", lev, fixed = TRUE)], "'", collapse = ", "),
-         call. = FALSE)
+         "; rename them, e.g. `y <- gsub(\",\", \";\", y)`", call. = FALSE)
   lev
 }
 
@@ -159,11 +159,12 @@ prediction_result <- function(out, frame, levels, type) {
 # documents, runs `verb` with `args` plus --input/--out, checks the order of the returned
 # doc_ids, warns about empty texts, and returns a factor or probability matrix.
 classify_via_cli <- function(verb, args, frame, levels, type,
-                             verbose = getOption("quantformer.verbose", TRUE)) {
+                             verbose = getOption("quantformer.verbose", TRUE), r_args = NULL) {
   in_file <- write_input(frame[c("doc_id", "text")])
   out_file <- out_path()
   on.exit(unlink(c(in_file, out_file)), add = TRUE)
-  res <- run_cli(verb, c("--input", in_file, args, "--out", out_file), verbose = verbose)
+  res <- run_cli(verb, c("--input", in_file, args, "--out", out_file), verbose = verbose,
+                 r_args = r_args)
   out <- read_output(out_file, frame$doc_id)
   warn_empty(frame, already = any(grepl("empty|missing", res$warnings)))
   prediction_result(out, frame, levels, type)

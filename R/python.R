@@ -243,12 +243,15 @@ quantformer_available <- function() {
 #'   name the temporary files R exchanges with the core are never shown.
 #' @param debug pass `--debug` so that Python tracebacks come with internal errors (option
 #'   `quantformer.debug`).
+#' @param r_args the argument names of the calling R function (`names(formals())`): flags in
+#'   the CLI's error message that correspond to one are shown as that R argument.
 #' @return The processx result list (`status`, `stdout`, `stderr`, `warnings`), invisibly.
 #' @keywords internal
 #' @noRd
 run_cli <- function(verb, args = character(),
                     verbose = getOption("quantformer.verbose", TRUE),
-                    debug = isTRUE(getOption("quantformer.debug", FALSE))) {
+                    debug = isTRUE(getOption("quantformer.debug", FALSE)),
+                    r_args = NULL) {
   found <- find_python()
   # verbs with progress bars get --quiet when nothing is shown
   quiet_flag <- if (!isTRUE(verbose) && verb %in% c("finetune", "predict", "evaluate",
@@ -289,7 +292,7 @@ run_cli <- function(verb, args = character(),
   last <- state$partial[["out"]]  # a last line without a newline
   if (echo && nzchar(last) && !grepl(tmp_dir, last, fixed = TRUE)) cat(last, "\n", sep = "")
   for (w in state$warnings) warning(w, call. = FALSE)
-  if (res$status != 0) stop(cli_error_message(verb, res, debug), call. = FALSE)
+  if (res$status != 0) stop(cli_error_message(verb, res, debug, r_args), call. = FALSE)
   res$warnings <- state$warnings
   invisible(res)
 }
@@ -300,16 +303,39 @@ CLI_ERROR_LINE <- "^quantformer( [a-z-]+)?: (error|internal error|interrupted)"
 
 # The message of a failed verb: the CLI's `quantformer <verb>: error: ...` line(s), else the
 # last lines of stderr.
-cli_error_message <- function(verb, res, debug = FALSE) {
+cli_error_message <- function(verb, res, debug = FALSE, r_args = NULL) {
   lines <- strsplit(res$stderr, "\r?\n|\r")[[1]]
   tb <- grep("^Traceback", lines)
   trace <- if (debug && length(tb)) lines[tb[1]:length(lines)] else character()
   hit <- grep(CLI_ERROR_LINE, lines, value = TRUE)
   msg <- if (length(hit)) hit else utils::tail(lines[nzchar(trimws(lines))], 5)
   if (!length(msg)) msg <- paste("the Python process stopped with exit status", res$status)
+  # the CLI's own hint names its flag; R gives its own hint below
+  msg <- sub(" \\(run with --debug for the traceback\\)$", "", msg)
+  msg <- r_flag_names(msg, r_args)
   if (length(trace)) msg <- c(trace, setdiff(msg, trace))
   paste0(paste(msg, collapse = "\n"),
-         if (res$status == 2) "" else
+         if (res$status == 2 || length(trace)) "" else
            paste0("\n(exit status ", res$status, "; set options(quantformer.debug = TRUE) and ",
                   "rerun for the Python traceback)"))
+}
+
+# Show the CLI's flags in an error message as the R arguments that set them: `--max-length`
+# becomes `max_length`, `--out` `output_dir`, a switch such as `--overwrite` `overwrite = TRUE`
+# (passed through `...`); flags with no R counterpart stay as they are. Python's
+# "(overwrite=True)" asides are dropped.
+R_SWITCHES <- c("overwrite", "keep_text", "multi_label")
+r_flag_names <- function(msg, r_args) {
+  if (is.null(r_args)) return(msg)
+  msg <- gsub(" ?\\([a-z_]+=(True|False)\\)", "", msg)
+  m <- gregexpr("--[a-z][a-z0-9-]*", msg)
+  regmatches(msg, m) <- lapply(regmatches(msg, m), function(flags) {
+    vapply(flags, function(f) {
+      nm <- gsub("-", "_", substring(f, 3), fixed = TRUE)
+      if (nm == "out" && "output_dir" %in% r_args) return("`output_dir`")
+      if (nm %in% R_SWITCHES && "..." %in% r_args) return(paste0("`", nm, " = TRUE`"))
+      if (nm %in% r_args) paste0("`", nm, "`") else f
+    }, "", USE.NAMES = FALSE)
+  })
+  msg
 }

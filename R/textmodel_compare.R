@@ -77,7 +77,7 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
                       seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
                       max_length = max_length, device = device),
             "--out", output_dir, cli_flags(...))
-  run_cli("compare", args, verbose = verbose)
+  run_cli("compare", args, verbose = verbose, r_args = names(formals()))
   table <- read_output(file.path(output_dir, "table.rds"))
   attr(table, "results") <- read_output(file.path(output_dir, "results.rds"))
   attr(table, "output_dir") <- output_dir

@@ -87,7 +87,7 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                       max_length = max_length, truncation = truncation,
                       oversample = oversample, seed = seed, device = device),
             valid_args$args, "--out", output_dir, cli_flags(...))
-  run_cli("finetune", args, verbose = verbose)
+  run_cli("finetune", args, verbose = verbose, r_args = names(formals()))
   obj <- load_finetune(output_dir)
   obj$call <- call
   obj$x <- frame
@@ -192,7 +192,7 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
          "`newdata`", call. = FALSE)
   classify_via_cli("predict", c("--model", object$model_dir,
                                 cli_flags(batch_size = batch_size, device = device)),
-                   frame, object$levels, type, verbose = verbose)
+                   frame, object$levels, type, verbose = verbose, r_args = names(formals()))
 }
 
 #' @export

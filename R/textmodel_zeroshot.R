@@ -11,7 +11,8 @@
 #' @param x documents (quanteda corpus, character vector or data frame with a `text` column),
 #'   classified by `predict()` when it has no `newdata`.
 #' @param labels the class labels (at least two), e.g. `c("economy", "foreign policy")`; each
-#'   is inserted into `hypothesis`. Labels must not contain commas.
+#'   is inserted into `hypothesis`. Label phrases may contain commas (`"taxes, spending"`);
+#'   surrounding whitespace is removed; line breaks and empty labels are refused.
 #' @param hypothesis the hypothesis template, with `{}` where the label goes.
 #' @param model `NULL` (the Python core's default for `method`), a hub id or a local folder.
 #' @param method `"auto"`, `"nli"` or `"embedding"`.
@@ -38,7 +39,8 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
   if (missing(labels) || !is.character(labels) || anyNA(labels))
     stop("`labels` must be a character vector of class labels, e.g. c(\"economy\", \"war\")",
          call. = FALSE)
-  labels <- enc2utf8(labels)
+  # the core strips surrounding whitespace from label phrases too: keep the levels equal
+  labels <- trimws(enc2utf8(labels))
   if (anyDuplicated(labels))
     stop("`labels` has duplicates: ",
          paste0("'", unique(labels[duplicated(labels)]), "'", collapse = ", "),
@@ -46,10 +48,10 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
   if (length(labels) < 2)
     stop("`labels` must name at least two classes (zero-shot classification chooses among ",
          "labels), but it has ", length(labels), call. = FALSE)
-  if (any(grepl(",", labels, fixed = TRUE)))
-    stop("labels must not contain commas (the command line separates labels with commas): ",
-         paste0("'", labels[grepl(",", labels, fixed = TRUE)], "'", collapse = ", "),
-         call. = FALSE)
+  bad <- !nzchar(labels) | grepl("[\r\n]", labels)
+  if (any(bad))
+    stop("labels must be non-empty and on one line (no line breaks): ",
+         paste0("'", labels[bad], "'", collapse = ", "), call. = FALSE)
   if (!is.character(hypothesis) || length(hypothesis) != 1 || !grepl("{}", hypothesis, fixed = TRUE))
     stop("`hypothesis` must be one string with `{}` where the label goes, e.g. ",
          "\"This text is about {}.\"", call. = FALSE)
@@ -80,12 +82,17 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
                                        verbose = getOption("quantformer.verbose", TRUE), ...) {
   type <- match.arg(type)
   frame <- if (is.null(newdata)) object$x else as_frame(newdata, arg = "newdata")
-  args <- c("--labels", paste(object$labels, collapse = ","),
+  # one label a line: label phrases may contain commas, which --labels would split on
+  labels_file <- tempfile("qf-labels-", fileext = ".txt")
+  writeLines(enc2utf8(object$labels), labels_file, useBytes = TRUE)
+  on.exit(unlink(labels_file), add = TRUE)
+  args <- c("--labels-file", labels_file,
             "--hypothesis", object$hypothesis,
             cli_flags(model = object$model, method = object$method,
                       multi_label = object$multi_label, batch_size = batch_size,
                       device = device))
-  classify_via_cli("zeroshot", args, frame, object$labels, type, verbose = verbose)
+  classify_via_cli("zeroshot", args, frame, object$labels, type, verbose = verbose,
+                   r_args = c(names(formals()), names(formals(textmodel_zeroshot))))
 }
 
 #' @export

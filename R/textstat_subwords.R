@@ -31,7 +31,8 @@ textstat_subwords <- function(x, model = NULL, max_length = 512, docvars = FALSE
   out_file <- out_path()
   on.exit(unlink(c(in_file, out_file)), add = TRUE)
   run_cli("tokenize", c("--input", in_file, cli_flags(model = model, max_length = max_length),
-                        "--out", out_file), verbose = verbose)
+                        "--out", out_file), verbose = verbose,
+          r_args = names(formals()))
   out <- read_output(out_file, frame$doc_id)
   res <- data.frame(document = frame$doc_id, n_tokens = as.integer(out$n_tokens),
                     truncated = as.logical(out$truncated), stringsAsFactors = FALSE)

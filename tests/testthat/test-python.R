@@ -166,6 +166,34 @@ test_that("verbose = FALSE shows only warnings; lines naming R's temporary files
                    quote(getOption("quantformer.verbose", TRUE)))
 })
 
+test_that("CLI flags in error messages are shown as the R arguments that set them", {
+  f <- quantformer:::r_flag_names
+  r_args <- c("x", "y", "max_length", "output_dir", "folds", "...")
+  expect_equal(
+    f("quantformer finetune: error: 'm' exists; pass --overwrite (overwrite=True) or choose another --out",
+      r_args),
+    "quantformer finetune: error: 'm' exists; pass `overwrite = TRUE` or choose another `output_dir`")
+  expect_equal(f("--max-length 1024 is above the limit; use --folds 3 or fewer, or --label-col", r_args),
+               "`max_length` 1024 is above the limit; use `folds` 3 or fewer, or --label-col")
+  expect_equal(f("use --max-length", NULL), "use --max-length")  # no R function: unchanged
+  # through run_cli: an R error names R arguments, and the CLI's --debug hint is replaced by R's
+  skip_if_no_python()
+  fake <- tempfile()
+  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+               "echo 'quantformer predict: error: --batch-size must be positive' >&2", "exit 2"),
+             fake)
+  Sys.chmod(fake, "0755")
+  withr::local_options(quantformer.python = fake)
+  expect_error(quantformer:::run_cli("predict", r_args = c("object", "batch_size")),
+               "quantformer predict: error: `batch_size` must be positive", fixed = TRUE)
+  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+               "echo 'quantformer predict: internal error: OSError: disk (run with --debug for the traceback)' >&2",
+               "exit 1"), fake)
+  err <- expect_error(quantformer:::run_cli("predict"))
+  expect_false(grepl("--debug", conditionMessage(err), fixed = TRUE))
+  expect_match(conditionMessage(err), "options(quantformer.debug = TRUE)", fixed = TRUE)
+})
+
 test_that("the Python core imports under reticulate", {
   skip_if_not_installed("reticulate")
   py <- venv_python_path()

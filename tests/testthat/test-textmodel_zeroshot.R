@@ -19,6 +19,20 @@ test_that("zero-shot with the default model: a factor named by docnames, or prob
   expect_equal(names(p2), c("d1", "d2"))
 })
 
+test_that("zero-shot label phrases may contain commas and non-ASCII characters", {
+  skip_if_no_verb("zeroshot")
+  x <- c(a = "Taxes and public spending must fall.", b = "Die Truppen kehren heim.")
+  labs <- c("taxes, spending", "Krieg, Frieden und Soldaten", " war ")
+  zs <- textmodel_zeroshot(x, labels = labs, method = "embedding")
+  expect_equal(zs$labels, c("taxes, spending", "Krieg, Frieden und Soldaten", "war"))
+  pr <- predict(zs, type = "probability")
+  expect_equal(colnames(pr), zs$labels)
+  expect_equal(unname(rowSums(pr)), c(1, 1), tolerance = 1e-5)
+  p <- predict(zs)
+  expect_equal(levels(p), zs$labels)
+  expect_false(anyNA(p))
+})
+
 test_that("zero-shot keeps the docnames of a real quanteda corpus", {
   skip_if_no_verb("zeroshot")
   uk <- readRDS(shared_data("quanteda", "ukimmig2010_corpus.rds"))
@@ -36,6 +50,7 @@ test_that("zero-shot bad inputs: one label, no template slot", {
                "`labels` has duplicates: 'economy'")
   expect_error(textmodel_zeroshot("A text.", labels = c("a", "b"), hypothesis = "About it."),
                "with `\\{\\}` where the label goes")
-  expect_error(textmodel_zeroshot("A text.", labels = c("jobs, wages", "war")),
-               "must not contain commas")
+  expect_error(textmodel_zeroshot("A text.", labels = c("jobs\nwages", "war")),
+               "no line breaks")
+  expect_error(textmodel_zeroshot("A text.", labels = c(" ", "war")), "non-empty")
 })
