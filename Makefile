@@ -6,8 +6,10 @@
 setup:
 	bash scripts/setup.sh
 
+# DEMO_ARGS passes further options, e.g. make demo DEMO_ARGS="--train-docs all"
+DEMO_ARGS ?=
 demo: setup
-	.venv/bin/python -m quantformer demo --out demo-output
+	.venv/bin/python -m quantformer demo --out demo-output $(DEMO_ARGS)
 
 check: setup
 	bash scripts/check.sh
