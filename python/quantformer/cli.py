@@ -84,13 +84,22 @@ def add_quiet_option(p: argparse.ArgumentParser) -> None:
 
 
 def positive(kind):
-    """argparse type: a number > 0 of ``kind`` (int or float)."""
+    """argparse type: a number > 0 of ``kind`` (int or float).
+
+    Args:
+        kind: ``int`` or ``float``.
+
+    Returns:
+        A converter that raises ``argparse.ArgumentTypeError`` ("'1.5' is not an integer",
+        "'x' is not a number", "must be greater than 0, not 0") for a bad value.
+    """
+    noun = {int: "an integer", float: "a number"}.get(kind, f"a {kind.__name__}")
 
     def conv(s: str):
         try:
             v = kind(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"'{s}' is not a {kind.__name__}") from None
+            raise argparse.ArgumentTypeError(f"'{s}' is not {noun}") from None
         if v <= 0:
             raise argparse.ArgumentTypeError(f"must be greater than 0, not {s}")
         return v

@@ -223,3 +223,26 @@ def test_warnings_show_on_every_in_process_run(capsys, tmp_path):
         code, _, stderr = run(capsys, "tokenize", "--input", f)
         assert code == 0
         assert f"warning: {f} is not valid UTF-8; read it as cp1252" in stderr
+
+
+def test_positive_names_the_expected_kind():
+    import argparse
+
+    from quantformer.cli import positive
+
+    assert positive(int)("3") == 3 and positive(float)("0.25") == 0.25
+    for kind, value, msg in [(int, "1.5", "'1.5' is not an integer"),
+                             (int, "two", "'two' is not an integer"),
+                             (float, "x", "'x' is not a number"),
+                             (int, "0", "must be greater than 0, not 0"),
+                             (float, "-1", "must be greater than 0, not -1")]:
+        with pytest.raises(argparse.ArgumentTypeError) as e:
+            positive(kind)(value)
+        assert str(e.value) == msg
+
+
+def test_bad_positive_flag_message_through_the_cli(capsys, tmp_path):
+    args = ["finetune", "--train", "x.csv", "--epochs", "1.5", "--out", str(tmp_path / "m")]
+    assert main(args) == 2
+    assert "argument --epochs: '1.5' is not an integer" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
