@@ -323,7 +323,8 @@ def finetune(
     if len(seen) < 2:
         raise InputError(
             f"the training data has only one class ({seen[0]!r}) after removing missing labels; "
-            "a classifier needs documents of at least two classes"
+            "a classifier needs documents of at least two classes: code documents of at least "
+            "one other class, or check --label-col"
         )
     counts = data["label"].value_counts()
     singles = sorted(counts[counts == 1].index.tolist())

@@ -125,8 +125,9 @@ def test_bad_training_data(tiny_bert_dir):
     m = str(tiny_bert_dir)
     frame = toy_frame(20)
     one = frame.assign(label=["econ"] * 18 + [None, None])
-    with pytest.raises(InputError, match="only one class \\('econ'\\)"):
+    with pytest.raises(InputError, match="only one class \\('econ'\\)") as e:
         finetune(one, model=m, **FAST)
+    assert "code documents of at least one other class, or check --label-col" in str(e.value)
     with pytest.raises(InputError, match="training set is empty"):
         finetune(frame.assign(label=None), model=m, **FAST)
     with pytest.raises(InputError, match="training set is empty"):
