@@ -67,27 +67,49 @@ def is_missing_text(values) -> np.ndarray:
                      (isinstance(v, str) and not v.strip()) for v in values], dtype=bool)
 
 
-def training_rows(frame: pd.DataFrame, what: str = "training data") -> pd.DataFrame:
-    """The rows of a labelled corpus frame usable for training or scoring.
+def unusable_rows(frame: pd.DataFrame, what: str = "training data"):
+    """Which documents of a labelled corpus frame cannot be trained on or scored.
 
-    Documents with a missing label or a missing/blank text are left out, with one warning that
-    counts them (they are never dropped silently).
+    Returns:
+        ``(no_label, no_text)``: bool arrays of shape (n,), True where the label is missing,
+        and where the text is missing or blank (:func:`is_missing_text`).
 
     Raises:
-        InputError: no ``label`` column, or no usable document is left.
+        InputError: no ``label`` column (name it with ``--label-col``), or no document has
+            both a text and a label.
     """
     if "label" not in frame.columns:
         raise InputError(f"the {what} has no label column; name it with --label-col")
     no_label = frame["label"].isna().to_numpy()
     no_text = is_missing_text(frame["text"])
+    if (no_label | no_text).all():
+        raise InputError(f"the {what} has no document with both a text and a label; give "
+                         "coded documents (or name the columns with --text-col/--label-col)")
+    return no_label, no_text
+
+
+def training_rows(frame: pd.DataFrame, what: str = "training data",
+                  left_out: str = "left out") -> pd.DataFrame:
+    """The rows of a labelled corpus frame usable for training or scoring.
+
+    Documents with a missing label or a missing/blank text are left out, with one warning that
+    counts them (they are never dropped silently).
+
+    Args:
+        frame: corpus frame with ``text`` and ``label``.
+        what: what the frame is, for messages (default ``"training data"``).
+        left_out: how the warning says what happens to them (default ``"left out"``).
+
+    Raises:
+        InputError: no ``label`` column, or no usable document is left.
+    """
+    no_label, no_text = unusable_rows(frame, what)
     keep = ~(no_label | no_text)
     if (~keep).any():
-        warnings.warn(f"{int((~keep).sum())} document(s) of the {what} left out: "
+        warnings.warn(f"{int((~keep).sum())} document(s) of the {what} {left_out}: "
                       f"{int(no_label.sum())} without a label, "
                       f"{int((no_text & ~no_label).sum())} with a missing or empty text",
                       stacklevel=2)
-    if not keep.any():
-        raise InputError(f"the {what} has no document with both a text and a label")
     return frame.loc[keep].reset_index(drop=True)
 
 
@@ -103,7 +125,8 @@ def check_folds(labels, folds: int, where: str = "the training data") -> None:
     counts = pd.Series(list(labels)).value_counts()
     if len(counts) < 2:
         raise InputError(f"{where} has only one class ({', '.join(map(repr, counts.index))}); "
-                         "a classifier needs at least two")
+                         "a classifier needs at least two: code documents of at least one "
+                         "other class, or check --label-col")
     small = counts[counts < folds]
     if len(small):
         cls, n = small.index[-1], int(small.iloc[-1])
@@ -178,9 +201,11 @@ def bow_vectorizer(min_df: int | float = 2, max_df: int | float = 0.9, **tok):
 def _input_embeddings(model: str | None):
     from transformers import AutoModel
 
+    from .modeldir import hf_quiet
     from .models import resolve_model
 
-    m = AutoModel.from_pretrained(resolve_model(model))
+    with hf_quiet():  # no "Loading weights" bar: it is a quick internal load
+        m = AutoModel.from_pretrained(resolve_model(model))
     return m.get_input_embeddings().weight.detach().float().numpy()
 
 

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from quantformer.baselines import (BASELINES, BowTokenizer, ModelEmbeddings, WordVectors,
-                                   bow_vectorizer, check_folds, fit_baseline, training_rows)
+                                   bow_vectorizer, check_folds, fit_baseline, training_rows,
+                                   unusable_rows)
 from quantformer.errors import InputError
 
 POS = ["taxes rise", "tax cuts now", "the taxes are high", "cut the deficit and taxes",
@@ -61,7 +62,9 @@ def test_check_folds_names_the_small_class_and_suggests_fewer_folds():
         check_folds(labels, 5)
     assert "class 'rare' has only 3 document(s)" in str(e.value)
     assert "use --folds 3 or fewer" in str(e.value)
-    with pytest.raises(InputError, match="only one class"):
+    with pytest.raises(InputError, match="only one class \\('a'\\); a classifier needs at "
+                                         "least two: code documents of at least one other "
+                                         "class, or check --label-col"):
         check_folds(["a"] * 10, 2)
     with pytest.raises(InputError, match="code more documents of that class"):
         check_folds(["a"] * 10 + ["b"], 2)
@@ -159,3 +162,21 @@ def test_unknown_baseline_and_empty_vocabulary():
                            "label": ["x", "y"] * 3})
     with pytest.raises(InputError, match="lower min_df or raise max_df"):
         fit_baseline(unique, "xgb-bow", folds=2, min_df=2, remove_numbers=False)
+
+
+def test_unusable_rows_masks_and_errors():
+    f = two_class(3)
+    f["text"] = f["text"].astype(object)
+    f.loc[0, "label"], f.loc[1, "text"], f.loc[2, "text"] = None, None, ""
+    f.loc[0, "text"] = ""
+    no_label, no_text = unusable_rows(f, "test data")
+    assert no_label.tolist() == [True] + [False] * 5
+    assert no_text.tolist() == [True, True, True, False, False, False]
+    with pytest.raises(InputError, match="the test data has no label column; name it with "
+                                         "--label-col"):
+        unusable_rows(f.drop(columns="label"), "test data")
+    with pytest.raises(InputError, match="has no document with both a text and a label"):
+        unusable_rows(f.assign(text=""), "test data")
+    with pytest.warns(UserWarning, match="3 document\\(s\\) of the test data are not scored: "
+                                         "1 without a label, 2 with a missing or empty text"):
+        assert len(training_rows(f, "test data", "are not scored")) == 3
