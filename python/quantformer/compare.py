@@ -199,18 +199,31 @@ class CompareResult:
             plt.close(fig)
         return target
 
-    def save(self, out) -> Path:
-        """Write results.csv/.rds, table.csv/.rds, table.md, figure10.png, summary.json."""
-        from .tune import prepare_out_dir, write_json, write_table
+    def save(self, out, overwrite: bool = False) -> Path:
+        """Write results.csv/.rds, table.csv/.rds, table.md, figure10.png, summary.json.
 
-        d = prepare_out_dir(out)
-        d.mkdir(parents=True, exist_ok=True)
-        write_table(self.results, d, "results")
-        write_table(self.table, d, "table")
-        (d / "table.md").write_text(self.markdown() + "\n", encoding="utf-8")
-        self.plot(d / "figure10.png", title=self.summary.get("title"))
-        write_json({**self.summary, "runs": self.runs}, d / "summary.json")
-        return d
+        The folder is written atomically (:func:`quantformer.tune.results_dir`): an error
+        leaves an existing ``out`` as it was, and ``overwrite`` keeps no earlier file.
+
+        Args:
+            out: the results folder (str or path).
+            overwrite: replace an existing non-empty ``out`` (default False).
+
+        Returns:
+            The path of the folder.
+
+        Raises:
+            InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
+        """
+        from .tune import results_dir, write_json, write_table
+
+        with results_dir(out, overwrite) as d:
+            write_table(self.results, d, "results")
+            write_table(self.table, d, "table")
+            (d / "table.md").write_text(self.markdown() + "\n", encoding="utf-8")
+            self.plot(d / "figure10.png", title=self.summary.get("title"))
+            write_json({**self.summary, "runs": self.runs}, d / "summary.json")
+        return Path(out)
 
 
 def build_table(results: pd.DataFrame, models: list[str], descriptions: dict) -> pd.DataFrame:
@@ -306,7 +319,8 @@ def compare(
 
     Args:
         train, test: labelled corpus frames. Documents without a label or text are left out
-            (a warning counts them).
+            of training and of the scores (a warning counts them; ``summary["n_test"]`` is
+            the number of test documents scored, ``n_test_unscored`` the others).
         models: names from :data:`MODELS` (list or comma-separated string), in table order.
         model: the Transformer for ``default`` (``None`` = bundled all-MiniLM-L6-v2).
         train_sizes: training-set sizes (e.g. ``[500, 1000, 2000]``); ``None`` = all training
@@ -317,7 +331,7 @@ def compare(
         folds: CV folds for tuning the baselines (5).
         vectors: GloVe/word2vec text file for the ``-vec`` baselines; default the averaged
             MiniLM input embeddings.
-        quiet: no progress lines.
+        quiet: no progress lines and no transformers progress bars.
         finetune_kwargs: extra arguments for :func:`quantformer.finetune.finetune` (e.g.
             ``max_length``, ``epochs``, ``lr``, ``device``).
         fitters: ``{name: fit(sample, seed=...) -> classifier}`` to add or replace models
@@ -332,6 +346,18 @@ def compare(
             data, a class with fewer documents than ``folds`` in some sample (names it and
             suggests fewer folds), a bad vectors file, repeats < 1.
     """
+    import contextlib
+
+    from .modeldir import hf_quiet
+
+    with hf_quiet() if quiet else contextlib.nullcontext():
+        return _compare(train, test, models=models, model=model, train_sizes=train_sizes,
+                        repeats=repeats, seed=seed, folds=folds, vectors=vectors, quiet=quiet,
+                        finetune_kwargs=finetune_kwargs, fitters=fitters, title=title)
+
+
+def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
+             finetune_kwargs, fitters, title) -> CompareResult:
     from .baselines import WordVectors, check_folds, training_rows
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
@@ -341,7 +367,8 @@ def compare(
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise InputError(f"--repeats must be a whole number of at least 1, not {repeats!r}")
     data = training_rows(train, "training data")
-    test = training_rows(test, "test data")
+    n_test_all = len(test)
+    test = training_rows(test, "test data", "cannot be scored and are left out of the scores")
     sizes = check_sizes(train_sizes, len(data))
     vec = None
     if any(n.endswith("-vec") for n in names):
@@ -380,8 +407,10 @@ def compare(
 
     summary = {"title": title, "models": descriptions, "transformer": model_label(model),
                "train_sizes": sizes, "repeats": repeats, "seed": seed, "folds": folds,
-               "vectors": vectors or "MiniLM input embeddings (all-MiniLM-L6-v2)",
+               "vectors": (vectors or "MiniLM input embeddings (all-MiniLM-L6-v2)")
+               if any(n.endswith("-vec") for n in names) else None,
                "n_train": len(data), "n_test": len(test),
+               "n_test_unscored": n_test_all - len(test),
                "labels": sorted(set(data["label"]) | set(test["label"])),
                "by_size": margins(results)}
     return CompareResult(results=results, table=table, runs=runs, summary=summary)
@@ -401,7 +430,7 @@ def add_cli(sub) -> None:
                     "draws) and score it on the test set, as in Wankmüller (2022) Table 1 and "
                     "Figure 10. Writes results.csv/.rds (one row per model x size x repeat), "
                     "table.csv/.rds/.md (mean and min-max per size), figure10.png and "
-                    "summary.json into --out.",
+                    "summary.json into --out (a new or empty folder, or --overwrite).",
     )
     p.add_argument("--train", required=True, help="labelled training corpus file")
     p.add_argument("--test", required=True, help="labelled test corpus file")
@@ -426,16 +455,18 @@ def add_cli(sub) -> None:
                    help="tokens per document for the Transformer (512)")
     add_device_option(p)
     add_quiet_option(p)
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", required=True, help="output folder (new or empty)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out folder (no earlier file is kept)")
     p.set_defaults(func=_run_compare)
 
 
 def _run_compare(args) -> int:
     from .cli import corpus_kwargs, print_table
     from .frames import read_frame
-    from .tune import prepare_out_dir
+    from .tune import check_results_dir, written_files
 
-    out = prepare_out_dir(args.out)
+    out = check_results_dir(args.out, args.overwrite)
     names = parse_models(args.models)
     train = read_frame(args.train, require_label=True, **corpus_kwargs(args))
     test = read_frame(args.test, require_label=True, **corpus_kwargs(args))
@@ -450,11 +481,11 @@ def _run_compare(args) -> int:
                       train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
                       folds=args.folds, vectors=args.vectors, quiet=args.quiet,
                       finetune_kwargs=ft, title=Path(args.train).name)
-    res.save(out)
+    res.save(out, overwrite=args.overwrite)
     if not args.quiet:
         print_table(res.table.drop(columns="description").set_index("model"),
                     title="macro-F1 on the test set (Table 1 style)")
-    print(f"wrote results, table (.csv/.rds/.md), figure10.png and summary.json to {out}")
+    print(f"wrote {written_files(out)} to {out}")
     return 0
 
 

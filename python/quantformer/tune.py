@@ -25,11 +25,14 @@ centred on the small-model default of 8e-5 x 4.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-import sys
+import shutil
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,16 +81,74 @@ def macro_f1(truth, predicted, labels) -> float:
                           zero_division=0))
 
 
-def prepare_out_dir(out: str | os.PathLike) -> Path:
-    """Validate an output folder before any work (it may exist; files in it are replaced).
+def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Validate a results folder (``--out`` of ``tune`` and ``compare``) before any work.
+
+    A folder that does not exist yet, or an empty one, is fine; a non-empty folder is replaced
+    only when ``overwrite`` is True (see :func:`results_dir`).
+
+    Args:
+        out: the folder path.
+        overwrite: allow replacing an existing non-empty folder (default False).
+
+    Returns:
+        ``Path(out)``.
 
     Raises:
-        InputError: ``out`` is an existing file.
+        InputError: ``out`` is a file (never replaced), or a non-empty folder and
+            ``overwrite`` is False.
     """
     p = Path(out)
     if p.exists() and not p.is_dir():
-        raise InputError(f"--out '{out}' is a file; give a folder for the results")
+        raise InputError(f"--out '{out}' is a file, not a folder; choose another --out for the "
+                         "results folder")
+    if p.is_dir() and not overwrite and any(p.iterdir()):
+        raise InputError(f"--out '{out}' exists and is not empty; pass --overwrite "
+                         "(overwrite=True) or choose another --out")
     return p
+
+
+@contextlib.contextmanager
+def results_dir(out: str | os.PathLike, overwrite: bool = False):
+    """Write a results folder atomically: ``with results_dir(out) as tmp: <write into tmp>``.
+
+    The files are written into a temporary sibling folder (``.<name>.*.part``) that replaces
+    ``out`` only when the ``with`` block ends without an error, as
+    :func:`quantformer.modeldir.write_model_dir` does for model directories. So no file of an
+    earlier run survives an ``overwrite``, and an error or interruption leaves the old folder
+    (or nothing) as it was.
+
+    Args:
+        out: the folder to write.
+        overwrite: replace an existing non-empty folder (default False).
+
+    Raises:
+        InputError: see :func:`check_results_dir` (checked before the block runs).
+    """
+    from .frames import _UMASK
+
+    target = Path(os.path.abspath(check_results_dir(out, overwrite)))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
+    os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes it private; results get the usual mode
+    old = None
+    try:
+        yield tmp
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old",
+                                        dir=target.parent))
+            os.replace(target, old)  # onto the empty folder mkdtemp made
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            if target.exists():
+                os.rmdir(old)  # the rename aside failed: drop the empty placeholder
+            else:
+                os.replace(old, target)  # failed between the two renames: put it back
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_json(obj, path: str | os.PathLike) -> Path:
@@ -229,24 +290,40 @@ class TuneResult:
     test_report: object = None
     info: dict = field(default_factory=dict)
 
-    def save(self, out: str | os.PathLike) -> Path:
-        """Write the results into folder ``out`` (see the ``tune`` CLI verb for the files)."""
-        d = prepare_out_dir(out)
-        d.mkdir(parents=True, exist_ok=True)
-        write_table(self.cv_results, d, "cv_results")
-        write_table(self.cv_summary, d, "cv_summary")
-        best = {**self.best, **{k: v for k, v in self.info.items()}}
-        if self.test_report is not None:
-            best["test"] = {"macro_f1": self.test_report.macro_f1,
-                            "accuracy": self.test_report.accuracy, "n": self.test_report.n}
-        write_json(best, d / "best.json")
-        if self.model is not None and hasattr(self.model, "save"):
-            self.model.save(d / "model", overwrite=True)
-        if self.test_predictions is not None:
-            write_table(self.test_predictions, d, "test_predictions")
-        if self.test_report is not None:
-            self.test_report.save(d / "test_report.json")
-        return d
+    def save(self, out: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Write the results into folder ``out``, atomically (see :func:`results_dir`).
+
+        Files: ``cv_results.csv/.rds``, ``cv_summary.csv/.rds``, ``best.json``, ``model/``
+        (when refit) and, with a test set, ``test_predictions.csv/.rds`` and
+        ``test_report.json``.
+
+        Args:
+            out: the results folder.
+            overwrite: replace an existing non-empty ``out`` (default False); no file of the
+                earlier run is kept.
+
+        Returns:
+            The path of the folder.
+
+        Raises:
+            InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
+        """
+        with results_dir(out, overwrite) as d:
+            write_table(self.cv_results, d, "cv_results")
+            write_table(self.cv_summary, d, "cv_summary")
+            best = {**self.best, **self.info}
+            if self.test_report is not None:
+                best["test"] = {"macro_f1": self.test_report.macro_f1,
+                                "accuracy": self.test_report.accuracy,
+                                "n": self.test_report.n}
+            write_json(best, d / "best.json")
+            if self.model is not None and hasattr(self.model, "save"):
+                self.model.save(d / "model")
+            if self.test_predictions is not None:
+                write_table(self.test_predictions, d, "test_predictions")
+            if self.test_report is not None:
+                self.test_report.save(d / "test_report.json")
+        return Path(out)
 
 
 def _finetune_fit(frame, *, lr, epochs, **kw):
@@ -292,7 +369,10 @@ def tune(
     Args:
         train: labelled corpus frame (``doc_id``, ``text``, ``label``); documents without a
             label or text are left out with a warning.
-        test: optional labelled frame scored by the refit model.
+        test: optional labelled frame predicted and scored by the refit model. Every row is
+            predicted, in order (``predicted`` is missing for a missing or empty text); rows
+            without a label or text are left out of the test report only; one warning counts
+            both.
         model: model name or folder (``None`` = the bundled all-MiniLM-L6-v2).
         lrs, epochs_grid: the grid; default by model size (module docstring).
         folds: stratified CV folds (5), shuffled with ``seed``.
@@ -302,7 +382,8 @@ def tune(
             (configurations x folds + 1 refit); None for no limit.
         seed: CV split and every run's seed.
         batch_size, max_length, truncation, device: passed to fine-tuning.
-        quiet: no progress lines (the plan and estimate are printed unless quiet).
+        quiet: no progress lines and no transformers progress bars (the plan and estimate
+            are printed unless quiet).
         refit: refit the best configuration on all training data (default True).
         estimate: measure one training step to print a time estimate (default True).
         fit_fn: ``fit_fn(frame, *, lr, epochs, **finetune_kwargs)`` returning an object with
@@ -313,10 +394,24 @@ def tune(
 
     Raises:
         InputError: a class with fewer documents than ``folds`` (names it, suggests fewer
-            folds), a bad grid value, more runs than ``max_runs``, and anything fine-tuning
-            rejects (checked on the first run).
+            folds), a bad grid value, more runs than ``max_runs``, a test set without a label
+            column or without a document that has a text and a label, and anything
+            fine-tuning rejects (checked on the first run).
     """
-    from .baselines import check_folds, stratified_folds, training_rows
+    from .modeldir import hf_quiet
+
+    with hf_quiet() if quiet else contextlib.nullcontext():
+        return _tune(train, test, model=model, lrs=lrs, epochs_grid=epochs_grid, folds=folds,
+                     oversample=oversample, max_runs=max_runs, seed=seed,
+                     batch_size=batch_size, max_length=max_length, truncation=truncation,
+                     device=device, quiet=quiet, refit=refit, estimate=estimate,
+                     fit_fn=fit_fn)
+
+
+def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, seed,
+          batch_size, max_length, truncation, device, quiet, refit, estimate,
+          fit_fn) -> TuneResult:
+    from .baselines import check_folds, stratified_folds, training_rows, unusable_rows
     from .models import model_label
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
@@ -339,8 +434,9 @@ def tune(
             f"{len(epochs_grid)} epochs x {folds} folds{' + 1 refit' if refit else ''}), more "
             f"than --max-runs {max_runs}; shrink --lrs or --epochs-grid, use fewer --folds, or "
             "raise --max-runs")
-    if test is not None:
-        test = training_rows(test, "test data")
+    if test is not None:  # checked before any run; every row is predicted after the refit
+        test = test.reset_index(drop=True)
+        test_no_label, test_no_text = unusable_rows(test, "test data")
     kw = dict(model=model, batch_size=batch_size, max_length=max_length, truncation=truncation,
               oversample=oversample, seed=seed, device=device, quiet=True)
     fit = fit_fn or _finetune_fit
@@ -395,23 +491,50 @@ def tune(
         if test is not None:
             from .evaluate import evaluate
 
-            result.test_predictions = _predict_frame(result.model, test)
-            result.test_report = evaluate(test["label"], result.test_predictions["predicted"],
-                                          labels=result.model.labels)
+            result.test_predictions = _predict_frame(result.model, test, test_no_text)
+            scored = ~(test_no_label | test_no_text)
+            _warn_test_rows(test_no_label, test_no_text)
+            result.test_report = evaluate(
+                test["label"][scored], result.test_predictions["predicted"][scored],
+                labels=result.model.labels)
             say(f"test: macro-F1 {result.test_report.macro_f1:.4f}, accuracy "
                 f"{result.test_report.accuracy:.4f} on {result.test_report.n} documents")
     result.info = {"model": model_label(model), "folds": folds, "seed": seed,
                    "oversample": oversample, "lrs": lrs, "epochs_grid": epochs_grid,
-                   "runs": n_runs, "n_train": len(data), "labels": labels,
+                   "runs": n_runs, "n_train": len(data),
+                   "n_test": None if test is None else len(test), "labels": labels,
                    "seconds": time.perf_counter() - t_start}
     return result
 
 
-def _predict_frame(clf, frame: pd.DataFrame) -> pd.DataFrame:
+def _predict_frame(clf, frame: pd.DataFrame, no_text: np.ndarray) -> pd.DataFrame:
+    """Predictions for every row of ``frame`` in order; ``predicted`` missing where
+    ``no_text``. A :class:`~quantformer.predict.Classifier` gives its full output (docvars,
+    ``prob_<label>``); any other ``fit_fn`` result gives ``doc_id``, ``label``, ``predicted``."""
     if hasattr(clf, "predict") and hasattr(clf, "_output"):
         return clf.predict(frame, warn=False)
-    return pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "label": frame["label"],
-                         "predicted": predicted_labels(clf, frame)})
+    pred = np.full(len(frame), None, dtype=object)
+    if (~no_text).any():
+        pred[~no_text] = predicted_labels(clf, frame.loc[~no_text].reset_index(drop=True))
+    return pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(),
+                         "label": frame["label"].to_numpy(),
+                         "predicted": pd.Series(pred, dtype="string").to_numpy()})
+
+
+def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:
+    """One warning counting the test documents that get no prediction or no score."""
+    n_text, n_out = int(no_text.sum()), int((no_label | no_text).sum())
+    if not n_out:
+        return
+    parts = []
+    if n_text:
+        parts.append(f"{n_text} have a missing or empty text and are kept in test_predictions "
+                     "with a missing prediction")
+    parts.append(f"{n_out} ({int(no_label.sum())} without a label, "
+                 f"{int((no_text & ~no_label).sum())} labelled but without a text) are left "
+                 f"out of the test report, which scores the other {len(no_label) - n_out}")
+    warnings.warn(f"of the {len(no_label)} test document(s), " + "; ".join(parts),
+                  stacklevel=3)
 
 
 # --------------------------------------------------------------------------------------------
@@ -429,7 +552,9 @@ def add_cli(sub) -> None:
                     "fold and scored by macro-F1 on the held-out fold; the best (ties: fewer "
                     "epochs, then lower rate) is refit on all training data and scored on "
                     "--test. Writes cv_results.csv/.rds, cv_summary.csv/.rds, best.json, "
-                    "model/ and, with --test, test_predictions.csv/.rds and test_report.json.",
+                    "model/ and, with --test, test_predictions.csv/.rds (every test document, "
+                    "in order) and test_report.json into --out (a new or empty folder, or "
+                    "--overwrite).",
     )
     p.add_argument("--train", required=True, help="labelled training corpus file")
     p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
@@ -454,7 +579,9 @@ def add_cli(sub) -> None:
                    help="how long documents are cut (head_tail)")
     add_device_option(p)
     add_quiet_option(p)
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", required=True, help="output folder (new or empty)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out folder (no earlier file is kept)")
     p.set_defaults(func=_run_tune)
 
 
@@ -462,7 +589,7 @@ def _run_tune(args) -> int:
     from .cli import corpus_kwargs, print_table
     from .frames import read_frame
 
-    out = prepare_out_dir(args.out)
+    out = check_results_dir(args.out, args.overwrite)
     lrs = parse_list(args.lrs, float, "--lrs")
     epochs = parse_list(args.epochs_grid, int, "--epochs-grid")
     train = read_frame(args.train, require_label=True, **corpus_kwargs(args))
@@ -475,12 +602,22 @@ def _run_tune(args) -> int:
     res.info["train"] = str(args.train)
     if args.test:
         res.info["test"] = str(args.test)
-    res.save(out)
+    res.save(out, overwrite=args.overwrite)
     if not args.quiet:
-        print_table(res.cv_summary.set_index(["lr", "epochs"]),
+        # learning rates as written (5e-05), not rounded to the table's 4 decimals
+        table = res.cv_summary.assign(lr=[f"{v:g}" for v in res.cv_summary["lr"]])
+        print_table(table.set_index(["lr", "epochs"]),
                     title="cross-validated macro-F1 per configuration")
-    print(f"wrote cv_results, cv_summary, best.json and model/ to {out}", file=sys.stdout)
+    print(f"wrote {written_files(out)} to {out}")
     return 0
+
+
+def written_files(folder: str | os.PathLike) -> str:
+    """``"a.csv, b.rds and model/"``: the files and folders in ``folder``, sorted (for the
+    CLI's closing line)."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in Path(folder).iterdir()
+                   if not p.name.startswith("."))
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 make_callable(__name__, "tune")

@@ -168,3 +168,84 @@ def test_cli_real_tiny_finetune_writes_every_output(tmp_path, tiny_bert_dir, cap
     assert summary["runs"][0] == {"model": "default", "train_size": 24, "repeat": 1,
                                   "lr": 1e-3, "epochs": 1}
     assert "| default: " in (out / "table.md").read_text()
+
+
+def test_unscorable_test_documents_are_counted_and_vectors_named_only_when_used():
+    train, test = toy()
+    test = test.copy()
+    test["text"] = test["text"].astype(object)
+    test.loc[3, "text"], test.loc[8, "label"] = " ", None
+    with pytest.warns(UserWarning, match="2 document\\(s\\) of the test data cannot be scored "
+                                         "and are left out of the scores: 1 without a label, "
+                                         "1 with a missing or empty text"):
+        res = compare(train, test, models="default,svm-bow", repeats=1, folds=2, quiet=True,
+                      fitters=fake_fitters())
+    assert res.summary["n_test"] == 18 and res.summary["n_test_unscored"] == 2
+    assert res.summary["vectors"] is None  # no -vec model ran
+
+
+def _compare_args(tmp_path, out, *extra):
+    train, test = toy()
+    return ["compare", "--train", _csv(tmp_path, train, "train.csv"), "--test",
+            _csv(tmp_path, test, "test.csv"), "--models", "svm-bow", "--repeats", "1",
+            "--folds", "2", *extra, "--out", str(out)]
+
+
+def test_cli_out_refused_overwrite_replaces_and_errors_leave_the_old_folder(
+        tmp_path, capsys, monkeypatch):
+    from quantformer.compare import CompareResult
+
+    out = tmp_path / "cmp"
+    out.mkdir()
+    (out / "stale.csv").write_text("from an earlier run")
+    assert cli.main(_compare_args(tmp_path, out, "--quiet")) == 2
+    err = capsys.readouterr().err
+    assert f"'{out}' exists and is not empty; pass --overwrite (overwrite=True) or choose " \
+           "another --out" in err
+    assert [p.name for p in out.iterdir()] == ["stale.csv"]
+
+    def broken(self, path, title=None):
+        raise RuntimeError("no space left")
+
+    # an error while the folder is written: the old folder stays as it was, no temporary
+    monkeypatch.setattr(CompareResult, "plot", broken)
+    assert cli.main(_compare_args(tmp_path, out, "--quiet", "--overwrite")) == 1
+    assert "no space left" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["stale.csv"]
+    monkeypatch.undo()
+    assert cli.main(_compare_args(tmp_path, out, "--quiet", "--overwrite")) == 0
+    files = ["figure10.png", "results.csv", "results.rds", "summary.json", "table.csv",
+             "table.md", "table.rds"]
+    assert sorted(p.name for p in out.iterdir()) == files  # stale.csv is gone
+    assert capsys.readouterr().out.strip() == (
+        f"wrote {', '.join(files[:-1])} and table.rds to {out}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp", "test.csv", "train.csv"]
+    with pytest.raises(InputError, match="exists and is not empty"):
+        CompareResult(results=pd.DataFrame(), table=pd.DataFrame()).save(out)
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_cli_quiet_prints_only_the_closing_line_and_verbose_no_blank_line(
+        tmp_path, capfd, quiet):
+    from transformers.utils import logging as hf_logging
+
+    from quantformer.baselines import _input_embeddings
+
+    _input_embeddings.cache_clear()  # load the embeddings again: no "Loading weights" bar
+    bars = hf_logging.is_progress_bar_enabled()
+    out = tmp_path / "cmp"
+    args = _compare_args(tmp_path, out, *(["--quiet"] if quiet else []))
+    args[args.index("svm-bow")] = "svm-vec"
+    assert cli.main(args) == 0
+    printed = capfd.readouterr()
+    assert "Loading" not in printed.err and "Loading" not in printed.out
+    assert hf_logging.is_progress_bar_enabled() == bars  # restored
+    lines = printed.out.splitlines()
+    assert "" not in lines
+    if quiet:
+        assert printed.err == "" and lines == [lines[-1]]
+    else:
+        assert lines[0].startswith("compare: 1 model(s)") and len(lines) > 4
+    assert lines[-1].startswith("wrote figure10.png, ")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["vectors"] == "MiniLM input embeddings (all-MiniLM-L6-v2)"

@@ -29,7 +29,7 @@ class FakeClassifier:
         if self.score_of is None or self.score_of(self.lr, self.epochs):
             # the config is "good": predict the truth
             for i, lab in enumerate(frame["label"]):
-                p[i, self.labels.index(lab)] = 1
+                p[i, self.labels.index(lab if lab in self.labels else self.top)] = 1
         else:
             p[:, self.labels.index(self.top)] = 1
         return p
@@ -194,3 +194,132 @@ def test_real_tiny_finetune_through_cli(tmp_path, tiny_bert_dir, capsys, monkeyp
 
     assert pyreadr.read_r(str(out / "cv_results.rds"))[None]["fold"].tolist() == \
         cv["fold"].tolist()
+
+
+# --------------------------------------------------------------------------------------------
+# the results folder, the test set and the printed summary (CLI with a fake fine-tuning)
+
+
+@pytest.fixture
+def fake_cli(monkeypatch):
+    """Make the tune CLI fine-tune with :func:`fake_fit` (no model, no time estimate)."""
+    import quantformer.tune as tune_mod
+
+    log = []
+    monkeypatch.setattr(tune_mod, "_finetune_fit", fake_fit(log))
+    monkeypatch.setattr(tune_mod, "step_seconds", lambda *a, **k: 0.01)
+    return log
+
+
+def with_gaps(frame):
+    """The frame with rows 2, 5, 9 given an empty/missing text and row 7 no label."""
+    f = frame.copy()
+    f["text"] = f["text"].astype(object)
+    f.loc[2, "text"], f.loc[5, "text"], f.loc[9, "text"] = "", None, "   "
+    f.loc[7, "label"] = None
+    return f
+
+
+def _tune_args(train, out, *extra):
+    return ["tune", "--train", train, "--lrs", "5e-5,1e-4", "--epochs-grid", "2", "--folds",
+            "2", "--device", "cpu", *extra, "--out", str(out)]
+
+
+def test_test_documents_without_text_are_kept_and_counted():
+    test = with_gaps(imbalanced(8, 4))  # 12 rows: 3 without text, 1 without a label
+    with pytest.warns(UserWarning) as rec:
+        res = tune(imbalanced(), test, lrs=[1e-4], epochs_grid=[2], folds=2, quiet=True,
+                   fit_fn=fake_fit([], score_of=lambda lr, ep: True))
+    msg = " ".join(str(w.message) for w in rec)
+    assert "of the 12 test document(s), 3 have a missing or empty text and are kept in " \
+           "test_predictions with a missing prediction" in msg
+    assert "4 (1 without a label, 3 labelled but without a text) are left out of the test " \
+           "report, which scores the other 8" in msg
+    pred = res.test_predictions
+    assert pred["doc_id"].tolist() == test["doc_id"].tolist()  # every row, in order
+    assert pred["predicted"].isna().tolist() == [i in (2, 5, 9) for i in range(12)]
+    assert pred["label"].isna().sum() == 1
+    # the fake predicts the truth: the 8 scorable documents are all right
+    assert res.test_report.n == 8 and res.test_report.macro_f1 == 1.0
+    assert res.info["n_test"] == 12
+    with pytest.raises(InputError, match="test data has no document with both a text and a "
+                                         "label"):
+        tune(imbalanced(), test.assign(label=None), lrs=[1e-4], epochs_grid=[2], folds=2,
+             quiet=True, fit_fn=fake_fit([]))
+
+
+def test_cli_out_refused_overwrite_replaces_stale_files(tmp_path, capsys, fake_cli):
+    train = _csv(tmp_path, imbalanced(), "train.csv")
+    test = _csv(tmp_path, with_gaps(imbalanced(8, 4)), "test.csv")
+    out = tmp_path / "out"
+    out.mkdir()  # an empty folder is fine
+    assert cli.main(_tune_args(train, out, "--test", test, "--quiet")) == 0
+    printed = capsys.readouterr()
+    assert printed.out.strip() == (
+        f"wrote best.json, cv_results.csv, cv_results.rds, cv_summary.csv, cv_summary.rds, "
+        f"test_predictions.csv, test_predictions.rds and test_report.json to {out}")
+    assert "3 have a missing or empty text" in printed.err
+    preds = pd.read_csv(out / "test_predictions.csv", keep_default_na=False, na_values=[""])
+    assert len(preds) == 12 and preds["predicted"].isna().sum() == 3
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # a second run into the same folder is refused before any work, the folder untouched
+    fake_cli.clear()
+    assert cli.main(_tune_args(train, out)) == 2
+    err = capsys.readouterr().err
+    assert f"'{out}' exists and is not empty; pass --overwrite" in err
+    assert "or choose another --out" in err
+    assert fake_cli == [] and {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # --overwrite replaces it: no test_* file of the earlier run survives
+    assert cli.main(_tune_args(train, out, "--overwrite", "--quiet")) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"wrote best.json, cv_results.csv, cv_results.rds, cv_summary.csv and cv_summary.rds "
+        f"to {out}")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "best.json", "cv_results.csv", "cv_results.rds", "cv_summary.csv", "cv_summary.rds"]
+    assert "test" not in json.loads((out / "best.json").read_text())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "test.csv", "train.csv"]
+    # a file is never replaced
+    assert cli.main(_tune_args(train, tmp_path / "train.csv", "--overwrite")) == 2
+    assert "is a file, not a folder; choose another --out" in capsys.readouterr().err
+
+
+def test_cli_error_mid_run_leaves_the_old_folder_or_nothing(tmp_path, capsys, monkeypatch,
+                                                            fake_cli):
+    import quantformer.tune as tune_mod
+
+    train = _csv(tmp_path, imbalanced(), "train.csv")
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "stale.txt").write_text("earlier run")
+
+    def broken(*a, **k):
+        raise RuntimeError("disk full")
+
+    # an error while the folder is written (after some files are): exit 1, nothing changed
+    monkeypatch.setattr(tune_mod, "write_json", broken)
+    assert cli.main(_tune_args(train, old, "--overwrite", "--quiet")) == 1
+    assert "disk full" in capsys.readouterr().err
+    assert [p.name for p in old.iterdir()] == ["stale.txt"]
+    assert cli.main(_tune_args(train, tmp_path / "new", "--quiet")) == 1
+    # a user error detected late (here by the first fine-tuning run): exit 2
+    monkeypatch.undo()
+    monkeypatch.setattr(tune_mod, "step_seconds", lambda *a, **k: 0.01)
+
+    def refuses(frame, **kw):
+        raise InputError("--max-length 9999 is longer than the model's limit")
+
+    monkeypatch.setattr(tune_mod, "_finetune_fit", refuses)
+    assert cli.main(_tune_args(train, tmp_path / "new", "--quiet")) == 2
+    assert "longer than the model's limit" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old", "train.csv"]
+
+
+def test_cli_table_prints_learning_rates_as_given(tmp_path, capsys, fake_cli):
+    train = _csv(tmp_path, imbalanced(), "train.csv")
+    assert cli.main(_tune_args(train, tmp_path / "out")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("cross-validated macro-F1 per configuration")
+    rows = [ln.split() for ln in lines[start + 3:start + 5]]
+    assert sorted(r[0] for r in rows) == ["0.0001", "5e-05"]
+    assert all(r[1] == "2" for r in rows)
+    assert any(ln.startswith("best: lr 5e-05, 2 epochs") for ln in lines)
