@@ -20,6 +20,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -176,6 +177,13 @@ class _Parser(argparse.ArgumentParser):
     argparse's default prints the whole usage block before the message; users (and R, which
     shows the CLI's message as its error) need only the problem and the fix.
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse takes "-1e-5" for an option (its pattern knows "-1" and "-.5" only), so
+        # `--lr -1e-5` said "expected one argument" instead of "must be positive"
+        self._negative_number_matcher = re.compile(
+            r"^-\d+$|^-\d*\.\d+$|^-(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
