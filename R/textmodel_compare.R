@@ -24,8 +24,10 @@
 #'   size.
 #' @param max_length tokens per document for the Transformer (512).
 #' @param device `"auto"`, `"cpu"`, `"cuda"` or `"mps"`.
-#' @param output_dir folder for the result files (created; files in it are replaced); default a
+#' @param output_dir folder for the result files (created; written whole at the end); default a
 #'   new folder in [tempdir()].
+#' @param overwrite if `TRUE`, replace an existing non-empty `output_dir` (all its files);
+#'   if `FALSE` (default) such a folder is an error, raised before any work.
 #' @param verbose logical: show the Python core's progress bars and messages live
 #'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
 #'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
@@ -50,7 +52,7 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
                               models = c("default", "svm-bow", "svm-vec", "xgb-bow", "xgb-vec"),
                               train_sizes = NULL, repeats = 5, seed = 1, folds = 5, model = NULL,
                               epochs = NULL, lr = NULL, max_length = 512, device = "auto",
-                              output_dir = NULL,
+                              output_dir = NULL, overwrite = FALSE,
                               verbose = getOption("quantformer.verbose", TRUE), ...) {
   frame <- as_frame(x)
   yy <- resolve_y(y, frame)
@@ -76,7 +78,7 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
             cli_flags(models = models, train_sizes = train_sizes, repeats = repeats,
                       seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
                       max_length = max_length, device = device),
-            "--out", output_dir, cli_flags(...))
+            "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
   run_cli("compare", args, verbose = verbose, r_args = names(formals()))
   table <- read_output(file.path(output_dir, "table.rds"))
   attr(table, "results") <- read_output(file.path(output_dir, "results.rds"))

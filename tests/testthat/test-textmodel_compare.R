@@ -18,6 +18,15 @@ test_that("textmodel_compare returns the Table-1 data frame with the long result
   m <- mean(res$macro_f1[res$model == "svm-bow" & res$train_size == 120])
   expect_equal(tab$f1_mean_120[1], m)
   expect_true(file.exists(file.path(attr(tab, "output_dir"), "table.md")))
+  # the same output_dir again: refused (in R's words) unless overwrite = TRUE
+  out <- attr(tab, "output_dir")
+  expect_error(textmodel_compare(s[-test, ], y = "party", test = s[test, ], models = "svm-bow",
+                                 train_sizes = 60, repeats = 1, folds = 2, output_dir = out),
+               "pass `overwrite = TRUE` or choose another `output_dir`", fixed = TRUE)
+  tab2 <- textmodel_compare(s[-test, ], y = "party", test = s[test, ], models = "svm-bow",
+                            train_sizes = 60, repeats = 1, folds = 2, output_dir = out,
+                            overwrite = TRUE)
+  expect_equal(nrow(attr(tab2, "results")), 1)
 })
 
 test_that("textmodel_compare: unknown model names and missing test labels", {
@@ -28,5 +37,5 @@ test_that("textmodel_compare: unknown model names and missing test labels", {
   skip_if_no_verb("compare")
   expect_error(textmodel_compare(s[c(1:10, 191:200), ], y = "party", test = s[21:30, ],
                                  models = "svm-xyz"),
-               "quantformer compare: error: unknown model name\\(s\\) in --models: svm-xyz")
+               "quantformer compare: error: unknown model name\\(s\\) in `models`: svm-xyz")
 })
