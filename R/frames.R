@@ -79,7 +79,8 @@ resolve_y <- function(y, frame, arg = "y") {
   n <- nrow(frame)
   if (is.null(y)) stop("`", arg, "` is missing: give the labels (one per document) or a ",
                        "docvar name", call. = FALSE)
-  dv <- frame_docvars(frame)
+  # any column but doc_id and text, a column named "label" included
+  dv <- frame[setdiff(names(frame), c("doc_id", "text"))]
   if (is.character(y) && length(y) == 1 && n != 1) {
     if (!y %in% names(dv))
       stop("`", arg, "` = '", y, "' is not a docvar of `x`; ",

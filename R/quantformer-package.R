@@ -12,7 +12,10 @@
 #' [quantformer_config()] for finding or installing the Python core.
 #'
 #' Options: `quantformer.python` (the Python to use), `quantformer.verbose` (the default of
-#' every `verbose` argument; `FALSE` silences the progress output of the Python core),
+#' the `verbose` argument of the long-running functions, [textmodel_finetune()],
+#' [textmodel_compare()] and the `predict()` methods; `FALSE` silences the progress output of
+#' the Python core; the quick [textstat_subwords()] and [classification_report()] default to
+#' `verbose = FALSE`),
 #' `quantformer.debug` (`TRUE` adds the Python traceback to internal errors).
 #'
 #' @section Example data:

@@ -40,7 +40,8 @@
 #'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
 #'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
 #' @param ... further options of `quantformer finetune`, named as R arguments
-#'   (`overwrite = TRUE` gives `--overwrite`, `warmup_ratio = 0.1` gives `--warmup-ratio 0.1`).
+#'   (`overwrite = TRUE` gives `--overwrite`; `python -m quantformer finetune --help` lists
+#'   them all; most have an R argument above).
 #' @return An object of class `c("textmodel_finetune", "textmodel", "list")` with
 #'   `model_dir` (absolute path), `levels` (class labels in model order), `call`, `summary`
 #'   (the run record `quantformer.json`: label counts, number of training documents,

@@ -99,7 +99,9 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
 print.textmodel_zeroshot <- function(x, ...) {
   cat("Zero-shot classifier (quantformer)\n")
   if (!is.null(x$call)) cat("\nCall:\n", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
-  cat("\nLabels:     ", paste(x$labels, collapse = ", "), "\n", sep = "")
+  labs <- x$labels
+  if (any(grepl(",", labs, fixed = TRUE))) labs <- paste0('"', labs, '"')  # unambiguous
+  cat("\nLabels:     ", paste(labs, collapse = ", "), "\n", sep = "")
   cat("Hypothesis: ", x$hypothesis, "\n", sep = "")
   cat("Model:      ", if (is.null(x$model)) "(default)" else x$model, ", method ", x$method,
       if (x$multi_label) ", multi-label", "\n", sep = "")

@@ -235,8 +235,12 @@ def read_record(path: str | os.PathLike) -> dict:
     cfg_path = p / "config.json"
     if not cfg_path.exists():
         raise ModelDirError(f"'{path}' has no config.json; fine-tune again")
-    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    archs = cfg.get("architectures") or []
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelDirError(f"'{cfg_path}' is not valid JSON ({exc}); the folder was changed "
+                            "after training: fine-tune again") from exc
+    archs = (cfg.get("architectures") if isinstance(cfg, dict) else None) or []
     if not any(a.endswith("ForSequenceClassification") for a in archs):
         raise ModelDirError(
             f"'{path}' is not a sequence classifier (architectures: {', '.join(archs) or 'none'});"

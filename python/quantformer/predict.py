@@ -108,7 +108,8 @@ class Classifier:
             with hf_quiet():
                 tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
                 model = AutoModelForSequenceClassification.from_pretrained(str(path))
-        except (OSError, ValueError) as exc:  # weights or tokenizer files missing or damaged
+        except Exception as exc:  # weights or tokenizer files missing, truncated or damaged
+            # (OSError, ValueError, safetensors' SafetensorError, tokenizers' exceptions...)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelDirError(
                 f"'{path}' has a completion record but its model files cannot be loaded "

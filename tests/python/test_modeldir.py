@@ -83,6 +83,16 @@ def test_missing_incomplete_and_non_classifier_dirs(clf, tmp_path, tiny_bert_dir
                      "--out", str(out)]) == 2
     assert "fine-tune again" in capsys.readouterr().err.lower()
     assert not out.exists()
+    # truncated weights, an invalid config.json: the same exit-2 kind of error
+    shutil.copy(good / "model.safetensors", broken / "model.safetensors")
+    data = (broken / "model.safetensors").read_bytes()
+    (broken / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelDirError, match="its model files cannot be loaded"):
+        quantformer.load(broken)
+    shutil.copy(good / "model.safetensors", broken / "model.safetensors")
+    (broken / "config.json").write_text("{not json")
+    with pytest.raises(ModelDirError, match="config.json' is not valid JSON"):
+        quantformer.load(broken)
     shutil.rmtree(broken)
     (tmp_path / "three.csv").unlink()
     # the record present but not marked complete

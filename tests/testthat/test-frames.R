@@ -57,6 +57,9 @@ test_that("y: a docvar name or one value per document", {
                "`y` has 2 value\\(s\\) but `x` has 3 document\\(s\\)")
   expect_error(quantformer:::resolve_y("partei", f),
                "'partei' is not a docvar of `x`; its docvars are: party")
+  # a column called "label" is a docvar like any other
+  fl <- quantformer:::as_frame(data.frame(text = c("a", "b", "c"), label = c("p", "q", NA)))
+  expect_equal(quantformer:::resolve_y("label", fl), list(y = c("p", "q", NA), name = "label"))
   expect_equal(quantformer:::label_levels(factor(c("b", "a", NA), levels = c("z", "b", "a"))),
                c("b", "a"))
   expect_error(quantformer:::label_levels(c("a", "a", NA)), "at least two classes")

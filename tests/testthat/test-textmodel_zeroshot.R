@@ -25,6 +25,8 @@ test_that("zero-shot label phrases may contain commas and non-ASCII characters",
   labs <- c("taxes, spending", "Krieg, Frieden und Soldaten", " war ")
   zs <- textmodel_zeroshot(x, labels = labs, method = "embedding")
   expect_equal(zs$labels, c("taxes, spending", "Krieg, Frieden und Soldaten", "war"))
+  expect_output(print(zs), 'Labels:     "taxes, spending", "Krieg, Frieden und Soldaten", "war"',
+                fixed = TRUE)
   pr <- predict(zs, type = "probability")
   expect_equal(colnames(pr), zs$labels)
   expect_equal(unname(rowSums(pr)), c(1, 1), tolerance = 1e-5)
