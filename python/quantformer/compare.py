@@ -441,17 +441,19 @@ def add_cli(sub) -> None:
     p.add_argument("--train-sizes", default=None,
                    help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "
                         "training documents)")
-    p.add_argument("--repeats", type=int, default=5, help="draws per training size (5)")
+    from .cli import positive
+
+    p.add_argument("--repeats", type=positive(int), default=5, help="draws per training size (5)")
     p.add_argument("--seed", type=int, default=1, help="base seed (1)")
     p.add_argument("--folds", type=int, default=5, help="CV folds for tuning the baselines (5)")
     p.add_argument("--vectors", default=None,
                    help="GloVe/word2vec text file for svm-vec/xgb-vec (default: averaged "
                         "MiniLM input embeddings)")
-    p.add_argument("--epochs", type=int, default=None,
+    p.add_argument("--epochs", type=positive(int), default=None,
                    help="fine-tuning epochs (default by model size)")
-    p.add_argument("--lr", type=float, default=None,
+    p.add_argument("--lr", type=positive(float), default=None,
                    help="fine-tuning learning rate (default by model size)")
-    p.add_argument("--max-length", type=int, default=512,
+    p.add_argument("--max-length", type=positive(int), default=512,
                    help="tokens per document for the Transformer (512)")
     add_device_option(p)
     add_quiet_option(p)

@@ -572,8 +572,11 @@ def add_cli(sub) -> None:
     p.add_argument("--max-runs", type=int, default=None,
                    help="refuse to start when the grid needs more fine-tuning runs than this")
     p.add_argument("--seed", type=int, default=1, help="seed of the folds and the runs (1)")
-    p.add_argument("--batch-size", type=int, default=16, help="training batch size (16)")
-    p.add_argument("--max-length", type=int, default=512,
+    from .cli import positive
+
+    p.add_argument("--batch-size", type=positive(int), default=16,
+                   help="training batch size (16)")
+    p.add_argument("--max-length", type=positive(int), default=512,
                    help="tokens per document, special tokens included (512)")
     p.add_argument("--truncation", default="head_tail", choices=("head_tail", "head", "tail"),
                    help="how long documents are cut (head_tail)")

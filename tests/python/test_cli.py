@@ -255,3 +255,21 @@ def test_negative_numbers_are_values_not_options(capsys, tmp_path, value):
     args = ["finetune", "--train", "x.csv", "--lr", value, "--out", str(tmp_path / "m")]
     assert main(args) == 2
     assert f"argument --lr: must be greater than 0, not {value}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verb,flag,value,msg", [
+    ("compare", "--lr", "-1e-5", "must be greater than 0, not -1e-5"),
+    ("compare", "--repeats", "1.5", "'1.5' is not an integer"),
+    ("compare", "--max-length", "0", "must be greater than 0, not 0"),
+    ("tune", "--batch-size", "0", "must be greater than 0, not 0"),
+])
+def test_compare_and_tune_check_numbers_before_any_work(capsys, tmp_path, verb, flag, value,
+                                                        msg):
+    args = [verb, "--train", "a.csv", "--out", str(tmp_path / "o"), flag, value]
+    if verb == "compare":
+        args += ["--test", "b.csv"]
+    assert main(args) == 2
+    err = capsys.readouterr()
+    assert f"argument {flag}: {msg}" in err.err
+    assert "runs" not in err.out  # refused before the plan is printed
+    assert not (tmp_path / "o").exists()
