@@ -84,6 +84,13 @@ def add_quiet_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def add_results_dir_options(p: argparse.ArgumentParser) -> None:
+    """``--out`` (a results folder, new or empty) and ``--overwrite`` (tune, compare)."""
+    p.add_argument("--out", required=True, help="output folder (new or empty)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out folder (no earlier file is kept)")
+
+
 def positive(kind):
     """argparse type: a number > 0 of ``kind`` (int or float).
 

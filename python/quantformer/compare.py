@@ -421,7 +421,8 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
 
 
 def add_cli(sub) -> None:
-    from .cli import add_corpus_options, add_device_option, add_model_option, add_quiet_option
+    from .cli import (add_corpus_options, add_device_option, add_model_option,
+                      add_quiet_option, add_results_dir_options, positive)
 
     p = sub.add_parser(
         "compare",
@@ -441,8 +442,6 @@ def add_cli(sub) -> None:
     p.add_argument("--train-sizes", default=None,
                    help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "
                         "training documents)")
-    from .cli import positive
-
     p.add_argument("--repeats", type=positive(int), default=5, help="draws per training size (5)")
     p.add_argument("--seed", type=int, default=1, help="base seed (1)")
     p.add_argument("--folds", type=int, default=5, help="CV folds for tuning the baselines (5)")
@@ -457,9 +456,7 @@ def add_cli(sub) -> None:
                    help="tokens per document for the Transformer (512)")
     add_device_option(p)
     add_quiet_option(p)
-    p.add_argument("--out", required=True, help="output folder (new or empty)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing --out folder (no earlier file is kept)")
+    add_results_dir_options(p)
     p.set_defaults(func=_run_compare)
 
 

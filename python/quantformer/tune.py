@@ -542,7 +542,8 @@ def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:
 
 
 def add_cli(sub) -> None:
-    from .cli import add_corpus_options, add_device_option, add_model_option, add_quiet_option
+    from .cli import (add_corpus_options, add_device_option, add_model_option,
+                      add_quiet_option, add_results_dir_options, positive)
 
     p = sub.add_parser(
         "tune",
@@ -572,8 +573,6 @@ def add_cli(sub) -> None:
     p.add_argument("--max-runs", type=int, default=None,
                    help="refuse to start when the grid needs more fine-tuning runs than this")
     p.add_argument("--seed", type=int, default=1, help="seed of the folds and the runs (1)")
-    from .cli import positive
-
     p.add_argument("--batch-size", type=positive(int), default=16,
                    help="training batch size (16)")
     p.add_argument("--max-length", type=positive(int), default=512,
@@ -582,9 +581,7 @@ def add_cli(sub) -> None:
                    help="how long documents are cut (head_tail)")
     add_device_option(p)
     add_quiet_option(p)
-    p.add_argument("--out", required=True, help="output folder (new or empty)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing --out folder (no earlier file is kept)")
+    add_results_dir_options(p)
     p.set_defaults(func=_run_tune)
 
 
