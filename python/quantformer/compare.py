@@ -165,7 +165,7 @@ class CompareResult:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from .frames import _tmp_path
+        from .frames import write_figure
 
         sizes = self.summary["train_sizes"]
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -186,18 +186,7 @@ class CompareResult:
         ax.legend(fontsize="small")
         ax.set_title(title or "macro-F1 by training size (mean, min–max band)")
         fig.tight_layout()
-        target = Path(path)
-        tmp = _tmp_path(target)
-        try:
-            fig.savefig(tmp, format="png", dpi=120)
-            target.unlink(missing_ok=True)
-            tmp.replace(target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        finally:
-            plt.close(fig)
-        return target
+        return write_figure(fig, path)
 
     def save(self, out, overwrite: bool = False) -> Path:
         """Write results.csv/.rds, table.csv/.rds, table.md, figure10.png, summary.json.

@@ -121,7 +121,7 @@ class Report:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from .frames import _tmp_path
+        from .frames import write_figure
 
         cm = self.confusion.to_numpy()
         k = len(self.labels)
@@ -139,17 +139,7 @@ class Report:
                         color="white" if cm[i, j] > top / 2 else "black")
         fig.colorbar(im, ax=ax)
         fig.tight_layout()
-        target = Path(path)
-        tmp = _tmp_path(target)
-        try:
-            fig.savefig(tmp, format="png", dpi=120)
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        finally:
-            plt.close(fig)
-        return target
+        return write_figure(fig, path)
 
 
 def evaluate(truth, predicted, labels=None) -> Report:

@@ -536,6 +536,27 @@ def _tmp_path(target: Path) -> Path:
     return Path(name)
 
 
+def write_figure(fig, path: str | os.PathLike, dpi: int = 120) -> Path:
+    """Save a matplotlib figure as PNG atomically (temporary file, then rename) and close it.
+
+    Returns:
+        The path written.
+    """
+    import matplotlib.pyplot as plt
+
+    target = Path(path)
+    tmp = _tmp_path(target)
+    try:
+        fig.savefig(tmp, format="png", dpi=dpi)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
+    return target
+
+
 _R_INT_MAX = 2**31 - 1  # R integers are 32-bit; -2^31 is R's NA_integer_
 
 
