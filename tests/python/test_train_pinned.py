@@ -1,0 +1,45 @@
+"""Pinned outputs of classification fine-tuning (issue 15: splitting the loop into
+``quantformer.train`` must not change a seeded run). The model is a tiny BERT whose weights are
+seeded and whose tokenizer is the bundled all-MiniLM-L6-v2's (a fixed vocabulary: the tiny
+tokenizers of tiny_models.py are trained per session and their ids are not stable)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from toydata import toy_frame
+
+from quantformer.finetune import finetune
+
+# probabilities of 'econ' for the first 6 documents, loss per epoch, validation macro-F1:
+# measured with the single-function finetune() of commit 5a6a1eb, before the split
+PINNED_PROBS = [0.5023230314, 0.5022826791, 0.5022930503, 0.5022944212, 0.502294004,
+                0.5023135543]
+PINNED_LOSS = [0.702325, 0.693678]
+
+
+@pytest.fixture(scope="module")
+def pinned_model_dir(tmp_path_factory, default_model_dir):
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tok = AutoTokenizer.from_pretrained(str(default_model_dir))
+    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=64,
+                     max_position_embeddings=512, pad_token_id=tok.pad_token_id)
+    torch.manual_seed(20261201)
+    out = tmp_path_factory.mktemp("pinned") / "bert"
+    BertModel(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def test_seeded_classification_output_is_pinned(pinned_model_dir):
+    frame = toy_frame(40)
+    clf = finetune(frame, model=str(pinned_model_dir), epochs=2, lr=2e-3, seed=11,
+                   oversample=0.8, valid_fraction=0.2, batch_size=8, max_length=64,
+                   quiet=True, device="cpu")
+    probs = clf.predict_proba(frame)[:6, 0]
+    np.testing.assert_allclose(probs, PINNED_PROBS, atol=1e-6)
+    assert clf.record["train_loss_per_epoch"] == PINNED_LOSS
+    assert clf.record["validation"]["macro_f1"] == pytest.approx(3 / 11)
