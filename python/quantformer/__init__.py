@@ -26,7 +26,7 @@ _LAZY = {
     "finetune": "quantformer.finetune",
     "predict": "quantformer.predict",
     "evaluate": "quantformer.evaluate",
-    "load": "quantformer.modeldir:load",
+    "load": "quantformer.predict:load",
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
     "embed": "quantformer.embed:embed",

@@ -328,6 +328,10 @@ def _run_evaluate(args) -> int:
                              "labelled test file")
         if args.pred:
             raise InputError("give either --pred or --model with --input, not both")
+        from .metrics import evaluate_model_task
+
+        if evaluate_model_task(args) is not None:  # regression and multi-label models
+            return 0
         from .predict import Classifier
 
         frame = read_frame(args.input, text_col=args.text_col, id_col=args.id_col,

@@ -1,4 +1,4 @@
-"""Fine-tune a pretrained Transformer encoder as a document classifier.
+"""Fine-tune a pretrained Transformer encoder as a document classifier or regression model.
 
 The recipe follows Wankmüller (2022), section 6.4: AdamW without weight decay, the learning rate
 decayed linearly to 0 with no warm-up, dropout 0.1, batch size 16, a fixed number of epochs,
@@ -6,12 +6,11 @@ gradients clipped at norm 1.0 (the Hugging Face default the paper's runs used). 
 are cut with head+tail truncation (section 6.3). Optional random oversampling of minority
 classes (section 6.4, ratio 0.25 in the paper) is applied to the training data only.
 
-The training loop is quantformer's own: documents are tokenised once, grouped into batches of
-similar length (shuffled into mega-batches of 50 batches, sorted by length inside each, and the
-batch order shuffled), and each batch is padded only to its own longest document. That costs
-about 2 % padding instead of the ~80 % of random batches, which is where the speed-up over the
-Hugging Face ``Trainer`` comes from. ``seed`` fixes Python, NumPy and torch generators and the
-data order, so two CPU runs with one seed give identical models.
+:func:`finetune` reads as a table of contents over :mod:`quantformer.train`: check the
+arguments, prepare the data and the task (classification, regression, multilabel), encode,
+run the epoch loop (length-grouped batches, fused AdamW), write the record. ``seed`` fixes
+Python, NumPy and torch generators and the data order, so two CPU runs with one seed give
+identical models.
 
 Default learning rate and epochs depend on the model size (:func:`default_hyperparameters`):
 the paper's 1e-5 to 3e-5 were chosen for BERT-base (768 hidden units); small models such as the
@@ -20,188 +19,22 @@ bundled all-MiniLM-L6-v2 (384) underfit with them and need a larger rate.
 
 from __future__ import annotations
 
-import math
-import random
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 
 from ._callable import make_callable
 from .errors import InputError
+from .train.arguments import (BATCH_SIZE, DEFAULT_VALID_FRACTION, DROPOUT, MAX_GRAD_NORM,
+                              SIZE_DEFAULTS, check_arguments, default_hyperparameters,
+                              model_size)
+from .train.data import length_grouped_batches, oversample_indices, set_seed
+from .train.tasks import TrainingWarning
 
-DROPOUT = 0.1
-BATCH_SIZE = 16
-MAX_GRAD_NORM = 1.0
-MEGABATCH = 50
-DEFAULT_VALID_FRACTION = 0.0
-# hidden size -> (lr, epochs); the first row whose bound is >= the model's hidden size is used
-SIZE_DEFAULTS = (
-    (512, 8e-5, 4),    # small: MiniLM (384), DistilBERT-small, tiny test models
-    (1024 - 1, 3e-5, 4),  # base: BERT/RoBERTa-base (768); paper section 6.4 range 1e-5..3e-5
-    (10 ** 9, 1e-5, 4),   # large (1024+): the bottom of the paper's range, for stability
-)
-
-
-class TrainingWarning(UserWarning):
-    """A problem in the training data that training works around (tiny classes, dropped rows)."""
-
-
-# ------------------------------------------------------------------------------------------
-# hyperparameters
-
-
-def model_size(model: str | None) -> str:
-    """``small``, ``base`` or ``large`` from the model's hidden size (config only, no weights)."""
-    from .models import load_config
-
-    config = load_config(model)
-    hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 768
-    for (bound, _, _), name in zip(SIZE_DEFAULTS, ("small", "base", "large")):
-        if hidden <= bound:
-            return name
-    return "large"  # pragma: no cover
-
-
-def default_hyperparameters(model: str | None = None) -> dict:
-    """Default learning rate and epochs for a model, chosen by its size.
-
-    ================  ===============  ======  ======
-    size              hidden units     lr      epochs
-    ================  ===============  ======  ======
-    small             <= 512           8e-5    4
-    base              513 - 1023       3e-5    4
-    large             >= 1024          1e-5    4
-    ================  ===============  ======  ======
-
-    The paper's rates (1e-5 to 3e-5, section 6.4) were tuned for BERT-base. On the bundled
-    all-MiniLM-L6-v2 (384 hidden units) they underfit: measured on the Abortion task, 2e-5 x 3
-    epochs gave macro-F1 0.44, 5e-5 x 4 gave 0.59, 8e-5 x 4 0.62, 1e-4 x 5 0.61. See
-    ``bench/RESULTS.md`` for the default's score (mean of seeds 1-3).
-
-    Args:
-        model: model name or folder (``None`` = the bundled default).
-
-    Returns:
-        ``{"lr": float, "epochs": int, "size": str}``.
-    """
-    size = model_size(model)
-    i = ("small", "base", "large").index(size)
-    _, lr, epochs = SIZE_DEFAULTS[i]
-    return {"lr": lr, "epochs": epochs, "size": size}
-
-
-def _check_positive(value, name: str, kind) -> None:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if kind is int:
-        ok = ok and float(value) == int(value)
-    if not ok or not value > 0 or (isinstance(value, float) and not math.isfinite(value)):
-        what = "a whole number" if kind is int else "a number"
-        raise InputError(f"--{name} must be {what} greater than 0, not {value!r}")
-
-
-# ------------------------------------------------------------------------------------------
-# data preparation
-
-
-def oversample_indices(labels, ratio: float, rng: np.random.Generator) -> np.ndarray:
-    """Random oversampling: every class smaller than ``ratio`` x the largest class is topped up
-    with documents drawn with replacement until it has ``ceil(ratio * largest)`` documents.
-
-    Args:
-        labels: array (n,) of class labels (training data only).
-        ratio: target minority:majority ratio in (0, 1]; the paper uses 0.25 (section 6.4).
-        rng: NumPy generator (seeded).
-
-    Returns:
-        int64 indices into ``labels``: all originals in order, then the added duplicates.
-
-    Raises:
-        InputError: ``ratio`` outside (0, 1].
-    """
-    if not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
-        raise InputError(f"--oversample must be a ratio in (0, 1] (the paper uses 0.25), not "
-                         f"{ratio!r}")
-    labels = np.asarray(labels, dtype=object)
-    classes, counts = np.unique(labels, return_counts=True)
-    target = int(math.ceil(ratio * counts.max()))
-    extra = []
-    for c, n in zip(classes, counts):
-        if n < target:
-            members = np.flatnonzero(labels == c)
-            extra.append(rng.choice(members, size=target - n, replace=True))
-    return np.concatenate([np.arange(len(labels)), *extra]).astype(np.int64)
-
-
-def length_grouped_batches(lengths, batch_size: int, rng: np.random.Generator) -> list:
-    """Batches of similar length in a random order (one epoch).
-
-    Indices are shuffled, cut into mega-batches of ``50 * batch_size``, sorted by length
-    (longest first) inside each, cut into batches, and the batch order is shuffled.
-
-    Returns:
-        A list of int64 index arrays.
-    """
-    lengths = np.asarray(lengths)
-    perm = rng.permutation(len(lengths))
-    mega = batch_size * MEGABATCH
-    batches = []
-    for s in range(0, len(perm), mega):
-        chunk = perm[s:s + mega]
-        chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
-        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
-    order = rng.permutation(len(batches))
-    return [batches[i] for i in order]
-
-
-def set_seed(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's global generators."""
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed % (2 ** 32))
-    torch.manual_seed(seed)
-
-
-def _prepare(frame: pd.DataFrame, what: str) -> tuple[pd.DataFrame, int, int]:
-    """Drop rows with a missing label or text; return (kept, n_missing_label, n_missing_text)."""
-    from .tokenization import _is_missing
-
-    if not isinstance(frame, pd.DataFrame) or "text" not in frame.columns:
-        raise InputError(f"the {what} data must be a corpus frame with 'text' and 'label' "
-                         "columns (see quantformer.read_frame)")
-    if "label" not in frame.columns:
-        raise InputError(f"the {what} data has no 'label' column; name it with --label-col")
-    from .frames import _as_str_series
-
-    lab = _as_str_series(frame["label"])
-    no_label = lab.isna().to_numpy()
-    no_text = np.array([_is_missing(t) for t in frame["text"]], dtype=bool) & ~no_label
-    kept = frame.loc[~no_label & ~no_text].copy()
-    kept["label"] = lab[~no_label & ~no_text]
-    return kept.reset_index(drop=True), int(no_label.sum()), int(no_text.sum())
-
-
-def _split_valid(frame: pd.DataFrame, fraction: float, seed: int):
-    from sklearn.model_selection import train_test_split
-
-    counts = frame["label"].value_counts()
-    strat = frame["label"] if counts.min() >= 2 else None
-    n_valid = max(1, int(round(fraction * len(frame))))
-    if n_valid >= len(frame) - 1:
-        raise InputError(f"--valid-fraction {fraction} leaves no training data; use a smaller "
-                         "fraction")
-    if strat is not None and n_valid < len(counts):
-        strat = None
-    tr, va = train_test_split(np.arange(len(frame)), test_size=n_valid, random_state=seed,
-                              stratify=strat)
-    return (frame.iloc[np.sort(tr)].reset_index(drop=True),
-            frame.iloc[np.sort(va)].reset_index(drop=True))
-
-
-# ------------------------------------------------------------------------------------------
-# training
+__all__ = ["finetune", "default_hyperparameters", "model_size", "oversample_indices",
+           "length_grouped_batches", "set_seed", "TrainingWarning", "BATCH_SIZE", "DROPOUT",
+           "MAX_GRAD_NORM", "SIZE_DEFAULTS", "DEFAULT_VALID_FRACTION"]
 
 
 def finetune(
@@ -221,233 +54,202 @@ def finetune(
     device: str = "auto",
     quiet: bool = False,
     source: str | None = None,
+    task: str = "classification",
+    label_cols: list[str] | None = None,
+    label_sep: str | None = None,
+    tune_thresholds: bool = False,
+    early_stopping: int | None = None,
+    precision: str = "auto",
+    grad_accum: int = 1,
 ):
     """Fine-tune a pretrained encoder on labelled documents (Wankmüller 2022, section 6.4).
 
     Args:
-        frame: corpus frame with ``text`` and ``label``. Rows with a missing label are left out
-            (a printed count); rows with a missing or empty text too (a warning).
+        frame: corpus frame with ``text`` and ``label`` (for ``label_cols``: those columns).
+            Rows with a missing label or text are left out (counted in the record).
         model: hub id or local folder; ``None`` = the bundled all-MiniLM-L6-v2.
         epochs, lr: default by model size, see :func:`default_hyperparameters`.
-        batch_size: documents per optimisation step (16, the paper's).
+        batch_size: documents per forward pass (16, the paper's).
         max_length: tokens per document, special tokens included (512; up to 4,096 for
             Longformer models, whose first token gets global attention).
         truncation: ``head_tail`` (128 + 382 at 512, section 6.3), ``head`` or ``tail``.
         oversample: minority:majority ratio for random oversampling of the training data
-            (e.g. 0.25, the paper's); ``None`` for none.
-        valid: labelled validation frame, only for reported metrics (no early stopping).
-        valid_fraction: share of ``frame`` held out (stratified) as validation when ``valid``
-            is None; default 0 (all labelled documents train, as in the paper's fixed-epoch
-            recipe). Ignored when ``valid`` is given.
-        labels: label order; default the sorted distinct training labels (as strings).
+            (e.g. 0.25, the paper's); ``None`` for none. Classification only.
+        valid: labelled validation frame: metrics per epoch, early stopping, thresholds.
+        valid_fraction: share of ``frame`` held out (stratified for classification) as
+            validation when ``valid`` is None; default 0 (all labelled documents train, as in
+            the paper's fixed-epoch recipe). Ignored when ``valid`` is given.
+        labels: class order (classification) or label order (multilabel with ``label_sep``);
+            default the sorted distinct training labels (as strings).
         seed: fixes Python, NumPy, torch and the data order (identical CPU runs).
         device: ``auto`` (CUDA, else MPS, else CPU), ``cpu``, ``cuda``, ``mps``.
         quiet: no progress bars or messages.
         source: where the data came from (a file path), recorded in ``quantformer.json``.
+        task: ``classification`` (default; numeric codes stay classes), ``regression`` (a
+            numeric ``label``; MSE on standardised targets) or ``multilabel`` (several 0/1
+            labels; binary cross-entropy), see :mod:`quantformer.train.tasks`.
+        label_cols: multilabel: the 0/1 columns, one per label.
+        label_sep: multilabel: the separator of labels in one ``label`` column (e.g. ``"|"``).
+        tune_thresholds: multilabel: choose each label's threshold by F1 on the validation
+            data (default: 0.5 for every label).
+        early_stopping: stop after this many epochs without improvement of the validation
+            metric (macro-F1, or RMSE for regression) and restore the best epoch's weights;
+            needs ``valid`` or ``valid_fraction``. ``None``: train all epochs.
+        precision: ``auto`` (bf16 autocast on CUDA devices that support it, fp16 with a
+            gradient scaler on older ones, fp32 on CPU/MPS), ``fp32``, ``bf16``, ``fp16``
+            (CUDA only).
+        grad_accum: optimisation step every ``grad_accum`` batches (effective batch size
+            ``batch_size * grad_accum``).
 
     Returns:
         A :class:`quantformer.predict.Classifier` whose ``record`` holds the training record.
 
     Raises:
-        InputError: no labelled documents, a single class, non-positive epochs/lr/batch size,
-            ``max_length`` above the model's limit, an unknown truncation or device, a bad
-            ``labels`` list or oversampling ratio.
+        InputError: no labelled documents, a single class (or one value only), a non-numeric
+            regression label (named), a multilabel column that is not 0/1, non-positive
+            epochs/lr/batch size, ``max_length`` above the model's limit, an unknown
+            truncation, device, task or precision, a bad ``labels`` list or oversampling ratio,
+            oversampling with regression/multilabel, early stopping without validation data.
     """
-    import torch
-    from tqdm.auto import tqdm
-    from transformers import AutoModelForSequenceClassification
-
-    from .evaluate import evaluate
-    from .models import (check_max_length, load_config, load_tokenizer, model_label,
-                         resolve_device, resolve_model)
-    from .modeldir import hf_quiet, now_utc, versions
-    from .predict import Classifier, global_attention_hook
-    from .tokenization import check_strategy, encode
+    from .models import load_config, resolve_device, resolve_model
+    from .modeldir import now_utc
+    from .train.data import training_data
+    from .train.loop import resolve_precision
+    from .train.tasks import make_task
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
-    started = time.time()
-    created = now_utc()
-    # ---- arguments
-    _check_positive(batch_size, "batch-size", int)
-    if epochs is not None:
-        _check_positive(epochs, "epochs", int)
-    if lr is not None:
-        _check_positive(lr, "lr", float)
-    check_strategy(truncation)
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise InputError(f"--seed must be a whole number, not {seed!r}")
-    if not 0 <= valid_fraction < 1:
-        raise InputError(f"--valid-fraction must be in [0, 1), not {valid_fraction}")
-    if oversample is not None:
-        oversample_indices(np.array(["a"]), oversample, np.random.default_rng(0))  # validates
-    base_path = resolve_model(model)
-    config = load_config(model)
-    check_max_length(int(max_length), config)
+    started, created = time.time(), now_utc()
+    settings = _check(model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
+                      truncation=truncation, oversample=oversample, seed=seed,
+                      valid_fraction=valid_fraction, task=task, early_stopping=early_stopping,
+                      precision=precision, grad_accum=grad_accum)
+    _check_needs_validation(valid is not None or bool(valid_fraction), early_stopping,
+                            tune_thresholds, task)
+    base_path, config = resolve_model(model), load_config(model)
     dev = resolve_device(device)
-    hp_default = default_hyperparameters(model)
-    epochs = int(epochs if epochs is not None else hp_default["epochs"])
-    lr = float(lr if lr is not None else hp_default["lr"])
-
-    # ---- data
-    data, n_missing_label, n_missing_text = _prepare(frame, "training")
-    if n_missing_label:
-        say(f"left out {n_missing_label} document(s) with a missing label")
-    if n_missing_text:
-        warnings.warn(f"{n_missing_text} labelled document(s) have a missing or empty text and "
-                      "are left out of training", TrainingWarning, stacklevel=2)
-    if len(data) == 0:
-        raise InputError("the training set is empty: no document has both a text and a label")
-    if valid is None and valid_fraction > 0:
-        data, valid_data = _split_valid(data, valid_fraction, seed)
-    elif valid is not None:
-        valid_data, _, _ = _prepare(valid, "validation")
-        if len(valid_data) == 0:
-            raise InputError("the validation set has no document with both a text and a label")
-    else:
-        valid_data = None
-    seen = sorted(data["label"].unique().tolist())
-    if labels is not None:
-        order = [str(x) for x in labels]
-        if len(set(order)) != len(order):
-            raise InputError(f"--labels repeats a label: {', '.join(order)}")
-        missing_lab = sorted(set(seen) - set(order))
-        if missing_lab:
-            raise InputError(f"training labels {', '.join(map(repr, missing_lab))} are not in "
-                             f"--labels ({', '.join(order)}); add them")
-        absent = [x for x in order if x not in seen]
-        if absent:
-            warnings.warn(f"--labels {', '.join(map(repr, absent))} have no training document",
-                          TrainingWarning, stacklevel=2)
-    else:
-        order = seen
-    if len(seen) < 2:
-        raise InputError(
-            f"the training data has only one class ({seen[0]!r}) after removing missing labels; "
-            "a classifier needs documents of at least two classes: code documents of at least "
-            "one other class, or check --label-col"
-        )
-    counts = data["label"].value_counts()
-    singles = sorted(counts[counts == 1].index.tolist())
-    if singles:
-        warnings.warn(f"class(es) {', '.join(map(repr, singles))} have a single training "
-                      "example; the classifier will hardly learn them. Code more examples",
-                      TrainingWarning, stacklevel=2)
-    label_counts = {lab: int(counts.get(lab, 0)) for lab in order}
-    label2id = {lab: i for i, lab in enumerate(order)}
-
-    # ---- seed, model, tokens
+    settings["precision"] = resolve_precision(precision, dev)
+    kind = make_task(task, labels, label_cols, label_sep)
+    data, valid_data, counts = training_data(frame, valid, valid_fraction, int(seed), kind, say)
+    kind.fit(data, oversample=oversample)
     set_seed(int(seed))
     rng = np.random.default_rng(int(seed))
-    tok = load_tokenizer(model)
-    y_all = data["label"].map(label2id).to_numpy(dtype=np.int64)
-    idx = (oversample_indices(data["label"].to_numpy(), oversample, rng)
-           if oversample is not None else np.arange(len(data)))
-    enc = encode(tok, data["text"].tolist(), max_length=int(max_length), truncation=truncation)
-    n_trunc = int(enc.truncated.sum())
-    if n_trunc:
-        say(f"{n_trunc} of {len(data)} training documents are longer than {max_length} tokens "
-            f"and were truncated ({truncation})")
+    clf, batches, n_truncated = _setup(model, base_path, config, data, kind, settings, dev,
+                                       rng, say)
+    say(f"fine-tuning {clf.record['model']} on {len(data)} documents ({kind.describe()}), "
+        f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {batch_size}, "
+        f"device {dev}")
+    loop = _train(clf, batches, valid_data, kind, settings, dev, rng, quiet)
+    from .train.record import training_record
+
+    clf.record = training_record(
+        task=kind, settings=settings, size=settings.pop("size"), data=data, counts=counts,
+        n_rows=len(frame), n_oversampled=len(batches.rows), n_truncated=n_truncated,
+        source=source, model=clf.record, device=dev, loop=loop, started=started,
+        created=created)
+    if valid_data is not None:
+        _validate(clf, kind, valid_data, "valid" if valid is not None
+                  else f"valid_fraction {valid_fraction}", tune_thresholds, say)
+    clf.record["finished"] = now_utc()
+    return clf
+
+
+def _check(model, **settings) -> dict:
+    """Check the arguments (one table, :mod:`quantformer.train.arguments`); fill the defaults
+    by model size."""
+    from .models import check_max_length, load_config
+    from .tokenization import check_strategy
+
+    check_arguments(**settings)
+    check_strategy(settings["truncation"])
+    check_max_length(int(settings["max_length"]), load_config(model))
+    defaults = default_hyperparameters(model)
+    settings["epochs"] = int(settings["epochs"] if settings["epochs"] is not None
+                             else defaults["epochs"])
+    settings["lr"] = float(settings["lr"] if settings["lr"] is not None else defaults["lr"])
+    settings["size"] = defaults["size"]
+    return settings
+
+
+def _check_needs_validation(has_valid: bool, early_stopping, tune_thresholds, task) -> None:
+    if tune_thresholds and task != "multilabel":
+        raise InputError("--tune-thresholds is for --task multilabel; leave it out")
+    for flag, used in (("--early-stopping", early_stopping is not None),
+                       ("--tune-thresholds", tune_thresholds)):
+        if used and not has_valid:
+            raise InputError(f"{flag} needs validation data: give --valid or --valid-fraction "
+                             "(e.g. 0.2)")
+
+
+def _setup(model, base_path, config, data, task, settings, device, rng, say):
+    """Tokenise, oversample, load the network with the task's head; returns (Classifier,
+    Batches, number of truncated documents)."""
+    from transformers import AutoModelForSequenceClassification
+
+    from .modeldir import hf_quiet
+    from .models import load_tokenizer, model_label
+    from .predict import Classifier, global_attention_hook
+    from .tokenization import encode
+    from .train.loop import Batches
+
+    tokenizer = load_tokenizer(model)
+    targets = task.targets(data)
+    oversample = settings["oversample"]
+    rows = (oversample_indices(task.oversample_labels(data), oversample, rng)
+            if oversample is not None else np.arange(len(data)))
+    enc = encode(tokenizer, data["text"].tolist(), max_length=int(settings["max_length"]),
+                 truncation=settings["truncation"])
+    n_truncated = int(enc.truncated.sum())
+    if n_truncated:
+        say(f"{n_truncated} of {len(data)} training documents are longer than "
+            f"{settings['max_length']} tokens and were truncated ({settings['truncation']})")
     overrides = {k: DROPOUT for k in ("hidden_dropout_prob", "attention_probs_dropout_prob",
                                       "dropout", "attention_dropout") if hasattr(config, k)}
     with hf_quiet():  # "newly initialized classifier weights" is expected here
-        net = AutoModelForSequenceClassification.from_pretrained(
-            base_path, num_labels=len(order), id2label={i: lab for lab, i in label2id.items()},
-            label2id=label2id, ignore_mismatched_sizes=True, **overrides)
-    net.to(dev)
-    net.train()
-    hook = global_attention_hook(net.config)
-    try:  # the fused kernel (one pass over all parameters) is much cheaper per step
-        opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.0, fused=True)
-    except (RuntimeError, TypeError, ValueError):  # pragma: no cover - device without it
-        opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.0)
-    lengths = np.array([len(enc.input_ids[i]) for i in idx])
-    steps_per_epoch = math.ceil(len(idx) / batch_size)
-    total = steps_per_epoch * epochs
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / total))
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-    from .inference import pad_batch
+        network = AutoModelForSequenceClassification.from_pretrained(
+            base_path, ignore_mismatched_sizes=True, **task.head(), **overrides)
+    network.to(device)
+    record = {"model": model_label(model), "base_model_path": base_path,
+              "model_type": getattr(config, "model_type", None)}
+    clf = Classifier(network, tokenizer, task.labels, max_length=int(settings["max_length"]),
+                     truncation=settings["truncation"], device=device, record=record, task=task)
+    batches = Batches(enc, rows, targets,
+                      tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
+                      global_attention_hook(network.config))
+    return clf, batches, n_truncated
 
-    say(f"fine-tuning {model_label(model)} on {len(data)} documents "
-        f"({', '.join(f'{k}: {v}' for k, v in label_counts.items())}), {epochs} epoch(s), "
-        f"lr {lr:g}, batch size {batch_size}, device {dev}")
-    losses = []
-    real_tokens = padded_tokens = 0
-    loop_started, loop_cpu = time.time(), time.process_time()
-    bar = tqdm(total=total, desc="fine-tuning", unit="batch", disable=quiet, dynamic_ncols=True)
-    for epoch in range(epochs):
-        run_loss, n_seen = 0.0, 0
-        for b in length_grouped_batches(lengths, batch_size, rng):
-            rows = idx[b]
-            batch = pad_batch([enc.input_ids[i] for i in rows],
-                              [enc.token_type_ids[i] for i in rows] if enc.token_type_ids
-                              else None, pad_id, dev)
-            if hook is not None:
-                batch = hook(batch)
-            real_tokens += int(lengths[b].sum())
-            padded_tokens += int(len(b) * lengths[b].max())
-            target = torch.as_tensor(y_all[rows], device=dev)
-            out = net(**batch, labels=target)
-            out.loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), MAX_GRAD_NORM)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            run_loss += float(out.loss.detach()) * len(rows)
-            n_seen += len(rows)
-            bar.set_postfix(epoch=f"{epoch + 1}/{epochs}", loss=f"{run_loss / n_seen:.4f}")
-            bar.update(1)
-        losses.append(run_loss / max(n_seen, 1))
-    bar.close()
-    net.eval()
-    loop_seconds = time.time() - loop_started
-    loop_cpu = time.process_time() - loop_cpu
-    train_seconds = time.time() - started
 
-    hyper = {"epochs": epochs, "lr": lr, "batch_size": int(batch_size),
-             "max_length": int(max_length), "truncation": truncation,
-             "oversample": oversample, "seed": int(seed), "weight_decay": 0.0,
-             "warmup_steps": 0, "schedule": "linear decay to 0", "dropout": DROPOUT,
-             "max_grad_norm": MAX_GRAD_NORM, "optimizer": "AdamW",
-             "defaults_by_size": hp_default["size"]}
-    record = {
-        "labels": order,
-        "label_counts": label_counts,
-        "n_train": int(len(data)),
-        "n_train_oversampled": int(len(idx)),
-        "n_missing_label": n_missing_label,
-        "n_missing_text": n_missing_text,
-        "n_truncated": n_trunc,
-        "data_source": source,
-        "n_rows_source": int(len(frame)),
-        "model": model_label(model),
-        "base_model_path": base_path,
-        "model_type": getattr(config, "model_type", None),
-        "hyperparameters": hyper,
-        "device": dev,
-        "train_loss_per_epoch": [round(x, 6) for x in losses],
-        "train_seconds": round(train_seconds, 1),
-        "train_loop_seconds": round(loop_seconds, 3),
-        "train_loop_cpu_seconds": round(loop_cpu, 3),
-        "padding_ratio": round(padded_tokens / max(real_tokens, 1), 4),
-        "validation": None,
-        "versions": versions(),
-        "created": created,
-    }
-    clf = Classifier(net, tok, order, max_length=int(max_length), truncation=truncation,
-                     device=dev, record=record)
-    if valid_data is not None:
+def _train(clf, batches, valid_data, task, settings, device, rng, quiet):
+    """Run the epoch loop; with validation data, score it after every epoch."""
+    import warnings
+
+    from .train.loop import train_loop
+
+    def validate():
+        clf.model.eval()  # the loop puts it back in training mode
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pred = clf.predict(valid_data, warn=False)
-            rep = evaluate(valid_data["label"], pred["predicted"], labels=order)
-        clf.record["validation"] = {"n": rep.n, "accuracy": rep.accuracy, "macro_f1": rep.macro_f1,
-                                "per_class": rep.to_dict()["per_class"],
-                                "source": "valid" if valid is not None else
-                                f"valid_fraction {valid_fraction}"}
-        say(f"validation ({rep.n} documents): accuracy {rep.accuracy:.4f}, "
-            f"macro-F1 {rep.macro_f1:.4f}")
-    clf.record["finished"] = now_utc()
-    return clf
+            return task.score(valid_data, clf.predict(valid_data, warn=False))[task.metric]
+
+    return train_loop(clf.model, batches, epochs=settings["epochs"], lr=settings["lr"],
+                      batch_size=int(settings["batch_size"]),
+                      grad_accum=int(settings["grad_accum"]), precision=settings["precision"],
+                      device=device, rng=rng, validate=validate if valid_data is not None
+                      else None, early_stopping=settings["early_stopping"],
+                      higher_is_better=task.higher_is_better, quiet=quiet)
+
+
+def _validate(clf, task, valid_data, source: str, tune_thresholds: bool, say) -> None:
+    """Score the final (or restored best) model on the validation data into the record."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if tune_thresholds:
+            task.tune_thresholds(valid_data, clf.predict_proba(valid_data))
+            clf.record["thresholds"] = task.thresholds
+        result = task.score(valid_data, clf.predict(valid_data, warn=False))
+    clf.record["validation"] = {**result, "source": source}
+    say(f"validation ({result['n']} documents): {task.say(result)}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -477,7 +279,7 @@ def add_cli(sub) -> None:
                         "1e-5 large)")
     p.add_argument("--batch-size", type=positive(int), default=BATCH_SIZE,
                    help="documents per step (16)")
-    p.add_argument("--max-length", type=int, default=512,
+    p.add_argument("--max-length", type=positive(int), default=512,
                    help="tokens per document incl. special tokens (512; Longformer up to 4096)")
     p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
                    help="how long documents are cut (head_tail: first 128 + last 382 at 512)")
@@ -486,15 +288,46 @@ def add_cli(sub) -> None:
     p.add_argument("--labels", default=None,
                    help="comma-separated label order (default: sorted training labels)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--valid", default=None, help="labelled validation file (metrics only)")
+    g.add_argument("--valid", default=None,
+                   help="labelled validation file (metrics per epoch, early stopping)")
     g.add_argument("--valid-fraction", type=float, default=DEFAULT_VALID_FRACTION,
                    help="share of --train held out for validation metrics (0: none)")
+    _add_task_options(p)
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     p.set_defaults(func=_run_finetune)
+
+
+def _add_task_options(p) -> None:
+    from .cli import positive
+    from .train.arguments import PRECISIONS, TASKS
+
+    g = p.add_argument_group("what is measured, and how training runs")
+    g.add_argument("--task", default="classification", choices=TASKS,
+                   help="classification (default; numeric codes stay classes), regression (a "
+                        "numeric label) or multilabel (several 0/1 labels)")
+    g.add_argument("--label-cols", default=None,
+                   help="multilabel: comma-separated 0/1 columns, one per label")
+    g.add_argument("--label-sep", default=None,
+                   help="multilabel: separator of the labels in one label column (e.g. '|')")
+    g.add_argument("--tune-thresholds", action="store_true",
+                   help="multilabel: choose each label's threshold by F1 on the validation "
+                        "data (default 0.5)")
+    g.add_argument("--early-stopping", type=positive(int), default=None, metavar="N",
+                   help="stop after N epochs without validation improvement and keep the best "
+                        "epoch (needs --valid or --valid-fraction)")
+    g.add_argument("--precision", default="auto", choices=PRECISIONS,
+                   help="auto: bf16 on CUDA GPUs that support it, fp16 on older ones, fp32 on "
+                        "CPU")
+    g.add_argument("--grad-accum", type=positive(int), default=1, metavar="K",
+                   help="one optimisation step every K batches (effective batch = batch x K)")
+
+
+def _split_list(value: str | None) -> list | None:
+    return [s.strip() for s in value.split(",") if s.strip()] if value else None
 
 
 def _run_finetune(args) -> int:
@@ -504,14 +337,18 @@ def _run_finetune(args) -> int:
 
     check_out_dir(args.out, args.overwrite)
     kw = corpus_kwargs(args)
-    train = read_frame(args.train, require_label=True, **kw)
-    valid = read_frame(args.valid, require_label=True, **kw) if args.valid else None
-    labels = [s.strip() for s in args.labels.split(",") if s.strip()] if args.labels else None
+    needs_label = args.label_cols is None
+    train = read_frame(args.train, require_label=needs_label, **kw)
+    valid = read_frame(args.valid, require_label=needs_label, **kw) if args.valid else None
     clf = finetune(train, model=args.model, epochs=args.epochs, lr=args.lr,
                    batch_size=args.batch_size, max_length=args.max_length,
                    truncation=args.truncation, oversample=args.oversample, valid=valid,
-                   valid_fraction=args.valid_fraction, labels=labels, seed=args.seed,
-                   device=args.device, quiet=args.quiet, source=str(args.train))
+                   valid_fraction=args.valid_fraction, labels=_split_list(args.labels),
+                   seed=args.seed, device=args.device, quiet=args.quiet,
+                   source=str(args.train), task=args.task,
+                   label_cols=_split_list(args.label_cols), label_sep=args.label_sep,
+                   tune_thresholds=args.tune_thresholds, early_stopping=args.early_stopping,
+                   precision=args.precision, grad_accum=args.grad_accum)
     clf.save(args.out, overwrite=args.overwrite)
     print(f"saved the fine-tuned model to {args.out}")
     return 0

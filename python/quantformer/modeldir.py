@@ -96,13 +96,22 @@ def _json_default(o):
     return str(o)
 
 
+def _card_title(record: dict) -> str:
+    task = record.get("task", "classification")
+    if task == "regression":
+        return (f"# Fine-tuned regression model (training mean {record.get('target_mean'):.4g}, "
+                f"standard deviation {record.get('target_scale'):.4g})")
+    kind = "multi-label classifier" if task == "multilabel" else "classifier"
+    return f"# Fine-tuned {kind}: {', '.join(record.get('labels', []))}"
+
+
 def model_card(record: dict) -> str:
     """The README.md model card for a model directory, from its ``quantformer.json`` record."""
     hp = record.get("hyperparameters", {})
     counts = record.get("label_counts", {})
     val = record.get("validation")
     lines = [
-        f"# Fine-tuned classifier: {', '.join(record.get('labels', []))}",
+        _card_title(record),
         "",
         f"Fine-tuned with quantformer {record.get('versions', {}).get('quantformer', '?')} "
         f"on {record.get('created', '?')} from the pretrained model "
@@ -133,8 +142,9 @@ def model_card(record: dict) -> str:
         "",
     ]
     if val:
-        lines += [f"On {val.get('n')} held-out documents: accuracy {val.get('accuracy'):.4f}, "
-                  f"macro-F1 {val.get('macro_f1'):.4f}.", ""]
+        scores = ", ".join(f"{k} {val[k]:.4f}" for k in ("accuracy", "macro_f1", "micro_f1",
+                                                          "rmse", "pearson") if k in val)
+        lines += [f"On {val.get('n')} held-out documents: {scores}.", ""]
     else:
         lines += ["No validation set was used.", ""]
     lines += [
@@ -230,7 +240,8 @@ def read_record(path: str | os.PathLike) -> dict:
             "Fine-tune again with this --out and --overwrite"
         )
     labels = record.get("labels")
-    if not isinstance(labels, list) or len(labels) < 2:
+    fewest = {"regression": 0, "multilabel": 1}.get(record.get("task"), 2)
+    if not isinstance(labels, list) or len(labels) < fewest:
         raise ModelDirError(f"'{path}' is not a classifier: {RECORD} lists no labels")
     cfg_path = p / "config.json"
     if not cfg_path.exists():
@@ -248,17 +259,3 @@ def read_record(path: str | os.PathLike) -> dict:
         )
     return record
 
-
-def load(path: str | os.PathLike, device: str = "auto"):
-    """Load a fine-tuned model directory as a :class:`~quantformer.predict.Classifier`.
-
-    Args:
-        path: a folder written by :func:`quantformer.finetune` / ``quantformer finetune``.
-        device: ``auto``, ``cpu``, ``cuda`` or ``mps`` (see :func:`quantformer.models.resolve_device`).
-
-    Raises:
-        ModelDirError: missing, incomplete or not a classifier (see :func:`read_record`).
-    """
-    from .predict import Classifier
-
-    return Classifier.from_dir(path, device=device)

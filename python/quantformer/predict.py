@@ -78,7 +78,10 @@ class Classifier:
 
     def __init__(self, model, tokenizer, labels, *, max_length: int = 512,
                  truncation: str = "head_tail", device: str = "cpu",
-                 record: dict | None = None):
+                 record: dict | None = None, task=None):
+        from .train.tasks import Classification
+
+        self.task = task if task is not None else Classification(labels)
         self.model = model
         self.tokenizer = tokenizer
         self.labels = [str(x) for x in labels]
@@ -92,7 +95,7 @@ class Classifier:
 
     @classmethod
     def from_dir(cls, path: str | os.PathLike, device: str = "auto") -> Classifier:
-        """Load a model directory (see :func:`quantformer.modeldir.load`).
+        """Load a model directory (see :func:`load`).
 
         Raises:
             ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
@@ -101,6 +104,7 @@ class Classifier:
 
         from .modeldir import hf_quiet, read_record
         from .models import resolve_device
+        from .train.tasks import from_record
 
         record = read_record(path)
         dev = resolve_device(device)
@@ -119,7 +123,8 @@ class Classifier:
         model = model.to(dev)
         hp = record.get("hyperparameters", {})
         return cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
-                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
+                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record,
+                   task=from_record(record))
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
         """Write the model directory (model, tokenizer, ``quantformer.json``, README.md).
@@ -141,7 +146,7 @@ class Classifier:
         return self
 
     def __repr__(self) -> str:
-        return (f"Classifier(labels={self.labels}, model={self.record.get('model')!r}, "
+        return (f"Classifier(task={self.task.name!r}, labels={self.labels}, model={self.record.get('model')!r}, "
                 f"max_length={self.max_length}, device={self.device!r})")
 
     # ---------------------------------------------------------------------------------------
@@ -157,12 +162,10 @@ class Classifier:
         return list(frame_or_texts)
 
     def _proba(self, texts: list, batch_size: int, progress: bool) -> tuple[np.ndarray, np.ndarray]:
-        import torch
-
         from .inference import run_batches
         from .tokenization import encode
 
-        k = len(self.labels)
+        k = self.model.config.num_labels
         enc = encode(self.tokenizer, texts, max_length=self.max_length,
                      truncation=self.truncation)
         probs = np.full((len(texts), k), np.nan, dtype=np.float64)
@@ -172,7 +175,7 @@ class Classifier:
             types = [enc.token_type_ids[i] for i in keep] if enc.token_type_ids else None
             out = run_batches(
                 self.model, ids, types,
-                fn=lambda m, b: torch.softmax(m(**b).logits.float(), dim=-1),
+                fn=lambda m, b: self.task.activation(m(**b).logits),
                 batch_size=batch_size, device=self.device,
                 pad_id=self.tokenizer.pad_token_id or 0,
                 extra=global_attention_hook(self.model.config), progress=progress,
@@ -225,21 +228,31 @@ class Classifier:
 
     def _output(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,
                 keep_text: bool) -> pd.DataFrame:
-        labels = np.asarray(self.labels, dtype=object)
-        top = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=1)] if len(probs) else labels[:0]
-        predicted = [None if m else str(t) for t, m in zip(top, missing)]
         out = {"doc_id": frame["doc_id"].to_numpy()}
         for c in frame.columns:
             if c == "doc_id" or (c == "text" and not keep_text):
                 continue
             out[c] = frame[c].to_numpy()
-        out["predicted"] = pd.Series(predicted, dtype="string").to_numpy()
-        for j, lab in enumerate(self.labels):
-            out[f"prob_{lab}"] = probs[:, j]
+        out.update(self.task.columns(probs, missing))
         return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
 
 
 # ------------------------------------------------------------------------------------------
+
+
+def load(path: str | os.PathLike, device: str = "auto") -> Classifier:
+    """Load a fine-tuned model directory as a :class:`Classifier` (``quantformer.load``).
+
+    Args:
+        path: a folder written by :func:`quantformer.finetune` / ``quantformer finetune``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``mps`` (see
+            :func:`quantformer.models.resolve_device`).
+
+    Raises:
+        ModelDirError: missing, incomplete or not a classifier (see
+            :func:`quantformer.modeldir.read_record`).
+    """
+    return Classifier.from_dir(path, device=device)
 
 
 def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,

@@ -1,0 +1,192 @@
+"""The epoch loop: AdamW (the fused kernel where available), the learning rate decayed linearly
+to 0 without warm-up, gradients clipped at norm 1.0 (Wankmüller 2022, section 6.4), optional
+gradient accumulation, mixed precision and early stopping.
+
+Mixed precision (``precision``): ``auto`` is bf16 autocast on CUDA devices that support it,
+fp16 autocast with a gradient scaler on older CUDA devices, fp32 elsewhere (Micikevicius et al.
+2018, "Mixed precision training"; PyTorch's ``torch.autocast`` / ``GradScaler`` recipe).
+Early stopping (``early_stopping = N``) scores the validation data after every epoch, stops after
+N epochs without improvement and restores the best epoch's weights (Prechelt 1998, "Early
+stopping - but when?").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from .arguments import MAX_GRAD_NORM
+from .data import length_grouped_batches
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """``fp32``, ``bf16`` or ``fp16`` for ``precision`` on ``device``.
+
+    Raises:
+        InputError: fp16 off CUDA (it needs a gradient scaler on a GPU).
+    """
+    import torch
+
+    kind = device.split(":")[0]
+    if precision == "auto":
+        if kind != "cuda":
+            return "fp32"
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if precision == "fp16" and kind != "cuda":
+        raise InputError(f"--precision fp16 needs a CUDA GPU (device here: {device}); use "
+                         "bf16 or fp32")
+    return precision
+
+
+def autocast(precision: str, device: str):
+    """The autocast context for a resolved precision (a no-op for fp32)."""
+    import torch
+
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device_type=device.split(":")[0], dtype=dtype)
+
+
+def make_optimizer(network, lr: float):
+    """AdamW without weight decay; the fused kernel (one pass over all parameters) if it runs."""
+    import torch
+
+    try:
+        return torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.0, fused=True)
+    except (RuntimeError, TypeError, ValueError):  # pragma: no cover - device without it
+        return torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.0)
+
+
+@dataclass
+class Batches:
+    """The encoded training documents and how they are fed: ``rows`` indexes ``encodings``
+    (oversampled duplicates included), ``targets`` is aligned with ``encodings``."""
+
+    encodings: object
+    rows: np.ndarray
+    targets: np.ndarray
+    pad_id: int
+    hook: object = None
+    lengths: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.lengths = np.array([len(self.encodings.input_ids[i]) for i in self.rows])
+
+    def tensors(self, b, device: str) -> tuple[dict, object]:
+        import torch
+
+        from ..inference import pad_batch
+
+        rows = self.rows[b]
+        enc = self.encodings
+        batch = pad_batch([enc.input_ids[i] for i in rows],
+                          [enc.token_type_ids[i] for i in rows] if enc.token_type_ids
+                          else None, self.pad_id, device)
+        if self.hook is not None:
+            batch = self.hook(batch)
+        return batch, torch.as_tensor(self.targets[rows], device=device)
+
+
+@dataclass
+class LoopResult:
+    """What the loop measured: losses and validation scores per epoch, the kept epoch."""
+
+    losses: list = field(default_factory=list)
+    curve: list = field(default_factory=list)
+    best_epoch: int | None = None
+    real_tokens: int = 0
+    padded_tokens: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+
+def train_loop(network, batches: Batches, *, epochs: int, lr: float, batch_size: int,
+               grad_accum: int, precision: str, device: str, rng, validate=None,
+               early_stopping: int | None = None, higher_is_better: bool = True,
+               quiet: bool = False) -> LoopResult:
+    """Train ``network`` in place for ``epochs`` (fewer when early stopping ends it).
+
+    Args:
+        validate: ``None`` or a function of no arguments returning the validation metric
+            (called after each epoch, with the network in eval mode).
+        early_stopping: patience in epochs (needs ``validate``); the best epoch's weights are
+            restored at the end.
+
+    Returns:
+        A :class:`LoopResult`.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    network.train()
+    opt = make_optimizer(network, lr)
+    steps_per_epoch = math.ceil(math.ceil(len(batches.rows) / batch_size) / grad_accum)
+    total = steps_per_epoch * epochs
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / total))
+    scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+    result, best = LoopResult(), None
+    started, cpu = time.time(), time.process_time()
+    bar = tqdm(total=epochs * math.ceil(len(batches.rows) / batch_size), desc="fine-tuning",
+               unit="batch", disable=quiet, dynamic_ncols=True)
+    for epoch in range(epochs):
+        result.losses.append(_epoch(network, batches, opt, sched, scaler, rng, bar, result,
+                                    epoch=epoch, epochs=epochs, batch_size=batch_size,
+                                    grad_accum=grad_accum, precision=precision, device=device))
+        if validate is None:
+            continue
+        score = float(validate())
+        network.train()
+        result.curve.append(score)
+        if best is None or (score > best if higher_is_better else score < best):
+            best, result.best_epoch = score, epoch + 1
+            kept = _snapshot(network) if early_stopping else None
+        elif early_stopping and epoch + 1 - result.best_epoch >= early_stopping:
+            break
+    bar.close()
+    if early_stopping and result.best_epoch not in (None, len(result.losses)):
+        network.load_state_dict(kept)
+    network.eval()
+    result.seconds, result.cpu_seconds = time.time() - started, time.process_time() - cpu
+    return result
+
+
+def _snapshot(network) -> dict:
+    return {k: v.detach().clone() for k, v in network.state_dict().items()}
+
+
+def _epoch(network, batches, opt, sched, scaler, rng, bar, result, *, epoch, epochs,
+           batch_size, grad_accum, precision, device) -> float:
+    import torch
+
+    run_loss, n_seen = 0.0, 0
+    order = length_grouped_batches(batches.lengths, batch_size, rng)
+    for i, b in enumerate(order):
+        batch, target = batches.tensors(b, device)
+        result.real_tokens += int(batches.lengths[b].sum())
+        result.padded_tokens += int(len(b) * batches.lengths[b].max())
+        with autocast(precision, device):
+            out = network(**batch, labels=target)
+        loss = out.loss / grad_accum if grad_accum > 1 else out.loss
+        (scaler.scale(loss) if scaler else loss).backward()
+        if (i + 1) % grad_accum == 0 or i + 1 == len(order):
+            if scaler:
+                scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(network.parameters(), MAX_GRAD_NORM)
+            if scaler:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+        run_loss += float(out.loss.detach()) * len(b)
+        n_seen += len(b)
+        bar.set_postfix(epoch=f"{epoch + 1}/{epochs}", loss=f"{run_loss / n_seen:.4f}")
+        bar.update(1)
+    return run_loss / max(n_seen, 1)
