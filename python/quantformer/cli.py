@@ -77,13 +77,19 @@ def add_partition_options(p: argparse.ArgumentParser) -> None:
                    help="corpus file; or a folder, a quoted glob ('tweets/*.parquet') or "
                         "several files: a partitioned corpus, then --out is a folder with one "
                         "Parquet file per partition and a manifest.json")
-    g = p.add_argument_group("partitioned corpora (Dask)")
-    g.add_argument("--scheduler", default=None,
-                   help="local:N (N worker processes here) or tcp://host:8786 (a running Dask "
-                        "scheduler); default: partitions one after another in this process")
+    g = add_scheduler_option(p, "partitions")
     g.add_argument("--resume", action="store_true",
                    help="continue a partitioned run in --out: skip partitions whose output is "
                         "complete (without it a non-empty --out is refused)")
+
+
+def add_scheduler_option(p: argparse.ArgumentParser, what: str = "runs"):
+    """--scheduler (``local:N`` or a Dask scheduler address); returns its argument group."""
+    g = p.add_argument_group("Dask")
+    g.add_argument("--scheduler", default=None,
+                   help="local:N (N worker processes here) or tcp://host:8786 (a running Dask "
+                        f"scheduler); default: {what} one after another in this process")
+    return g
 
 
 def partitioned(args) -> bool:
