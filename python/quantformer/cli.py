@@ -76,7 +76,8 @@ def add_partition_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", required=True, nargs="+",
                    help="corpus file; or a folder, a quoted glob ('tweets/*.parquet') or "
                         "several files: a partitioned corpus, then --out is a folder with one "
-                        "Parquet file per partition and a manifest.json")
+                        "Parquet file per partition and a manifest.json (also with one file "
+                        "when --out is a folder or has no extension)")
     g = add_scheduler_option(p, "partitions")
     g.add_argument("--resume", action="store_true",
                    help="continue a partitioned run in --out: skip partitions whose output is "
@@ -97,7 +98,7 @@ def partitioned(args) -> bool:
     the one corpus file (today's single-file path)."""
     from .distributed import is_partitioned
 
-    if is_partitioned(args.input, args.scheduler, args.resume):
+    if is_partitioned(args.input, args.scheduler, args.resume, args.out):
         return True
     args.input = args.input[0]
     return False

@@ -66,11 +66,14 @@ _CACHE: dict = {}  # per worker process: (verb, model, device) -> loaded model
 # partitions and the output folder
 
 
-def is_partitioned(inputs, scheduler=None, resume: bool = False) -> bool:
-    """True when ``inputs`` (str or list) names a folder, a glob or several files, or when a
-    ``scheduler`` or ``resume`` asks for a partitioned run; False for one corpus file."""
+def is_partitioned(inputs, scheduler=None, resume: bool = False, out=None) -> bool:
+    """True when ``inputs`` (str or list) names a folder, a glob or several files, when a
+    ``scheduler`` or ``resume`` asks for a partitioned run, or when ``out`` is an existing
+    folder or a name without an extension; False for one corpus file into one output file."""
     items = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     if scheduler or resume or len(items) != 1:
+        return True
+    if out is not None and (Path(out).is_dir() or not Path(out).suffix):
         return True
     item = str(items[0])
     return Path(item).is_dir() or any(c in item for c in _GLOB_CHARS)
@@ -136,7 +139,6 @@ def check_out_dir(out, resume: bool) -> Path:
     if content and not (d / MANIFEST).exists():
         raise InputError(f"--out '{out}' has files but no {MANIFEST}, so it is not the "
                          "output of a quantformer partitioned run; choose a new --out")
-    d.mkdir(parents=True, exist_ok=True)
     return d
 
 
@@ -329,8 +331,10 @@ def run_partition(spec: dict) -> dict:
             ``id_offset`` and ``threads`` (torch threads, or None to leave them).
 
     Returns:
-        ``{"input", "rows", "seconds", "worker"}``, or ``{"input", "error"}`` for a partition
-        with bad input (InputError; not retried). Other exceptions propagate (and are retried).
+        ``{"input", "rows", "missing", "seconds", "worker"}`` (``missing``: documents with a
+        missing or empty text, kept with a missing result), or ``{"input", "error"}`` for a
+        partition with bad input (InputError; not retried). Other exceptions propagate
+        (Dask retries them).
     """
     t0 = time.perf_counter()
     if spec.get("threads"):
@@ -338,10 +342,11 @@ def run_partition(spec: dict) -> dict:
 
         torch.set_num_threads(int(spec["threads"]))
     try:
-        rows = _RUNNERS[spec["verb"]](spec)
+        rows, missing = _RUNNERS[spec["verb"]](spec)
     except InputError as exc:
         return {"input": spec["input"], "error": str(exc)}
-    return {"input": spec["input"], "rows": rows, "seconds": round(time.perf_counter() - t0, 3),
+    return {"input": spec["input"], "rows": rows, "missing": missing,
+            "seconds": round(time.perf_counter() - t0, 3),
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
@@ -373,13 +378,14 @@ def _predict_partition(spec: dict) -> int:
 
     opts = spec["options"]
     clf = cached_model("predict", spec["model"], opts["device"])
-    n = 0
+    n = n_missing = 0
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
             probs, missing = clf._proba(chunk["text"].tolist(), opts["batch_size"], False)
             writer.write(clf._output(chunk, probs, missing, opts["keep_text"]))
             n += len(chunk)
-    return n
+            n_missing += int(missing.sum())
+    return n, n_missing
 
 
 def _embed_partition(spec: dict) -> int:
@@ -389,15 +395,16 @@ def _embed_partition(spec: dict) -> int:
     opts = spec["options"]
     enc = cached_model("embed", spec["model"], opts["device"])
     length = check_length(enc, opts["max_length"])
-    n = 0
+    n = n_missing = 0
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
-            vecs, _ = embed_texts(enc, chunk["text"].tolist(), max_length=length,
+            vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
                                   truncation=opts["truncation"], batch_size=opts["batch_size"],
                                   normalize=opts["normalize"], progress=False)
             writer.write(embedding_frame(chunk, vecs, opts["layout"], keep_text=opts["keep_text"]))
             n += len(chunk)
-    return n
+            n_missing += int(encoded.missing.sum())
+    return n, n_missing
 
 
 def _zeroshot_partition(spec: dict) -> int:
@@ -412,9 +419,10 @@ def _zeroshot_partition(spec: dict) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # counted per job by the driver, not per partition
         out = zeroshot(frame, model=spec["model"], quiet=True, **spec["options"])
+    n_missing = int(out.attrs["quantformer"]["n_missing"])
     out.attrs = {}
     write_frame(out, spec["output"])
-    return len(out)
+    return len(out), n_missing
 
 
 _RUNNERS = {"predict": _predict_partition, "embed": _embed_partition,
@@ -554,6 +562,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
             others finished; their names in the message).
     """
     corpus = {k: v for k, v in (corpus or {}).items() if v is not None}
+    parse_scheduler(scheduler)
     parts = list_partitions(inputs)
     names = output_names(parts)
     folder = check_out_dir(out, resume)
@@ -564,7 +573,8 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     job = {"verb": verb, "model": str(Path(model).resolve()) if Path(str(model)).exists()
            else str(model), "options": options, "corpus": corpus}
     manifest = Manifest(folder, job)
-    rows, offsets = scan_partitions(parts, corpus)
+    rows, offsets = scan_partitions(parts, corpus)  # before anything is written
+    folder.mkdir(parents=True, exist_ok=True)
     todo = [i for i, n in enumerate(names) if not manifest.complete(n)]
     manifest.start_run(scheduler, len(todo))
     t0 = time.perf_counter()
@@ -575,6 +585,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
                   "id_offset": offsets[i], "threads": threads} for i in todo]
         failed = _drive(client, specs, manifest, sum(rows[i] for i in todo), quiet)
     manifest.finish_run()
+    _warn_missing(manifest, [names[i] for i in todo])
     if failed:
         raise InputError(f"{len(failed)} partition(s) failed: " + "; ".join(
             f"'{r['input']}': {r['error']}" for r in failed) + f". The other partitions' "
@@ -586,6 +597,18 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
             "rows_done": int(done_rows), "seconds": round(secs, 3),
             "docs_per_second": round(done_rows / secs, 1) if secs > 0 else None,
             "manifest": str(manifest.path)}
+
+
+def _warn_missing(manifest: Manifest, names: list[str]) -> None:
+    """One warning for the documents of this run that had no text (as the one-file verbs)."""
+    import warnings
+
+    done = [manifest.data["partitions"][n] for n in names if n in manifest.data["partitions"]]
+    missing = sum(e.get("missing", 0) for e in done)
+    if missing:
+        warnings.warn(f"{missing} of {sum(e['rows'] for e in done)} document(s) have a missing "
+                      "or empty text; they are kept with a missing result (counts per "
+                      "partition in manifest.json)", UserWarning, stacklevel=3)
 
 
 def _drive(client, specs: list[dict], manifest: Manifest, total: int, quiet: bool) -> list:
@@ -656,7 +679,8 @@ def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | 
     from .tokenization import check_strategy
 
     check_strategy(truncation)
-    opts = {"layout": resolve_layout(layout, "x.parquet"), "batch_size": int(batch_size), "max_length": max_length, "truncation": truncation,
+    opts = {"layout": resolve_layout(layout, "x.parquet"), "batch_size": int(batch_size),
+            "max_length": max_length, "truncation": truncation,
             "normalize": bool(normalize), "keep_text": bool(keep_text), "device": device}
     return run_partitions("embed", model, inputs, out, options=opts, scheduler=scheduler,
                           resume=resume, quiet=quiet,
