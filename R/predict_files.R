@@ -68,6 +68,12 @@ predict_files <- function(model, files, output_dir, scheduler = NULL, resume = F
   if (!is.character(output_dir) || length(output_dir) != 1 || is.na(output_dir))
     stop("`output_dir` must be one folder path", call. = FALSE)
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
+  # an existing folder makes even one file a partitioned run; ours goes if the run fails empty
+  if (!dir.exists(output_dir)) {
+    dir.create(output_dir, recursive = TRUE)
+    on.exit(if (!length(dir(output_dir, all.files = TRUE, no.. = TRUE)))
+      unlink(output_dir, recursive = TRUE), add = TRUE)
+  }
   args <- c("--model", model_dir, "--input", path.expand(files), "--out", output_dir,
             cli_flags(scheduler = scheduler, resume = isTRUE(resume), batch_size = batch_size,
                       device = device, text_col = text_field, id_col = docid_field,

@@ -585,6 +585,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
                   "id_offset": offsets[i], "threads": threads} for i in todo]
         failed = _drive(client, specs, manifest, sum(rows[i] for i in todo), quiet)
     manifest.finish_run()
+    _remove_orphans(folder, names)
     _warn_missing(manifest, [names[i] for i in todo])
     if failed:
         raise InputError(f"{len(failed)} partition(s) failed: " + "; ".join(
@@ -597,6 +598,14 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
             "rows_done": int(done_rows), "seconds": round(secs, 3),
             "docs_per_second": round(done_rows / secs, 1) if secs > 0 else None,
             "manifest": str(manifest.path)}
+
+
+def _remove_orphans(folder: Path, names: list[str]) -> None:
+    """Delete temporary files that tasks killed mid-write left (``.<output>.<random>.part``);
+    called when no task of the job runs any more."""
+    for name in names:
+        for tmp in folder.glob(f".{glob.escape(name)}.*.part"):
+            tmp.unlink(missing_ok=True)
 
 
 def _warn_missing(manifest: Manifest, names: list[str]) -> None:

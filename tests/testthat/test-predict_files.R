@@ -67,3 +67,12 @@ test_that("predict_files: bad files, model or scheduler give clear errors (#14)"
                              verbose = FALSE), "local:N")
   expect_false(dir.exists(out) && length(dir(out)) > 0)
 })
+
+test_that("predict_files with one file still writes a folder (#14)", {
+  skip_if_no_verb("predict")
+  dir <- partition_dir()
+  out <- file.path(withr::local_tempdir(), "preds.d")
+  res <- predict_files(files_model(), file.path(dir, "a.csv"), out, verbose = FALSE)
+  expect_equal(res$output, file.path(normalizePath(out), "a.parquet"))
+  expect_equal(res$rows, 20L)
+})
