@@ -33,6 +33,9 @@ _LAZY = {
     "tune": "quantformer.tune",
     "compare": "quantformer.compare",
     "baselines": "quantformer.baselines",
+    "predict_partitions": "quantformer.distributed:predict_partitions",
+    "zeroshot_partitions": "quantformer.distributed:zeroshot_partitions",
+    "embed_partitions": "quantformer.distributed:embed_partitions",
 }
 
 

@@ -69,6 +69,41 @@ def corpus_kwargs(args, *, label: bool = True) -> dict:
     return kw
 
 
+def add_partition_options(p: argparse.ArgumentParser) -> None:
+    """--input (one file, or a folder / glob / several files = a partitioned corpus),
+    --scheduler and --resume, identical for predict, zeroshot and embed
+    (see :mod:`quantformer.distributed`)."""
+    p.add_argument("--input", required=True, nargs="+",
+                   help="corpus file; or a folder, a quoted glob ('tweets/*.parquet') or "
+                        "several files: a partitioned corpus, then --out is a folder with one "
+                        "Parquet file per partition and a manifest.json (also with one file "
+                        "when --out is a folder or has no extension)")
+    g = add_scheduler_option(p, "partitions")
+    g.add_argument("--resume", action="store_true",
+                   help="continue a partitioned run in --out: skip partitions whose output is "
+                        "complete (without it a non-empty --out is refused)")
+
+
+def add_scheduler_option(p: argparse.ArgumentParser, what: str = "runs"):
+    """--scheduler (``local:N`` or a Dask scheduler address); returns its argument group."""
+    g = p.add_argument_group("Dask")
+    g.add_argument("--scheduler", default=None,
+                   help="local:N (N worker processes here) or tcp://host:8786 (a running Dask "
+                        f"scheduler); default: {what} one after another in this process")
+    return g
+
+
+def partitioned(args) -> bool:
+    """True when the verb's arguments ask for a partitioned run; else sets ``args.input`` to
+    the one corpus file (today's single-file path)."""
+    from .distributed import is_partitioned
+
+    if is_partitioned(args.input, args.scheduler, args.resume, args.out):
+        return True
+    args.input = args.input[0]
+    return False
+
+
 def add_model_option(p: argparse.ArgumentParser, help_extra: str = "") -> None:
     p.add_argument("--model", default=None,
                    help="hub id or local model folder (default: the bundled all-MiniLM-L6-v2)"

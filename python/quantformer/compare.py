@@ -288,6 +288,13 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
             "params": params}
 
 
+def _run_planned(run: tuple, *, samples: dict, test: pd.DataFrame, **kw) -> dict:
+    """:func:`run_one` for one (size, repeat, model) of the plan (a Dask task with a
+    scheduler)."""
+    s, r, name = run
+    return run_one(name, samples[(s, r)], test, repeat=r, quiet=True, **kw)
+
+
 def compare(
     train: pd.DataFrame,
     test: pd.DataFrame,
@@ -303,6 +310,7 @@ def compare(
     finetune_kwargs: dict | None = None,
     fitters: dict | None = None,
     title: str | None = None,
+    scheduler: str | None = None,
 ) -> CompareResult:
     """Train every model on samples of every size, score each on the test set (Table 1).
 
@@ -326,6 +334,10 @@ def compare(
         fitters: ``{name: fit(sample, seed=...) -> classifier}`` to add or replace models
             (the classifier needs ``labels`` + ``predict_proba`` or ``predict_labels``).
         title: figure title.
+        scheduler: ``None`` (runs one after another here), ``"local:N"`` or
+            ``"tcp://host:port"``: every (model, size, repeat) run is a Dask task
+            (:func:`quantformer.distributed.map_runs`); each is seeded as in the serial run, so
+            the results equal it (``seconds`` aside).
 
     Returns:
         :class:`CompareResult`.
@@ -342,12 +354,16 @@ def compare(
     with hf_quiet() if quiet else contextlib.nullcontext():
         return _compare(train, test, models=models, model=model, train_sizes=train_sizes,
                         repeats=repeats, seed=seed, folds=folds, vectors=vectors, quiet=quiet,
-                        finetune_kwargs=finetune_kwargs, fitters=fitters, title=title)
+                        finetune_kwargs=finetune_kwargs, fitters=fitters, title=title,
+                        scheduler=scheduler)
 
 
 def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
-             finetune_kwargs, fitters, title) -> CompareResult:
+             finetune_kwargs, fitters, title, scheduler=None) -> CompareResult:
+    import functools
+
     from .baselines import WordVectors, check_folds, training_rows
+    from .distributed import map_runs
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     names = parse_models(models)
@@ -373,20 +389,24 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     n_runs = len(names) * len(samples)
     say(f"compare: {len(names)} model(s) x {len(sizes)} size(s) x {repeats} repeat(s) = "
         f"{n_runs} runs; test set {len(test)} documents")
+    plan = [(s, r, name) for (s, r) in samples for name in names]
+    done = []
+
+    def report(i: int, res: dict) -> None:
+        done.append(i)
+        s, r, name = plan[i]
+        say(f"  run {len(done)}/{n_runs}: {name}, n = {s}, repeat {r}: macro-F1 "
+            f"{res['macro_f1']:.4f} ({res['seconds']:.0f} s)")
+
+    task = functools.partial(_run_planned, samples=samples, test=test, seed=seed, folds=folds,
+                             vectors=vec, model=model, finetune_kwargs=finetune_kwargs,
+                             fitters=fitters)
     rows, runs = [], []
-    k = 0
-    for (s, r), smp in samples.items():
-        for name in names:
-            k += 1
-            res = run_one(name, smp, test, repeat=r, seed=seed, folds=folds,
-                          vectors=vec, model=model, finetune_kwargs=finetune_kwargs,
-                          fitters=fitters, quiet=True)
-            rows.append({"model": name, "train_size": s, "repeat": r,
-                         "macro_f1": res["macro_f1"], "accuracy": res["accuracy"],
-                         "seconds": res["seconds"]})
-            runs.append({"model": name, "train_size": s, "repeat": r, **res["params"]})
-            say(f"  run {k}/{n_runs}: {name}, n = {s}, repeat {r}: macro-F1 "
-                f"{res['macro_f1']:.4f} ({res['seconds']:.0f} s)")
+    for (s, r, name), res in zip(plan, map_runs(task, plan, scheduler, on_result=report)):
+        rows.append({"model": name, "train_size": s, "repeat": r,
+                     "macro_f1": res["macro_f1"], "accuracy": res["accuracy"],
+                     "seconds": res["seconds"]})
+        runs.append({"model": name, "train_size": s, "repeat": r, **res["params"]})
     results = pd.DataFrame(rows, columns=["model", "train_size", "repeat", "macro_f1",
                                           "accuracy", "seconds"])
     results["train_size"] = results["train_size"].astype("int64")
@@ -411,7 +431,8 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
 
 def add_cli(sub) -> None:
     from .cli import (add_corpus_options, add_device_option, add_model_option,
-                      add_quiet_option, add_results_dir_options, positive)
+                      add_quiet_option, add_results_dir_options, add_scheduler_option,
+                      positive)
 
     p = sub.add_parser(
         "compare",
@@ -445,6 +466,7 @@ def add_cli(sub) -> None:
                    help="tokens per document for the Transformer (512)")
     add_device_option(p)
     add_quiet_option(p)
+    add_scheduler_option(p)
     add_results_dir_options(p)
     p.set_defaults(func=_run_compare)
 
@@ -468,7 +490,8 @@ def _run_compare(args) -> int:
         res = compare(train, test, models=names, model=args.model,
                       train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
                       folds=args.folds, vectors=args.vectors, quiet=args.quiet,
-                      finetune_kwargs=ft, title=Path(args.train).name)
+                      finetune_kwargs=ft, title=Path(args.train).name,
+                      scheduler=args.scheduler)
     res.save(out, overwrite=args.overwrite)
     if not args.quiet:
         print_table(res.table.drop(columns="description").set_index("model"),

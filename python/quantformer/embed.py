@@ -266,7 +266,9 @@ def add_cli(sub) -> None:
                     "(CSV, TSV, RDS); H = 384 for the default model. Missing or empty texts "
                     "get NaN.",
     )
-    p.add_argument("--input", required=True, help="corpus file")
+    from .cli import add_partition_options
+
+    add_partition_options(p)
     add_corpus_options(p, label=False)
     add_model_option(p)
     p.add_argument("--batch-size", type=positive(int), default=32,
@@ -301,11 +303,20 @@ def add_run_options(p) -> None:
 
 def _run_embed(args) -> int:
     """Stream the input in chunks (memory stays flat for large corpora) through one encoder."""
-    from .cli import corpus_kwargs
+    from .cli import corpus_kwargs, partitioned
     from .frames import FrameWriter, check_output_path, iter_frames
     from .models import model_label
     from .tokenization import check_strategy
 
+    if partitioned(args):
+        from .distributed import describe, embed_partitions
+
+        print(describe(embed_partitions(
+            args.input, args.out, args.model, scheduler=args.scheduler, resume=args.resume,
+            batch_size=args.batch_size, max_length=args.max_length, layout=args.layout,
+            truncation=args.truncation, normalize=args.normalize, keep_text=args.keep_text,
+            device=args.device, quiet=args.quiet, **corpus_kwargs(args, label=False))))
+        return 0
     check_output_path(args.out)
     layout = resolve_layout(args.layout, args.out)
     check_strategy(args.truncation)

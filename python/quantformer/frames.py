@@ -433,12 +433,15 @@ def iter_frames(
     label_col: str | None = None,
     id_col: str | None = None,
     fmt: str | None = None,
+    id_offset: int = 0,
 ) -> Iterator[pd.DataFrame]:
     """Yield a corpus file as corpus frames of at most ``chunk_rows`` rows, in file order.
 
     Parquet files are read one record batch at a time, so memory does not grow with the file;
     other formats are read whole and sliced. Default ids (``textN``) and the uniqueness check
-    run across chunks. The returned iterator's ``total`` attribute is the number of documents.
+    run across chunks; ``id_offset`` starts default ids at ``text<id_offset + 1>`` (one
+    partition of a partitioned corpus). The returned iterator's ``total`` attribute is the
+    number of documents.
 
     Raises:
         InputError: as :func:`read_frame`.
@@ -460,7 +463,7 @@ def iter_frames(
         total = len(whole)
         chunks = (whole.iloc[i:i + chunk_rows] for i in range(0, len(whole), chunk_rows))
     kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
-    return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw), total)
+    return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw, id_offset), total)
 
 
 class FrameChunks:
@@ -479,10 +482,9 @@ class FrameChunks:
 
 
 def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str,
-                     kw: dict) -> Iterator[pd.DataFrame]:
+                     kw: dict, offset: int = 0) -> Iterator[pd.DataFrame]:
     """Apply :func:`to_frame` chunk by chunk, with default ids and uniqueness across chunks."""
     seen = _SeenIds()
-    offset = 0
     for raw in chunks:
         frame = to_frame(raw, source=source, id_offset=offset, warn_label=False, **kw)
         offset += len(frame)

@@ -329,10 +329,13 @@ def add_cli(sub) -> None:
                     "`quantformer finetune`. Streams the input in chunks. Output: doc_id, the "
                     "docvars, [text], predicted (label; missing for empty texts), prob_<label>.",
     )
+    from .cli import add_partition_options
+
     p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
-    p.add_argument("--input", required=True, help="corpus file")
+    add_partition_options(p)
     add_corpus_options(p)
-    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
+    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...); a "
+                                                "folder for a partitioned --input")
     from .cli import positive
 
     p.add_argument("--batch-size", type=positive(int), default=64,
@@ -344,9 +347,17 @@ def add_cli(sub) -> None:
 
 
 def _run_predict(args) -> int:
-    from .cli import corpus_kwargs
+    from .cli import corpus_kwargs, partitioned
 
     kw = corpus_kwargs(args)
+    if partitioned(args):
+        from .distributed import describe, predict_partitions
+
+        print(describe(predict_partitions(
+            args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
+            batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
+            quiet=args.quiet, **kw)))
+        return 0
     n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
                      id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
                      batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,

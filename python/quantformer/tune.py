@@ -363,6 +363,7 @@ def tune(
     refit: bool = True,
     estimate: bool = True,
     fit_fn=None,
+    scheduler: str | None = None,
 ) -> TuneResult:
     """Stratified k-fold grid search over learning rate x epochs, refit, test (section 6.4).
 
@@ -388,6 +389,10 @@ def tune(
         estimate: measure one training step to print a time estimate (default True).
         fit_fn: ``fit_fn(frame, *, lr, epochs, **finetune_kwargs)`` returning an object with
             ``labels`` and ``predict_proba``; default :func:`quantformer.finetune.finetune`.
+        scheduler: ``None`` (runs one after another here), ``"local:N"`` or
+            ``"tcp://host:port"``: the cross-validation runs are Dask tasks
+            (:func:`quantformer.distributed.map_runs`); each run is seeded with ``seed``, so
+            the table equals the serial one. The refit runs here.
 
     Returns:
         :class:`TuneResult`.
@@ -405,12 +410,12 @@ def tune(
                      oversample=oversample, max_runs=max_runs, seed=seed,
                      batch_size=batch_size, max_length=max_length, truncation=truncation,
                      device=device, quiet=quiet, refit=refit, estimate=estimate,
-                     fit_fn=fit_fn)
+                     fit_fn=fit_fn, scheduler=scheduler)
 
 
 def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, seed,
           batch_size, max_length, truncation, device, quiet, refit, estimate,
-          fit_fn) -> TuneResult:
+          fit_fn, scheduler=None) -> TuneResult:
     from .baselines import check_folds, stratified_folds, training_rows, unusable_rows
     from .models import model_label
 
@@ -456,26 +461,9 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
         msg += (f"; estimated {format_seconds(estimate_seconds(plan, step, batch_size))} "
                 f"({step:.2f} s per training step of {batch_size} documents)")
     say(msg)
-    rows = []
-    done_s = 0.0
-    run = 0
-    for lr, ep in configs:
-        for k, (tr, va) in enumerate(splits, start=1):
-            t0 = time.perf_counter()
-            clf = fit(data.iloc[tr].reset_index(drop=True), lr=lr, epochs=ep, **kw)
-            valid = data.iloc[va].reset_index(drop=True)
-            pred = predicted_labels(clf, valid)
-            score = macro_f1(valid["label"].astype(str), pred, labels)
-            secs = time.perf_counter() - t0
-            rows.append({"lr": lr, "epochs": ep, "fold": k, "macro_f1": score,
-                         "seconds": secs})
-            run += 1
-            done_s += secs
-            # remaining time scaled by training work (documents x epochs) still to do
-            work_done = sum(n * e for n, e in plan[:run])
-            left = done_s / max(work_done, 1) * sum(n * e for n, e in plan[run:])
-            say(f"  run {run}/{n_runs}: lr {lr:g}, {ep} epochs, fold {k}: macro-F1 "
-                f"{score:.4f} ({secs:.0f} s; about {format_seconds(left)} left)")
+    cv_runs = [(lr, ep, k, tr, va) for lr, ep in configs
+               for k, (tr, va) in enumerate(splits, start=1)]
+    rows = _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs)
     cv = pd.DataFrame(rows)
     summary = summarise_cv(cv)
     top = summary.iloc[0]
@@ -505,6 +493,42 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
                    "n_test": None if test is None else len(test), "labels": labels,
                    "seconds": time.perf_counter() - t_start}
     return result
+
+
+def _cv_run(run: tuple, *, data: pd.DataFrame, labels: list, fit, kw: dict) -> dict:
+    """One cross-validation run: fine-tune on the training folds, macro-F1 on the held-out
+    fold (a Dask task with ``scheduler``)."""
+    lr, ep, k, tr, va = run
+    t0 = time.perf_counter()
+    clf = fit(data.iloc[tr].reset_index(drop=True), lr=lr, epochs=ep, **kw)
+    valid = data.iloc[va].reset_index(drop=True)
+    score = macro_f1(valid["label"].astype(str), predicted_labels(clf, valid), labels)
+    return {"lr": lr, "epochs": ep, "fold": k, "macro_f1": score,
+            "seconds": time.perf_counter() - t0}
+
+
+def _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs) -> list[dict]:
+    """The cross-validation runs, in order, serially or over ``scheduler``
+    (:func:`quantformer.distributed.map_runs`), with a progress line as each finishes."""
+    import functools
+
+    from .distributed import map_runs
+
+    done: list[int] = []
+    t0 = time.perf_counter()
+
+    def report(i: int, row: dict) -> None:
+        done.append(i)
+        # remaining time scaled by training work (documents x epochs) still to do
+        work_done = sum(plan[j][0] * plan[j][1] for j in done)
+        work_left = sum(n * e for n, e in plan) - work_done
+        left = (time.perf_counter() - t0) / max(work_done, 1) * work_left
+        say(f"  run {len(done)}/{n_runs}: lr {row['lr']:g}, {row['epochs']} epochs, fold "
+            f"{row['fold']}: macro-F1 {row['macro_f1']:.4f} ({row['seconds']:.0f} s; about "
+            f"{format_seconds(left)} left)")
+
+    task = functools.partial(_cv_run, data=data, labels=labels, fit=fit, kw=kw)
+    return map_runs(task, cv_runs, scheduler, on_result=report)
 
 
 def _predict_frame(clf, frame: pd.DataFrame, no_text: np.ndarray) -> pd.DataFrame:
@@ -543,7 +567,8 @@ def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:
 
 def add_cli(sub) -> None:
     from .cli import (add_corpus_options, add_device_option, add_model_option,
-                      add_quiet_option, add_results_dir_options, positive)
+                      add_quiet_option, add_results_dir_options, add_scheduler_option,
+                      positive)
 
     p = sub.add_parser(
         "tune",
@@ -581,6 +606,7 @@ def add_cli(sub) -> None:
                    help="how long documents are cut (head_tail)")
     add_device_option(p)
     add_quiet_option(p)
+    add_scheduler_option(p)
     add_results_dir_options(p)
     p.set_defaults(func=_run_tune)
 
@@ -598,7 +624,8 @@ def _run_tune(args) -> int:
     res = tune(train, test, model=args.model, lrs=lrs, epochs_grid=epochs, folds=args.folds,
                oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
                batch_size=args.batch_size, max_length=args.max_length,
-               truncation=args.truncation, device=args.device, quiet=args.quiet)
+               truncation=args.truncation, device=args.device, quiet=args.quiet,
+               scheduler=args.scheduler)
     res.info["train"] = str(args.train)
     if args.test:
         res.info["test"] = str(args.test)

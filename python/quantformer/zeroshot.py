@@ -491,7 +491,9 @@ def add_cli(sub) -> None:
                     "label over the corpus). Output: doc_id, docvars, predicted, prob_<label>, "
                     "zeroshot_method.",
     )
-    p.add_argument("--input", required=True, help="corpus file")
+    from .cli import add_partition_options
+
+    add_partition_options(p)
     add_corpus_options(p, label=False)
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--labels", help="comma-separated label phrases, e.g. "
@@ -520,11 +522,13 @@ def add_cli(sub) -> None:
 
 
 def _run_zeroshot(args) -> int:
-    from .cli import corpus_kwargs, print_table
+    from .cli import corpus_kwargs, partitioned, print_table
     from .frames import check_output_path, read_frame, write_frame
 
-    check_output_path(args.out)
     labels = read_labels_file(args.labels_file) if args.labels_file else args.labels
+    if partitioned(args):
+        return _run_zeroshot_partitions(args, labels)
+    check_output_path(args.out)
     hypothesis = check_hypothesis(args.hypothesis)
     labels = check_labels(labels, args.multi_label)
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))
@@ -542,6 +546,20 @@ def _run_zeroshot(args) -> int:
     print_table(table, floatfmt="{:.3f}")
     write_frame(result, args.out)
     print(f"wrote {len(result)} rows to {args.out}")
+    return 0
+
+
+def _run_zeroshot_partitions(args, labels) -> int:
+    from .cli import corpus_kwargs
+    from .distributed import describe, zeroshot_partitions
+
+    print(describe(zeroshot_partitions(
+        args.input, args.out, labels, args.hypothesis, model=args.model,
+        scheduler=args.scheduler, resume=args.resume, quiet=args.quiet, method=args.method,
+        multi_label=args.multi_label, batch_size=args.batch_size, max_length=args.max_length,
+        truncation=args.truncation, device=args.device, calibration=args.calibration,
+        temperature=args.temperature, keep_text=args.keep_text,
+        **corpus_kwargs(args, label=False))))
     return 0
 
 
