@@ -26,6 +26,7 @@ _LAZY = {
     "finetune": "quantformer.finetune",
     "predict": "quantformer.predict",
     "evaluate": "quantformer.evaluate",
+    "estimate": "quantformer.estimate",
     "load": "quantformer.modeldir:load",
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
