@@ -27,6 +27,7 @@ _LAZY = {
     "predict": "quantformer.predict",
     "evaluate": "quantformer.evaluate",
     "load": "quantformer.predict:load",
+    "estimate": "quantformer.estimate",
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
     "embed": "quantformer.embed:embed",

@@ -35,6 +35,7 @@ VERB_MODULES = [
     "quantformer.finetune",
     "quantformer.predict",
     "quantformer.evaluate",
+    "quantformer.estimate",
     "quantformer.demo",
     "quantformer.zeroshot",
     "quantformer.embed",

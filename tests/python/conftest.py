@@ -7,6 +7,7 @@ contains. Tests must not write into these folders (copy them first if a test nee
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import tiny_models  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+# QUANTFORMER_SHARED_DATA points elsewhere (e.g. from a git worktree)
+SHARED_DATA = Path(os.environ.get("QUANTFORMER_SHARED_DATA") or REPO_ROOT.parent / "shared" / "data")
 
 
 def _tiny_fixture(name: str):

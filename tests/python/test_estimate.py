@@ -1,0 +1,269 @@
+"""Prevalence estimates (issue 12): PPI intervals cover, naive ones do not; bad input refused.
+
+The coverage tests draw a gold sample many times (seeded) from one corpus whose every true label
+is known and count how often each 95 % interval holds the corpus's true prevalence. A synthetic
+corpus runs always; the Toxic comments (../shared/data) run when present.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import quantformer
+from quantformer.errors import InputError
+from quantformer.gold import GoldWarning
+
+DRAWS = 300
+N_GOLD = 200
+
+
+def biased_corpus(n: int = 4000, seed: int = 0):
+    """Two parties (R: 22 % toxic, D: 15 %) and a classifier that misses many toxic documents.
+
+    Returns the prediction frame and the true labels (numpy array of strings).
+    """
+    rng = np.random.default_rng(seed)
+    party = rng.choice(["D", "R"], n)
+    truth = rng.random(n) < np.where(party == "R", 0.22, 0.15)
+    score = np.where(truth, rng.beta(4, 3, n), rng.beta(1.5, 6, n))
+    pred = pd.DataFrame({"doc_id": [f"d{i}" for i in range(n)], "party": party,
+                         "predicted": np.where(score > 0.5, "toxic", "ok"),
+                         "prob_ok": 1 - score, "prob_toxic": score})
+    return pred, np.where(truth, "toxic", "ok")
+
+
+def coverage(pred, truth, by=None, draws=DRAWS, n_gold=N_GOLD, cls="toxic", seed=1):
+    """Share of draws whose interval holds the true prevalence, per method (and group)."""
+    rng = np.random.default_rng(seed)
+    groups = pred[by] if by else pd.Series("all", index=pred.index)
+    true = pd.Series(truth == cls).groupby(groups.to_numpy()).mean()
+    hits = {m: [] for m in ("ppi", "naive", "gold")}
+    for _ in range(draws):
+        rows = rng.choice(len(pred), n_gold, replace=False)
+        gold = pd.DataFrame({"doc_id": pred["doc_id"].iloc[rows], "label": truth[rows]})
+        for method in hits:
+            t = quantformer.estimate(pred, gold, by=by, method=method)
+            t = t[t["class"] == cls]
+            key = t[by].to_numpy() if by else np.array(["all"])
+            hits[method].append(((t["ci_low"].to_numpy() <= true[key].to_numpy())
+                                 & (true[key].to_numpy() <= t["ci_high"].to_numpy())))
+    return {m: np.mean(h, axis=0) for m, h in hits.items()}
+
+
+def test_ppi_interval_covers_synthetic_prevalence_issue12():
+    pred, truth = biased_corpus()
+    cov = coverage(pred, truth)
+    assert cov["ppi"][0] >= 0.93
+    assert cov["gold"][0] >= 0.92
+    assert cov["naive"][0] < 0.3
+
+
+def test_ppi_interval_covers_each_group_issue12():
+    pred, truth = biased_corpus(seed=2)
+    cov = coverage(pred, truth, by="party", draws=DRAWS, seed=3)
+    assert (cov["ppi"] >= 0.93).all(), cov
+    assert (cov["naive"] < 0.3).all(), cov
+
+
+def toxic_corpus(shared_data):
+    """Toxic comments with a bag-of-words logistic regression trained on 300 of them."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    df = pd.read_csv(shared_data / "jigsaw_toxic" / "jigsaw_5k.csv", dtype={"id": str})
+    truth = np.where(df["toxic"] == 1, "toxic", "ok")
+    rng = np.random.default_rng(7)
+    train = rng.choice(len(df), 300, replace=False)
+    vectorizer = TfidfVectorizer(min_df=2)
+    x = vectorizer.fit_transform(df["comment_text"].fillna(""))
+    model = LogisticRegression(max_iter=1000).fit(x[train], truth[train])
+    proba = model.predict_proba(x)
+    classes = list(model.classes_)
+    length = np.where(df["comment_text"].str.len() > 300, "long", "short")
+    pred = pd.DataFrame({"doc_id": df["id"], "length": length,
+                         "predicted": np.asarray(classes)[proba.argmax(1)],
+                         **{f"prob_{c}": proba[:, j] for j, c in enumerate(classes)}})
+    return pred, truth
+
+
+def test_ppi_interval_covers_toxic_prevalence_issue12(shared_data):
+    pred, truth = toxic_corpus(shared_data)
+    cov = coverage(pred, truth)
+    assert cov["ppi"][0] >= 0.93, cov
+    assert cov["naive"][0] < 0.5, cov
+
+
+def test_ppi_interval_covers_toxic_groups_issue12(shared_data):
+    # two groups: comments longer or shorter than 300 characters
+    pred, truth = toxic_corpus(shared_data)
+    cov = coverage(pred, truth, by="length", seed=5)
+    assert (cov["ppi"] >= 0.93).all(), cov
+    assert (cov["naive"] < 0.5).all(), cov
+
+
+def test_estimate_table_columns_and_values():
+    pred, truth = biased_corpus(n=1000)
+    gold = pd.DataFrame({"doc_id": pred["doc_id"][:300], "label": truth[:300]})
+    t = quantformer.estimate(pred, gold, by=["party"], level=0.9)
+    assert list(t.columns) == ["party", "class", "estimate", "ci_low", "ci_high", "method",
+                               "n_gold", "n_total", "note"]
+    assert t["party"].tolist() == ["D", "D", "R", "R"]
+    assert t.groupby("party")["estimate"].sum().round(10).eq(1).all()
+    assert t["n_gold"].sum() == 2 * 300 and t["n_total"].sum() == 2 * 1000
+    assert ((t["ci_low"] < t["estimate"]) & (t["estimate"] < t["ci_high"])).all()
+    naive = quantformer.estimate(pred, gold, method="naive")
+    share = (pred["predicted"] == "toxic").mean()
+    assert naive.set_index("class").loc["toxic", "estimate"] == pytest.approx(share)
+
+
+def test_ppi_narrower_than_gold_alone():
+    pred, truth = biased_corpus()
+    gold = pd.DataFrame({"doc_id": pred["doc_id"][:300], "label": truth[:300]})
+    width = {m: quantformer.estimate(pred, gold, method=m).eval("ci_high - ci_low")[0]
+             for m in ("ppi", "gold")}
+    assert width["ppi"] < width["gold"]
+
+
+def test_stratified_gold_sample_with_inclusion_probabilities():
+    # R documents are drawn 5 times as often as D documents; weights undo that
+    pred, truth = biased_corpus(seed=4)
+    rng = np.random.default_rng(9)
+    p = np.where(pred["party"] == "R", 0.1, 0.02)
+    true = np.mean(truth == "toxic")
+    hits, means = {"gold": [], "ppi": []}, {"gold": [], "ppi": [], "unweighted": []}
+    for _ in range(100):
+        rows = np.flatnonzero(rng.random(len(pred)) < p)
+        gold = pd.DataFrame({"doc_id": pred["doc_id"][rows], "label": truth[rows],
+                             "p": p[rows]})
+        for method in hits:
+            t = quantformer.estimate(pred, gold, method=method, weight_col="p")
+            t = t[t["class"] == "toxic"].iloc[0]
+            hits[method].append(t["ci_low"] <= true <= t["ci_high"])
+            means[method].append(t["estimate"])
+        means["unweighted"].append(np.mean(truth[rows] == "toxic"))
+    assert np.mean(hits["gold"]) >= 0.9 and np.mean(hits["ppi"]) >= 0.9
+    assert np.mean(means["gold"]) == pytest.approx(true, abs=0.01)
+    assert np.mean(means["ppi"]) == pytest.approx(true, abs=0.01)
+    assert np.mean(means["unweighted"]) > true + 0.01  # the sample over-represents R
+
+
+def test_group_without_gold_is_pooled_and_said():
+    pred, truth = biased_corpus(n=1000)
+    pred["region"] = np.where(np.arange(1000) < 950, "north", "south")
+    gold = pd.DataFrame({"doc_id": pred["doc_id"][:200], "label": truth[:200]})
+    with pytest.warns(GoldWarning, match="no gold documents: region=south.*pooled"):
+        t = quantformer.estimate(pred, gold, by="region")
+    south = t[t["region"] == "south"]
+    assert (south["n_gold"] == 0).all() and south["note"].str.contains("pooled").all()
+    assert south["estimate"].notna().all()
+    with pytest.warns(GoldWarning, match="no gold documents"):
+        g = quantformer.estimate(pred, gold, by="region", method="gold")
+    assert g.loc[g["region"] == "south", "estimate"].isna().all()
+
+
+def _gold(pred, truth, n=50):
+    return pd.DataFrame({"doc_id": pred["doc_id"][:n], "label": truth[:n]})
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p, g: (p, g.assign(doc_id=["zz"] + g["doc_id"].tolist()[1:])),
+     "1 gold document.*not in the prediction file.*zz"),
+    (lambda p, g: (p, g.assign(label=["spam"] + g["label"].tolist()[1:])),
+     "label.*the model does not know: spam"),
+    (lambda p, g: (p, g.head(9)), "9 usable.*at least 10"),
+    (lambda p, g: (p, g.drop(columns="label")), "no 'label' column"),
+    (lambda p, g: (p.drop(columns="doc_id"), g), "no doc_id column"),
+    (lambda p, g: (p, pd.concat([g, g.head(1)])), "codes 1 document.*twice"),
+    (lambda p, g: (p.drop(columns=["predicted", "prob_ok", "prob_toxic"]), g),
+     "neither 'predicted' nor 'prob_"),
+])
+def test_bad_gold_input_is_refused(change, message):
+    pred, truth = biased_corpus(n=200)
+    p, g = change(pred, _gold(pred, truth))
+    with pytest.raises(InputError, match=message):
+        quantformer.estimate(p, g)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"method": "plugin"}, "method must be one of ppi, naive, gold"),
+    ({"level": 1.5}, "level must be in"),
+    ({"by": "nope"}, "--by column.*nope"),
+    ({"weight_col": "p"}, "no 'p' column"),
+    ({"target_halfwidth": 2.0}, "half-width must be in"),
+])
+def test_bad_arguments_are_refused(kwargs, message):
+    pred, truth = biased_corpus(n=200)
+    with pytest.raises(InputError, match=message):
+        quantformer.estimate(pred, _gold(pred, truth), **kwargs)
+
+
+def test_bad_inclusion_probabilities_are_refused():
+    pred, truth = biased_corpus(n=200)
+    gold = _gold(pred, truth).assign(p=0.0)
+    with pytest.raises(InputError, match=r"inclusion probabilities.*\(0, 1\]"):
+        quantformer.estimate(pred, gold, weight_col="p")
+
+
+def test_gold_without_label_and_unpredicted_documents_warn():
+    pred, truth = biased_corpus(n=300)
+    pred.loc[0, ["predicted", "prob_ok", "prob_toxic"]] = [None, np.nan, np.nan]
+    gold = _gold(pred, truth, n=60)
+    gold.loc[gold.index[5], "label"] = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = quantformer.estimate(pred, gold)
+    text = " ".join(str(w.message) for w in caught)
+    assert "1 gold document(s) have no label" in text
+    assert "1 document(s) have no prediction" in text
+    assert t["n_gold"].iloc[0] == 58 and t["n_total"].iloc[0] == 299
+
+
+def test_planner_reports_gold_needed_for_target_halfwidth():
+    pred, truth = biased_corpus()
+    gold = _gold(pred, truth, n=200)
+    wide = quantformer.estimate(pred, gold, method="gold", target_halfwidth=0.05)
+    narrow = quantformer.estimate(pred, gold, method="gold", target_halfwidth=0.025)
+    n_wide, n_narrow = wide["n_gold_needed"].iloc[0], narrow["n_gold_needed"].iloc[0]
+    p = np.mean(truth[:200] == "toxic")
+    assert n_wide == pytest.approx(1.96 ** 2 * p * (1 - p) / 0.05 ** 2, rel=0.01)
+    assert n_narrow == pytest.approx(4 * n_wide, rel=0.01)
+    # the planned size really gives about that half-width
+    more = _gold(pred, truth, n=int(n_wide))
+    t = quantformer.estimate(pred, more, method="gold")
+    assert (t["ci_high"] - t["ci_low"]).iloc[0] / 2 == pytest.approx(0.05, rel=0.15)
+    ppi = quantformer.estimate(pred, gold, target_halfwidth=0.05)
+    assert ppi["n_gold_needed"].iloc[0] < n_wide
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "quantformer", "estimate", *args], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def test_cli_estimate_writes_table(tmp_path):
+    pred, truth = biased_corpus(n=500)
+    pred.to_parquet(tmp_path / "pred.parquet")
+    _gold(pred, truth, n=100).to_csv(tmp_path / "gold.csv", index=False)
+    r = _cli("--pred", "pred.parquet", "--gold", "gold.csv", "--by", "party", "--out",
+             "est.csv", "--target-halfwidth", "0.05", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = pd.read_csv(tmp_path / "est.csv")
+    assert out["party"].tolist() == ["D", "D", "R", "R"]
+    assert set(out["method"]) == {"ppi"} and out["n_gold_needed"].notna().all()
+    assert "prevalence (ppi, 95% intervals)" in r.stdout
+
+
+def test_cli_estimate_bad_input_exit_2(tmp_path):
+    pred, truth = biased_corpus(n=200)
+    pred.to_parquet(tmp_path / "pred.parquet")
+    _gold(pred, truth, n=5).to_csv(tmp_path / "gold.csv", index=False)
+    r = _cli("--pred", "pred.parquet", "--gold", "gold.csv", "--out", "est.csv", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "quantformer estimate: error:" in r.stderr and "at least 10" in r.stderr
+    assert not (tmp_path / "est.csv").exists()
