@@ -33,6 +33,7 @@ _LAZY = {
     "tune": "quantformer.tune",
     "compare": "quantformer.compare",
     "baselines": "quantformer.baselines",
+    "suggest": "quantformer.suggest",
 }
 
 
