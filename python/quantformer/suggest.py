@@ -112,15 +112,18 @@ def file_digest(path: str | os.PathLike) -> str:
 
 
 def cache_path(corpus: str | os.PathLike, model: str | None, max_length: int,
-               truncation: str) -> Path:
-    """Where the embeddings of ``corpus`` are cached: a hidden ``.npz`` beside it, named by a
-    hash of the file's content, the model, the token limit and the truncation."""
+               truncation: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """Where the embeddings of ``corpus`` are cached: a hidden ``.npz`` beside it (or in
+    ``cache_dir``), named by a hash of the file's content, the model, the token limit and the
+    truncation, so an edited corpus or another model never reads stale vectors."""
     from .models import resolve_model
 
     p = Path(corpus)
     key = "|".join([str(CACHE_VERSION), file_digest(p), str(model or "default"),
                     str(resolve_model(model)), str(max_length), truncation])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    if cache_dir is not None:
+        return Path(cache_dir) / f"quantformer-embeddings-{digest}.npz"
     return p.with_name(f".{p.name}.quantformer-embeddings-{digest}.npz")
 
 
@@ -163,11 +166,12 @@ def write_cache(path: Path, doc_ids, vectors: np.ndarray) -> None:
 
 
 def embed_corpus(frame: pd.DataFrame, model: str | None = None, *, corpus_path=None,
-                 cache: bool = True, max_length: int | None = None,
+                 cache: bool = True, cache_dir=None, max_length: int | None = None,
                  truncation: str = "head_tail", batch_size: int = 32, device: str = "auto",
                  quiet: bool = True) -> np.ndarray:
     """Unit-length mean-pooled embeddings of ``frame`` (see :mod:`quantformer.embed`), read
-    from / written to the cache beside ``corpus_path`` when given and ``cache`` is True.
+    from / written to the cache beside ``corpus_path`` (or in ``cache_dir``) when
+    ``corpus_path`` is given and ``cache`` is True.
 
     Returns:
         float32 (n_docs, hidden); NaN rows for missing or empty texts.
@@ -176,7 +180,7 @@ def embed_corpus(frame: pd.DataFrame, model: str | None = None, *, corpus_path=N
 
     enc = load_encoder(model, device)
     length = check_length(enc, max_length)
-    where = (cache_path(corpus_path, model, length, truncation)
+    where = (cache_path(corpus_path, model, length, truncation, cache_dir)
              if cache and corpus_path is not None else None)
     vecs = read_cache(where, frame["doc_id"]) if where is not None else None
     if vecs is None:
@@ -519,6 +523,8 @@ def add_cli(sub) -> None:
                    help="documents per forward pass (32)")
     p.add_argument("--no-cache", action="store_true",
                    help="do not read or write the embedding cache beside the corpus")
+    p.add_argument("--cache-dir", default=None,
+                   help="folder for the embedding cache (default: beside the corpus file)")
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="output file (.csv for a spreadsheet, .rds, ...)")
@@ -536,7 +542,8 @@ def _run_suggest(args) -> int:
     check_args(frame, np.zeros((len(frame), 1)), args.n, args.strategy, args.stratify)
     merge_codes(frame, coded, ", ".join(args.labelled))  # errors before any model loads
     vectors = embed_corpus(frame, args.embed_model, corpus_path=args.input,
-                           cache=not args.no_cache, max_length=args.max_length,
+                           cache=not args.no_cache, cache_dir=args.cache_dir,
+                           max_length=args.max_length,
                            truncation=args.truncation, batch_size=args.batch_size,
                            device=args.device, quiet=args.quiet)
     probs, labels = (model_probs(args.model, frame, args.device, args.quiet)
