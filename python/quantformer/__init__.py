@@ -37,6 +37,7 @@ _LAZY = {
     "predict_partitions": "quantformer.distributed:predict_partitions",
     "zeroshot_partitions": "quantformer.distributed:zeroshot_partitions",
     "embed_partitions": "quantformer.distributed:embed_partitions",
+    "suggest": "quantformer.suggest",
 }
 
 

@@ -41,6 +41,7 @@ VERB_MODULES = [
     "quantformer.embed",
     "quantformer.tune",
     "quantformer.compare",
+    "quantformer.suggest",
 ]
 
 

@@ -1,0 +1,174 @@
+#' Which documents to code next (active learning)
+#'
+#' Chooses the `n` uncoded documents whose codes would help a classifier most, so that fewer
+#' documents need hand-coding. Runs `quantformer suggest` in a child Python process: the
+#' corpus is embedded once with the bundled all-MiniLM-L6-v2 (the vectors are cached, keyed
+#' by the model and the corpus content, so later rounds take seconds), a logistic regression
+#' is fitted on the coded documents' embeddings, and the uncoded documents are ranked by a
+#' query strategy. Without codes of two classes, a cold start picks diverse documents
+#' (k-means centres of the embeddings). Fine-tune once at the end with
+#' [textmodel_finetune()] (Vysogorets & Gopal 2024 show this matches fine-tuning every round
+#' at far lower cost).
+#'
+#' @param x documents: a quanteda corpus, a character vector or a data frame with a `text`
+#'   column.
+#' @param y the codes so far: a vector with one value per document (`NA` = not coded yet), or
+#'   the name of a docvar of `x`; `NULL` (default) = nothing coded yet (cold start).
+#' @param n integer >= 1: how many documents to suggest (default 50). More than the uncoded
+#'   documents returns them all, with a warning.
+#' @param strategy `"margin"` (default: the smallest gap between the two most probable classes,
+#'   "breaking ties", Scheffer et al. 2001; the strongest simple strategy in Schroeder,
+#'   Niekler & Potthast 2022), `"least_confidence"` (Lewis & Gale 1994), `"entropy"` (Settles
+#'   2009), `"random"` (a simple random sample, for comparison) or `"cold"` (k-means centres;
+#'   used automatically, with a warning, while fewer than two classes are coded).
+#' @param stratify `NULL` or the name of a docvar: a cold start spreads the documents over its
+#'   levels in proportion to their size.
+#' @param diversity logical: the diversity guard of the uncertainty strategies (Zhdanov 2019):
+#'   the `10 * n` most uncertain documents are clustered into `n` groups and the most
+#'   uncertain document of each is chosen, so a batch is not `n` near-duplicates.
+#' @param model `NULL` (a logistic regression over embeddings) or a fine-tuned model (a
+#'   [textmodel_finetune()] object or its model directory) whose probabilities rank the
+#'   documents instead.
+#' @param seed integer: the same inputs and seed give the same suggestions.
+#' @param cache_dir folder for the embedding cache (default: a folder in [tempdir()], which
+#'   lasts for the R session; give a lasting folder to reuse the vectors across sessions).
+#' @param verbose logical: show the Python core's progress and messages.
+#' @return A data frame with one row per suggested document, most informative first:
+#'   `doc_id`, `text`, the docvars of `x`, `rank`, `score` (the uncertainty that chose the
+#'   document; `NA` for cold and random), `strategy` (the one that ran), `guess` (the current
+#'   model's most probable class; `NA` without codes), `guess_prob` and an empty `code`
+#'   column. Write it with [write_suggestions()] for coding in a spreadsheet.
+#' @seealso [write_suggestions()], [read_suggestions()], [merge_codes()]
+#' @examples
+#' \donttest{
+#' if (quantformer_available()) {
+#'   sotu <- readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
+#'   first <- suggest_documents(sotu, n = 5)            # nothing coded yet: a cold start
+#'   f <- write_suggestions(first, tempfile(fileext = ".csv"))
+#'   # ... fill in the code column in a spreadsheet, then:
+#'   codes <- merge_codes(sotu, read_suggestions(f))
+#' }
+#' }
+#' @export
+suggest_documents <- function(x, y = NULL, n = 50,
+                              strategy = c("margin", "least_confidence", "entropy", "random",
+                                           "cold"),
+                              stratify = NULL, diversity = TRUE, model = NULL, seed = 1,
+                              cache_dir = file.path(tempdir(), "quantformer-embeddings"),
+                              verbose = getOption("quantformer.verbose", TRUE)) {
+  strategy <- match.arg(strategy)
+  if (!is.numeric(n) || length(n) != 1 || is.na(n) || n < 1 || n != round(n))
+    stop("`n` must be one whole number of at least 1, not ", format(n), call. = FALSE)
+  frame <- as_frame(x)
+  codes <- if (is.null(y)) rep(NA_character_, nrow(frame)) else
+    as.character(resolve_y(y, frame)$y)
+  if (!is.null(stratify) && !stratify %in% names(frame_docvars(frame)))
+    stop("`stratify` = '", stratify, "' is not a docvar of `x`", call. = FALSE)
+  files <- suggest_inputs(frame, codes, stratify)
+  on.exit(unlink(unlist(files)), add = TRUE)
+  args <- c("--input", files$corpus, if (!is.null(files$codes)) c("--labelled", files$codes),
+            cli_flags(n = n, strategy = strategy, stratify = stratify,
+                      no_diversity = !isTRUE(diversity), model = model_dir_of(model),
+                      seed = seed, cache_dir = cache_dir, quiet = !isTRUE(verbose)),
+            "--out", files$out)
+  run_cli("suggest", args, verbose = verbose, r_args = names(formals()))
+  out <- read_output(files$out)
+  added <- c("rank", "score", "strategy", "guess", "guess_prob", "code")
+  out <- merge(out[c("doc_id", added)], frame, by = "doc_id", sort = FALSE)
+  out <- out[order(out$rank), c("doc_id", "text", setdiff(names(frame), c("doc_id", "text")),
+                                added)]
+  rownames(out) <- NULL
+  out
+}
+
+# The files `quantformer suggest` reads: the corpus (doc_id, text and the stratifying docvar
+# only, uncompressed, so the same documents give the same bytes and the embedding cache is
+# reused across rounds) and the codes; plus the output path.
+suggest_inputs <- function(frame, codes, stratify) {
+  corpus <- frame[c("doc_id", "text", stratify)]
+  corpus_file <- tempfile("qf-suggest-corpus-", fileext = ".rds")
+  saveRDS(corpus, corpus_file, version = 2, compress = FALSE)
+  coded <- !is.na(codes)
+  codes_file <- if (any(coded))
+    write_input(data.frame(doc_id = frame$doc_id[coded], label = enc2utf8(codes[coded]),
+                           stringsAsFactors = FALSE))
+  list(corpus = corpus_file, codes = codes_file, out = out_path())
+}
+
+# The model directory of a textmodel_finetune object, or a path as it is.
+model_dir_of <- function(model) {
+  if (is.null(model)) return(NULL)
+  if (inherits(model, "textmodel_finetune")) return(model$model_dir)
+  if (is.character(model) && length(model) == 1) return(normalizePath(model, mustWork = FALSE))
+  stop("`model` must be NULL, a textmodel_finetune object or a model directory path",
+       call. = FALSE)
+}
+
+#' Code suggested documents in a spreadsheet
+#'
+#' `write_suggestions()` writes the documents from [suggest_documents()] to a UTF-8 CSV file
+#' with an empty `code` column (open it in a spreadsheet, fill in `code`, save as CSV);
+#' `read_suggestions()` reads the filled-in file back as `doc_id` and `code`; [merge_codes()]
+#' adds the codes to the label vector of the corpus by docname.
+#'
+#' @param x the data frame returned by [suggest_documents()].
+#' @param file path of the CSV file.
+#' @return `write_suggestions()`: `file`, invisibly. `read_suggestions()`: a data frame
+#'   `doc_id`, `code` (character; empty cells are `NA`), one row per line of the file.
+#' @export
+write_suggestions <- function(x, file) {
+  if (!is.data.frame(x) || !all(c("doc_id", "text") %in% names(x)))
+    stop("`x` must be the data frame returned by suggest_documents() (with doc_id and text)",
+         call. = FALSE)
+  if (!"code" %in% names(x)) x$code <- NA_character_
+  utils::write.csv(x, file, row.names = FALSE, na = "", fileEncoding = "UTF-8")
+  invisible(file)
+}
+
+#' @rdname write_suggestions
+#' @param code name of the column holding the codes (default `"code"`).
+#' @export
+read_suggestions <- function(file, code = "code") {
+  if (!file.exists(file)) stop("file not found: '", file, "'", call. = FALSE)
+  df <- utils::read.csv(file, colClasses = "character", na.strings = "",
+                        encoding = "UTF-8", check.names = FALSE)
+  miss <- setdiff(c("doc_id", code), names(df))
+  if (length(miss))
+    stop("'", file, "' has no column ", paste0("'", miss, "'", collapse = ", "),
+         "; its columns are: ", paste(names(df), collapse = ", "),
+         ". Keep the doc_id column and fill in the '", code, "' column", call. = FALSE)
+  out <- data.frame(doc_id = df$doc_id, code = trimws(df[[code]]), stringsAsFactors = FALSE)
+  out$code[!is.na(out$code) & !nzchar(out$code)] <- NA_character_
+  out
+}
+
+#' Add new codes to the codes of a corpus, by docname
+#'
+#' @param x the documents (a quanteda corpus, character vector or data frame), as given to
+#'   [suggest_documents()].
+#' @param coded a data frame with `doc_id` and `code` (from [read_suggestions()]); uncoded
+#'   rows (`NA`) are ignored.
+#' @param y the codes so far (one per document, `NA` = uncoded, or a docvar name), or `NULL`.
+#' @return A character vector of codes, one per document of `x` in its order, named by
+#'   docnames (`NA` = not coded yet): pass it as `y` to [suggest_documents()] or
+#'   [textmodel_finetune()].
+#' @export
+merge_codes <- function(x, coded, y = NULL) {
+  frame <- as_frame(x)
+  codes <- if (is.null(y)) rep(NA_character_, nrow(frame)) else
+    as.character(resolve_y(y, frame)$y)
+  if (!is.data.frame(coded) || !all(c("doc_id", "code") %in% names(coded)))
+    stop("`coded` must be a data frame with columns doc_id and code (see read_suggestions())",
+         call. = FALSE)
+  coded <- coded[!is.na(coded$code), c("doc_id", "code")]
+  pos <- match(coded$doc_id, frame$doc_id)
+  if (anyNA(pos))
+    stop(sum(is.na(pos)), " doc_id(s) in `coded` are not docnames of `x`, first: '",
+         coded$doc_id[is.na(pos)][1], "'; code documents of this corpus only", call. = FALSE)
+  clash <- !is.na(codes[pos]) & codes[pos] != coded$code
+  if (any(clash))
+    stop(sum(clash), " document(s) already have another code in `y`, first: '",
+         coded$doc_id[clash][1], "'; keep one code per document", call. = FALSE)
+  codes[pos] <- coded$code
+  stats::setNames(codes, frame$doc_id)
+}
