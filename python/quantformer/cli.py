@@ -61,11 +61,26 @@ def add_corpus_options(p: argparse.ArgumentParser, *, label: bool = True) -> Non
     g.add_argument("--format", dest="in_format", default=None,
                    help="input format when the extension does not tell: parquet, csv, tsv, "
                         "txt (sniffed), lines (one document a line), jsonl, rds")
+    g.add_argument("--quoting", default="auto", choices=["auto", "csv", "none"],
+                   help="quotes in CSV/TSV: csv (RFC 4180), none (every line is one row, "
+                        "quotes are text: files made with paste or exported unquoted), auto "
+                        "(csv, but refuses a TSV where a quote would merge lines) (auto)")
+
+
+def add_labels_file_option(p: argparse.ArgumentParser, corpus: str = "--input") -> None:
+    """--labels-file: labels one a line in a file of their own (train_text.txt +
+    train_labels.txt), for the corpus given with ``corpus``."""
+    p.add_argument("--labels-file", default=None,
+                   help=f"labels of the {corpus} documents in a file of their own, one a line "
+                        f"in document order (e.g. {corpus} train_text.txt --labels-file "
+                        "train_labels.txt); instead of --label-col")
 
 
 def corpus_kwargs(args, *, label: bool = True) -> dict:
-    """The read_frame keyword arguments from the shared corpus options."""
-    kw = {"text_col": args.text_col, "id_col": args.id_col, "fmt": args.in_format}
+    """The read_frame keyword arguments from the shared corpus options (``labels_file`` is
+    left out: it belongs to one input of the verb, which passes it itself)."""
+    kw = {"text_col": args.text_col, "id_col": args.id_col, "fmt": args.in_format,
+          "quoting": args.quoting}
     if label:
         kw["label_col"] = getattr(args, "label_col", None)
     return kw

@@ -31,6 +31,7 @@ import csv
 import io
 import json
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -177,7 +178,7 @@ def _sniff_delimited_txt(text: str) -> str | None:
 
 
 def _read_raw(path: Path, fmt: str, text_col: str | None,
-              id_col: str | None = None) -> pd.DataFrame:
+              id_col: str | None = None, quoting: str = "auto") -> pd.DataFrame:
     """Read a file into a DataFrame with its own columns (no contract applied yet)."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
@@ -230,7 +231,100 @@ def _read_raw(path: Path, fmt: str, text_col: str | None,
         if lines and lines[-1] == "":
             lines = lines[:-1]
         return pd.DataFrame({text_col or "text": [ln if ln != "" else None for ln in lines]})
-    header = next(csv.reader(io.StringIO(text.split("\n", 1)[0]), delimiter=sep), [])
+    return _read_delimited(path, text, sep, fmt, text_col, id_col, quoting)
+
+
+QUOTINGS = ("auto", "csv", "none")
+
+
+def check_quoting(quoting: str) -> str:
+    """Validate a ``quoting`` value: ``auto``, ``csv`` or ``none``.
+
+    Raises:
+        InputError: any other value.
+    """
+    if quoting not in QUOTINGS:
+        raise InputError(f"unknown quoting '{quoting}'; use one of: {', '.join(QUOTINGS)}")
+    return quoting
+
+
+def _data_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the non-blank lines after the header; numbers are 1-based."""
+    return [(i, ln) for i, ln in enumerate(text.split("\n")[1:], start=2) if ln.strip()]
+
+
+_WELL_QUOTED = re.compile(r'"(?:[^"]|"")*"\Z')
+
+
+def _stray_quote(line: str, sep: str) -> bool:
+    """A field of ``line`` begins with a quote but is not one well-formed quoted field
+    (``"..."`` with inner quotes doubled), so CSV quoting would change or join it."""
+    return any(f.startswith('"') and not _WELL_QUOTED.match(f) for f in line.split(sep))
+
+
+def _tsv_quoting(path: Path, text: str, sep: str) -> str:
+    """``auto`` quoting of a tab-separated file: ``csv`` unless reading quotes as CSV quoting
+    would change or merge rows of a file whose lines are all complete without quoting.
+
+    Files whose lines are incomplete without quoting, and fields quoted as RFC 4180 writes
+    them, read as CSV silently. In a file whose lines all have the header's number of fields,
+    a field that begins with a stray ``"`` (as in unquoted exports and ``paste`` output) is
+    refused when CSV quoting would merge lines into one row, and warned about when it would
+    only remove the quotes.
+
+    Raises:
+        InputError: a quoted field would span lines of an otherwise complete file.
+    """
+    if '"' not in text:
+        return "csv"
+    n_sep = text.split("\n", 1)[0].count(sep)
+    lines = _data_lines(text)
+    if any(ln.count(sep) != n_sep for _, ln in lines):
+        return "csv"  # some lines are incomplete without quoting: the file is quoted
+    quoted = [(i, ln) for i, ln in lines if _stray_quote(ln, sep)]
+    if not quoted:
+        return "csv"  # quotes only inside fields, or well-formed quoted fields
+    n_rows = sum(1 for row in csv.reader(io.StringIO(text), delimiter=sep) if any(row)) - 1
+    first = quoted[0][0]
+    if n_rows != len(lines):
+        raise InputError(
+            f"'{path}' has {len(lines)} lines of data, but reading quotes as CSV quoting "
+            f"would give {n_rows} rows: the quote opening a field on line {first} runs on into "
+            "later lines and would merge them into one document. If the file has no quoting "
+            "(made with paste or exported unquoted), pass --quoting none to read every line as "
+            "it is; if its quoted fields really span lines, pass --quoting csv"
+        )
+    warnings.warn(
+        f"{len(quoted)} line(s) of '{path}' have a field that begins with a quote (first: "
+        f"line {first}); they are read as CSV quoting, which removes the quotes. If the quotes "
+        "are part of the text, pass --quoting none; --quoting csv silences this",
+        FrameWarning, stacklevel=5)
+    return "csv"
+
+
+def _check_unquoted_fields(path: Path, text: str, sep: str, n_fields: int) -> None:
+    """With quoting off, every line must have the header's number of fields."""
+    for i, ln in _data_lines(text):
+        if ln.count(sep) + 1 != n_fields:
+            raise InputError(
+                f"'{path}', line {i}: {ln.count(sep) + 1} field(s) where the header has "
+                f"{n_fields} (read with --quoting none, so every line is one row); remove the "
+                f"extra delimiters {sep!r} or add the missing fields"
+            )
+
+
+def _read_delimited(path: Path, text: str, sep: str, fmt: str, text_col: str | None,
+                    id_col: str | None, quoting: str = "auto") -> pd.DataFrame:
+    """Parse delimited text. ``quoting``: ``csv`` (RFC 4180), ``none`` (every line one row,
+    quotes are text), ``auto`` (``csv``, with the checks of :func:`_tsv_quoting` for tabs)."""
+    if check_quoting(quoting) == "auto":
+        quoting = _tsv_quoting(path, text, sep) if sep == "\t" else "csv"
+    first_line = text.split("\n", 1)[0]
+    if quoting == "none":
+        header = first_line.split(sep)
+        _check_unquoted_fields(path, text, sep, len(header))
+    else:
+        header = next(csv.reader(io.StringIO(first_line), delimiter=sep), [])
     tcol = text_col or "text"
     na_values = {c: ([""] if c == tcol else _NA_VALUES) for c in header}
     # the text and id columns stay text ("NA" is a tweet; id "007" keeps its zeros)
@@ -243,6 +337,7 @@ def _read_raw(path: Path, fmt: str, text_col: str | None,
             keep_default_na=False,
             na_values=na_values,
             engine="c",
+            quoting=csv.QUOTE_NONE if quoting == "none" else csv.QUOTE_MINIMAL,
         )
     except (pd.errors.ParserError, ValueError) as exc:
         raise InputError(f"cannot parse '{path}' as {fmt.upper()}: {exc}") from exc
@@ -276,6 +371,7 @@ def _choose(columns: list[str], given: str | None, default: str, what: str, flag
             raise InputError(
                 f"{what} column '{given}' is not in {path}; its columns are: "
                 f"{', '.join(map(str, columns))}. Pass the right name with {flag}"
+                + _file_for_column_hint(given, what, flag)
             )
         return given
     if default in columns:
@@ -286,6 +382,38 @@ def _choose(columns: list[str], given: str | None, default: str, what: str, flag
             f"{', '.join(map(str, columns))}. Name the {what} column with {flag}"
         )
     return None
+
+
+def _looks_like_file(name: str) -> bool:
+    return Path(name).suffix.lower() in _EXT or Path(name).is_file()
+
+
+def _file_for_column_hint(given: str, what: str, flag: str) -> str:
+    """The fix when a file name was given to a column flag (e.g. ``--label-col labels.txt``)."""
+    if not _looks_like_file(given):
+        return ""
+    if what == "label":
+        return (f". '{given}' looks like a file: {flag} takes a column name; for labels in a "
+                f"file of their own (one a line, in document order) pass --labels-file {given}")
+    return (f". '{given}' looks like a file: {flag} takes a column name; give the corpus file "
+            "with --input (or --train), and labels in a file of their own with --labels-file")
+
+
+def _check_text_type(s: pd.Series, column: str, source: str) -> None:
+    """Warn when the text column holds numbers or booleans: usually a wrong ``--text-col``."""
+    if pd.api.types.is_bool_dtype(s.dtype) or pd.api.types.is_numeric_dtype(s.dtype):
+        kind = f"{s.dtype} values"
+    else:
+        present = s.dropna()
+        present = present[[isinstance(v, str) for v in present]]
+        if present.empty or pd.to_numeric(present.head(1000), errors="coerce").isna().any() \
+                or pd.to_numeric(present, errors="coerce").isna().any():
+            return
+        kind = "only numbers"
+    warnings.warn(
+        f"the text column '{column}' of {source} holds {kind}, not text; they are used as "
+        "strings. If it is not the text, name the text column with --text-col",
+        FrameWarning, stacklevel=4)
 
 
 def _duplicate_ids(source: str, dups: list[str]) -> InputError:
@@ -316,8 +444,8 @@ def to_frame(
             ``id_offset`` for chunked reading).
         source: name used in error messages (a file path).
         require_label: raise when there is no label column or every label is missing.
-        warn_label: warn when ``label_col`` is named but every label is missing (off for
-            chunks of a larger file).
+        warn_label: warn when ``label_col`` is named but every label is missing, or when the
+            text column holds numbers (off for chunks of a larger file).
 
     Returns:
         A new DataFrame: ``doc_id``, ``text``, [``label``], docvars (other columns, in order).
@@ -350,6 +478,8 @@ def to_frame(
     dup = ids[ids.duplicated(keep="first")]
     if len(dup):
         raise _duplicate_ids(source, dup.tolist())
+    if warn_label and n:
+        _check_text_type(df[tcol], tcol, source)
     out = {"doc_id": ids, "text": _as_str_series(df[tcol])}
     if lcol is not None:
         labels = _as_str_series(df[lcol])
@@ -381,6 +511,8 @@ def read_frame(
     id_col: str | None = None,
     fmt: str | None = None,
     require_label: bool = False,
+    quoting: str = "auto",
+    labels_file: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """Read a corpus file into a corpus frame (see the module docstring for the contract).
 
@@ -390,15 +522,73 @@ def read_frame(
         fmt: override the format detected from the extension (also ``lines``: one document a
             line, no sniffing).
         require_label: the file must have a label column with at least one value.
+        quoting: for CSV/TSV: ``auto`` (default: RFC 4180 quoting, but a TSV where a quote
+            would merge lines into one document is refused and one where quotes would be
+            removed gets a warning), ``csv`` (RFC 4180) or ``none`` (every line is one row;
+            quotes are text, as in files made with ``paste`` or exported unquoted).
+        labels_file: a text file with one label a line, in document order (e.g.
+            ``train_labels.txt`` next to ``train_text.txt``); becomes the ``label`` column.
 
     Raises:
         InputError: missing, empty or unparsable file, unknown extension, unknown column,
-            duplicate ids, all labels missing.
+            duplicate ids, all labels missing, an ambiguous quoted TSV, a labels file whose
+            line count differs from the number of documents.
     """
     p, kind = _check_input(path, fmt)
-    df = _read_whole(p, kind, text_col, id_col)
+    df = _read_whole(p, kind, text_col, id_col, quoting)
+    if labels_file is not None:
+        _check_labels_file_use(label_col)
+        df = _with_labels(df, read_labels_file(labels_file, len(df), path))
+        label_col = _LABELS_FILE_COL
     return to_frame(df, text_col=text_col, label_col=label_col, id_col=id_col,
                     source=f"'{path}'", require_label=require_label)
+
+
+_LABELS_FILE_COL = "label"
+
+
+def read_labels_file(path: str | os.PathLike, n_docs: int, corpus) -> list[str | None]:
+    """Read a labels file: one label a line, in document order; empty lines are missing labels.
+
+    Args:
+        path: the labels file (any text encoding :func:`read_text_file` reads).
+        n_docs: the number of documents it must label.
+        corpus: the corpus file, named in messages.
+
+    Raises:
+        InputError: the file is missing, or has a different number of lines than documents.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(
+            f"--labels-file '{path}' is not a file; it takes a text file with one label a line"
+            + (f". To use the column '{path}' of the corpus, pass --label-col {path}"
+               if not _looks_like_file(str(path)) else ""))
+    lines = read_text_file(p).split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    if len(lines) != n_docs:
+        header = " (if its first line is a header, remove it)" if len(lines) == n_docs + 1 \
+            else ""
+        raise InputError(
+            f"--labels-file '{path}' has {len(lines)} lines but '{corpus}' has {n_docs} "
+            f"documents; give one label a line, in the order of the documents{header}")
+    return [ln.strip() or None for ln in lines]
+
+
+def _check_labels_file_use(label_col: str | None) -> None:
+    if label_col is not None:
+        raise InputError(f"give either --label-col ({label_col}) or --labels-file, not both")
+
+
+def _with_labels(df: pd.DataFrame, labels: list) -> pd.DataFrame:
+    """``df`` with the labels of a labels file as its ``label`` column."""
+    if _LABELS_FILE_COL in df.columns:
+        raise InputError("the corpus has a 'label' column already; drop --labels-file, or "
+                         "rename that column")
+    df = df.copy()
+    df[_LABELS_FILE_COL] = labels
+    return df
 
 
 def _check_input(path: str | os.PathLike, fmt: str | None) -> tuple[Path, str]:
@@ -418,8 +608,9 @@ def _no_documents(path: Path) -> InputError:
     return InputError(f"'{path}' is empty: it has no documents")
 
 
-def _read_whole(p: Path, kind: str, text_col: str | None, id_col: str | None) -> pd.DataFrame:
-    df = _read_raw(p, kind, text_col, id_col)
+def _read_whole(p: Path, kind: str, text_col: str | None, id_col: str | None,
+                quoting: str = "auto") -> pd.DataFrame:
+    df = _read_raw(p, kind, text_col, id_col, quoting)
     if len(df.columns) == 0 or len(df) == 0:
         raise _no_documents(p)
     return df
@@ -434,6 +625,8 @@ def iter_frames(
     id_col: str | None = None,
     fmt: str | None = None,
     id_offset: int = 0,
+    quoting: str = "auto",
+    labels_file: str | os.PathLike | None = None,
 ) -> Iterator[pd.DataFrame]:
     """Yield a corpus file as corpus frames of at most ``chunk_rows`` rows, in file order.
 
@@ -441,7 +634,7 @@ def iter_frames(
     other formats are read whole and sliced. Default ids (``textN``) and the uniqueness check
     run across chunks; ``id_offset`` starts default ids at ``text<id_offset + 1>`` (one
     partition of a partitioned corpus). The returned iterator's ``total`` attribute is the
-    number of documents.
+    number of documents. ``quoting`` and ``labels_file`` as in :func:`read_frame`.
 
     Raises:
         InputError: as :func:`read_frame`.
@@ -459,9 +652,14 @@ def iter_frames(
             raise _no_documents(p)
         chunks = (batch.to_pandas() for batch in pf.iter_batches(batch_size=chunk_rows))
     else:
-        whole = _read_whole(p, kind, text_col, id_col)
+        whole = _read_whole(p, kind, text_col, id_col, quoting)
         total = len(whole)
         chunks = (whole.iloc[i:i + chunk_rows] for i in range(0, len(whole), chunk_rows))
+    if labels_file is not None:
+        _check_labels_file_use(label_col)
+        labels = read_labels_file(labels_file, total, path)
+        chunks = _chunks_with_labels(chunks, labels)
+        label_col = _LABELS_FILE_COL
     kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
     return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw, id_offset), total)
 
@@ -481,12 +679,23 @@ class FrameChunks:
         return next(self._chunks)
 
 
+def _chunks_with_labels(chunks: Iterator[pd.DataFrame], labels: list) -> Iterator[pd.DataFrame]:
+    start = 0
+    for chunk in chunks:
+        yield _with_labels(chunk, labels[start:start + len(chunk)])
+        start += len(chunk)
+
+
 def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str,
                      kw: dict, offset: int = 0) -> Iterator[pd.DataFrame]:
     """Apply :func:`to_frame` chunk by chunk, with default ids and uniqueness across chunks."""
     seen = _SeenIds()
+    first = True
     for raw in chunks:
         frame = to_frame(raw, source=source, id_offset=offset, warn_label=False, **kw)
+        if first:
+            first = False
+            _check_text_type(raw[kw["text_col"] or "text"], kw["text_col"] or "text", source)
         offset += len(frame)
         dups = seen.add(frame["doc_id"])
         if dups:

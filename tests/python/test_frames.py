@@ -461,3 +461,120 @@ def test_we_read_an_r_saved_data_frame_the_same(tmp_path):
     assert frame["label"].tolist() == ["1", "0", "1", None, "0", "1", "0"]
     assert frame["party"].astype(object).where(frame["party"].notna(), None).tolist() == \
         ["D", "R", "D", None, "R", "D", "R"]
+
+
+# --------------------------------------------------------------------------------------------
+# issue 17: text changed or lost without a word
+
+# the issue's smallest case: a TSV made without quoting, one text opens a quote on line 3 that
+# a later line closes; read with CSV quoting, lines 3-5 became one document ("wrote 3 rows")
+UNQUOTED_TSV = 'label\ttext\n0\tfirst\n1\t"he said hi\n0\tthird\n1\tfourth 12" ruler\n0\tfifth\n'
+
+
+def test_tsv_quote_that_would_merge_lines_is_refused_with_the_fix(tmp_path):
+    f = tmp_path / "x.tsv"
+    f.write_text(UNQUOTED_TSV, encoding="utf-8")
+    with pytest.raises(InputError, match=r"5 lines of data.*3 rows.*line 3.*--quoting none"):
+        read_frame(f)
+    # the same through the CLI: exit 2, nothing written
+    from quantformer import cli
+
+    out = tmp_path / "t.csv"
+    assert cli.main(["tokenize", "--input", str(f), "--out", str(out)]) == 2
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["x.tsv", "x.txt"])
+def test_quoting_none_reads_every_line_exactly(tmp_path, name):
+    f = tmp_path / name
+    f.write_text(UNQUOTED_TSV, encoding="utf-8")
+    frame = read_frame(f, quoting="none")
+    assert frame["text"].tolist() == ["first", '"he said hi', "third", 'fourth 12" ruler',
+                                      "fifth"]
+    assert frame["label"].tolist() == ["0", "1", "0", "1", "0"]
+    chunks = list(iter_frames(f, chunk_rows=2, quoting="none"))
+    assert pd.concat(chunks)["text"].tolist() == frame["text"].tolist()
+
+
+def test_quoting_none_refuses_a_line_with_missing_fields(tmp_path):
+    f = tmp_path / "x.tsv"
+    f.write_text("label\ttext\n0\tfine\n1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 3: 1 field\(s\) where the header has 2"):
+        read_frame(f, quoting="none")
+    with pytest.raises(InputError, match="unknown quoting 'tsv'"):
+        read_frame(f, quoting="tsv")
+
+
+def test_tsv_leading_quote_warns_and_csv_silences(tmp_path):
+    f = tmp_path / "y.tsv"
+    f.write_text('label\ttext\n0\t"Great" day\n1\tplain\n', encoding="utf-8")
+    with pytest.warns(FrameWarning, match=r"1 line\(s\).*begins with a quote.*line 2"):
+        assert read_frame(f)["text"].tolist() == ["Great day", "plain"]
+    assert read_frame(f, quoting="none")["text"].tolist() == ['"Great" day', "plain"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read_frame(f, quoting="csv")
+
+
+def test_tsv_written_by_us_reads_back_silently(tmp_path):
+    texts = ['"Hi" she said', 'two\nlines', 'tab\there', 'plain "quoted" words', None]
+    frame = pd.DataFrame({"doc_id": [f"d{i}" for i in range(5)], "text": texts})
+    write_frame(frame, tmp_path / "w.tsv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = read_frame(tmp_path / "w.tsv")
+    assert back["text"].tolist() == texts
+
+
+def test_labels_in_a_file_of_their_own(tmp_path):
+    (tmp_path / "train_text.txt").write_text('"Quoted" tweet\nsecond\n\nfourth\n')
+    (tmp_path / "train_labels.txt").write_text("1\n0\n2\n\n")
+    frame = read_frame(tmp_path / "train_text.txt",
+                       labels_file=tmp_path / "train_labels.txt", require_label=True)
+    assert frame.to_dict("list") == {"doc_id": ["text1", "text2", "text3", "text4"],
+                                     "text": ['"Quoted" tweet', "second", None, "fourth"],
+                                     "label": ["1", "0", "2", None]}
+    chunks = list(iter_frames(tmp_path / "train_text.txt", chunk_rows=3,
+                              labels_file=tmp_path / "train_labels.txt"))
+    assert pd.concat(chunks)["label"].tolist() == ["1", "0", "2", None]
+
+
+def test_labels_file_errors_say_what_to_do(tmp_path):
+    texts = tmp_path / "t.txt"
+    texts.write_text("a\nb\n")
+    (tmp_path / "short.txt").write_text("1\n")
+    (tmp_path / "header.txt").write_text("label\n1\n0\n")
+    with pytest.raises(InputError, match="has 1 lines but .* has 2 documents"):
+        read_frame(texts, labels_file=tmp_path / "short.txt")
+    with pytest.raises(InputError, match="first line is a header"):
+        read_frame(texts, labels_file=tmp_path / "header.txt")
+    with pytest.raises(InputError, match="not a file.*pass --label-col party"):
+        read_frame(texts, labels_file="party")
+    with pytest.raises(InputError, match="either --label-col .* or --labels-file"):
+        read_frame(texts, labels_file=tmp_path / "short.txt", label_col="x")
+
+
+@pytest.mark.parametrize("flag,hint", [("label_col", "pass --labels-file train_labels.txt"),
+                                       ("text_col", "give the corpus file with --input")])
+def test_file_name_given_to_a_column_flag(tmp_path, flag, hint):
+    texts = tmp_path / "t.csv"
+    texts.write_text("text,party\na,x\nb,y\n")
+    with pytest.raises(InputError, match=f"looks like a file.*{hint}"):
+        read_frame(texts, **{flag: "train_labels.txt"})
+
+
+def test_text_column_of_numbers_warns_naming_column_and_type(tmp_path):
+    f = tmp_path / "n.csv"
+    f.write_text("id,n,body\n1,5,hello\n2,6,world\n")
+    with pytest.warns(FrameWarning, match=r"text column 'n' of .* holds only numbers"):
+        read_frame(f, text_col="n")
+    p = tmp_path / "n.parquet"
+    pd.DataFrame({"year": [2001, 2002], "body": ["a", "b"]}).to_parquet(p)
+    with pytest.warns(FrameWarning, match=r"text column 'year' .* holds int64 values"):
+        read_frame(p, text_col="year")
+    with pytest.warns(FrameWarning, match="holds int64 values"):
+        list(iter_frames(p, text_col="year", chunk_rows=1))
+    with warnings.catch_warnings():  # real text, even with a few numbers, is silent
+        warnings.simplefilter("error")
+        read_frame(f, text_col="body")
+        to_frame(pd.DataFrame({"text": ["12", "twelve", None]}))
