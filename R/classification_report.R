@@ -13,13 +13,13 @@
 #' @param predicted predicted classes: a factor (e.g. from [predict.textmodel_finetune()]) or
 #'   a character vector.
 #' @param truth the true classes, same length and order.
-#' @param verbose logical: show the Python core's output (default `FALSE`: it is quick and the
-#'   result is returned). Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
+#' @inheritParams textmodel_finetune
 #' @return An object of class `classification_report`, a list with `accuracy`, `macro_f1`
 #'   (numbers in \[0, 1\]), `per_class` (a data frame: `class`, `precision`, `recall`, `f1`,
 #'   `support`), `confusion` (a table, rows = true class, columns = predicted class), `n`
 #'   (documents evaluated), `n_missing_truth` and `n_missing_pred` (left out). Classes are in
-#'   the level order of `predicted` (or `truth`) when they are factors.
+#'   the level order of `predicted` (or `truth`) when they are factors. `print()` says how many
+#'   documents were left out and why (no prediction, no true class).
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
@@ -71,10 +71,7 @@ classification_report <- function(predicted, truth, verbose = FALSE) {
 
 #' @export
 print.classification_report <- function(x, digits = 3, ...) {
-  cat("Classification report (", x$n, " documents", sep = "")
-  left <- x$n_missing_truth + x$n_missing_pred
-  if (left) cat(", ", left, " left out for a missing class", sep = "")
-  cat(")\n\n")
+  cat("Classification report (", x$n, " documents", left_out_note(x), ")\n\n", sep = "")
   cat("Accuracy: ", format(round(x$accuracy, digits), nsmall = digits), "\n", sep = "")
   cat("Macro-F1: ", format(round(x$macro_f1, digits), nsmall = digits), "\n\n", sep = "")
   pc <- x$per_class
@@ -84,4 +81,11 @@ print.classification_report <- function(x, digits = 3, ...) {
   cat("\nConfusion matrix (rows: true, columns: predicted)\n")
   print(x$confusion)
   invisible(x)
+}
+
+# ", left out: 1 without a prediction, 2 without a true class" (empty when none was left out)
+left_out_note <- function(x) {
+  parts <- c(if (x$n_missing_pred) paste(x$n_missing_pred, "without a prediction"),
+             if (x$n_missing_truth) paste(x$n_missing_truth, "without a true class"))
+  if (length(parts)) paste0(", left out: ", paste(parts, collapse = ", ")) else ""
 }

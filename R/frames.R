@@ -12,8 +12,11 @@ is_corpus <- function(x) {
 #'
 #' @param x a quanteda corpus (recognised by its structure: class `corpus`, attribute
 #'   `docvars` with `docname_`, `docid_`, `segid_`), a character vector (names are docnames;
-#'   unnamed vectors get `text1..n` as in quanteda), or a data frame with a `text` column
-#'   (`text_field`) and optionally a `doc_id` column (`docid_field`); other columns are docvars.
+#'   unnamed vectors get `text1..n` as in quanteda), or a data frame with a text column
+#'   (`text_field`) and optionally a document-name column (`docid_field`); other columns are
+#'   docvars.
+#' @param text_field,docid_field the text and document-name columns of a data frame, by name
+#'   or number, as in `quanteda::corpus()`; ignored for corpora and character vectors.
 #' @param arg name of the argument, for error messages.
 #' @return A data frame `doc_id`, `text` (UTF-8, `NA` kept) and the user docvars.
 #' @keywords internal
@@ -26,26 +29,17 @@ as_frame <- function(x, text_field = "text", docid_field = "doc_id", arg = "x") 
     docvars <- dv[setdiff(names(dv), c("docname_", "docid_", "segid_"))]
     text <- as.character(unclass(x))
   } else if (is.data.frame(x)) {
-    if (!text_field %in% names(x))
-      stop("`", arg, "` is a data frame without a '", text_field, "' column; its columns are: ",
-           paste(names(x), collapse = ", "), ". Name the text column with `text_field`",
-           call. = FALSE)
-    text <- x[[text_field]]
-    if (is.factor(text)) text <- as.character(text)
-    if (!is.character(text))
-      stop("column '", text_field, "' of `", arg, "` must hold text (character), not ",
-           class(text)[1], call. = FALSE)
-    ids <- if (docid_field %in% names(x)) as.character(x[[docid_field]])
-           else if (!identical(rownames(x), as.character(seq_len(nrow(x))))) rownames(x)
-           else NULL
-    docvars <- x[setdiff(names(x), c(text_field, docid_field))]
+    parts <- data_frame_parts(x, text_field, docid_field, arg)
+    text <- parts$text
+    ids <- parts$ids
+    docvars <- parts$docvars
   } else if (is.character(x) || (is.factor(x) && is.atomic(x))) {
     text <- as.character(x)
     ids <- names(x)
     docvars <- NULL
   } else {
     stop("`", arg, "` must be a quanteda corpus, a character vector or a data frame with a ",
-         "'text' column, not ", class(x)[1], call. = FALSE)
+         "text column (named by `text_field`), not ", class(x)[1], call. = FALSE)
   }
   n <- length(text)
   if (n == 0) stop("`", arg, "` has no documents", call. = FALSE)
@@ -68,29 +62,75 @@ as_frame <- function(x, text_field = "text", docid_field = "doc_id", arg = "x") 
   frame
 }
 
+# The column a `text_field`/`docid_field` (a name or a number) picks in data frame `x`, as a
+# name; NULL when an optional field (the default `docid_field`) is absent.
+field_column <- function(x, field, what, arg, required) {
+  if ((!is.character(field) && !is.numeric(field)) || length(field) != 1 || is.na(field))
+    stop("`", what, "` must be one column name or number, not ",
+         if (length(field) != 1) paste(length(field), "values") else format(field),
+         call. = FALSE)
+  if (is.numeric(field)) {
+    if (field >= 1 && field <= ncol(x) && field == round(field)) return(names(x)[field])
+  } else if (field %in% names(x)) {
+    return(field)
+  }
+  if (!required) return(NULL)
+  # suggest a column that could be meant: the first text column for the texts
+  texty <- names(x)[vapply(x, function(v) is.character(v) || is.factor(v), TRUE)]
+  example <- if (what == "text_field" && length(texty)) texty[1] else names(x)[1]
+  stop("`", arg, "` is a data frame without a", if (is.numeric(field))
+       paste(" column number", field) else paste0(" '", field, "' column"),
+       "; its columns are: ", paste(names(x), collapse = ", "), ". Name its ",
+       if (what == "text_field") "text" else "document-name", " column with `", what,
+       "` (e.g. `", what, " = \"", example, "\"`)", call. = FALSE)
+}
+
+# Text, document names and docvars of a data frame, as quanteda::corpus.data.frame() reads
+# them: the default docid_field "doc_id" is optional (else row names, else text1..n), a
+# docid_field given by the user must exist.
+data_frame_parts <- function(x, text_field, docid_field, arg) {
+  text_col <- field_column(x, text_field, "text_field", arg, required = TRUE)
+  id_col <- field_column(x, docid_field, "docid_field", arg,
+                         required = !identical(docid_field, "doc_id"))
+  text <- x[[text_col]]
+  if (is.factor(text)) text <- as.character(text)
+  if (!is.character(text))
+    stop("column '", text_col, "' of `", arg, "` must hold text (character), not ",
+         class(text)[1], "; name the text column with `text_field`", call. = FALSE)
+  ids <- if (!is.null(id_col)) as.character(x[[id_col]])
+         else if (!identical(rownames(x), as.character(seq_len(nrow(x))))) rownames(x)
+         else NULL
+  list(text = text, ids = ids, docvars = x[setdiff(names(x), c(text_col, id_col))])
+}
+
 # User docvars of a corpus frame (everything after doc_id, text, label).
 frame_docvars <- function(frame) {
   frame[setdiff(names(frame), c("doc_id", "text", "label"))]
 }
 
 # Resolve `y`: a vector/factor of one value per document, or the name of a docvar.
+# A length-1 character `y` is a docvar name, except for a one-document `x` without a docvar of
+# that name (then it is that document's label); `name_only = TRUE` makes it always a name.
 # Returns list(y = <vector>, name = <docvar name or NULL>).
-resolve_y <- function(y, frame, arg = "y") {
+resolve_y <- function(y, frame, arg = "y", name_only = FALSE, x_arg = "x") {
   n <- nrow(frame)
   if (is.null(y)) stop("`", arg, "` is missing: give the labels (one per document) or a ",
                        "docvar name", call. = FALSE)
   # any column but doc_id and text, a column named "label" included
   dv <- frame[setdiff(names(frame), c("doc_id", "text"))]
-  if (is.character(y) && length(y) == 1 && n != 1) {
+  is_name <- is.character(y) && length(y) == 1 && !is.na(y) &&
+    (name_only || n != 1 || y %in% names(dv))
+  if (is_name) {
     if (!y %in% names(dv))
-      stop("`", arg, "` = '", y, "' is not a docvar of `x`; ",
+      stop("`", arg, "` = '", y, "' is not a docvar of `", x_arg, "`; ",
            if (ncol(dv)) paste0("its docvars are: ", paste(names(dv), collapse = ", "))
-           else "`x` has no docvars", ". Give a docvar name or one label per document",
-           call. = FALSE)
+           else paste0("`", x_arg, "` has no docvars"),
+           ". Give a docvar name or one label per document", call. = FALSE)
     return(list(y = dv[[y]], name = y))
   }
   if (length(y) != n)
-    stop("`", arg, "` has ", length(y), " value(s) but `x` has ", n, " document(s); give one ",
+    stop("`", arg, "` has ", length(y), " value(s) but `", x_arg, "` has ", n,
+         " document(s); give one ",
          "label per document (NA for uncoded ones) or a docvar name", call. = FALSE)
   list(y = y, name = NULL)
 }
@@ -137,11 +177,13 @@ read_output <- function(path, doc_id = NULL) {
 # A fresh temporary output file path.
 out_path <- function(ext = ".rds", prefix = "qf-output-") tempfile(prefix, fileext = ext)
 
-# Build the result of predict(): factor or probability matrix, named by docnames.
+# Build the result of predict() from the core's one output frame (`predicted` and one
+# `prob_<label>` column per class): a factor (type "class"), a probability matrix
+# ("probability"), or both in a data frame ("both"), each in document order.
 prediction_result <- function(out, frame, levels, type) {
   ids <- frame$doc_id
+  pred <- factor(as.character(out$predicted), levels = levels)
   if (type == "class") {
-    pred <- factor(as.character(out$predicted), levels = levels)
     names(pred) <- ids
     return(pred)
   }
@@ -152,13 +194,18 @@ prediction_result <- function(out, frame, levels, type) {
          call. = FALSE)
   m <- as.matrix(out[cols])
   storage.mode(m) <- "double"
+  if (type == "both") {
+    both <- data.frame(doc_id = ids, predicted = pred, stringsAsFactors = FALSE)
+    both[cols] <- as.data.frame(m)
+    return(both)
+  }
   dimnames(m) <- list(ids, levels)
   m
 }
 
 # Run a classifying verb (predict, zeroshot) on a frame and build the R result: writes the
 # documents, runs `verb` with `args` plus --input/--out, checks the order of the returned
-# doc_ids, warns about empty texts, and returns a factor or probability matrix.
+# doc_ids, warns about empty texts, and returns a factor, probability matrix or data frame.
 classify_via_cli <- function(verb, args, frame, levels, type,
                              verbose = getOption("quantformer.verbose", TRUE), r_args = NULL) {
   in_file <- write_input(frame[c("doc_id", "text")])

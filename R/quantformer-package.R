@@ -8,14 +8,16 @@
 #' All the work is done by the quantformer Python package, run as a child process through its
 #' command-line interface (`python -m quantformer <verb>`): R writes the documents with
 #' [saveRDS()], the Python core reads them, and R reads back the `.rds` it writes. A failure
-#' in Python never takes the R session down. See [quantformer_install()] and
-#' [quantformer_config()] for finding or installing the Python core.
+#' in Python never takes the R session down. Data frames are read as `quanteda::corpus()`
+#' reads them (`text_field`, `docid_field`), and `predict()` returns a factor named by
+#' docnames, a probability matrix, or both (`type = "both"`) from one run of the core. See
+#' [quantformer_install()] and [quantformer_config()] for finding or installing the Python core.
 #'
-#' Options: `quantformer.python` (the Python to use), `quantformer.verbose` (the default of
-#' the `verbose` argument of the long-running functions, [textmodel_finetune()],
-#' [textmodel_compare()] and the `predict()` methods; `FALSE` silences the progress output of
-#' the Python core; the quick [textstat_subwords()] and [classification_report()] default to
-#' `verbose = FALSE`),
+#' Options: `quantformer.python` (the Python to use), `quantformer.verbose` (the default
+#' `verbose` of the functions that train or classify, `TRUE` when unset; the one rule for
+#' `verbose` is documented under that argument of [textmodel_finetune()]: the quick
+#' [textstat_subwords()] and [classification_report()] default to `FALSE`, and `predict()`
+#' follows the `verbose` the model was made with),
 #' `quantformer.debug` (`TRUE` adds the Python traceback to internal errors).
 #'
 #' @section Example data:

@@ -12,7 +12,8 @@
 #' @param y their classes, or the name of a docvar of `x`; `NA` documents are not used.
 #' @param test test documents.
 #' @param test_y their classes, or a docvar name of `test`; by default the docvar named by `y`
-#'   when `y` is a name.
+#'   when `y` is a name. Data frames `x` and `test` are both read with `text_field` and
+#'   `docid_field`.
 #' @param models the models, in table order (all five by default).
 #' @param train_sizes training sizes to draw (e.g. `c(500, 1000, 2000)`); `NULL` uses all
 #'   coded training documents.
@@ -28,9 +29,7 @@
 #'   new folder in [tempdir()].
 #' @param overwrite if `TRUE`, replace an existing non-empty `output_dir` (all its files);
 #'   if `FALSE` (default) such a folder is an error, raised before any work.
-#' @param verbose logical: show the Python core's progress bars and messages live
-#'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
-#'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
+#' @inheritParams textmodel_finetune
 #' @param ... further options of `quantformer compare` as named R arguments (e.g.
 #'   `vectors = "glove.6B.300d.txt"`).
 #' @return The Table-1 data frame: one row per model with `model`, `description`, and for each
@@ -52,19 +51,21 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
                               models = c("default", "svm-bow", "svm-vec", "xgb-bow", "xgb-vec"),
                               train_sizes = NULL, repeats = 5, seed = 1, folds = 5, model = NULL,
                               epochs = NULL, lr = NULL, max_length = 512, device = "auto",
-                              output_dir = NULL, overwrite = FALSE,
+                              output_dir = NULL, overwrite = FALSE, text_field = "text",
+                              docid_field = "doc_id",
                               verbose = getOption("quantformer.verbose", TRUE), ...) {
-  frame <- as_frame(x)
+  frame <- as_frame(x, text_field, docid_field)
   yy <- resolve_y(y, frame)
   label_levels(yy$y)
-  tframe <- as_frame(test, arg = "test")
-  if (is.null(test_y)) {
+  tframe <- as_frame(test, text_field, docid_field, arg = "test")
+  name_only <- is.null(test_y)    # the docvar named by `y`, even for one test document
+  if (name_only) {
     if (is.null(yy$name))
       stop("give `test_y`, the classes of the test documents (or name a docvar in `y`)",
            call. = FALSE)
     test_y <- yy$name
   }
-  ty <- resolve_y(test_y, tframe, arg = "test_y")$y
+  ty <- resolve_y(test_y, tframe, arg = "test_y", name_only = name_only, x_arg = "test")$y
   if (all(is.na(ty))) stop("`test_y` has no coded test document", call. = FALSE)
   labelled <- function(f, lab) data.frame(f[c("doc_id", "text")],
                                           label = enc2utf8(as.character(lab)),

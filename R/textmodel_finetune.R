@@ -11,8 +11,9 @@
 #' `quanteda.textmodels::textmodel_nb()`), but `predict()` without `newdata` classifies them.
 #'
 #' @param x a quanteda corpus, a character vector (names are docnames; unnamed vectors get
-#'   `text1..n`) or a data frame with a `text` column and optionally `doc_id`; other columns
-#'   and corpus docvars are kept as docvars.
+#'   `text1..n`) or a data frame with a text column (`text_field`) and optionally a
+#'   document-name column (`docid_field`); other columns and corpus docvars are kept as
+#'   docvars.
 #' @param y the class of each document (character, factor, logical or numeric, `NA` for
 #'   uncoded documents), or the name of a docvar of `x`. When `y` is a factor its level order
 #'   is the class order of the model.
@@ -30,23 +31,35 @@
 #' @param validation `NULL` (no validation set), a fraction in (0, 1) of the coded documents
 #'   held out (stratified) for validation metrics, or labelled validation documents: a corpus
 #'   or data frame with the docvar/column named by `y` (when `y` is a docvar name) or `label`,
-#'   or a list `list(x = <documents>, y = <labels>)`.
+#'   or a list `list(x = <documents>, y = <labels>)`. A data frame is read with the same
+#'   `text_field` and `docid_field` as `x`.
 #' @param seed random seed (1).
 #' @param device `"auto"` (CUDA, else MPS, else CPU), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
 #' @param output_dir folder to write the model to; it must not exist unless you pass
 #'   `overwrite = TRUE`. The default, a folder in [tempdir()], disappears when the R session
-#'   ends: give a permanent folder to keep the model (the fitted object refers to it).
-#' @param verbose logical: show the Python core's progress bars and messages live
-#'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
-#'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
+#'   ends: give a permanent folder to keep the model (the fitted object refers to it, so an
+#'   object saved with [saveRDS()] is usable in a later session only with a permanent
+#'   folder). `print()` and `summary()` mark a model in [tempdir()] as temporary.
+#' @param text_field,docid_field for data frames: the column holding the texts (default
+#'   `"text"`) and the one holding the document names (default `"doc_id"`; when absent, row
+#'   names or `text1..n` are used), each by name or number, as in `quanteda::corpus()`.
+#'   Ignored for corpora and character vectors.
+#' @param verbose logical: `TRUE` shows the Python core's progress bars and messages live
+#'   (with an ETA), `FALSE` only its warnings and errors. One rule for every function: the
+#'   default is `getOption("quantformer.verbose", TRUE)`, except for the quick
+#'   [textstat_subwords()] and [classification_report()], which default to `FALSE`; the
+#'   `predict()` methods (default `NULL`) use the `verbose` given when the model was made
+#'   ([textmodel_finetune()], [textmodel_zeroshot()]), else the option. Python tracebacks of
+#'   internal errors: `options(quantformer.debug = TRUE)`.
 #' @param ... further options of `quantformer finetune`, named as R arguments
 #'   (`overwrite = TRUE` gives `--overwrite`; `python -m quantformer finetune --help` lists
 #'   them all; most have an R argument above).
 #' @return An object of class `c("textmodel_finetune", "textmodel", "list")` with
 #'   `model_dir` (absolute path), `levels` (class labels in model order), `call`, `summary`
 #'   (the run record `quantformer.json`: label counts, number of training documents,
-#'   hyperparameters, validation metrics, versions) and `x` (the training documents, used by
-#'   `predict()` without `newdata`).
+#'   hyperparameters, validation metrics, versions), `x` (the training documents, used by
+#'   `predict()` without `newdata`), `temporary` (`TRUE` when `model_dir` is in [tempdir()])
+#'   and `verbose` (the `verbose` given, else `NULL`; the default of `predict()`).
 #' @seealso [predict.textmodel_finetune()], [load_finetune()], [textmodel_zeroshot()]
 #' @references Wankmueller, S. (2022). Introduction to Neural Transfer Learning with
 #'   Transformers for Social Science Text Analysis. Sociological Methods & Research.
@@ -65,11 +78,11 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                                max_length = 512,
                                truncation = c("head_tail", "head", "tail"), oversample = NULL,
                                validation = NULL, seed = 1, device = "auto",
-                               output_dir = NULL,
+                               output_dir = NULL, text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
   truncation <- match.arg(truncation)
-  frame <- as_frame(x)
+  frame <- as_frame(x, text_field, docid_field)
   yy <- resolve_y(y, frame)
   levels <- label_levels(yy$y)
   label <- as.character(yy$y)
@@ -81,7 +94,7 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
   in_file <- write_input(train)
   on.exit(unlink(in_file), add = TRUE)
-  valid_args <- validation_args(validation, yy$name)
+  valid_args <- validation_args(validation, yy$name, text_field, docid_field)
   if (!is.null(valid_args$file)) on.exit(unlink(valid_args$file), add = TRUE)
   args <- c("--train", in_file, "--label-col", "label", "--labels", paste(levels, collapse = ","),
             cli_flags(model = model, epochs = epochs, lr = lr, batch_size = batch_size,
@@ -92,11 +105,14 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   obj <- load_finetune(output_dir)
   obj$call <- call
   obj$x <- frame
+  obj$verbose <- given_verbose(verbose, !missing(verbose))
   obj
 }
 
-# CLI arguments for `validation`: a fraction or labelled documents written to a file.
-validation_args <- function(validation, yname) {
+# CLI arguments for `validation`: a fraction or labelled documents written to a file. The
+# label of validation documents is always a docvar name (`y`'s name, else "label"), even for
+# one document.
+validation_args <- function(validation, yname, text_field = "text", docid_field = "doc_id") {
   if (is.null(validation)) return(list(args = character()))
   if (is.numeric(validation) && length(validation) == 1) {
     if (!(validation > 0 && validation < 1))
@@ -105,12 +121,13 @@ validation_args <- function(validation, yname) {
     return(list(args = c("--valid-fraction", format(validation, scientific = FALSE))))
   }
   if (is.list(validation) && !is.data.frame(validation) && all(c("x", "y") %in% names(validation))) {
-    vframe <- as_frame(validation$x, arg = "validation$x")
-    vy <- resolve_y(validation$y, vframe, arg = "validation$y")$y
+    vframe <- as_frame(validation$x, text_field, docid_field, arg = "validation$x")
+    vy <- resolve_y(validation$y, vframe, arg = "validation$y", x_arg = "validation$x")$y
   } else {
-    vframe <- as_frame(validation, arg = "validation")
+    vframe <- as_frame(validation, text_field, docid_field, arg = "validation")
     name <- if (!is.null(yname)) yname else "label"
-    vy <- resolve_y(name, vframe, arg = "the validation label")$y
+    vy <- resolve_y(name, vframe, arg = if (is.null(yname)) "the validation label" else "y",
+                    name_only = TRUE, x_arg = "validation")$y
   }
   vframe <- data.frame(vframe[c("doc_id", "text")], label = enc2utf8(as.character(vy)),
                        stringsAsFactors = FALSE)
@@ -126,7 +143,8 @@ validation_args <- function(validation, yname) {
 #'
 #' @param dir the model directory.
 #' @return A `textmodel_finetune` object (see [textmodel_finetune()]) without training
-#'   documents, so `predict()` needs `newdata`.
+#'   documents, so `predict()` needs `newdata`; `temporary` is `TRUE` when `dir` is in
+#'   [tempdir()].
 #' @examples
 #' \dontrun{
 #' fit <- load_finetune("models/sotu-party")
@@ -146,66 +164,111 @@ load_finetune <- function(dir) {
     stop("the model in '", dir, "' is incomplete (training did not finish); fine-tune again",
          call. = FALSE)
   structure(list(model_dir = normalizePath(dir), levels = as.character(rec$labels),
-                 call = NULL, summary = rec, x = NULL),
+                 call = NULL, summary = rec, x = NULL, temporary = in_tempdir(dir),
+                 verbose = NULL),
             class = c("textmodel_finetune", "textmodel", "list"))
 }
 
 check_model_dir <- function(object) {
-  if (!dir.exists(object$model_dir) ||
-      !file.exists(file.path(object$model_dir, "quantformer.json")))
-    stop("the model directory '", object$model_dir, "' of this model no longer exists (or lost ",
-         "its quantformer.json); fine-tune again, or load_finetune() a copy of the directory",
-         call. = FALSE)
+  if (dir.exists(object$model_dir) &&
+      file.exists(file.path(object$model_dir, "quantformer.json")))
+    return(invisible(TRUE))
+  if (temporary_dir_gone(object))
+    stop("the model directory '", object$model_dir, "' of this model no longer exists: it was ",
+         "in the temporary folder of the R session that fitted the model, which R deleted when ",
+         "that session ended. Fit again with `output_dir` set to a permanent folder (e.g. ",
+         "textmodel_finetune(..., output_dir = \"models/my-model\")); then the saved object ",
+         "works in later sessions", call. = FALSE)
+  stop("the model directory '", object$model_dir, "' of this model no longer exists (or lost ",
+       "its quantformer.json); fine-tune again, or load_finetune() a copy of the directory",
+       call. = FALSE)
 }
 
 #' Predict classes or class probabilities with a fine-tuned model
 #'
+#' One run of `quantformer predict` gives both the class and the class probabilities of each
+#' document; `type` chooses what R keeps, and `type = "both"` keeps both (no second run).
+#'
 #' @param object a `textmodel_finetune` object.
 #' @param newdata documents to classify (corpus, character vector or data frame, as `x` in
 #'   [textmodel_finetune()]); `NULL` classifies the training documents.
-#' @param type `"class"` (a factor) or `"probability"` (a matrix).
+#' @param type `"class"` (a factor), `"probability"` (a matrix) or `"both"` (a data frame).
 #' @param batch_size,device inference batch size (64) and device (`"auto"`).
-#' @param verbose logical: show the Python core's progress bars and messages live
-#'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
-#'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
-#' @param ... unused.
+#' @inheritParams textmodel_finetune
+#' @param verbose `NULL` (default: the `verbose` given to [textmodel_finetune()], else
+#'   `getOption("quantformer.verbose", TRUE)`), `TRUE` or `FALSE`; see [textmodel_finetune()].
+#' @param ... not used: unknown arguments (e.g. a misspelt `tpye`) give a warning.
 #' @return For `type = "class"`, a factor with the model's levels, named by docnames; for
 #'   `type = "probability"`, a documents x classes matrix with docnames and levels as
-#'   dimnames. Documents with empty or `NA` text get `NA`, with a warning.
+#'   dimnames; for `type = "both"`, a data frame with one row per document: `doc_id`,
+#'   `predicted` (the factor) and `prob_<class>` (one probability column per class, in level
+#'   order). Documents with empty or `NA` text get `NA`, with a warning.
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
 #'   sotu <- readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
 #'   fit <- textmodel_finetune(sotu[1:40, ], y = "party", epochs = 1, max_length = 64)
 #'   predict(fit, newdata = sotu[41:45, ], type = "probability")
+#'   predict(fit, newdata = sotu[41:45, ], type = "both")
 #' }
 #' }
 #' @export
 predict.textmodel_finetune <- function(object, newdata = NULL,
-                                       type = c("class", "probability"), batch_size = 64,
-                                       device = "auto",
-                                       verbose = getOption("quantformer.verbose", TRUE), ...) {
+                                       type = c("class", "probability", "both"),
+                                       batch_size = 64, device = "auto", text_field = "text",
+                                       docid_field = "doc_id", verbose = NULL, ...) {
+  check_dots(..., fun = "predict.textmodel_finetune")
   type <- match.arg(type)
   check_model_dir(object)
-  frame <- if (is.null(newdata)) object$x else as_frame(newdata, arg = "newdata")
+  frame <- if (is.null(newdata)) object$x
+           else as_frame(newdata, text_field, docid_field, arg = "newdata")
   if (is.null(frame))
     stop("this model was loaded from its directory and holds no training documents; give ",
          "`newdata`", call. = FALSE)
   classify_via_cli("predict", c("--model", object$model_dir,
                                 cli_flags(batch_size = batch_size, device = device)),
-                   frame, object$levels, type, verbose = verbose, r_args = names(formals()))
+                   frame, object$levels, type, verbose = model_verbose(verbose, object),
+                   r_args = names(formals()))
 }
 
+#' Print or summarise a fine-tuned model
+#'
+#' `print()` shows the model, its folder, classes and training size; `summary()` adds the class
+#' counts, every hyperparameter and the validation metrics as small rounded tables. A model
+#' folder in [tempdir()] is marked as temporary, with how to keep it.
+#'
+#' @param x,object a `textmodel_finetune` object (for `print.summary...`, its summary).
+#' @param digits significant digits of the validation metrics (3).
+#' @param ... not used.
+#' @return `print()` returns `x` invisibly; `summary()` an object of class
+#'   `summary.textmodel_finetune`: `call`, `model`, `model_dir`, `temporary`, `levels`,
+#'   `label_counts`, `n_train`, `n_missing_label`, `hyperparameters` (a named character
+#'   vector), `validation` (`NULL`, or a list: `source`, `metrics` (named numbers: `n`,
+#'   `accuracy`, `macro_f1`, ...) and `per_class` (a data frame: `class`, `precision`,
+#'   `recall`, `f1`, `support`)), `versions` and `created`.
+#' @name summary.textmodel_finetune
 #' @export
 print.textmodel_finetune <- function(x, ...) {
   s <- x$summary
   cat("Fine-tuned Transformer classifier (quantformer)\n")
-  if (!is.null(x$call)) cat("\nCall:\n", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
+  print_call(x$call)
   cat("\nModel:     ", format_or_na(s$model), "\n", sep = "")
-  cat("Directory: ", x$model_dir, if (!dir.exists(x$model_dir)) " (MISSING)", "\n", sep = "")
+  print_model_dir("Directory: ", x)
   cat("Classes:   ", paste(x$levels, collapse = ", "), "\n", sep = "")
   cat("Trained on ", format_or_na(s$n_train), " documents\n", sep = "")
   invisible(x)
+}
+
+print_call <- function(call) {
+  if (!is.null(call)) cat("\nCall:\n", paste(deparse(call), collapse = "\n"), "\n", sep = "")
+}
+
+# "Directory: <path>" and, on the next line, the note on a temporary or missing folder
+print_model_dir <- function(label, object) {
+  cat(label, object$model_dir, "\n", sep = "")
+  note <- model_dir_note(object)
+  if (nzchar(note)) cat(strwrap(note, indent = nchar(label), exdent = nchar(label) + 1),
+                        sep = "\n")
 }
 
 # "name: value" lines under a heading
@@ -219,6 +282,7 @@ print_fields <- function(title, values) {
 
 format_or_na <- function(v) if (is.null(v) || !length(v)) "NA" else paste(format(v), collapse = ", ")
 
+#' @rdname summary.textmodel_finetune
 #' @export
 summary.textmodel_finetune <- function(object, ...) {
   s <- object$summary
@@ -227,18 +291,38 @@ summary.textmodel_finetune <- function(object, ...) {
   hp <- s$hyperparameters
   hp <- hp[!vapply(hp, function(v) is.null(v) || is.list(v), TRUE)]
   structure(list(call = object$call, model = s$model, model_dir = object$model_dir,
-                 levels = object$levels, label_counts = counts, n_train = s$n_train,
+                 temporary = isTRUE(object$temporary), levels = object$levels,
+                 label_counts = counts, n_train = s$n_train,
                  n_missing_label = s$n_missing_label, hyperparameters = unlist(hp),
-                 validation = s$validation, versions = unlist(s$versions), created = s$created),
+                 validation = validation_tables(s$validation, object$levels),
+                 versions = unlist(s$versions), created = s$created),
             class = "summary.textmodel_finetune")
 }
 
+# The validation record of quantformer.json as tables: `metrics` (named numbers: every scalar
+# metric) and `per_class` (a data frame, classes in model order); NULL without validation.
+validation_tables <- function(v, levels) {
+  if (is.null(v) || !length(v) || all(vapply(v, is.null, TRUE))) return(NULL)
+  scalar <- vapply(v, function(e) is.numeric(e) && length(e) == 1, TRUE)
+  per_class <- NULL
+  if (is.list(v$per_class) && length(v$per_class)) {
+    classes <- c(intersect(levels, names(v$per_class)), setdiff(names(v$per_class), levels))
+    rows <- lapply(classes, function(k) as.data.frame(lapply(v$per_class[[k]], as.numeric)))
+    per_class <- cbind(data.frame(class = classes, stringsAsFactors = FALSE),
+                       do.call(rbind, rows))
+  }
+  list(source = if (is.character(v$source)) v$source, metrics = unlist(v[scalar]),
+       per_class = per_class)
+}
+
+#' @rdname summary.textmodel_finetune
 #' @export
-print.summary.textmodel_finetune <- function(x, ...) {
+print.summary.textmodel_finetune <- function(x, digits = 3, ...) {
   cat("Fine-tuned Transformer classifier (quantformer)\n")
-  if (!is.null(x$call)) cat("\nCall:\n", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
-  cat("\nModel: ", format_or_na(x$model), "\nDirectory: ", x$model_dir, "\nCreated: ",
-      format_or_na(x$created), "\n", sep = "")
+  print_call(x$call)
+  cat("\nModel:     ", format_or_na(x$model), "\n", sep = "")
+  print_model_dir("Directory: ", x)
+  cat("Created:   ", format_or_na(x$created), "\n", sep = "")
   cat("\nTraining documents: ", format_or_na(x$n_train), " (", format_or_na(x$n_missing_label),
       " without a label left out)\n", sep = "")
   if (length(x$label_counts)) {
@@ -246,7 +330,22 @@ print.summary.textmodel_finetune <- function(x, ...) {
     print(x$label_counts)
   }
   print_fields("Hyperparameters", x$hyperparameters)
-  if (length(x$validation) && !all(vapply(x$validation, is.null, TRUE)))
-    print_fields("Validation", unlist(x$validation))
+  print_validation(x$validation, digits)
   invisible(x)
+}
+
+# The validation metrics, rounded: one line of overall metrics, then the per-class table.
+print_validation <- function(v, digits = 3) {
+  if (is.null(v)) return(invisible())
+  cat("\nValidation", if (!is.null(v$source)) paste0(" (", v$source, ")"), ":\n", sep = "")
+  m <- v$metrics
+  if (length(m)) print(noquote(vapply(m, function(e) format(signif(e, digits)), "")))
+  pc <- v$per_class
+  if (!is.null(pc)) {
+    num <- vapply(pc, is.numeric, TRUE) & names(pc) != "support"
+    pc[num] <- lapply(pc[num], function(e) round(e, digits))
+    cat("\n")
+    print(pc, row.names = FALSE)
+  }
+  invisible()
 }

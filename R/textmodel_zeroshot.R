@@ -8,7 +8,7 @@
 #' documents are classified by [predict.textmodel_zeroshot()], which runs
 #' `quantformer zeroshot` in a child Python process.
 #'
-#' @param x documents (quanteda corpus, character vector or data frame with a `text` column),
+#' @param x documents (quanteda corpus, character vector or data frame with a text column),
 #'   classified by `predict()` when it has no `newdata`.
 #' @param labels the class labels (at least two), e.g. `c("economy", "foreign policy")`; each
 #'   is inserted into `hypothesis`. Label phrases may contain commas (`"taxes, spending"`);
@@ -18,9 +18,13 @@
 #' @param method `"auto"`, `"nli"` or `"embedding"`.
 #' @param multi_label if `TRUE`, each label is scored independently (probabilities need not
 #'   sum to one); if `FALSE`, the labels compete (softmax over labels).
+#' @inheritParams textmodel_finetune
+#' @param verbose the default `verbose` of [predict.textmodel_zeroshot()], which does the
+#'   work: `TRUE` or `FALSE` when given, else the option (see [textmodel_finetune()]).
 #' @return An object of class `c("textmodel_zeroshot", "textmodel", "list")` with `x`,
-#'   `labels` (the levels of predictions), `hypothesis`, `model`, `method`, `multi_label` and
-#'   `call`.
+#'   `labels` (the levels of predictions), `hypothesis`, `model`, `method`, `multi_label`,
+#'   `verbose` (as given, else `NULL`) and `call`. `summary()` gives the label, the
+#'   hypothesis each label makes, the model and the documents.
 #' @seealso [textmodel_finetune()]
 #' @examples
 #' \donttest{
@@ -33,7 +37,9 @@
 #' }
 #' @export
 textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.", model = NULL,
-                               method = c("auto", "nli", "embedding"), multi_label = FALSE) {
+                               method = c("auto", "nli", "embedding"), multi_label = FALSE,
+                               text_field = "text", docid_field = "doc_id",
+                               verbose = getOption("quantformer.verbose", TRUE)) {
   call <- match.call()
   method <- match.arg(method)
   if (missing(labels) || !is.character(labels) || anyNA(labels))
@@ -55,33 +61,39 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
   if (!is.character(hypothesis) || length(hypothesis) != 1 || !grepl("{}", hypothesis, fixed = TRUE))
     stop("`hypothesis` must be one string with `{}` where the label goes, e.g. ",
          "\"This text is about {}.\"", call. = FALSE)
-  frame <- as_frame(x)
+  frame <- as_frame(x, text_field, docid_field)
   structure(list(x = frame, labels = labels, hypothesis = enc2utf8(hypothesis), model = model,
-                 method = method, multi_label = isTRUE(multi_label), call = call),
+                 method = method, multi_label = isTRUE(multi_label),
+                 verbose = given_verbose(verbose, !missing(verbose)), call = call),
             class = c("textmodel_zeroshot", "textmodel", "list"))
 }
 
 #' Classify documents zero-shot
 #'
+#' One run of `quantformer zeroshot` gives both the class and the probabilities of each
+#' document; `type` chooses what R keeps (`"both"` keeps both).
+#'
 #' @param object a `textmodel_zeroshot` object.
 #' @param newdata documents to classify; `NULL` classifies the documents given to
 #'   [textmodel_zeroshot()].
-#' @param type `"class"` (a factor) or `"probability"` (a matrix).
+#' @param type `"class"` (a factor), `"probability"` (a matrix) or `"both"` (a data frame).
 #' @param batch_size,device passed to `quantformer zeroshot` when not `NULL`.
-#' @param verbose logical: show the Python core's progress bars and messages live
-#'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
-#'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
-#' @param ... unused.
+#' @inheritParams predict.textmodel_finetune
+#' @param verbose `NULL` (default: the `verbose` given to [textmodel_zeroshot()], else
+#'   `getOption("quantformer.verbose", TRUE)`), `TRUE` or `FALSE`; see [textmodel_finetune()].
 #' @return For `type = "class"`, a factor with levels `labels`, named by docnames; for
-#'   `type = "probability"`, a documents x labels matrix. Documents with empty or `NA` text get
-#'   `NA`, with a warning.
+#'   `type = "probability"`, a documents x labels matrix; for `type = "both"`, a data frame:
+#'   `doc_id`, `predicted` (the factor) and one `prob_<label>` column per label. Documents
+#'   with empty or `NA` text get `NA`, with a warning.
 #' @export
 predict.textmodel_zeroshot <- function(object, newdata = NULL,
-                                       type = c("class", "probability"), batch_size = NULL,
-                                       device = NULL,
-                                       verbose = getOption("quantformer.verbose", TRUE), ...) {
+                                       type = c("class", "probability", "both"),
+                                       batch_size = NULL, device = NULL, text_field = "text",
+                                       docid_field = "doc_id", verbose = NULL, ...) {
+  check_dots(..., fun = "predict.textmodel_zeroshot")
   type <- match.arg(type)
-  frame <- if (is.null(newdata)) object$x else as_frame(newdata, arg = "newdata")
+  frame <- if (is.null(newdata)) object$x
+           else as_frame(newdata, text_field, docid_field, arg = "newdata")
   # one label a line: label phrases may contain commas, which --labels would split on
   labels_file <- tempfile("qf-labels-", fileext = ".txt")
   writeLines(enc2utf8(object$labels), labels_file, useBytes = TRUE)
@@ -91,14 +103,24 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
             cli_flags(model = object$model, method = object$method,
                       multi_label = object$multi_label, batch_size = batch_size,
                       device = device))
-  classify_via_cli("zeroshot", args, frame, object$labels, type, verbose = verbose,
+  classify_via_cli("zeroshot", args, frame, object$labels, type,
+                   verbose = model_verbose(verbose, object),
                    r_args = c(names(formals()), names(formals(textmodel_zeroshot))))
 }
 
+#' Print or summarise a zero-shot classifier
+#'
+#' @param x,object a `textmodel_zeroshot` object (for `print.summary...`, its summary).
+#' @param ... not used.
+#' @return `print()` returns `x` invisibly. `summary()` returns an object of class
+#'   `summary.textmodel_zeroshot`: `call`, `model` (`NULL` for the core's default), `method`,
+#'   `multi_label`, `hypotheses` (a data frame: `label` and the `hypothesis` the model tests
+#'   for it), `n_documents` and `n_empty` (documents with empty or `NA` text, which get `NA`).
+#' @name summary.textmodel_zeroshot
 #' @export
 print.textmodel_zeroshot <- function(x, ...) {
   cat("Zero-shot classifier (quantformer)\n")
-  if (!is.null(x$call)) cat("\nCall:\n", paste(deparse(x$call), collapse = "\n"), "\n", sep = "")
+  print_call(x$call)
   labs <- x$labels
   if (any(grepl(",", labs, fixed = TRUE))) labs <- paste0('"', labs, '"')  # unambiguous
   cat("\nLabels:     ", paste(labs, collapse = ", "), "\n", sep = "")
@@ -106,5 +128,34 @@ print.textmodel_zeroshot <- function(x, ...) {
   cat("Model:      ", if (is.null(x$model)) "(default)" else x$model, ", method ", x$method,
       if (x$multi_label) ", multi-label", "\n", sep = "")
   cat("Documents:  ", nrow(x$x), "\n", sep = "")
+  invisible(x)
+}
+
+#' @rdname summary.textmodel_zeroshot
+#' @export
+summary.textmodel_zeroshot <- function(object, ...) {
+  hyp <- vapply(object$labels, function(l) sub("{}", l, object$hypothesis, fixed = TRUE), "")
+  empty <- is.na(object$x$text) | !nzchar(trimws(object$x$text))
+  structure(list(call = object$call, model = object$model, method = object$method,
+                 multi_label = object$multi_label,
+                 hypotheses = data.frame(label = object$labels, hypothesis = unname(hyp),
+                                         stringsAsFactors = FALSE),
+                 n_documents = nrow(object$x), n_empty = sum(empty)),
+            class = "summary.textmodel_zeroshot")
+}
+
+#' @rdname summary.textmodel_zeroshot
+#' @export
+print.summary.textmodel_zeroshot <- function(x, ...) {
+  cat("Zero-shot classifier (quantformer)\n")
+  print_call(x$call)
+  cat("\nModel:     ", if (is.null(x$model)) "(the core's default for the method)" else x$model,
+      "\nMethod:    ", x$method,
+      if (x$multi_label) " (multi-label: each label scored on its own)"
+      else " (labels compete: probabilities sum to 1)",
+      "\nDocuments: ", x$n_documents,
+      if (x$n_empty) paste0(" (", x$n_empty, " with empty or missing text: NA predictions)"),
+      "\n\nHypotheses tested, one per label:\n", sep = "")
+  print(x$hypotheses, row.names = FALSE, right = FALSE)
   invisible(x)
 }

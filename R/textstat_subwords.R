@@ -11,8 +11,7 @@
 #'   tokenizer of a fine-tuned model directory works too.
 #' @param max_length the token limit (512).
 #' @param docvars if `TRUE`, the docvars of `x` are added as further columns.
-#' @param verbose logical: show the Python core's output (default `FALSE`: it is quick and the
-#'   result is returned). Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
+#' @inheritParams textmodel_finetune
 #' @return A data frame with one row per document, in the order of `x`: `document`
 #'   (docnames), `n_tokens` (integer; 0 for empty or `NA` texts), `truncated` (logical: more
 #'   than `max_length` tokens), then the docvars when `docvars = TRUE`.
@@ -25,8 +24,8 @@
 #' }
 #' @export
 textstat_subwords <- function(x, model = NULL, max_length = 512, docvars = FALSE,
-                              verbose = FALSE) {
-  frame <- as_frame(x)
+                              text_field = "text", docid_field = "doc_id", verbose = FALSE) {
+  frame <- as_frame(x, text_field, docid_field)
   in_file <- write_input(frame[c("doc_id", "text")])
   out_file <- out_path()
   on.exit(unlink(c(in_file, out_file)), add = TRUE)

@@ -38,3 +38,15 @@ test_that("NA predictions and truths are left out with a warning; lengths must m
   expect_error(classification_report(c("a", "b"), c("a", "b", "a")),
                "`predicted` has 2 value\\(s\\) but `truth` has 3")
 })
+
+test_that("#17: print() says it is the prediction that is missing, not a class", {
+  skip_if_no_verb("evaluate")
+  r <- suppressWarnings(classification_report(factor(c("A", NA)), c("A", "B")))
+  expect_equal(c(r$n, r$n_missing_pred, r$n_missing_truth), c(1, 1, 0))
+  out <- capture.output(print(r))
+  expect_match(out[1], "Classification report (1 documents, left out: 1 without a prediction)",
+               fixed = TRUE)
+  expect_false(any(grepl("missing class", out)))
+  r2 <- suppressWarnings(classification_report(c("A", "B", NA), c(NA, "B", "A")))
+  expect_output(print(r2), "left out: 1 without a prediction, 1 without a true class")
+})

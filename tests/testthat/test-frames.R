@@ -85,3 +85,75 @@ test_that("texts and docnames round-trip byte-exactly through the CLI (saveRDS -
   expect_identical(res$copy[9], "Café naïve")
   expect_equal(res$n_tokens[5:6], c(0L, 0L))
 })
+
+# --- issue #17 ------------------------------------------------------------------------------
+
+# a one-document quanteda corpus, cut from a real one without quanteda
+one_document_corpus <- function() {
+  uk <- readRDS(shared_data("quanteda", "ukimmig2010_corpus.rds"))
+  attrs <- attributes(uk)
+  attrs$names <- names(uk)[1]
+  attrs$docvars <- attrs$docvars[1, , drop = FALSE]
+  one <- unclass(uk)[[1]]
+  attributes(one) <- attrs
+  one
+}
+
+test_that("#17: a length-1 y names the docvar of a one-document corpus or data frame", {
+  one <- one_document_corpus()
+  f <- quantformer:::as_frame(one)
+  expect_equal(nrow(f), 1)
+  expect_equal(quantformer:::resolve_y("party", f), list(y = "BNP", name = "party"))
+  df <- quantformer:::as_frame(data.frame(text = "a", party = "x"))
+  expect_equal(quantformer:::resolve_y("party", df)$y, "x")
+  # not a docvar of a one-document x: the label of that document
+  expect_equal(quantformer:::resolve_y("Labour", df), list(y = "Labour", name = NULL))
+  # ... unless it must be a name (the validation label is always a docvar)
+  expect_error(quantformer:::resolve_y("Party", df, name_only = TRUE, x_arg = "validation"),
+               "'Party' is not a docvar of `validation`; its docvars are: party")
+})
+
+test_that("#17: a one-document validation corpus sends its docvar, not the docvar's name", {
+  one <- one_document_corpus()
+  va <- quantformer:::validation_args(one, "party")
+  withr::defer(unlink(va$file))
+  sent <- readRDS(va$file)
+  expect_equal(sent$doc_id, "BNP")
+  expect_equal(sent$label, "BNP")
+  expect_error(quantformer:::validation_args(one, "Party"),
+               "`y` = 'Party' is not a docvar of `validation`")
+})
+
+test_that("#17: text_field and docid_field pick data frame columns by name or number", {
+  df <- data.frame(id = c("d1", "d2"), body = c("a", "b"), year = 1:2)
+  f <- quantformer:::as_frame(df, text_field = "body", docid_field = "id")
+  expect_equal(names(f), c("doc_id", "text", "year"))
+  expect_equal(f$doc_id, c("d1", "d2"))
+  expect_equal(f$text, c("a", "b"))
+  expect_equal(quantformer:::as_frame(df, text_field = 2, docid_field = 1), f)
+  # the default docid_field is optional; one the user names must exist
+  expect_equal(quantformer:::as_frame(df, text_field = "body")$doc_id, c("text1", "text2"))
+  expect_error(quantformer:::as_frame(df, text_field = "body", docid_field = "ident"),
+               "without a 'ident' column; its columns are: id, body, year. Name its document-name column with `docid_field`")
+  expect_error(quantformer:::as_frame(df, text_field = 5), "without a column number 5")
+  expect_error(quantformer:::as_frame(df, text_field = c("a", "b")),
+               "`text_field` must be one column name or number")
+  expect_error(quantformer:::as_frame(df, text_field = "year"),
+               "column 'year' of `x` must hold text \\(character\\), not integer; name the text column with `text_field`")
+})
+
+test_that("#17: every function that takes a data frame has the text_field it suggests", {
+  err <- expect_error(quantformer:::as_frame(data.frame(id = "d1", body = "x")),
+                      "Name its text column with `text_field` \\(e.g. `text_field = \"id\"`\\)")
+  takes_frames <- list(textmodel_finetune, textmodel_zeroshot, textmodel_compare,
+                       textstat_subwords, quantformer:::predict.textmodel_finetune,
+                       quantformer:::predict.textmodel_zeroshot)
+  for (f in takes_frames)
+    expect_true(all(c("text_field", "docid_field") %in% names(formals(f))))
+  # the issue's case reaches the core with the arguments
+  skip_if_no_python()
+  res <- textstat_subwords(data.frame(id = "d1", body = "x"), text_field = "body",
+                           docid_field = "id")
+  expect_equal(res$document, "d1")
+  expect_equal(res$n_tokens, 3L)
+})

@@ -1,5 +1,6 @@
 # One real fine-tune of the default model (all-MiniLM-L6-v2) on 40 short SOTU paragraphs,
-# 1 epoch, max_length 64, shared by the tests of this file.
+# 1 epoch, max_length 64, validated on 6 others, made with verbose = FALSE, shared by the
+# tests of this file.
 
 train_docs <- function() {
   s <- sotu_sample()
@@ -21,8 +22,10 @@ fitted_model <- local({
     if (is.null(fit)) {
       tr <- train_docs()
       y <- factor(tr$party, levels = c("Republican", "Democratic"))
+      valid <- sotu_sample()[c(21:23, 178:180), ]
       fit <<- textmodel_finetune(tr, y = y, epochs = 1, max_length = 64,
-                                 output_dir = file.path(tempdir(), "qf-test-model"))
+                                 validation = list(x = valid, y = valid$party),
+                                 output_dir = tempfile("qf-test-model-"), verbose = FALSE)
     }
     fit
   }
@@ -161,4 +164,133 @@ test_that("an unknown option passed through ... gives argparse's message", {
   err <- expect_error(textmodel_finetune(s, y = "party", epochs = 1, no_such_option = 3),
                       "unrecognized arguments: --no-such-option 3")
   expect_false(grepl("^usage", conditionMessage(err)))
+})
+
+# --- issue #17: R and quanteda conventions ------------------------------------------------
+
+# stdout and stderr (progress bars, messages) of `expr`, as one string
+console_output <- function(expr) {
+  err <- utils::capture.output(out <- utils::capture.output(invisible(force(expr))),
+                               type = "message")
+  paste(c(out, err), collapse = "\n")
+}
+
+test_that("#17: a one-document validation set with y = <docvar> uses that docvar as its label", {
+  skip_if_no_verb("finetune")
+  s <- sotu_sample()
+  one <- s[101, ]
+  fit <- textmodel_finetune(s[c(1:6, 195:200), ], y = "party", epochs = 1, max_length = 32,
+                            validation = one, output_dir = tempfile("qf-one-valid-"))
+  v <- fit$summary$validation
+  expect_equal(v$n, 1)
+  # the one validation document's class is its party, not the string "party"
+  expect_equal(names(v$per_class), fit$levels)
+  support <- vapply(v$per_class, function(r) as.integer(r$support), 0L)
+  expect_equal(unname(support[one$party]), 1L)
+  expect_equal(sum(support), 1L)
+})
+
+test_that("#17: predict() warns about arguments it does not use (tpye, new_data)", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  new <- sotu_sample()[101:106, ]
+  expect_warning(p <- predict(fit, newdata = new, tpye = "probability"),
+                 "`tpye` is not an argument of predict.textmodel_finetune and is ignored")
+  expect_equal(p, reference_prediction())
+  expect_warning(predict(fit, new_data = new), "`new_data` is not an argument")
+})
+
+test_that("#17: a fit made with verbose = FALSE stays quiet in predict() unless told otherwise", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  expect_identical(fit$verbose, FALSE)
+  new <- sotu_sample()[101:102, ]
+  withr::local_options(quantformer.verbose = TRUE)
+  expect_equal(console_output(p <- predict(fit, newdata = new)), "")
+  expect_equal(p, reference_prediction()[1:2])
+  # predict's own verbose wins; a loaded model (no verbose given) follows the option
+  expect_match(console_output(predict(fit, newdata = new, verbose = TRUE)), "[^[:space:]]")
+  expect_match(console_output(predict(load_finetune(fit$model_dir), newdata = new)),
+               "[^[:space:]]")
+})
+
+test_that("#17: type = \"both\" gives classes and probabilities of one run, in a data frame", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  new <- sotu_sample()[101:106, ]
+  both <- predict(fit, newdata = new, type = "both")
+  expect_s3_class(both, "data.frame")
+  expect_equal(names(both), c("doc_id", "predicted", "prob_Republican", "prob_Democratic"))
+  expect_equal(both$doc_id, new$doc_id)
+  expect_equal(both$predicted, unname(reference_prediction()))
+  prob <- predict(fit, newdata = new, type = "probability")
+  expect_equal(as.matrix(both[c("prob_Republican", "prob_Democratic")]), unname(prob),
+               ignore_attr = TRUE)
+})
+
+test_that("#17: predict() reads a data frame's text and names by text_field and docid_field", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  new <- sotu_sample()[101:106, ]
+  df <- data.frame(id = new$doc_id, body = new$text, stringsAsFactors = FALSE)
+  expect_error(predict(fit, newdata = df), "Name its text column with `text_field`")
+  p <- predict(fit, newdata = df, text_field = "body", docid_field = "id")
+  expect_equal(p, reference_prediction())
+  expect_equal(predict(fit, newdata = df, text_field = 2, docid_field = 1), p)
+})
+
+test_that("#17: summary() prints the validation metrics as small rounded tables", {
+  skip_if_no_verb("finetune")
+  s <- summary(fitted_model())
+  expect_equal(s$validation$per_class$class, c("Republican", "Democratic"))
+  expect_equal(names(s$validation$per_class), c("class", "precision", "recall", "f1", "support"))
+  expect_equal(sum(s$validation$per_class$support), 6)
+  expect_equal(s$validation$metrics[["n"]], 6)
+  out <- capture.output(print(s))
+  expect_false(any(grepl("per_class.", out, fixed = TRUE)))
+  valid_part <- out[seq(grep("^Validation", out), length(out))]
+  expect_match(valid_part, "class +precision +recall +f1 +support", all = FALSE)
+  expect_match(valid_part, "^ *Democratic ", all = FALSE)
+  # no number with more than 3 decimals
+  expect_false(any(grepl("[0-9]\\.[0-9]{4,}", valid_part)))
+})
+
+test_that("#17: a model in tempdir() is marked temporary; a permanent folder is not", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  expect_true(fit$temporary)
+  expect_output(print(fit), "temporary: deleted when this R session ends")
+  expect_output(print(fit), "`output_dir`")
+  expect_output(print(summary(fit)), "temporary: deleted when this R session ends")
+  # a folder outside this session's tempdir()
+  keep <- tempfile("qf-kept-", tmpdir = dirname(tempdir()))
+  dir.create(keep)
+  withr::defer(unlink(keep, recursive = TRUE))
+  file.copy(list.files(fit$model_dir, full.names = TRUE), keep, recursive = TRUE)
+  kept <- load_finetune(keep)
+  expect_false(kept$temporary)
+  expect_false(any(grepl("temporary", capture.output(print(kept)))))
+})
+
+test_that("#17: a saved fit whose temporary model folder died with its session names the fix", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  if (!length(find.package("quantformer", lib.loc = .libPaths(), quiet = TRUE)))
+    skip("quantformer is not installed (tests run from the source tree)")
+  f <- tempfile(fileext = ".rds")
+  # another R session puts the model in its own tempdir() and saves the fit, then ends
+  code <- sprintf(paste0("suppressMessages(library(quantformer)); ",
+                         "d <- tempfile('quantformer-model-'); dir.create(d); ",
+                         "file.copy(list.files('%s', full.names = TRUE), d, recursive = TRUE); ",
+                         "saveRDS(load_finetune(d), '%s')"), fit$model_dir, f)
+  res <- processx::run(file.path(R.home("bin"), "Rscript"), c("-e", code),
+                       error_on_status = FALSE,
+                       env = c("current", R_LIBS = paste(.libPaths(), collapse = .Platform$path.sep)))
+  expect_equal(res$status, 0L, info = res$stderr)
+  old <- readRDS(f)
+  expect_true(old$temporary)
+  expect_false(dir.exists(old$model_dir))
+  expect_error(predict(old, newdata = "A text."),
+               "temporary folder of the R session that fitted the model.*`output_dir`")
+  expect_output(print(old), "MISSING: it was in the temporary folder")
 })

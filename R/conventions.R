@@ -1,0 +1,60 @@
+# Conventions shared by the textmodel functions: unused arguments, the `verbose` rule, and
+# model folders in the session's temporary directory.
+
+# Warn about arguments passed through `...` that a method does not use, as
+# quanteda.textmodels' check_dots() does (predict(fit, tpye = "prob") would otherwise be
+# ignored without a word). `fun` names the function in the message.
+check_dots <- function(..., fun) {
+  if (!...length()) return(invisible(character()))
+  dots <- ...names()                       # names only: the arguments are not evaluated
+  if (is.null(dots)) dots <- rep("", ...length())
+  named <- !is.na(dots) & nzchar(dots)
+  unused <- c(dots[named], if (any(!named)) paste(sum(!named), "unnamed argument(s)"))
+  if (length(unused))
+    warning(paste0("`", unused, "`", collapse = ", "), " ",
+            if (length(unused) == 1) "is not an argument" else "are not arguments",
+            " of ", fun, " and ", if (length(unused) == 1) "is" else "are",
+            " ignored; see ?", fun, " for its arguments", call. = FALSE)
+  invisible(unused)
+}
+
+# The one `verbose` rule: an explicit `verbose` wins; else the `verbose` given when the model
+# was made (kept in the model object as `verbose`, NULL when it was not given); else the
+# option quantformer.verbose (TRUE when unset).
+model_verbose <- function(verbose, object) {
+  if (!is.null(verbose)) return(isTRUE(verbose))
+  if (!is.null(object$verbose)) return(isTRUE(object$verbose))
+  isTRUE(getOption("quantformer.verbose", TRUE))
+}
+
+# The `verbose` a model object keeps: the caller's `verbose` when it was given, else NULL.
+given_verbose <- function(verbose, given) if (given) isTRUE(verbose) else NULL
+
+# Is `dir` inside this R session's temporary directory (deleted when the session ends)?
+in_tempdir <- function(dir) {
+  tmp <- normalizePath(tempdir(), winslash = "/", mustWork = FALSE)
+  dir <- normalizePath(dir, winslash = "/", mustWork = FALSE)
+  startsWith(dir, paste0(tmp, "/"))
+}
+
+# Where a model folder lives, for print() and summary(): a note for a temporary folder (how to
+# keep the model) or a missing one (why, and the fix).
+model_dir_note <- function(object) {
+  missing_dir <- !dir.exists(object$model_dir)
+  if (temporary_dir_gone(object))
+    return(paste0("(MISSING: it was in the temporary folder of the R session that fitted the ",
+                  "model, deleted when that session ended; fit again with `output_dir` set to a ",
+                  "permanent folder)"))
+  if (missing_dir) return("(MISSING)")
+  if (isTRUE(object$temporary))
+    return(paste0("(temporary: deleted when this R session ends; to keep the model, fit with ",
+                  "`output_dir` set to a permanent folder, or copy this folder and ",
+                  "load_finetune() the copy)"))
+  ""
+}
+
+# TRUE when the model folder was in the tempdir() of another, ended R session (a fit saved
+# with saveRDS() and read in a new session): the folder is gone and was not this session's.
+temporary_dir_gone <- function(object) {
+  isTRUE(object$temporary) && !dir.exists(object$model_dir) && !in_tempdir(object$model_dir)
+}
