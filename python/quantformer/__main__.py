@@ -3,5 +3,7 @@
 import sys
 
 from .cli import main
+from .serve import die_with_parent
 
+die_with_parent()  # started by R: end with R, even when R is killed (issue 17)
 sys.exit(main())

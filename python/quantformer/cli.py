@@ -40,6 +40,7 @@ VERB_MODULES = [
     "quantformer.embed",
     "quantformer.tune",
     "quantformer.compare",
+    "quantformer.serve",
 ]
 
 
