@@ -42,6 +42,7 @@ VERB_MODULES = [
     "quantformer.tune",
     "quantformer.compare",
     "quantformer.suggest",
+    "quantformer.serve",
 ]
 
 
