@@ -33,6 +33,10 @@
 #'   or data frame with the docvar/column named by `y` (when `y` is a docvar name) or `label`,
 #'   or a list `list(x = <documents>, y = <labels>)`. A data frame is read with the same
 #'   `text_field` and `docid_field` as `x`.
+#' @param task `"classification"` (the default; numeric codes stay classes), `"regression"`
+#'   (numeric `y`; the model predicts a number, trained on standardised values) or
+#'   `"multilabel"` (`y` a logical/0-1 matrix or data frame with one named column per label, or
+#'   a character vector of docvar names; `validation` only as a fraction).
 #' @param seed random seed (1).
 #' @param device `"auto"` (CUDA, else MPS, else CPU), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
 #' @param output_dir folder to write the model to; it must not exist unless you pass
@@ -77,26 +81,40 @@
 textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, batch_size = 16,
                                max_length = 512,
                                truncation = c("head_tail", "head", "tail"), oversample = NULL,
-                               validation = NULL, seed = 1, device = "auto",
+                               validation = NULL,
+                               task = c("classification", "regression", "multilabel"),
+                               seed = 1, device = "auto",
                                output_dir = NULL, text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
   truncation <- match.arg(truncation)
+  task <- match.arg(task)
   frame <- as_frame(x, text_field, docid_field)
-  yy <- resolve_y(y, frame)
-  levels <- label_levels(yy$y)
-  label <- as.character(yy$y)
-  label[!label %in% levels] <- NA
-  # docvars stay in R: the core needs only ids, texts and labels
-  train <- data.frame(frame[c("doc_id", "text")], label = enc2utf8(label),
-                      stringsAsFactors = FALSE)
+  if (task == "classification") {
+    yy <- resolve_y(y, frame)
+    levels <- label_levels(yy$y)
+    label <- as.character(yy$y)
+    label[!label %in% levels] <- NA
+    # docvars stay in R: the core needs only ids, texts and labels
+    train <- data.frame(frame[c("doc_id", "text")], label = enc2utf8(label),
+                        stringsAsFactors = FALSE)
+    label_args <- c("--label-col", "label", "--labels", paste(levels, collapse = ","))
+  } else {
+    yy <- task_training_frame(task, frame, y)  # R/tasks.R
+    train <- yy$train
+    label_args <- yy$args
+  }
   if (is.null(output_dir)) output_dir <- tempfile("quantformer-model-")
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
   in_file <- write_input(train)
   on.exit(unlink(in_file), add = TRUE)
-  valid_args <- validation_args(validation, yy$name, text_field, docid_field)
+  valid_args <- if (task == "classification") {
+    validation_args(validation, yy$name, text_field, docid_field)
+  } else {
+    task_validation_args(task, validation, yy$name)
+  }
   if (!is.null(valid_args$file)) on.exit(unlink(valid_args$file), add = TRUE)
-  args <- c("--train", in_file, "--label-col", "label", "--labels", paste(levels, collapse = ","),
+  args <- c("--train", in_file, label_args,
             cli_flags(model = model, epochs = epochs, lr = lr, batch_size = batch_size,
                       max_length = max_length, truncation = truncation,
                       oversample = oversample, seed = seed, device = device),
@@ -163,9 +181,10 @@ load_finetune <- function(dir) {
   if (!isTRUE(rec$complete))
     stop("the model in '", dir, "' is incomplete (training did not finish); fine-tune again",
          call. = FALSE)
+  task <- if (is.null(rec$task)) "classification" else rec$task
   structure(list(model_dir = normalizePath(dir), levels = as.character(rec$labels),
-                 call = NULL, summary = rec, x = NULL, temporary = in_tempdir(dir),
-                 verbose = NULL),
+                 task = task, call = NULL, summary = rec, x = NULL,
+                 temporary = in_tempdir(dir), verbose = NULL),
             class = c("textmodel_finetune", "textmodel", "list"))
 }
 
@@ -202,7 +221,9 @@ check_model_dir <- function(object) {
 #'   `type = "probability"`, a documents x classes matrix with docnames and levels as
 #'   dimnames; for `type = "both"`, a data frame with one row per document: `doc_id`,
 #'   `predicted` (the factor) and `prob_<class>` (one probability column per class, in level
-#'   order). Documents with empty or `NA` text get `NA`, with a warning.
+#'   order). A regression model gives a numeric vector named by docnames; a multi-label
+#'   model a logical documents x labels matrix (`type = "probability"`: the probabilities).
+#'   Documents with empty or `NA` text get `NA`, with a warning.
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
@@ -225,6 +246,9 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
   if (is.null(frame))
     stop("this model was loaded from its directory and holds no training documents; give ",
          "`newdata`", call. = FALSE)
+  if (!is.null(object$task) && object$task != "classification")
+    return(predict_task(object, frame, type, batch_size, device, model_verbose(verbose, object),
+                        r_args = names(formals())))  # R/tasks.R
   classify_via_cli("predict", c("--model", object$model_dir,
                                 cli_flags(batch_size = batch_size, device = device)),
                    frame, object$levels, type, verbose = model_verbose(verbose, object),
@@ -254,7 +278,9 @@ print.textmodel_finetune <- function(x, ...) {
   print_call(x$call)
   cat("\nModel:     ", format_or_na(s$model), "\n", sep = "")
   print_model_dir("Directory: ", x)
-  cat("Classes:   ", paste(x$levels, collapse = ", "), "\n", sep = "")
+  if (!is.null(x$task) && x$task != "classification") cat("Task:      ", x$task, "\n", sep = "")
+  if (length(x$levels)) cat(if (identical(x$task, "multilabel")) "Labels:    " else "Classes:   ",
+                            paste(x$levels, collapse = ", "), "\n", sep = "")
   cat("Trained on ", format_or_na(s$n_train), " documents\n", sep = "")
   invisible(x)
 }

@@ -1,0 +1,138 @@
+"""Benchmarks of the issue-15 tasks (report in bench/RESULTS.md, section "Regression and
+multi-label").
+
+``sotu``       Regression: the year of State of the Union paragraphs (addresses since 1900, from
+               the ``sotu`` package). 20 addresses held out (seeded); 800 training paragraphs
+               drawn from the other addresses. quantformer ``--task regression`` with the
+               issue's recipe (2 epochs, 128 tokens, lr 8e-5) and with the package defaults
+               (4 epochs, 512 tokens, lr 8e-5), against a ridge regression (RidgeCV) on binary
+               bag-of-words on the same split. Prints Pearson r, RMSE in years and the ratios
+               against the ridge baseline measured in the same run.
+``jigsaw``     Multi-label: the six Jigsaw labels (shared data), quantformer ``--task
+               multilabel`` against a bag-of-words one-vs-rest logistic regression; per-label F1
+               and macro-F1 (``--n-train``, ``--n-test``; reduced sizes on a shared CPU).
+
+Run e.g. ``OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_tasks.py --only
+sotu``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+LABELS = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate"]
+
+
+def sotu_split(seed: int = 1, n_train: int = 800, n_held: int = 20):
+    from quantformer.datasets import sotu
+
+    frame = sotu(since=1900, label="year")
+    rng = np.random.default_rng(seed)
+    addresses = frame["address"].unique()
+    held = set(rng.choice(addresses, size=n_held, replace=False))
+    test = frame[frame["address"].isin(held)].reset_index(drop=True)
+    pool = frame[~frame["address"].isin(held)]
+    train = pool.iloc[np.sort(rng.choice(len(pool), size=n_train, replace=False))]
+    return train.reset_index(drop=True), test
+
+
+def ridge_bow(train, test) -> np.ndarray:
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import RidgeCV
+
+    vec = CountVectorizer(binary=True, min_df=2)
+    x = vec.fit_transform(train["text"])
+    model = RidgeCV(alphas=np.logspace(-2, 3, 11)).fit(x, train["label"].astype(float))
+    return model.predict(vec.transform(test["text"]))
+
+
+def run_sotu(seed: int) -> dict:
+    from quantformer.finetune import finetune
+    from quantformer.metrics import regression_metrics
+
+    train, test = sotu_split(seed)
+    truth = test["label"].astype(float)
+    out = {"n_train": len(train), "n_test": len(test), "n_test_addresses": 20, "seed": seed}
+    out["ridge_bow"] = regression_metrics(truth, ridge_bow(train, test))
+    runs = {"recipe (2 epochs, 128 tokens)": {"epochs": 2, "max_length": 128, "lr": 8e-5},
+            "defaults (4 epochs, 512 tokens)": {}}
+    for name, kw in runs.items():
+        started = time.process_time()
+        clf = finetune(train, task="regression", seed=seed, device="cpu", quiet=True, **kw)
+        pred = clf.predict(test)["predicted"]
+        out[name] = {**regression_metrics(truth, pred),
+                     "cpu_seconds": round(time.process_time() - started, 1)}
+        print(name, json.dumps(out[name]), flush=True)
+    base = out["ridge_bow"]
+    for name in runs:
+        m = out[name]
+        print(f"{name}: r {m['pearson']:.3f} (ridge {base['pearson']:.3f}, ratio "
+              f"{m['pearson'] / base['pearson']:.3f}); RMSE {m['rmse']:.1f} years (ridge "
+              f"{base['rmse']:.1f}, ratio {m['rmse'] / base['rmse']:.3f})", flush=True)
+    return out
+
+
+def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int) -> dict:
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+
+    from quantformer.finetune import finetune
+    from quantformer.metrics import multilabel_metrics
+
+    raw = pd.read_csv(ROOT.parent / "shared" / "data" / "jigsaw_toxic" / "jigsaw_5k.csv")
+    raw = raw.rename(columns={"comment_text": "text", "id": "doc_id"})
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(raw))
+    test = raw.iloc[order[:n_test]].reset_index(drop=True)
+    train = raw.iloc[order[n_test:n_test + n_train]].reset_index(drop=True)
+    labels = [lab for lab in LABELS if 0 < train[lab].sum() < len(train)]
+    truth = test[labels].to_numpy()
+    vec = CountVectorizer(min_df=2)
+    ovr = OneVsRestClassifier(LogisticRegression(max_iter=2000, class_weight="balanced"))
+    ovr.fit(vec.fit_transform(train["text"]), train[labels].to_numpy())
+    out = {"labels": labels, "n_train": n_train, "n_test": n_test,
+           "bow_one_vs_rest": multilabel_metrics(truth, ovr.predict(vec.transform(test["text"])),
+                                                 labels)}
+    started = time.process_time()
+    clf = finetune(train, task="multilabel", label_cols=labels, seed=seed, device="cpu",
+                   quiet=True, epochs=epochs, max_length=256)
+    pred = clf.predict(test)[[f"predicted_{lab}" for lab in labels]].astype(float).to_numpy()
+    out["quantformer_multilabel"] = {**multilabel_metrics(truth, pred, labels),
+                                     "cpu_seconds": round(time.process_time() - started, 1)}
+    for name in ("bow_one_vs_rest", "quantformer_multilabel"):
+        m = out[name]
+        per = ", ".join(f"{lab} {v['f1']:.3f}" for lab, v in m["per_label"].items())
+        print(f"{name}: macro-F1 {m['macro_f1']:.3f}, micro-F1 {m['micro_f1']:.3f} ({per})",
+              flush=True)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--only", choices=["sotu", "jigsaw"], required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--n-train", type=int, default=1000)
+    p.add_argument("--n-test", type=int, default=1000)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--out", default=None, help="write the numbers as JSON here")
+    args = p.parse_args()
+    warnings.simplefilter("ignore")
+    result = (run_sotu(args.seed) if args.only == "sotu"
+              else run_jigsaw(args.seed, args.n_train, args.n_test, args.epochs))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
