@@ -469,7 +469,7 @@ def dask_client(scheduler: str | None):
 
     if how[0] == "local":
         with LocalCluster(n_workers=how[1], threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
             client.quantformer_threads = torch_threads(how[1])
             yield client
     else:
