@@ -29,7 +29,9 @@ The engine (``scheduler``): ``None`` runs the partitions one after another in th
 thread each and ``cores // N`` torch threads; ``"tcp://host:8786"`` uses a running Dask
 scheduler (e.g. one started by dask-jobqueue's ``SLURMCluster``). Tasks carry the model's
 *path*; each worker loads a model once and keeps it for later partitions (a per-process cache
-keyed by verb, model path and device). A task whose worker dies is rescheduled by Dask
+keyed by verb, model path and device) for ``predict`` and ``embed``; ``zeroshot`` still loads
+its model once per partition (seconds, against minutes of work for a partition of thousands
+of documents). A task whose worker dies is rescheduled by Dask
 (``distributed.scheduler.allowed-failures``, 3 by default) and tasks that raise an internal
 error are retried twice (``Client.submit(retries=2)``). A partition with bad input is not
 retried: the job finishes the other partitions (their outputs stay) and then fails with an
