@@ -567,7 +567,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     parse_scheduler(scheduler)
     parts = list_partitions(inputs)
     names = output_names(parts)
-    folder = check_out_dir(out, resume)
+    folder = check_out_dir(out, resume).resolve()  # absolute: workers have other folders
     if verb != "predict":
         from .models import resolve_model
 
@@ -583,7 +583,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     with dask_client(scheduler) as client:
         threads = getattr(client, "quantformer_threads", None)
         specs = [{"verb": verb, "model": job["model"], "options": options, "corpus": corpus,
-                  "input": str(parts[i]), "output": str(folder / names[i]),
+                  "input": str(parts[i].resolve()), "output": str(folder / names[i]),
                   "id_offset": offsets[i], "threads": threads} for i in todo]
         failed = _drive(client, specs, manifest, sum(rows[i] for i in todo), quiet)
     manifest.finish_run()

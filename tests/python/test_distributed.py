@@ -211,7 +211,7 @@ def test_bad_partition_fails_the_job_by_name_others_stay(tmp_path, model_dir, mo
     assert (fixed["done"], fixed["skipped"]) == (1, 2)
 
 
-def test_embed_and_zeroshot_partitions_equal_one_process(tmp_path, tiny_bert_dir):
+def test_embed_on_local_cluster_and_zeroshot_equal_one_process(tmp_path, tiny_bert_dir):
     from quantformer.embed import embed
     from quantformer.zeroshot import zeroshot
 
@@ -219,8 +219,13 @@ def test_embed_and_zeroshot_partitions_equal_one_process(tmp_path, tiny_bert_dir
     _write_parts(f, tmp_path / "in", 2)
     code = cli.main(["embed", "--model", str(tiny_bert_dir), "--input",
                      str(tmp_path / "in" / "*.parquet"), "--out", str(tmp_path / "emb"),
-                     "--device", "cpu", "--quiet"])
+                     "--device", "cpu", "--quiet", "--scheduler", "local:1"])
     assert code == 0
+    manifest = json.loads((tmp_path / "emb" / "manifest.json").read_text())
+    assert manifest["runs"][0]["scheduler"] == "local:1"
+    # the partitions ran in the cluster's worker process, not in this one
+    assert all(not e["worker"].endswith(f":{os.getpid()}")
+               for e in manifest["partitions"].values())
     got = _read_out(tmp_path / "emb")
     want = embed(f, str(tiny_bert_dir), device="cpu", quiet=True)
     assert got["doc_id"].tolist() == f["doc_id"].tolist()
