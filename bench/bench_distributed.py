@@ -81,10 +81,11 @@ def timed(model, inputs, out, scheduler) -> float:
 
 
 def bench_cluster(model, sizes, folders, root, workers: int) -> dict:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as lc, Client(lc) as client:
+    from quantformer.distributed import local_cluster
+
+    with local_cluster(workers) as lc, Client(lc) as client:
         warm = write_partitions(workers * 64, 64, root / f"warm{workers}")
         timed(model, warm, root / f"warm-out{workers}", lc.scheduler_address)  # load models
         out = {}

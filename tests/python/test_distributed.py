@@ -34,10 +34,9 @@ def model_dir(tiny_bert_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster():
     """A real LocalCluster: 2 worker processes (with nannies), 1 thread each; its address."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0")
+    lc = distributed.local_cluster(2)
     client = Client(lc)
     try:
         yield lc.scheduler_address, client
