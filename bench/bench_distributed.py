@@ -1,7 +1,8 @@
 """Bench: partitioned `predict` on a Dask LocalCluster, 1 vs 2 worker processes (issue 14).
 
 Prints documents per second (steady state: each cluster is started and its workers have
-loaded the model before the clock starts) for the single-process partitioned run (no
+loaded the model before the clock starts), and documents per CPU-second of the workers (what
+a dedicated core would do: on a shared, loaded machine wall-clock rates measure the load), for the single-process partitioned run (no
 scheduler, the baseline) and for LocalClusters of 1 and 2 worker processes with 1 thread each,
 the scaling efficiency rate(2) / (2 x rate(1)), and the peak RSS of each worker process after
 jobs of each size (flat = memory does not grow with the corpus).
@@ -65,6 +66,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process (load-independent cost of the work)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def timed(model, inputs, out, scheduler) -> float:
     from quantformer.distributed import predict_partitions
 
@@ -74,18 +81,23 @@ def timed(model, inputs, out, scheduler) -> float:
 
 
 def bench_cluster(model, sizes, folders, root, workers: int) -> dict:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as lc, Client(lc) as client:
+    from quantformer.distributed import local_cluster
+
+    with local_cluster(workers) as lc, Client(lc) as client:
         warm = write_partitions(workers * 64, 64, root / f"warm{workers}")
         timed(model, warm, root / f"warm-out{workers}", lc.scheduler_address)  # load models
         out = {}
         for n in sizes:
+            cpu0 = sum(client.run(cpu_seconds).values())
             rate = timed(model, folders[n], root / f"out-{workers}-{n}", lc.scheduler_address)
+            cpu = sum(client.run(cpu_seconds).values()) - cpu0
             rss = client.run(peak_rss_mb)
-            out[n] = {"docs_per_s": rate, "peak_rss_mb": sorted(rss.values())}
-            print(f"  local:{workers} {n} docs: {rate:.1f} docs/s, peak RSS per worker "
+            out[n] = {"docs_per_s": rate, "docs_per_cpu_s": n / cpu,
+                      "peak_rss_mb": sorted(rss.values())}
+            print(f"  local:{workers} {n} docs: {rate:.1f} docs/s (wall), {n / cpu:.1f} docs "
+                  f"per worker CPU-second, peak RSS per worker "
                   f"{', '.join(f'{v:.0f}' for v in sorted(rss.values()))} MB", flush=True)
     return out
 
@@ -104,9 +116,12 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}",
           flush=True)
     timed(model, write_partitions(64, 64, root / "warm0"), root / "warm-out0", None)
+    cpu0 = cpu_seconds()
     serial = timed(model, folders[sizes[0]], root / "serial", None)
-    print(f"  no scheduler (one process) {sizes[0]} docs: {serial:.1f} docs/s", flush=True)
-    res = {"serial": serial, 1: bench_cluster(model, sizes, folders, root, 1),
+    per_cpu = sizes[0] / (cpu_seconds() - cpu0)
+    print(f"  no scheduler (one process) {sizes[0]} docs: {serial:.1f} docs/s (wall), "
+          f"{per_cpu:.1f} docs per CPU-second", flush=True)
+    res = {"serial": serial, "serial_per_cpu_s": per_cpu, 1: bench_cluster(model, sizes, folders, root, 1),
            2: bench_cluster(model, sizes, folders, root, 2)}
     print("\nratios (same run):")
     for n in sizes:

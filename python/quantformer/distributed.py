@@ -29,7 +29,9 @@ The engine (``scheduler``): ``None`` runs the partitions one after another in th
 thread each and ``cores // N`` torch threads; ``"tcp://host:8786"`` uses a running Dask
 scheduler (e.g. one started by dask-jobqueue's ``SLURMCluster``). Tasks carry the model's
 *path*; each worker loads a model once and keeps it for later partitions (a per-process cache
-keyed by verb, model path and device). A task whose worker dies is rescheduled by Dask
+keyed by verb, model path and device) for ``predict`` and ``embed``; ``zeroshot`` still loads
+its model once per partition (seconds, against minutes of work for a partition of thousands
+of documents). A task whose worker dies is rescheduled by Dask
 (``distributed.scheduler.allowed-failures``, 3 by default) and tasks that raise an internal
 error are retried twice (``Client.submit(retries=2)``). A partition with bad input is not
 retried: the job finishes the other partitions (their outputs stay) and then fails with an
@@ -457,6 +459,22 @@ def torch_threads(n_workers: int) -> int:
     return max(1, (cores or 1) // n_workers)
 
 
+# Dask's statistical profiler samples every worker thread's stack every 10 ms; over torch's
+# deep stacks that costs CPU for nothing here (tasks are long, one per partition)
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+
+
+def local_cluster(n_workers: int):
+    """A :class:`distributed.LocalCluster` of ``n_workers`` processes, 1 Dask thread each,
+    profiler off (:data:`WORKER_CONFIG`); a context manager."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set(WORKER_CONFIG):
+        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                            dashboard_address=":0")
+
+
 @contextlib.contextmanager
 def dask_client(scheduler: str | None):
     """A :class:`distributed.Client` for ``scheduler`` (None yields None); a LocalCluster
@@ -465,11 +483,10 @@ def dask_client(scheduler: str | None):
     if how is None:
         yield None
         return
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if how[0] == "local":
-        with LocalCluster(n_workers=how[1], threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        with local_cluster(how[1]) as cluster, Client(cluster) as client:
             client.quantformer_threads = torch_threads(how[1])
             yield client
     else:
@@ -565,7 +582,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     parse_scheduler(scheduler)
     parts = list_partitions(inputs)
     names = output_names(parts)
-    folder = check_out_dir(out, resume)
+    folder = check_out_dir(out, resume).resolve()  # absolute: workers have other folders
     if verb != "predict":
         from .models import resolve_model
 
@@ -581,7 +598,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     with dask_client(scheduler) as client:
         threads = getattr(client, "quantformer_threads", None)
         specs = [{"verb": verb, "model": job["model"], "options": options, "corpus": corpus,
-                  "input": str(parts[i]), "output": str(folder / names[i]),
+                  "input": str(parts[i].resolve()), "output": str(folder / names[i]),
                   "id_offset": offsets[i], "threads": threads} for i in todo]
         failed = _drive(client, specs, manifest, sum(rows[i] for i in todo), quiet)
     manifest.finish_run()

@@ -34,10 +34,9 @@ def model_dir(tiny_bert_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster():
     """A real LocalCluster: 2 worker processes (with nannies), 1 thread each; its address."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None)
+    lc = distributed.local_cluster(2)
     client = Client(lc)
     try:
         yield lc.scheduler_address, client
@@ -211,7 +210,7 @@ def test_bad_partition_fails_the_job_by_name_others_stay(tmp_path, model_dir, mo
     assert (fixed["done"], fixed["skipped"]) == (1, 2)
 
 
-def test_embed_and_zeroshot_partitions_equal_one_process(tmp_path, tiny_bert_dir):
+def test_embed_on_local_cluster_and_zeroshot_equal_one_process(tmp_path, tiny_bert_dir):
     from quantformer.embed import embed
     from quantformer.zeroshot import zeroshot
 
@@ -219,8 +218,13 @@ def test_embed_and_zeroshot_partitions_equal_one_process(tmp_path, tiny_bert_dir
     _write_parts(f, tmp_path / "in", 2)
     code = cli.main(["embed", "--model", str(tiny_bert_dir), "--input",
                      str(tmp_path / "in" / "*.parquet"), "--out", str(tmp_path / "emb"),
-                     "--device", "cpu", "--quiet"])
+                     "--device", "cpu", "--quiet", "--scheduler", "local:1"])
     assert code == 0
+    manifest = json.loads((tmp_path / "emb" / "manifest.json").read_text())
+    assert manifest["runs"][0]["scheduler"] == "local:1"
+    # the partitions ran in the cluster's worker process, not in this one
+    assert all(not e["worker"].endswith(f":{os.getpid()}")
+               for e in manifest["partitions"].values())
     got = _read_out(tmp_path / "emb")
     want = embed(f, str(tiny_bert_dir), device="cpu", quiet=True)
     assert got["doc_id"].tolist() == f["doc_id"].tolist()
@@ -243,7 +247,7 @@ def test_embed_and_zeroshot_partitions_equal_one_process(tmp_path, tiny_bert_dir
 
 def test_cluster_equals_single_process(tmp_path, model_dir, cluster):
     address, _ = cluster
-    f = _corpus(3000)
+    f = _corpus(2000)
     f.to_parquet(tmp_path / "all.parquet", index=False)
     predict_file(model_dir, tmp_path / "all.parquet", tmp_path / "want.parquet", quiet=True,
                  device="cpu")
@@ -251,18 +255,18 @@ def test_cluster_equals_single_process(tmp_path, model_dir, cluster):
     summary = predict_partitions(model_dir, str(tmp_path / "in" / "*.parquet"),
                                  tmp_path / "out", scheduler=address, device="cpu",
                                  quiet=True)
-    assert (summary["done"], summary["rows"]) == (5, 3000)
+    assert (summary["done"], summary["rows"]) == (5, 2000)
     _assert_same_predictions(_read_out(tmp_path / "out"),
                              pd.read_parquet(tmp_path / "want.parquet"))
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["runs"][0]["scheduler"] == address
-    assert sum(e["rows"] for e in manifest["partitions"].values()) == 3000
+    assert sum(e["rows"] for e in manifest["partitions"].values()) == 2000
 
 
 def test_worker_killed_mid_job_every_document_once(tmp_path, model_dir, cluster):
     address, client = cluster
-    f = _corpus(2400)
-    _write_parts(f, tmp_path / "in", 12)
+    f = _corpus(1600)
+    _write_parts(f, tmp_path / "in", 8)
     out = tmp_path / "out"
     result: dict = {}
 
@@ -290,11 +294,11 @@ def test_worker_killed_mid_job_every_document_once(tmp_path, model_dir, cluster)
     thread.join(timeout=600)
     assert killed is not None, "the job ended before a worker could be killed"
     assert "error" not in result, result.get("error")
-    assert result["summary"]["rows"] == 2400 and result["summary"]["done"] == 12
+    assert result["summary"]["rows"] == 1600 and result["summary"]["done"] == 8
     got = _read_out(out)
     assert got["doc_id"].tolist() == f["doc_id"].tolist()  # every document exactly once
     manifest = json.loads((out / "manifest.json").read_text())
-    assert len(manifest["partitions"]) == 12
+    assert len(manifest["partitions"]) == 8
     assert not list(out.glob(".*.part"))  # no temporary file of the killed task left
 
 
