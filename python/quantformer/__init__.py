@@ -27,6 +27,7 @@ _LAZY = {
     "predict": "quantformer.predict",
     "evaluate": "quantformer.evaluate",
     "estimate": "quantformer.estimate",
+    "regress": "quantformer.regress",
     "load": "quantformer.modeldir:load",
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
