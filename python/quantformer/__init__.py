@@ -28,6 +28,8 @@ _LAZY = {
     "evaluate": "quantformer.evaluate",
     "load": "quantformer.predict:load",
     "estimate": "quantformer.estimate",
+    "regress": "quantformer.regress",
+    "load": "quantformer.modeldir:load",
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
     "embed": "quantformer.embed:embed",

@@ -36,6 +36,7 @@ VERB_MODULES = [
     "quantformer.predict",
     "quantformer.evaluate",
     "quantformer.estimate",
+    "quantformer.regress",
     "quantformer.demo",
     "quantformer.zeroshot",
     "quantformer.embed",

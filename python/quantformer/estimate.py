@@ -36,7 +36,7 @@ import pandas as pd
 
 from ._callable import make_callable
 from .errors import InputError
-from .gold import MIN_GOLD, GoldPair, GoldWarning, join_gold
+from .gold import MIN_GOLD, GoldPair, GoldWarning, join_gold, ppi_py
 
 METHODS = ("ppi", "naive", "gold")
 COLUMNS = ["class", "estimate", "ci_low", "ci_high", "method", "n_gold", "n_total", "note"]
@@ -75,14 +75,13 @@ def parse_by(by, columns) -> list:
 
 
 def _ppi(pair: GoldPair, rows: np.ndarray, gold: np.ndarray, cls: str, alpha: float):
-    from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
-
+    ppi = ppi_py()
     y = pair.indicator(cls)[gold]
     yhat_all = pair.column(cls)
     yhat, unlabelled, w = yhat_all[pair.gold_rows[gold]], yhat_all[rows], pair.gold_weights[gold]
     lam = None if np.var(unlabelled) > 0 and np.var(yhat) > 0 else 1.0
-    point = ppi_mean_pointestimate(y, yhat, unlabelled, lam=lam, w=w)
-    low, high = ppi_mean_ci(y, yhat, unlabelled, alpha=alpha, lam=lam, w=w)
+    point = ppi.ppi_mean_pointestimate(y, yhat, unlabelled, lam=lam, w=w)
+    low, high = ppi.ppi_mean_ci(y, yhat, unlabelled, alpha=alpha, lam=lam, w=w)
     return float(np.ravel(point)[0]), float(np.ravel(low)[0]), float(np.ravel(high)[0])
 
 
@@ -95,12 +94,10 @@ def _naive(pair: GoldPair, rows: np.ndarray, cls: str, alpha: float):
 
 
 def _gold_only(pair: GoldPair, gold: np.ndarray, cls: str, alpha: float):
-    from ppi_py import classical_mean_ci
-
     y, w = pair.indicator(cls)[gold], pair.gold_weights[gold]
     if len(y) < 2:
         return np.nan, np.nan, np.nan
-    low, high = classical_mean_ci(y, w=w, alpha=alpha)
+    low, high = ppi_py().classical_mean_ci(y, w=w, alpha=alpha)
     return float(np.average(y, weights=w)), float(np.ravel(low)[0]), float(np.ravel(high)[0])
 
 

@@ -64,6 +64,18 @@ class GoldPair:
         return self.yhat[:, self.classes.index(cls)]
 
 
+def ppi_py():
+    """The ppi-python module, imported without its side effect: its ``ppi.py`` calls
+    ``warnings.simplefilter("ignore")`` at import, which would silence every later warning of
+    the session (ours included); the filters are restored after the import."""
+    import sys
+
+    if "ppi_py" not in sys.modules:
+        with warnings.catch_warnings():
+            import ppi_py  # noqa: F401
+    return sys.modules["ppi_py"]
+
+
 def read_table(obj, what: str, fmt: str | None = None) -> pd.DataFrame:
     """A DataFrame as is, or a file (any frame format; no text column needed)."""
     if isinstance(obj, pd.DataFrame):
@@ -110,7 +122,7 @@ def _with_ids(df: pd.DataFrame, name: str) -> pd.DataFrame:
     if "doc_id" not in df.columns:
         raise InputError(f"the {name} file has no doc_id column (it has: "
                          f"{', '.join(df.columns)}); name it with --id-col")
-    return df.assign(doc_id=_as_str_series(df["doc_id"]).to_numpy())
+    return df.assign(doc_id=np.asarray(_as_str_series(df["doc_id"]).to_numpy(), dtype=object))
 
 
 def _check_ids(pred: pd.DataFrame, gold: pd.DataFrame) -> None:
@@ -118,7 +130,7 @@ def _check_ids(pred: pd.DataFrame, gold: pd.DataFrame) -> None:
     if len(dup):
         raise InputError(f"the gold sample codes {len(dup)} document(s) twice (e.g. "
                          f"{', '.join(dup.head(3))}); keep one code per document")
-    unknown = gold.loc[~gold["doc_id"].isin(set(pred["doc_id"])), "doc_id"]
+    unknown = gold.loc[pd.Index(pred["doc_id"]).get_indexer(gold["doc_id"]) < 0, "doc_id"]
     if len(unknown):
         raise InputError(
             f"{len(unknown)} gold document(s) are not in the prediction file (e.g. "
@@ -197,13 +209,16 @@ def join_gold(pred, gold, *, label_col: str = "label", weight_col: str | None = 
     pred, yhat, predicted = _drop_unpredicted(pred, yhat, predicted)
     gold = gold.assign(_w=_weights(gold, weight_col))
     gold = _gold_labels(gold, label_col, classes)
-    gold = gold[gold["doc_id"].isin(set(pred["doc_id"]))]
+    position = pd.Index(pred["doc_id"]).get_indexer(gold["doc_id"])
+    if (position < 0).any():
+        warnings.warn(f"{int((position < 0).sum())} gold document(s) have no prediction and "
+                      "are left out", GoldWarning, stacklevel=3)
+    gold, position = gold[position >= 0], position[position >= 0]
     if len(gold) < MIN_GOLD:
         raise InputError(f"the gold sample has {len(gold)} usable hand-coded document(s); "
                          f"an interval needs at least {MIN_GOLD} (a few hundred for a useful "
                          "one): code more documents")
-    position = pd.Series(np.arange(len(pred)), index=pred["doc_id"].to_numpy())
     return GoldPair(frame=pred, classes=classes, yhat=yhat, predicted=predicted,
-                    gold_rows=position.loc[gold["doc_id"].to_numpy()].to_numpy(),
+                    gold_rows=position,
                     gold_labels=gold[label_col].to_numpy(dtype=object),
                     gold_weights=gold["_w"].to_numpy(float))

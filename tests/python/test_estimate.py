@@ -39,21 +39,28 @@ def biased_corpus(n: int = 4000, seed: int = 0):
 
 
 def coverage(pred, truth, by=None, draws=DRAWS, n_gold=N_GOLD, cls="toxic", seed=1):
-    """Share of draws whose interval holds the true prevalence, per method (and group)."""
+    """Share of draws whose interval holds the true prevalence, per method (and group).
+
+    The naive interval does not depend on the gold sample: it is computed once.
+    """
     rng = np.random.default_rng(seed)
     groups = pred[by] if by else pd.Series("all", index=pred.index)
     true = pd.Series(truth == cls).groupby(groups.to_numpy()).mean()
-    hits = {m: [] for m in ("ppi", "naive", "gold")}
+
+    def hit(gold, method):
+        t = quantformer.estimate(pred, gold, by=by, method=method)
+        t = t[t["class"] == cls]
+        value = true[t[by].to_numpy() if by else np.array(["all"])].to_numpy()
+        return (t["ci_low"].to_numpy() <= value) & (value <= t["ci_high"].to_numpy())
+
+    hits = {"ppi": [], "gold": []}
     for _ in range(draws):
         rows = rng.choice(len(pred), n_gold, replace=False)
         gold = pd.DataFrame({"doc_id": pred["doc_id"].iloc[rows], "label": truth[rows]})
         for method in hits:
-            t = quantformer.estimate(pred, gold, by=by, method=method)
-            t = t[t["class"] == cls]
-            key = t[by].to_numpy() if by else np.array(["all"])
-            hits[method].append(((t["ci_low"].to_numpy() <= true[key].to_numpy())
-                                 & (true[key].to_numpy() <= t["ci_high"].to_numpy())))
-    return {m: np.mean(h, axis=0) for m, h in hits.items()}
+            hits[method].append(hit(gold, method))
+    cov = {m: np.mean(h, axis=0) for m, h in hits.items()}
+    return {**cov, "naive": hit(gold, "naive").astype(float)}
 
 
 def test_ppi_interval_covers_synthetic_prevalence_issue12():
@@ -267,3 +274,11 @@ def test_cli_estimate_bad_input_exit_2(tmp_path):
     assert r.returncode == 2
     assert "quantformer estimate: error:" in r.stderr and "at least 10" in r.stderr
     assert not (tmp_path / "est.csv").exists()
+
+
+def test_ppi_python_import_does_not_silence_warnings():
+    # ppi_py's ppi.py runs warnings.simplefilter("ignore") at import; gold.ppi_py() undoes it
+    code = ("import warnings, quantformer.gold as g; g.ppi_py(); "
+            "warnings.warn('still heard', UserWarning)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and "still heard" in r.stderr

@@ -1,0 +1,84 @@
+#' Regress a measured class on docvars with valid confidence intervals
+#'
+#' A linear probability model (OLS) or a logistic regression of one class's indicator (1 when
+#' a document is in the class) on docvars, with prediction-powered inference: the classifier's
+#' predictions for the whole corpus corrected by a random sample of hand-coded documents
+#' (Angelopoulos et al. 2023; PPI++ power tuning, Angelopoulos, Duchi & Zrnic 2023).
+#' Regressing predicted labels instead attenuates the coefficients and gives intervals that do
+#' not cover (Egami et al. 2023). Runs `quantformer regress` (ppi-python's estimators).
+#'
+#' @inheritParams textstat_prevalence
+#' @param formula a formula with a class of the model on the left and docvars of `data` on
+#'   the right, e.g. `economy ~ party + decade` (patsy syntax: `C(x)`, `a:b`, `- 1` work; a
+#'   character or factor docvar gets treatment dummies).
+#' @param data a quanteda corpus or a data frame with the docvars of `formula`, one document
+#'   per element of `pred`, in the same order.
+#' @param family `"ols"` (linear probability model, the default) or `"logistic"` (log-odds).
+#' @param method `"ppi"` (default), `"naive"` (predicted labels as the outcome; for
+#'   contrast) or `"gold"` (the hand-coded documents alone).
+#' @return A data frame of class `textstat_regression`, one row per coefficient: `outcome`,
+#'   `term`, `estimate`, `ci_low`, `ci_high`, `family`, `method`, `n_gold`, `n_total`.
+#'   Documents with a missing covariate are an error, never dropped silently.
+#' @references See [textstat_prevalence()].
+#' @examples
+#' \donttest{
+#' if (quantformer_available()) {
+#'   set.seed(1)
+#'   party <- sample(c("D", "R"), 500, replace = TRUE)
+#'   truth <- ifelse(runif(500) < ifelse(party == "R", 0.4, 0.2), "econ", "other")
+#'   pred <- factor(ifelse(runif(500) < 0.8, truth, "other"))
+#'   names(pred) <- paste0("text", 1:500)
+#'   coded <- sample(500, 150)
+#'   gold <- setNames(truth[coded], names(pred)[coded])
+#'   textstat_regression(pred, gold, econ ~ party, data = data.frame(party = party))
+#' }
+#' }
+#' @export
+textstat_regression <- function(pred, gold, formula, data, family = c("ols", "logistic"),
+                                method = c("ppi", "naive", "gold"), level = 0.95,
+                                inclusion_prob = NULL, verbose = FALSE) {
+  family <- match.arg(family)
+  method <- match.arg(method)
+  if (!inherits(formula, "formula") || length(formula) != 3)
+    stop("`formula` must be a two-sided formula such as `economy ~ party`, with a class on ",
+         "the left", call. = FALSE)
+  covariates <- regression_docvars(formula, data)
+  files <- write_gold_inputs(pred, gold, inclusion_prob = inclusion_prob, extra = covariates)
+  out_file <- out_path()
+  on.exit(unlink(c(files$pred, files$gold, out_file)), add = TRUE)
+  spec <- paste(deparse(formula, width.cutoff = 500L), collapse = " ")
+  run_cli("regress", c("--pred", files$pred, "--gold", files$gold, "--formula", spec,
+                       if (!is.null(inclusion_prob)) c("--weight-col", "inclusion_prob"),
+                       cli_flags(family = family, method = method, level = level),
+                       "--out", out_file),
+          verbose = verbose, r_args = names(formals()))
+  res <- read_output(out_file)
+  class(res) <- c("textstat_regression", "textstat", "data.frame")
+  res
+}
+
+# The docvars of `data` that the right-hand side of `formula` uses (a data frame).
+regression_docvars <- function(formula, data) {
+  if (missing(data) || is.null(data))
+    stop("`data` is missing: give the corpus or data frame with the docvars of `formula`",
+         call. = FALSE)
+  dv <- if (is.data.frame(data) && !"text" %in% names(data)) data
+        else frame_docvars(as_frame(data, arg = "data"))
+  used <- intersect(all.vars(formula[[3]]), names(dv))
+  if (!length(used) && length(all.vars(formula[[3]])))
+    stop("`formula` uses ", paste(all.vars(formula[[3]]), collapse = ", "), " but `data` has ",
+         "no such docvar; its docvars are: ", paste(names(dv), collapse = ", "), call. = FALSE)
+  out <- dv[used]
+  for (i in seq_along(out)) if (is.factor(out[[i]])) out[[i]] <- as.character(out[[i]])
+  rownames(out) <- NULL
+  out
+}
+
+#' @export
+print.textstat_regression <- function(x, digits = 3, ...) {
+  y <- as.data.frame(unclass(x), stringsAsFactors = FALSE)
+  num <- c("estimate", "ci_low", "ci_high")
+  y[num] <- lapply(y[num], round, digits)
+  print(y, row.names = FALSE, ...)
+  invisible(x)
+}

@@ -1,0 +1,94 @@
+"""Regressions on a measured class with PPI intervals (issue 12): values, coverage, bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import quantformer
+from quantformer.errors import InputError
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+
+from test_estimate import biased_corpus  # noqa: E402
+
+
+def _gold(pred, truth, rows):
+    return pd.DataFrame({"doc_id": pred["doc_id"].iloc[rows], "label": truth[rows]})
+
+
+def test_ppi_regression_covers_the_party_difference_issue12():
+    # the two-group contrast: the coefficient of party R is the difference in prevalence
+    pred, truth = biased_corpus(seed=5)
+    is_toxic = truth == "toxic"
+    true = is_toxic[pred["party"] == "R"].mean() - is_toxic[pred["party"] == "D"].mean()
+    rng = np.random.default_rng(6)
+    hits = {"ppi": [], "gold": []}
+    for _ in range(300):
+        gold = _gold(pred, truth, rng.choice(len(pred), 200, replace=False))
+        for method in hits:
+            t = quantformer.regress(pred, gold, "toxic ~ party", method=method).iloc[1]
+            hits[method].append(t["ci_low"] <= true <= t["ci_high"])
+    naive = quantformer.regress(pred, gold, "toxic ~ party", method="naive").iloc[1]
+    assert np.mean(hits["ppi"]) >= 0.93 and np.mean(hits["gold"]) >= 0.92
+    assert not naive["ci_low"] <= true <= naive["ci_high"]  # attenuated: biased to 0
+
+
+def test_regression_table_and_families():
+    pred, truth = biased_corpus(n=2000)
+    pred["year"] = np.arange(2000) % 10 + 2000
+    gold = _gold(pred, truth, np.arange(0, 2000, 5))
+    ols = quantformer.regress(pred, gold, "toxic ~ party + year")
+    assert list(ols.columns) == ["outcome", "term", "estimate", "ci_low", "ci_high", "family",
+                                 "method", "n_gold", "n_total"]
+    assert ols["term"].tolist() == ["Intercept", "party[T.R]", "year"]
+    assert (ols["n_gold"] == 400).all() and (ols["n_total"] == 2000).all()
+    assert ((ols["ci_low"] < ols["estimate"]) & (ols["estimate"] < ols["ci_high"])).all()
+    # OLS of the gold sample alone equals the least-squares fit of the codes
+    gold_fit = quantformer.regress(pred, gold, "toxic ~ party", method="gold")
+    x = np.column_stack([np.ones(400), pred["party"].iloc[::5] == "R"]).astype(float)
+    beta = np.linalg.lstsq(x, (truth[::5] == "toxic").astype(float), rcond=None)[0]
+    np.testing.assert_allclose(gold_fit["estimate"], beta, rtol=1e-6)
+    logit = quantformer.regress(pred, gold, "toxic ~ party", family="logistic")
+    assert logit["estimate"].iloc[0] < 0  # log-odds of a minority class
+    assert logit["family"].iloc[0] == "logistic"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"formula": "spam ~ party"}, "outcome 'spam'.*not a class"),
+    ({"formula": "toxic"}, "formula must look like"),
+    ({"formula": "toxic ~ "}, "no right-hand side"),
+    ({"formula": "toxic ~ region"}, "cannot build the covariates"),
+    ({"formula": "toxic ~ party", "family": "probit"}, "family must be one of"),
+    ({"formula": "toxic ~ party", "method": "plugin"}, "method must be one of"),
+])
+def test_bad_regression_arguments_are_refused(kwargs, message):
+    pred, truth = biased_corpus(n=300)
+    with pytest.raises(InputError, match=message):
+        quantformer.regress(pred, _gold(pred, truth, np.arange(50)), **kwargs)
+
+
+def test_missing_covariate_is_an_error_not_a_dropped_document():
+    pred, truth = biased_corpus(n=300)
+    pred["year"] = 2000.0
+    pred.loc[3, "year"] = np.nan
+    with pytest.raises(InputError, match="missing"):
+        quantformer.regress(pred, _gold(pred, truth, np.arange(50)), "toxic ~ year")
+
+
+def test_cli_regress(tmp_path):
+    pred, truth = biased_corpus(n=500)
+    pred.to_parquet(tmp_path / "pred.parquet")
+    _gold(pred, truth, np.arange(100)).to_csv(tmp_path / "gold.csv", index=False)
+    r = subprocess.run([sys.executable, "-m", "quantformer", "regress", "--pred",
+                        "pred.parquet", "--gold", "gold.csv", "--formula", "toxic ~ party",
+                        "--family", "logistic", "--out", "coef.csv"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = pd.read_csv(tmp_path / "coef.csv")
+    assert out["term"].tolist() == ["Intercept", "party[T.R]"]
+    assert "FutureWarning" not in r.stderr
