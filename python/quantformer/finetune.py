@@ -221,6 +221,7 @@ def finetune(
     device: str = "auto",
     quiet: bool = False,
     source: str | None = None,
+    method: str = "standard",
 ):
     """Fine-tune a pretrained encoder on labelled documents (Wankmüller 2022, section 6.4).
 
@@ -244,6 +245,9 @@ def finetune(
         device: ``auto`` (CUDA, else MPS, else CPU), ``cpu``, ``cuda``, ``mps``.
         quiet: no progress bars or messages.
         source: where the data came from (a file path), recorded in ``quantformer.json``.
+        method: ``standard`` (this recipe) or ``setfit`` (few-shot: SetFit, Tunstall et al.
+            2022, see :mod:`quantformer.fewshot`; ``epochs``, ``lr`` and ``batch_size`` apply
+            to its body, validation data and oversampling are refused).
 
     Returns:
         A :class:`quantformer.predict.Classifier` whose ``record`` holds the training record.
@@ -253,6 +257,13 @@ def finetune(
             ``max_length`` above the model's limit, an unknown truncation or device, a bad
             ``labels`` list or oversampling ratio.
     """
+    if method != "standard":  # few-shot methods live in quantformer.fewshot
+        from .fewshot import finetune_fewshot
+
+        return finetune_fewshot(method, frame, model=model, epochs=epochs, lr=lr,
+                                batch_size=batch_size, labels=labels, seed=seed, device=device,
+                                quiet=quiet, source=source, oversample=oversample, valid=valid,
+                                valid_fraction=valid_fraction)
     import torch
     from tqdm.auto import tqdm
     from transformers import AutoModelForSequenceClassification
@@ -490,6 +501,10 @@ def add_cli(sub) -> None:
     g.add_argument("--valid-fraction", type=float, default=DEFAULT_VALID_FRACTION,
                    help="share of --train held out for validation metrics (0: none)")
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
+    p.add_argument("--method", default="standard", choices=("standard", "setfit"),
+                   help="standard fine-tuning, or setfit: few-shot contrastive fine-tuning of "
+                        "a sentence-transformer body plus a logistic head (8-64 codes per "
+                        "class; --epochs, --lr, --batch-size apply to the body)")
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="model directory to write")
@@ -511,7 +526,8 @@ def _run_finetune(args) -> int:
                    batch_size=args.batch_size, max_length=args.max_length,
                    truncation=args.truncation, oversample=args.oversample, valid=valid,
                    valid_fraction=args.valid_fraction, labels=labels, seed=args.seed,
-                   device=args.device, quiet=args.quiet, source=str(args.train))
+                   device=args.device, quiet=args.quiet, source=str(args.train),
+                   method=args.method)
     clf.save(args.out, overwrite=args.overwrite)
     print(f"saved the fine-tuned model to {args.out}")
     return 0

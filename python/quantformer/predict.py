@@ -103,6 +103,10 @@ class Classifier:
         from .models import resolve_device
 
         record = read_record(path)
+        if record.get("method") == "setfit":
+            from .fewshot import SetFitClassifier
+
+            return SetFitClassifier.from_dir(path, device=device)
         dev = resolve_device(device)
         try:
             with hf_quiet():
