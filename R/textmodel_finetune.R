@@ -32,6 +32,11 @@
 #'   or data frame with the docvar/column named by `y` (when `y` is a docvar name) or `label`,
 #'   or a list `list(x = <documents>, y = <labels>)`.
 #' @param seed random seed (1).
+#' @param method `"standard"` (this fine-tuning recipe) or `"setfit"`: few-shot fine-tuning
+#'   for 8-64 coded documents per class (SetFit, Tunstall et al. 2022: contrastive training of
+#'   the sentence-transformer body on document pairs, then a logistic-regression head);
+#'   `epochs`, `lr` and `batch_size` apply to the body, `validation` and `oversample` cannot
+#'   be used with it.
 #' @param device `"auto"` (CUDA, else MPS, else CPU), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
 #' @param output_dir folder to write the model to; it must not exist unless you pass
 #'   `overwrite = TRUE`. The default, a folder in [tempdir()], disappears when the R session
@@ -64,11 +69,13 @@
 textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, batch_size = 16,
                                max_length = 512,
                                truncation = c("head_tail", "head", "tail"), oversample = NULL,
-                               validation = NULL, seed = 1, device = "auto",
+                               validation = NULL, seed = 1,
+                               method = c("standard", "setfit"), device = "auto",
                                output_dir = NULL,
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
   truncation <- match.arg(truncation)
+  method <- match.arg(method)
   frame <- as_frame(x)
   yy <- resolve_y(y, frame)
   levels <- label_levels(yy$y)
@@ -86,7 +93,8 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   args <- c("--train", in_file, "--label-col", "label", "--labels", paste(levels, collapse = ","),
             cli_flags(model = model, epochs = epochs, lr = lr, batch_size = batch_size,
                       max_length = max_length, truncation = truncation,
-                      oversample = oversample, seed = seed, device = device),
+                      oversample = oversample, seed = seed, device = device,
+                      method = if (method != "standard") method),
             valid_args$args, "--out", output_dir, cli_flags(...))
   run_cli("finetune", args, verbose = verbose, r_args = names(formals()))
   obj <- load_finetune(output_dir)

@@ -129,3 +129,15 @@ def test_cli_finetune_method_setfit_on_tiny_bert(tiny_bert_dir, tmp_path, capsys
                  "--oversample", "0.5", "--out", str(tmp_path / "m2")]) == 2
     assert "cannot be used with method 'setfit'" in capsys.readouterr().err
     assert not (tmp_path / "m2").exists()
+
+
+def test_compare_knows_setfit(tiny_bert_dir):
+    from quantformer.compare import compare, parse_models
+
+    assert parse_models("setfit,default") == ["setfit", "default"]
+    train = toy_frame(16)
+    res = compare(train, toy_frame(24).iloc[16:], models="setfit", model=str(tiny_bert_dir),
+                  repeats=1, quiet=True, finetune_kwargs={"epochs": 1, "device": "cpu"})
+    assert list(res.table["model"]) == ["setfit"]
+    assert "SetFit" in res.table["description"].iloc[0]
+    assert 0 <= res.results["macro_f1"].iloc[0] <= 1
