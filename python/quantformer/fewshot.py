@@ -247,8 +247,12 @@ def _train(train, model, hp, order, seed, device, quiet):
     import logging
     import tempfile
 
-    from datasets import Dataset
-    from setfit import SetFitModel, Trainer, TrainingArguments
+    try:
+        from datasets import Dataset
+        from setfit import SetFitModel, Trainer, TrainingArguments
+    except ImportError as exc:
+        raise InputError(f"--method setfit needs the setfit package ({exc}); install it with "
+                         "pip install 'quantformer[fewshot]'") from exc
     from transformers import set_seed
 
     from .modeldir import hf_quiet
