@@ -259,6 +259,7 @@ def _train(train, model, hp, order, seed, device, quiet):
     from .models import resolve_device, resolve_model
 
     set_seed(seed)
+    logging.getLogger("setfit").setLevel(logging.ERROR)  # "no model_head.pkl": expected
     with hf_quiet():
         net = SetFitModel.from_pretrained(resolve_model(model), labels=None,
                                           device=resolve_device(device))
@@ -269,7 +270,6 @@ def _train(train, model, hp, order, seed, device, quiet):
                                  body_learning_rate=hp["body_lr"], seed=seed,
                                  show_progress_bar=not quiet, report_to="none",
                                  save_strategy="no", logging_strategy="no")
-        logging.getLogger("setfit").setLevel(logging.ERROR)
         trainer = Trainer(model=net, args=args, train_dataset=Dataset.from_pandas(train))
         trainer.train()
     return net.model_body, net.model_head
