@@ -38,6 +38,11 @@
 #'   `"multilabel"` (`y` a logical/0-1 matrix or data frame with one named column per label, or
 #'   a character vector of docvar names; `validation` only as a fraction).
 #' @param seed random seed (1).
+#' @param method `"standard"` (this fine-tuning recipe) or `"setfit"`: few-shot fine-tuning
+#'   for 8-64 coded documents per class (SetFit, Tunstall et al. 2022: contrastive training of
+#'   the sentence-transformer body on document pairs, then a logistic-regression head);
+#'   `epochs`, `lr` and `batch_size` apply to the body, `validation` and `oversample` cannot
+#'   be used with it.
 #' @param device `"auto"` (CUDA, else MPS, else CPU), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
 #' @param output_dir folder to write the model to; it must not exist unless you pass
 #'   `overwrite = TRUE`. The default, a folder in [tempdir()], disappears when the R session
@@ -83,12 +88,13 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                                truncation = c("head_tail", "head", "tail"), oversample = NULL,
                                validation = NULL,
                                task = c("classification", "regression", "multilabel"),
-                               seed = 1, device = "auto",
+                               seed = 1, method = c("standard", "setfit"), device = "auto",
                                output_dir = NULL, text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
   truncation <- match.arg(truncation)
   task <- match.arg(task)
+  method <- match.arg(method)
   frame <- as_frame(x, text_field, docid_field)
   if (task == "classification") {
     yy <- resolve_y(y, frame)
@@ -117,7 +123,8 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   args <- c("--train", in_file, label_args,
             cli_flags(model = model, epochs = epochs, lr = lr, batch_size = batch_size,
                       max_length = max_length, truncation = truncation,
-                      oversample = oversample, seed = seed, device = device),
+                      oversample = oversample, seed = seed, device = device,
+                      method = if (method != "standard") method),
             valid_args$args, "--out", output_dir, cli_flags(...))
   run_cli("finetune", args, verbose = verbose, r_args = names(formals()))
   obj <- load_finetune(output_dir)

@@ -35,6 +35,8 @@ from .baselines import BASELINES
 from .errors import InputError
 
 MODELS = ("default", *BASELINES)
+TRANSFORMERS = ("default", "setfit")  # fine-tuned: standard recipe, SetFit few-shot (opt-in)
+KNOWN = (*MODELS, "setfit")
 
 
 def parse_models(models) -> list[str]:
@@ -46,10 +48,10 @@ def parse_models(models) -> list[str]:
     names = [m.strip() for m in models.split(",")] if isinstance(models, str) else \
         [str(m).strip() for m in models]
     names = [m for m in names if m]
-    bad = [m for m in names if m not in MODELS]
+    bad = [m for m in names if m not in KNOWN]
     if bad or not names:
         raise InputError(f"unknown model name(s) in --models: {', '.join(bad) or '(none)'}; "
-                         f"valid names are: {', '.join(MODELS)}")
+                         f"valid names are: {', '.join(KNOWN)}")
     if len(set(names)) != len(names):
         raise InputError("--models names a model twice; list each once")
     return names
@@ -111,6 +113,8 @@ def describe(name: str, model: str | None = None, vectors: str | None = None) ->
 
     if name == "default":
         return f"{model_label(model)}, fine-tuned"
+    if name == "setfit":
+        return f"{model_label(model)}, SetFit few-shot (Tunstall et al. 2022)"
     return describe_baseline(name, vectors)
 
 
@@ -237,7 +241,7 @@ def margins(results: pd.DataFrame) -> dict:
     means = results.groupby(["train_size", "model"])["macro_f1"].mean()
     for s in sorted(results["train_size"].unique()):
         m = means.loc[s].to_dict()
-        conv = {k: v for k, v in m.items() if k != "default"}
+        conv = {k: v for k, v in m.items() if k not in TRANSFORMERS}
         best = max(conv, key=conv.get) if conv else None
         out[str(s)] = {
             "mean_macro_f1": m,
@@ -265,12 +269,13 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
     if fitters and name in fitters:
         clf = fitters[name](sample, seed=seed + repeat)
         params = dict(getattr(clf, "params", {}) or {})
-    elif name == "default":
+    elif name in TRANSFORMERS:
         from .finetune import default_hyperparameters, finetune
 
-        kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {})}
+        kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {}),
+              "method": "setfit" if name == "setfit" else "standard"}
         clf = finetune(sample, **kw)
-        hp = default_hyperparameters(model)
+        hp = default_hyperparameters(model) if name == "default" else {"lr": 2e-5, "epochs": 1}
         params = {"lr": kw.get("lr") or hp["lr"], "epochs": kw.get("epochs") or hp["epochs"]}
     else:
         from .baselines import fit_baseline
@@ -368,7 +373,7 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     names = parse_models(models)
     if fitters:
-        names = names + [n for n in fitters if n not in names and n not in MODELS]
+        names = names + [n for n in fitters if n not in names and n not in KNOWN]
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise InputError(f"--repeats must be a whole number of at least 1, not {repeats!r}")
     data = training_rows(train, "training data")
@@ -385,7 +390,7 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
         for (s, r), smp in samples.items():
             check_folds(smp["label"], folds,
                         where=f"the training sample of {s} documents (repeat {r})")
-    descriptions = {n: describe(n, model, vectors) if n in MODELS else n for n in names}
+    descriptions = {n: describe(n, model, vectors) if n in KNOWN else n for n in names}
     n_runs = len(names) * len(samples)
     say(f"compare: {len(names)} model(s) x {len(sizes)} size(s) x {repeats} repeat(s) = "
         f"{n_runs} runs; test set {len(test)} documents")
@@ -447,7 +452,8 @@ def add_cli(sub) -> None:
     p.add_argument("--test", required=True, help="labelled test corpus file")
     add_corpus_options(p)
     p.add_argument("--models", default=",".join(MODELS),
-                   help=f"comma-separated models, in table order ({','.join(MODELS)})")
+                   help=f"comma-separated models, in table order ({','.join(MODELS)}; "
+                        "also setfit: SetFit few-shot fine-tuning)")
     add_model_option(p, " for the 'default' Transformer")
     p.add_argument("--train-sizes", default=None,
                    help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "

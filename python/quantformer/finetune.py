@@ -61,6 +61,7 @@ def finetune(
     early_stopping: int | None = None,
     precision: str = "auto",
     grad_accum: int = 1,
+    method: str = "standard",
 ):
     """Fine-tune a pretrained encoder on labelled documents (Wankmüller 2022, section 6.4).
 
@@ -100,6 +101,9 @@ def finetune(
             (CUDA only).
         grad_accum: optimisation step every ``grad_accum`` batches (effective batch size
             ``batch_size * grad_accum``).
+        method: ``standard`` (this recipe) or ``setfit`` (few-shot: SetFit, Tunstall et al.
+            2022, see :mod:`quantformer.fewshot`; ``epochs``, ``lr`` and ``batch_size`` apply
+            to its body, validation data and oversampling are refused).
 
     Returns:
         A :class:`quantformer.predict.Classifier` whose ``record`` holds the training record.
@@ -111,6 +115,17 @@ def finetune(
             truncation, device, task or precision, a bad ``labels`` list or oversampling ratio,
             oversampling with regression/multilabel, early stopping without validation data.
     """
+    if method != "standard":  # few-shot methods live in quantformer.fewshot
+        from .fewshot import finetune_fewshot
+
+        if task != "classification":
+            raise InputError(f"method={method!r} trains classifiers only; use the standard "
+                             f"method for task={task!r}")
+
+        return finetune_fewshot(method, frame, model=model, epochs=epochs, lr=lr,
+                                batch_size=batch_size, labels=labels, seed=seed, device=device,
+                                quiet=quiet, source=source, oversample=oversample, valid=valid,
+                                valid_fraction=valid_fraction)
     from .models import load_config, resolve_device, resolve_model
     from .modeldir import now_utc
     from .train.data import training_data
@@ -294,6 +309,10 @@ def add_cli(sub) -> None:
                    help="share of --train held out for validation metrics (0: none)")
     _add_task_options(p)
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
+    p.add_argument("--method", default="standard", choices=("standard", "setfit"),
+                   help="standard fine-tuning, or setfit: few-shot contrastive fine-tuning of "
+                        "a sentence-transformer body plus a logistic head (8-64 codes per "
+                        "class; --epochs, --lr, --batch-size apply to the body)")
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="model directory to write")
@@ -348,7 +367,8 @@ def _run_finetune(args) -> int:
                    source=str(args.train), task=args.task,
                    label_cols=_split_list(args.label_cols), label_sep=args.label_sep,
                    tune_thresholds=args.tune_thresholds, early_stopping=args.early_stopping,
-                   precision=args.precision, grad_accum=args.grad_accum)
+                   precision=args.precision, grad_accum=args.grad_accum,
+                   method=args.method)
     clf.save(args.out, overwrite=args.overwrite)
     print(f"saved the fine-tuned model to {args.out}")
     return 0

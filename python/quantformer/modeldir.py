@@ -243,6 +243,8 @@ def read_record(path: str | os.PathLike) -> dict:
     fewest = {"regression": 0, "multilabel": 1}.get(record.get("task"), 2)
     if not isinstance(labels, list) or len(labels) < fewest:
         raise ModelDirError(f"'{path}' is not a classifier: {RECORD} lists no labels")
+    if record.get("method", "standard") != "standard":
+        return record  # a few-shot model directory: its loader (quantformer.fewshot) checks it
     cfg_path = p / "config.json"
     if not cfg_path.exists():
         raise ModelDirError(f"'{path}' has no config.json; fine-tune again")

@@ -107,6 +107,10 @@ class Classifier:
         from .train.tasks import from_record
 
         record = read_record(path)
+        if record.get("method") == "setfit":
+            from .fewshot import SetFitClassifier
+
+            return SetFitClassifier.from_dir(path, device=device)
         dev = resolve_device(device)
         try:
             with hf_quiet():

@@ -265,8 +265,9 @@ def cold_start(vectors: np.ndarray, n: int, seed: int, strata=None) -> np.ndarra
     """Positions of ``n`` diverse documents: k-means medoids, per stratum when ``strata``."""
     if strata is None:
         return kmeans_medoids(vectors, n, seed)
-    groups = pd.Series(np.arange(len(vectors))).groupby(np.asarray(strata, dtype=object),
-                                                        dropna=False)
+    strata = pd.Series(strata, dtype=object)
+    strata = strata.where(strata.notna(), "(missing)").astype(str).to_numpy()  # a level too
+    groups = pd.Series(np.arange(len(vectors))).groupby(strata)
     sizes = groups.size()
     take = allocate(sizes, n, seed)
     out = [members.to_numpy()[kmeans_medoids(vectors[members.to_numpy()], int(take[key]), seed)]

@@ -55,6 +55,9 @@ def test_cold_start_stratified_by_docvar():
     out = suggest(frame, vecs, n=8, strategy="cold", stratify="party")
     # party 'small' is a quarter of the corpus: 2 of 8
     assert out["party"].value_counts().to_dict() == {"big": 6, "small": 2}
+    frame.loc[:9, "party"] = None  # a missing docvar value is a level of its own
+    out = suggest(frame, vecs, n=12, strategy="cold", stratify="party")
+    assert out["party"].isna().sum() == 1 and len(out) == 12
     assert allocate(pd.Series({"x": 90, "y": 9, "z": 1}), 5).to_dict() == {"x": 3, "y": 1,
                                                                            "z": 1}
 

@@ -60,3 +60,17 @@ test_that("suggest_documents: bad input is refused before any work (#13)", {
                  "only 6 are uncoded")
   expect_equal(sort(all$doc_id), sort(sotu$doc_id[1:6]))
 })
+
+test_that("textmodel_finetune(method = \"setfit\") writes a model that predict() uses (#13)", {
+  skip_if_no_verb("suggest")
+  sotu <- sotu_sample()
+  idx <- c(which(sotu$party == "Democratic")[1:4], which(sotu$party == "Republican")[1:4])
+  fit <- textmodel_finetune(sotu[idx, ], y = "party", method = "setfit", epochs = 1,
+                            batch_size = 32)
+  expect_equal(fit$summary$method, "setfit")
+  p <- predict(fit, newdata = sotu[1:5, ])
+  expect_equal(names(p), sotu$doc_id[1:5])
+  expect_equal(levels(p), c("Democratic", "Republican"))
+  expect_error(textmodel_finetune(sotu[idx, ], y = "party", method = "setfit",
+                                  oversample = 0.5), "cannot be used with method 'setfit'")
+})

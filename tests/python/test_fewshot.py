@@ -1,0 +1,143 @@
+"""Few-shot fine-tuning with SetFit (issue 13): the model directory, loading and predicting
+through the usual verbs, the head's algebra, bad input."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from toydata import toy_frame
+
+from quantformer.cli import main
+from quantformer.errors import InputError, ModelDirError
+from quantformer.fewshot import SetFitClassifier, head_in_order, head_proba, setfit_finetune
+
+
+def test_head_matches_sklearn_logistic_regression():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 5))
+    for k in (2, 3):
+        y = np.array(["c", "a", "b"][:k])[rng.integers(0, k, 60)]
+        lr = LogisticRegression().fit(x, y)
+        order = sorted(set(y), reverse=True)  # another order than sklearn's
+        coef, intercept = head_in_order(lr, order)
+        want = pd.DataFrame(lr.predict_proba(x), columns=lr.classes_)[order].to_numpy()
+        np.testing.assert_allclose(head_proba(x, coef, intercept), want, atol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def setfit_dir(tmp_path_factory):
+    """A SetFit model on the bundled MiniLM, 8 examples, 1 pair iteration (seconds)."""
+    clf = setfit_finetune(toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4),
+                          num_iterations=1, seed=3, quiet=True, device="cpu")
+    out = tmp_path_factory.mktemp("setfit") / "model"
+    clf.save(out)
+    return clf, out
+
+
+def test_setfit_directory_loads_and_predicts_as_any_model(setfit_dir, tmp_path):
+    import quantformer
+
+    clf, out = setfit_dir
+    record = json.loads((out / "quantformer.json").read_text())
+    assert record["method"] == "setfit" and record["labels"] == ["econ", "other"]
+    assert record["complete"] is True and (out / "head.json").is_file()
+    loaded = quantformer.load(out)
+    assert isinstance(loaded, SetFitClassifier) and loaded.labels == ["econ", "other"]
+    docs = toy_frame(12)
+    docs.loc[3, "text"] = None
+    with pytest.warns(UserWarning, match="missing"):
+        pred = loaded.predict(docs)
+    assert list(pred["doc_id"]) == list(docs["doc_id"]) and pd.isna(pred["predicted"][3])
+    probs = pred[["prob_econ", "prob_other"]].drop(index=3).to_numpy()
+    np.testing.assert_allclose(probs.sum(axis=1), 1, atol=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_allclose(clf.predict_proba(docs.drop(index=3)), probs, atol=1e-6)
+    # the body is the sentence-transformer: equal to its own pipeline + the head
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(out), device="cpu")
+    emb = st.encode(docs["text"].drop(index=3).tolist())
+    np.testing.assert_allclose(head_proba(emb.astype(float), loaded.coef, loaded.intercept),
+                               probs, atol=1e-4)
+    # the predict verb reads it as any model directory
+    docs.to_csv(tmp_path / "docs.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["predict", "--model", str(out), "--input", str(tmp_path / "docs.csv"),
+                     "--out", str(tmp_path / "p.csv"), "--quiet"]) == 0
+    got = pd.read_csv(tmp_path / "p.csv")
+    np.testing.assert_allclose(got["prob_econ"].drop(index=3), probs[:, 0], atol=1e-6)
+
+
+def test_setfit_is_seeded():
+    frame = toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4)
+    a = setfit_finetune(frame, num_iterations=1, seed=5, quiet=True, device="cpu")
+    b = setfit_finetune(frame, num_iterations=1, seed=5, quiet=True, device="cpu")
+    np.testing.assert_allclose(a.coef, b.coef, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"epochs": 0}, "epochs must be a positive number"),
+    ({"lr": -1.0}, "lr must be a positive number"),
+    ({"labels": ["econ"]}, "not in --labels"),
+])
+def test_setfit_bad_arguments(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        setfit_finetune(toy_frame(20), **kwargs)
+
+
+def test_setfit_refuses_one_class_and_unsupported_options():
+    from quantformer.finetune import finetune
+
+    with pytest.raises(InputError, match="at least two classes"):
+        setfit_finetune(toy_frame(8).assign(label="econ"))
+    with pytest.raises(InputError, match="oversample cannot be used with method 'setfit'"):
+        finetune(toy_frame(8), method="setfit", oversample=0.25)
+    with pytest.raises(InputError, match="unknown method"):
+        finetune(toy_frame(8), method="nli")
+
+
+def test_damaged_setfit_directory(setfit_dir, tmp_path):
+    import shutil
+
+    _, out = setfit_dir
+    copy = tmp_path / "m"
+    shutil.copytree(out, copy)
+    (copy / "head.json").write_text("{}")
+    with pytest.raises(ModelDirError, match="head.json"):
+        SetFitClassifier.from_dir(copy)
+
+
+def test_cli_finetune_method_setfit_on_tiny_bert(tiny_bert_dir, tmp_path, capsys):
+    train = toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["finetune", "--method", "setfit", "--model", str(tiny_bert_dir),
+                     "--train", str(tmp_path / "train.csv"), "--epochs", "1",
+                     "--out", str(tmp_path / "m"), "--quiet"])
+    assert code == 0
+    assert json.loads((tmp_path / "m" / "quantformer.json").read_text())["method"] == "setfit"
+    assert main(["finetune", "--method", "setfit", "--train", str(tmp_path / "train.csv"),
+                 "--oversample", "0.5", "--out", str(tmp_path / "m2")]) == 2
+    assert "cannot be used with method 'setfit'" in capsys.readouterr().err
+    assert not (tmp_path / "m2").exists()
+
+
+def test_compare_knows_setfit(tiny_bert_dir):
+    from quantformer.compare import compare, parse_models
+
+    assert parse_models("setfit,default") == ["setfit", "default"]
+    train = toy_frame(16)
+    res = compare(train, toy_frame(24).iloc[16:], models="setfit", model=str(tiny_bert_dir),
+                  repeats=1, quiet=True, finetune_kwargs={"epochs": 1, "device": "cpu"})
+    assert list(res.table["model"]) == ["setfit"]
+    assert "SetFit" in res.table["description"].iloc[0]
+    assert 0 <= res.results["macro_f1"].iloc[0] <= 1
