@@ -469,6 +469,9 @@ def add_cli(sub) -> None:
     )
     p.add_argument("--train", required=True, help="labelled corpus file")
     add_corpus_options(p)
+    from .cli import add_labels_file_option
+
+    add_labels_file_option(p, "--train")
     add_model_option(p)
     p.add_argument("--epochs", type=positive(int), default=None,
                    help="passes over the data (default by model size: 4)")
@@ -504,7 +507,7 @@ def _run_finetune(args) -> int:
 
     check_out_dir(args.out, args.overwrite)
     kw = corpus_kwargs(args)
-    train = read_frame(args.train, require_label=True, **kw)
+    train = read_frame(args.train, require_label=True, labels_file=args.labels_file, **kw)
     valid = read_frame(args.valid, require_label=True, **kw) if args.valid else None
     labels = [s.strip() for s in args.labels.split(",") if s.strip()] if args.labels else None
     clf = finetune(train, model=args.model, epochs=args.epochs, lr=args.lr,
