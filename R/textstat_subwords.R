@@ -5,16 +5,24 @@
 #' prediction truncate (head+tail by default; Wankmueller 2022, section 6.3). Use it to choose
 #' `max_length` and to see how much text truncation removes. Runs `quantformer tokenize`.
 #'
+#' `predict()` of a fine-tuned model warns how many documents it truncated (as
+#' `textmodel_zeroshot()` does); `textstat_subwords(x, model = fit)` shows which: with a
+#' fitted model (or its model folder) the token limit and truncation strategy default to the
+#' ones the model was trained and predicts with, so `truncated` marks exactly the documents
+#' `predict(fit, x)` cuts.
+#'
 #' @param x documents: a quanteda corpus, a character vector or a data frame with a `text`
 #'   column.
-#' @param model `NULL` (the bundled all-MiniLM-L6-v2), a hub id or a local model folder; the
-#'   tokenizer of a fine-tuned model directory works too.
-#' @param max_length the token limit (512).
+#' @param model `NULL` (the bundled all-MiniLM-L6-v2), a hub id, a local model folder, or a
+#'   model fitted by [textmodel_finetune()] (its tokenizer, limit and truncation strategy).
+#' @param max_length the token limit, special tokens included (integer). Default `NULL`: the
+#'   limit of a fitted `model` (the `max_length` it was trained with), else 512.
 #' @param docvars if `TRUE`, the docvars of `x` are added as further columns.
 #' @inheritParams textmodel_finetune
 #' @return A data frame with one row per document, in the order of `x`: `document`
 #'   (docnames), `n_tokens` (integer; 0 for empty or `NA` texts), `truncated` (logical: more
-#'   than `max_length` tokens), then the docvars when `docvars = TRUE`.
+#'   than `max_length` tokens: cut by fine-tuning and prediction), then the docvars when
+#'   `docvars = TRUE`.
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
@@ -23,8 +31,9 @@
 #' }
 #' }
 #' @export
-textstat_subwords <- function(x, model = NULL, max_length = 512, docvars = FALSE,
+textstat_subwords <- function(x, model = NULL, max_length = NULL, docvars = FALSE,
                               text_field = "text", docid_field = "doc_id", verbose = FALSE) {
+  if (inherits(model, "textmodel_finetune")) model <- model$model_dir
   frame <- as_frame(x, text_field, docid_field)
   in_file <- write_input(frame[c("doc_id", "text")])
   out_file <- out_path()

@@ -6,13 +6,19 @@ Republican). Addresses, not paragraphs, are split into training and test sets
 test measures how well the party is recognised in unseen speeches. The bundled default model is
 fine-tuned with the default recipe on a seeded sample of the training paragraphs (so the demo
 finishes in a few minutes on a laptop CPU; ``--train-docs all`` uses every one), every held-out
-paragraph is predicted, and the evaluation table is printed. Written to ``--out``:
+paragraph is predicted, and the evaluation table is printed. The bag-of-words SVM baseline
+(``svm-bow``, Wankmüller 2022 section 6.2, tuned by 5-fold CV as in ``compare``) is trained on
+the same paragraphs and scored on the same test set, and a table shows the fine-tuned model, the
+SVM and always answering the training sample's larger class side by side. Written to ``--out``:
 
 ``predictions.parquet``, ``predictions.rds``
     one row per held-out paragraph: ``doc_id``, ``label`` (true party), docvars, ``predicted``,
     ``prob_Democratic``, ``prob_Republican``.
 ``evaluation.json``, ``confusion.png``
-    the evaluation report and the confusion-matrix heat map.
+    the evaluation report and the confusion-matrix heat map of the fine-tuned model.
+``comparison.csv``, ``comparison.png``
+    macro-F1 and accuracy of the fine-tuned model, the SVM baseline and the majority guess on
+    the same test paragraphs, as a table and a bar chart.
 ``model/``
     the fine-tuned model directory (loadable with ``quantformer predict --model``).
 """
@@ -28,16 +34,6 @@ SINCE = 1913
 PARTIES = ("Democratic", "Republican")
 TRAIN_DOCS = 800
 MAX_LENGTH = 256
-
-
-def majority_macro_f1(counts) -> float:
-    """Macro-F1 of always predicting the most frequent class, from class counts (a Series).
-
-    The majority class gets F1 = 2p/(1+p) with precision p = its share and recall 1; every other
-    class gets 0.
-    """
-    p = float(counts.iloc[0]) / float(counts.sum())
-    return (2 * p / (1 + p)) / len(counts)
 
 
 def run_demo(out: str | Path, *, train_docs: int | None = TRAIN_DOCS,
@@ -94,22 +90,93 @@ def run_demo(out: str | Path, *, train_docs: int | None = TRAIN_DOCS,
     t1 = time.time()
     preds = clf.predict(test, progress=not quiet)
     report = evaluate(test["label"], preds["predicted"], labels=clf.labels)
+    baseline = baseline_reports(train, test, clf.labels, seed)
+    table = comparison_table(report, clf.record["train_seconds"], baseline)
     files = [write_frame(preds, out / "predictions.parquet"),
              write_frame(preds, out / "predictions.rds"),
-             report.save(out / "evaluation.json"), report.plot(out / "confusion.png")]
+             report.save(out / "evaluation.json"), report.plot(out / "confusion.png"),
+             write_frame(table.reset_index(), out / "comparison.csv"),
+             plot_comparison(table, out / "comparison.png")]
     seconds = time.time() - t0
     report.print(title=f"held-out addresses: {report.n} paragraphs, party predicted by the "
                        f"fine-tuned {clf.record['model']}")
-    counts = test["label"].value_counts()
-    say(f"for comparison, always answering '{counts.index[0]}' (the larger class) would score "
-        f"accuracy {counts.iloc[0] / counts.sum():.3f} but macro-F1 "
-        f"{majority_macro_f1(counts):.3f}: with unequal classes, macro-F1 is the measure to "
-        "read (Wankmüller 2022, section 6.5)")
+    _print_comparison(table, len(train), say)
     say(f"fine-tuning took {clf.record['train_seconds']:.0f} s, prediction "
         f"{time.time() - t1:.0f} s, {seconds:.0f} s in all")
     say("wrote " + ", ".join(str(f) for f in files) + f" and the model in {out / 'model'}")
+    say(f"evaluation plots: {out / 'confusion.png'} (the fine-tuned model's confusion matrix) "
+        f"and {out / 'comparison.png'} (the three side by side)")
+    say(WHAT_NEXT)
     return {"report": report, "n_train": len(train), "n_test": len(test), "seconds": seconds,
-            "files": [str(f) for f in files]}
+            "comparison": table, "files": [str(f) for f in files]}
+
+
+WHAT_NEXT = ("what to try next: your own coded documents with `quantformer compare --train F "
+             "--test G` (Transformer vs these baselines at several training sizes), or "
+             "`quantformer demo --train-docs all` here (about 12 times as long)")
+
+
+def baseline_reports(train, test, labels, seed: int) -> dict:
+    """Reports of the bag-of-words SVM (trained on ``train``) and of always answering the
+    training sample's larger class, both on ``test``: ``{name: (Report, train seconds)}``."""
+    from .baselines import fit_baseline
+    from .evaluate import evaluate
+
+    svm = fit_baseline(train, "svm-bow", seed=seed)
+    majority = train["label"].value_counts().index[0]
+    return {
+        "SVM, bag of words": (evaluate(test["label"], svm.predict_labels(test["text"]),
+                                       labels=labels), svm.seconds),
+        f"always '{majority}'": (evaluate(test["label"], [majority] * len(test),
+                                          labels=labels), 0.0),
+    }
+
+
+def comparison_table(report, train_seconds: float, baselines: dict):
+    """One row per model: macro-F1, accuracy, training seconds (fine-tuned model first)."""
+    import pandas as pd
+
+    rows = {"fine-tuned Transformer": (report, train_seconds), **baselines}
+    return pd.DataFrame({"macro_f1": [r.macro_f1 for r, _ in rows.values()],
+                         "accuracy": [r.accuracy for r, _ in rows.values()],
+                         "train_seconds": [round(s) for _, s in rows.values()]},
+                        index=pd.Index(list(rows), name="model"))
+
+
+def _print_comparison(table, n_train: int, say) -> None:
+    from .cli import print_table
+
+    print_table(table, title=f"the same {n_train} training paragraphs, the same test "
+                             "paragraphs:", floatfmt="{:.3f}")
+    ft, svm = table["macro_f1"].iloc[0], table["macro_f1"].iloc[1]
+    say(f"macro-F1: the fine-tuned Transformer {ft - svm:+.3f} against the bag-of-words SVM. "
+        "Always answering the larger class scores high accuracy but low macro-F1: with "
+        "unequal classes, macro-F1 is the measure to read (Wankmüller 2022, section 6.5)")
+
+
+def plot_comparison(table, path) -> Path:
+    """A bar chart of macro-F1 and accuracy per model (PNG, written atomically)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from .frames import write_figure
+
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    y = np.arange(len(table))
+    ax.barh(y - 0.2, table["macro_f1"], height=0.4, label="macro-F1", color="#1f77b4")
+    ax.barh(y + 0.2, table["accuracy"], height=0.4, label="accuracy", color="#c7c7c7")
+    for i, v in enumerate(table["macro_f1"]):
+        ax.text(v + 0.01, i - 0.2, f"{v:.3f}", va="center", fontsize=9)
+    ax.set_yticks(y, labels=list(table.index))
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.08)
+    ax.set_xlabel("held-out paragraphs")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return write_figure(fig, path)
 
 
 # ------------------------------------------------------------------------------------------

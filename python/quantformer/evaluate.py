@@ -281,6 +281,9 @@ def add_cli(sub) -> None:
     p.add_argument("--model", default=None, help="model directory (with --input)")
     p.add_argument("--input", default=None, help="labelled test corpus (with --model)")
     add_corpus_options(p)
+    from .cli import add_labels_file_option
+
+    add_labels_file_option(p)
     p.add_argument("--batch-size", type=positive(int), default=64,
                    help="documents per forward pass with --model (64)")
     add_device_option(p)
@@ -334,8 +337,10 @@ def _run_evaluate(args) -> int:
             return 0
         from .predict import Classifier
 
-        frame = read_frame(args.input, text_col=args.text_col, id_col=args.id_col,
-                           label_col=args.label_col, fmt=args.in_format, require_label=True)
+        from .cli import corpus_kwargs
+
+        frame = read_frame(args.input, require_label=True, labels_file=args.labels_file,
+                           **corpus_kwargs(args))
         clf = Classifier.from_dir(args.model, device=args.device)
         preds = clf.predict(frame, batch_size=args.batch_size, progress=not args.quiet)
         truth, pred, labels = frame["label"], apply_label_map(preds["predicted"], mapping), \

@@ -286,6 +286,9 @@ def add_cli(sub) -> None:
     )
     p.add_argument("--train", required=True, help="labelled corpus file")
     add_corpus_options(p)
+    from .cli import add_labels_file_option
+
+    add_labels_file_option(p, "--train")
     add_model_option(p)
     p.add_argument("--epochs", type=positive(int), default=None,
                    help="passes over the data (default by model size: 4)")
@@ -357,7 +360,7 @@ def _run_finetune(args) -> int:
     check_out_dir(args.out, args.overwrite)
     kw = corpus_kwargs(args)
     needs_label = args.label_cols is None
-    train = read_frame(args.train, require_label=needs_label, **kw)
+    train = read_frame(args.train, require_label=needs_label, labels_file=args.labels_file, **kw)
     valid = read_frame(args.valid, require_label=needs_label, **kw) if args.valid else None
     clf = finetune(train, model=args.model, epochs=args.epochs, lr=args.lr,
                    batch_size=args.batch_size, max_length=args.max_length,

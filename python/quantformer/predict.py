@@ -165,13 +165,16 @@ class Classifier:
             return [frame_or_texts]
         return list(frame_or_texts)
 
-    def _proba(self, texts: list, batch_size: int, progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _proba(self, texts: list, batch_size: int, progress: bool,
+               counts: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         from .inference import run_batches
         from .tokenization import encode
 
         k = self.model.config.num_labels
         enc = encode(self.tokenizer, texts, max_length=self.max_length,
                      truncation=self.truncation)
+        if counts is not None:  # adds up the documents cut, for warn_truncated
+            counts["truncated"] = counts.get("truncated", 0) + int(enc.truncated.sum())
         probs = np.full((len(texts), k), np.nan, dtype=np.float64)
         keep = np.flatnonzero(~enc.missing)
         if keep.size:
@@ -201,8 +204,10 @@ class Classifier:
             NaN for missing or empty texts.
         """
         texts = self._texts(frame_or_texts)
-        probs, missing = self._proba(texts, batch_size, progress)
+        counts: dict = {}
+        probs, missing = self._proba(texts, batch_size, progress, counts)
         warn_missing(int(missing.sum()), len(texts))
+        self._warn_truncated(counts, len(texts))
         return probs
 
     def predict(self, frame, batch_size: int = 64, keep_text: bool = False,
@@ -214,7 +219,9 @@ class Classifier:
             batch_size: documents per forward pass (default 64).
             keep_text: keep the ``text`` column in the output.
             progress: show a tqdm bar.
-            warn: warn when documents have missing or empty texts.
+            warn: warn when documents have missing or empty texts, or were truncated to
+                :attr:`max_length` tokens (how many; :func:`quantformer.tokenization.token_stats`
+                says which).
 
         Returns:
             A frame in input row order: ``doc_id``, the docvars (a ``label`` column included),
@@ -225,10 +232,17 @@ class Classifier:
             texts = self._texts(frame)
             frame = pd.DataFrame({"doc_id": [f"text{i + 1}" for i in range(len(texts))],
                                   "text": texts})
-        probs, missing = self._proba(self._texts(frame), batch_size, progress)
+        counts: dict = {}
+        probs, missing = self._proba(self._texts(frame), batch_size, progress, counts)
         if warn:
             warn_missing(int(missing.sum()), len(frame))
+            self._warn_truncated(counts, len(frame))
         return self._output(frame, probs, missing, keep_text)
+
+    def _warn_truncated(self, counts: dict, n: int) -> None:
+        from .tokenization import warn_truncated
+
+        warn_truncated(counts.get("truncated", 0), n, self.max_length, self.truncation)
 
     def _output(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,
                 keep_text: bool) -> pd.DataFrame:
@@ -282,12 +296,16 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                  id_col: str | None = None, label_col: str | None = None,
                  fmt: str | None = None, batch_size: int = 64, keep_text: bool = False,
                  device: str = "auto", quiet: bool = False,
-                 chunk_rows: int = CHUNK_ROWS) -> int:
+                 chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
+                 labels_file: str | None = None) -> int:
     """Stream a corpus file through a classifier into an output file.
 
     The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
     and each chunk's predictions are appended to a temporary output file, renamed to
-    ``out_path`` at the end; on an error nothing is left behind.
+    ``out_path`` at the end; on an error nothing is left behind. ``quoting`` and
+    ``labels_file`` are passed to :func:`quantformer.frames.iter_frames`. Warns how many
+    documents were missing (no prediction) and how many were truncated to the model's
+    ``max_length``.
 
     Returns:
         The number of documents written.
@@ -302,12 +320,14 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     check_output_path(out_path)
     clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
     n = n_missing = 0
+    counts: dict = {}
     chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
-                         label_col=label_col, fmt=fmt)
+                         label_col=label_col, fmt=fmt, quoting=quoting,
+                         labels_file=labels_file)
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer:
         for chunk in chunks:
-            probs, missing = clf._proba(chunk["text"].tolist(), batch_size, False)
+            probs, missing = clf._proba(chunk["text"].tolist(), batch_size, False, counts)
             writer.write(clf._output(chunk, probs, missing, keep_text))
             n += len(chunk)
             n_missing += int(missing.sum())
@@ -316,6 +336,7 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
             raise InputError(f"'{input_path}' has no documents")
     bar.close()
     warn_missing(n_missing, n)
+    clf._warn_truncated(counts, n)
     return n
 
 
@@ -331,16 +352,20 @@ def add_cli(sub) -> None:
         help="classify a corpus with a fine-tuned model directory",
         description="Classify every document of a corpus file with a model written by "
                     "`quantformer finetune`. Streams the input in chunks. Output: doc_id, the "
-                    "docvars, [text], predicted (label; missing for empty texts), prob_<label>.",
+                    "docvars, [text], predicted (label; missing for empty texts), prob_<label>. "
+                    "Warns how many documents were longer than the model's max_length and "
+                    "truncated (`quantformer tokenize --model` shows which).",
     )
     from .cli import add_partition_options
 
     p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
     add_partition_options(p)
     add_corpus_options(p)
+    from .cli import add_labels_file_option, positive
+
+    add_labels_file_option(p)
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...); a "
                                                 "folder for a partitioned --input")
-    from .cli import positive
 
     p.add_argument("--batch-size", type=positive(int), default=64,
                    help="documents per forward pass (64)")
@@ -365,7 +390,7 @@ def _run_predict(args) -> int:
     n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
                      id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
                      batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
-                     quiet=args.quiet)
+                     quiet=args.quiet, quoting=kw["quoting"], labels_file=args.labels_file)
     print(f"wrote predictions for {n} documents to {args.out}")
     return 0
 

@@ -29,6 +29,26 @@ PAPER_HEAD = 128  # first tokens kept at 512 (Wankmüller 2022, section 6.3)
 PAPER_BUDGET = 510  # 512 minus [CLS] and [SEP]
 
 
+class TruncationWarning(UserWarning):
+    """Documents longer than ``max_length`` were cut."""
+
+
+def warn_truncated(n_truncated: int, n: int, max_length: int, strategy: str) -> None:
+    """Warn that ``n_truncated`` of ``n`` documents were cut to ``max_length`` tokens.
+
+    The wording is the one every verb uses (``predict``, ``zeroshot``, ``evaluate --model``):
+    ``"3 of 120 document(s) truncated to 256 tokens (head_tail)"``, with where to see which.
+    """
+    if n_truncated:
+        import warnings
+
+        warnings.warn(
+            f"{n_truncated} of {n} document(s) truncated to {max_length} tokens ({strategy}); "
+            "`quantformer tokenize --model M --out F` (R: textstat_subwords(x, model)) shows "
+            "which",
+            TruncationWarning, stacklevel=3)
+
+
 def check_strategy(strategy: str) -> str:
     """Validate a truncation strategy name.
 
@@ -305,27 +325,51 @@ def summarise(stats: pd.DataFrame, max_length: int) -> pd.DataFrame:
     return pd.DataFrame({"value": [fmt(v) for _, v in rows]}, index=[r[0] for r in rows])
 
 
+def model_truncation(model: str | None) -> tuple[int, str]:
+    """``(max_length, truncation)`` a model cuts documents with: those recorded in a
+    quantformer model directory's ``quantformer.json`` (what ``predict`` uses), else
+    ``(512, "head_tail")``."""
+    import json
+    from pathlib import Path
+
+    from .modeldir import RECORD
+
+    record = Path(model) / RECORD if model else None
+    if record is None or not record.is_file():
+        return 512, "head_tail"
+    try:
+        hp = json.loads(record.read_text(encoding="utf-8")).get("hyperparameters", {})
+    except (ValueError, AttributeError):
+        return 512, "head_tail"
+    return int(hp.get("max_length", 512)), str(hp.get("truncation", "head_tail"))
+
+
 # ------------------------------------------------------------------------------------------
 # CLI
 
 
 def add_cli(sub) -> None:
-    from .cli import add_corpus_options, add_model_option
+    from .cli import add_corpus_options, add_labels_file_option, add_model_option
 
     p = sub.add_parser(
         "tokenize",
         help="subword counts per document and how many exceed --max-length",
         description="Count subword tokens per document (special tokens included) and flag "
                     "documents longer than --max-length, which training and prediction "
-                    "truncate (head+tail by default, Wankmüller 2022 section 6.3).",
+                    "truncate (head+tail by default, Wankmüller 2022 section 6.3). With a "
+                    "fine-tuned --model, the truncated column marks the documents `predict` "
+                    "cuts.",
     )
     p.add_argument("--input", required=True, help="corpus file")
     add_corpus_options(p)
+    add_labels_file_option(p)
     add_model_option(p)
-    p.add_argument("--max-length", type=int, default=512,
-                   help="token limit, special tokens included (512)")
-    p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
-                   help="strategy applied to the ids written by --ids (head_tail)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit, special tokens included (default: the limit a "
+                        "fine-tuned --model was trained and predicts with, else 512)")
+    p.add_argument("--truncation", default=None, choices=STRATEGIES,
+                   help="strategy applied to the ids written by --ids (default: a fine-tuned "
+                        "--model's, else head_tail)")
     p.add_argument("--ids", action="store_true",
                    help="also write the token ids after truncation as a list column")
     p.add_argument("--out", default=None,
@@ -340,7 +384,12 @@ def _run_tokenize(args) -> int:
 
     if args.out:
         check_output_path(args.out)
-    frame = read_frame(args.input, **corpus_kwargs(args))
+    own_length, own_truncation = model_truncation(args.model)
+    if args.max_length is None:
+        args.max_length = own_length
+    if args.truncation is None:
+        args.truncation = own_truncation
+    frame = read_frame(args.input, labels_file=args.labels_file, **corpus_kwargs(args))
     check_max_length(args.max_length, load_config(args.model))
     tok = load_tokenizer(args.model)
     stats = token_stats(frame, tok, max_length=args.max_length, truncation=args.truncation,

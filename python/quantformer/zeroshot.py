@@ -539,6 +539,9 @@ def _run_zeroshot(args) -> int:
                       temperature=args.temperature, keep_text=args.keep_text)
     meta = result.attrs["quantformer"]
     print(describe(meta))
+    from .tokenization import warn_truncated
+
+    warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"], meta["truncation"])
     counts = result["predicted"].value_counts().reindex(labels, fill_value=0)
     table = pd.DataFrame({"documents": counts.to_numpy(),
                           "share": counts.to_numpy() / max(1, int(counts.sum()))},

@@ -20,7 +20,15 @@ def test_demo_writes_predictions_and_report(tmp_path, tiny_bert_dir, capsys):
     printed = capsys.readouterr().out
     assert "split by address" in printed and "random sample of 40 training" in printed
     assert "macro avg" in printed and "confusion matrix" in printed
-    assert "for comparison, always answering" in printed and "macro-F1 is the measure" in printed
+    # issue 17: the SVM baseline on the same paragraphs, side by side, the plots, what next
+    assert "the same 40 training paragraphs, the same test paragraphs" in printed
+    assert "SVM, bag of words" in printed and "always 'Democratic'" in printed
+    assert "against the bag-of-words SVM" in printed and "macro-F1 is the measure" in printed
+    assert "comparison.png" in printed and "what to try next" in printed
+    table = pd.read_csv(out / "comparison.csv")
+    assert table["model"].tolist()[:2] == ["fine-tuned Transformer", "SVM, bag of words"]
+    assert table["macro_f1"].between(0, 1).all()
+    assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     preds = pd.read_parquet(out / "predictions.parquet")
     assert len(preds) == 30
     assert {"doc_id", "label", "address", "predicted", "prob_Democratic",
@@ -51,14 +59,27 @@ def test_demo_rejects_bad_counts(tmp_path, capsys):
     assert "is a file" in capsys.readouterr().err
 
 
-def test_majority_baseline_matches_sklearn():
-    import pandas as pd
+def test_comparison_table_and_plot(tmp_path):
     from sklearn.metrics import f1_score
 
-    from quantformer.demo import majority_macro_f1
+    from quantformer.demo import baseline_reports, comparison_table, plot_comparison
+    from quantformer.evaluate import evaluate
 
-    truth = ["D"] * 1848 + ["R"] * 884
-    counts = pd.Series(truth).value_counts()
-    expected = f1_score(truth, ["D"] * len(truth), average="macro", zero_division=0)
-    assert majority_macro_f1(counts) == pytest.approx(expected)
-    assert majority_macro_f1(counts) == pytest.approx(0.4034, abs=1e-4)
+    train = pd.DataFrame({"doc_id": [f"t{i}" for i in range(30)],
+                          "text": ["taxes and the budget deficit"] * 20 + ["war and peace"] * 10,
+                          "label": ["econ"] * 20 + ["other"] * 10})
+    test = pd.DataFrame({"doc_id": ["a", "b", "c", "d"],
+                         "text": ["the budget", "peace now", "war", "deficit spending"],
+                         "label": ["econ", "other", "other", "econ"]})
+    base = baseline_reports(train, test, ["econ", "other"], seed=1)
+    ft = evaluate(test["label"], ["econ", "other", "econ", "econ"], labels=["econ", "other"])
+    table = comparison_table(ft, 12.3, base)
+    assert list(table.index) == ["fine-tuned Transformer", "SVM, bag of words",
+                                 "always 'econ'"]
+    assert table.loc["SVM, bag of words", "macro_f1"] == 1.0  # separable words
+    majority = f1_score(test["label"], ["econ"] * 4, average="macro", zero_division=0)
+    assert table.loc["always 'econ'", "macro_f1"] == pytest.approx(majority)
+    assert table.loc["always 'econ'", "accuracy"] == 0.5
+    assert table.loc["fine-tuned Transformer", "train_seconds"] == 12.3
+    png = plot_comparison(table, tmp_path / "c.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

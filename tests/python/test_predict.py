@@ -109,3 +109,71 @@ def test_cli_predict(model_dir, tmp_path, capsys):
     assert cli.main(["predict", "--model", str(model_dir), "--input", str(src), "--text-col",
                      "body", "--out", str(tmp_path / "p.xlsx")]) == 2
     assert not (tmp_path / "p.xlsx").exists()
+
+
+# issue 17: predict said nothing about documents cut at max_length (zeroshot did)
+def _long_docs():
+    docs = toy_frame(6).drop(columns="label")
+    docs.loc[[1, 4], "text"] = " ".join(["taxes and jobs"] * 60)  # far over 64 tokens
+    return docs
+
+
+def test_predict_reports_truncated_documents_everywhere(model_dir, tmp_path, capsys):
+    from quantformer.tokenization import TruncationWarning
+
+    docs = _long_docs()
+    clf = quantformer.load(model_dir, device="cpu")
+    wording = r"2 of 6 document\(s\) truncated to 64 tokens \(head_tail\)"
+    with pytest.warns(TruncationWarning, match=wording):
+        clf.predict(docs)
+    with pytest.warns(TruncationWarning, match=wording):
+        clf.predict_proba(docs)
+    src = tmp_path / "long.parquet"
+    docs.to_parquet(src)
+    with pytest.warns(TruncationWarning, match=wording):  # once, summed over the chunks
+        predict_file(str(model_dir), src, tmp_path / "p.csv", chunk_rows=4, quiet=True,
+                     device="cpu")
+    assert cli.main(["predict", "--model", str(model_dir), "--input", str(src), "--out",
+                     str(tmp_path / "q.csv"), "--device", "cpu", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "quantformer: warning: 2 of 6 document(s) truncated to 64 tokens (head_tail)" in err
+    # `tokenize` with the model directory marks the same documents, at the model's max_length
+    assert cli.main(["tokenize", "--input", str(src), "--model", str(model_dir), "--out",
+                     str(tmp_path / "t.csv")]) == 0
+    stats = pd.read_csv(tmp_path / "t.csv")
+    assert stats["truncated"].tolist() == [False, True, False, False, True, False]
+    assert "over 64 (truncated)" in capsys.readouterr().out
+
+
+def test_predict_is_silent_when_nothing_is_cut(model_dir):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quantformer.load(model_dir, device="cpu").predict(toy_frame(6))
+
+
+def test_cli_predict_with_labels_file(model_dir, tmp_path):
+    (tmp_path / "text.txt").write_text("taxes and jobs\nthe weather today\n")
+    (tmp_path / "labels.txt").write_text("econ\nother\n")
+    out = tmp_path / "p.csv"
+    assert cli.main(["predict", "--model", str(model_dir), "--input", str(tmp_path / "text.txt"),
+                     "--labels-file", str(tmp_path / "labels.txt"), "--out", str(out),
+                     "--device", "cpu", "--quiet"]) == 0
+    assert pd.read_csv(out)["label"].tolist() == ["econ", "other"]
+
+
+def test_cli_finetune_and_evaluate_take_a_labels_file(tiny_bert_dir, model_dir, tmp_path, capsys):
+    docs = toy_frame(16)
+    (tmp_path / "train_text.txt").write_text("\n".join(docs["text"]) + "\n")
+    (tmp_path / "train_labels.txt").write_text("\n".join(docs["label"]) + "\n")
+    out = tmp_path / "m"
+    assert cli.main(["finetune", "--train", str(tmp_path / "train_text.txt"), "--labels-file",
+                     str(tmp_path / "train_labels.txt"), "--model", str(tiny_bert_dir),
+                     "--epochs", "1", "--max-length", "32", "--device", "cpu", "--quiet",
+                     "--out", str(out)]) == 0
+    assert quantformer.load(out, device="cpu").labels == ["econ", "other"]
+    assert cli.main(["evaluate", "--model", str(model_dir), "--input",
+                     str(tmp_path / "train_text.txt"), "--labels-file",
+                     str(tmp_path / "train_labels.txt"), "--device", "cpu", "--quiet"]) == 0
+    assert "macro avg" in capsys.readouterr().out

@@ -277,10 +277,14 @@ def test_cli_zeroshot_end_to_end(tmp_path, tiny_roberta_nli_dir, capsys):
                  "--hypothesis", TEMPLATE, "--model", str(tiny_roberta_nli_dir),
                  "--batch-size", "3", "--max-length", "128", "--device", "cpu", "--quiet",
                  "--out", str(out)])
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert code == 0
     assert "zero-shot by NLI entailment" in text
     assert "1 truncated to 128 tokens (head_tail)" in text
+    # issue 17: also a warning (R shows it), in predict's words
+    assert ("quantformer: warning: 1 of 5 document(s) truncated to 128 tokens (head_tail)"
+            in captured.err)
     assert "0 missing or empty" in text
     res = pd.read_parquet(out)
     assert res["doc_id"].tolist() == [f"d{i}" for i in range(5)]

@@ -23,3 +23,21 @@ test_that("textstat_subwords works on a real quanteda corpus and keeps docvars",
   expect_equal(res$truncated, res$n_tokens > 512)
   expect_true(any(res$truncated))
 })
+
+test_that("predict() warns how many documents it truncated and textstat_subwords(x, fit) shows which (#17)", {
+  skip_if_no_verb("finetune")
+  s <- sotu_sample()
+  fit <- textmodel_finetune(s[c(1:12, 181:192), ], y = "party", epochs = 1, max_length = 32,
+                            output_dir = file.path(withr::local_tempdir("qf-trunc-"), "model"))
+  new <- s[101:103, ]
+  new$text <- c("Taxes are too high.",
+                paste(rep("The economy of the nation is strong.", 20), collapse = " "),
+                "We will defend the nation.")
+  expect_warning(predict(fit, newdata = new),
+                 "1 of 3 document\\(s\\) truncated to 32 tokens \\(head_tail\\)")
+  res <- textstat_subwords(new, model = fit)
+  expect_equal(res$document, new$doc_id)
+  expect_equal(res$truncated, res$n_tokens > 32)
+  expect_equal(res$truncated[2], TRUE)
+  expect_equal(sum(res$truncated), 1L)
+})
