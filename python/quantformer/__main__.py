@@ -2,8 +2,10 @@
 
 import sys
 
-from .cli import main
 from .serve import die_with_parent
 
 die_with_parent()  # started by R: end with R, even when R is killed (issue 17)
+
+from .cli import main  # noqa: E402
+
 sys.exit(main())
