@@ -16,6 +16,13 @@ alive <- function(pid) {
   !state %in% c("Z", "X", "gone")
 }
 
+cmdline <- function(pid) {
+  raw <- tryCatch(readBin(file.path("/proc", pid, "cmdline"), "raw", 65536),
+                  error = function(e) raw())
+  raw[raw == as.raw(0)] <- as.raw(32)
+  rawToChar(raw)
+}
+
 # A child R session running `code` with this package; stdout and stderr piped.
 child_r <- function(code) {
   processx::process$new(file.path(R.home("bin"), "Rscript"), c("-e", code),
@@ -46,7 +53,7 @@ test_that("the worker is reused: same pid, the model stays loaded, same results 
   local_worker()
   tr <- sotu_sample()[c(1:12, 101:112), ]
   fit <- textmodel_finetune(tr, y = "party", epochs = 1, max_length = 16,
-                            output_dir = withr::local_tempdir())
+                            output_dir = file.path(withr::local_tempdir(), "model"))
   pid <- quantformer:::worker_pid()
   expect_false(is.na(pid))
   docs <- sotu_sample()$text[101:110]
@@ -162,7 +169,11 @@ test_that("a one-off Python child dies when R is killed by SIGTERM (#17)", {
   r <- child_r(code)
   on.exit(r$kill(), add = TRUE)
   pid <- as.integer(wait_for_file(pidfile))
-  Sys.sleep(3)   # python has started and asked for the parent-death signal
+  # python runs (a SIGTERM before its prctl call would end it there too: R's pid is gone)
+  deadline <- Sys.time() + 60
+  while (!grepl("-m quantformer", cmdline(pid), fixed = TRUE) && Sys.time() < deadline)
+    Sys.sleep(0.2)
+  Sys.sleep(2)
   expect_true(alive(pid))
   r$signal(tools::SIGTERM)
   r$wait(30000)
