@@ -49,8 +49,9 @@ main() {
     build_opts+=(--no-build-vignettes)
     check_opts+=(--ignore-vignettes)
   fi
-  ( cd "$work" && R CMD build "${build_opts[@]}" "$root" ) || { echo "check-r: R CMD build failed"; return 1; }
-  tarball=$(ls "$work"/quantformer_*.tar.gz | head -1)
+  # from a staged copy without .venv (R CMD build would copy it whole before pruning)
+  tarball=$(bash "$root/scripts/build-tarball.sh" "$work" "${build_opts[@]}") ||
+    { echo "check-r: R CMD build failed"; return 1; }
   bash "$root/scripts/check-tarball.sh" "$tarball" || return 1
 
   echo "== R CMD check ${check_opts[*]} $(basename "$tarball")"

@@ -15,9 +15,9 @@ main() {
   trap 'rm -rf "$work"' EXIT
   tarball=${1:-}
   if [ -z "$tarball" ]; then
-    ( cd "$work" && R CMD build --no-build-vignettes --no-manual "$root" >build.log 2>&1 ) ||
+    tarball=$(bash "$root/scripts/build-tarball.sh" "$work" --no-build-vignettes --no-manual \
+              2>"$work/build.log") ||
       { cat "$work/build.log"; echo "user-path: R CMD build failed"; return 1; }
-    tarball=$(ls "$work"/quantformer_*.tar.gz | head -1)
   fi
   mkdir -p "$work/lib"
   echo "== user path: R CMD INSTALL $(basename "$tarball") into an empty library"
