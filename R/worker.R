@@ -144,7 +144,10 @@ worker_stop_now <- function(grace_ms = 2000) {
   if (w$proc$is_alive()) {
     try(close(w$proc$get_input_connection()), silent = TRUE)
     if (grace_ms > 0) w$proc$wait(grace_ms)
-    if (w$proc$is_alive()) w$proc$kill_tree()
+    if (w$proc$is_alive()) {
+      w$proc$kill_tree()
+      w$proc$wait(2000)
+    }
   }
   invisible(TRUE)
 }

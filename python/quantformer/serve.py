@@ -72,13 +72,14 @@ def die_with_parent() -> bool:
 
 
 def _pid_exists(pid: int) -> bool:
+    """A running process has this pid (a zombie, dead but not yet reaped, does not count)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
-    except PermissionError:
+    except OSError:  # pragma: no cover - no /proc
         return True
-    return True
 
 
 # ------------------------------------------------------------------------------------------

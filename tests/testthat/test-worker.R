@@ -16,6 +16,13 @@ alive <- function(pid) {
   !state %in% c("Z", "X", "gone")
 }
 
+# TRUE when `pid` still runs after `seconds` (a busy machine may take a few to end it)
+wait_gone <- function(pid, seconds = 30) {
+  deadline <- Sys.time() + seconds
+  while (alive(pid) && Sys.time() < deadline) Sys.sleep(0.25)
+  alive(pid)
+}
+
 cmdline <- function(pid) {
   raw <- tryCatch(readBin(file.path("/proc", pid, "cmdline"), "raw", 65536),
                   error = function(e) raw())
@@ -51,7 +58,8 @@ skip_unless_installed <- function() {
 
 test_that("the worker is reused: same pid, the model stays loaded, same results as one-off (#11)", {
   local_worker()
-  tr <- sotu_sample()[c(1:12, 101:112), ]
+  s <- sotu_sample()
+  tr <- s[c(which(s$party == "Democratic")[1:12], which(s$party == "Republican")[1:12]), ]
   fit <- textmodel_finetune(tr, y = "party", epochs = 1, max_length = 16,
                             output_dir = file.path(withr::local_tempdir(), "model"))
   pid <- quantformer:::worker_pid()
@@ -73,12 +81,17 @@ test_that("the worker is reused: same pid, the model stays loaded, same results 
   dir <- withr::local_tempdir()
   withr::with_dir(dir, textstat_subwords(c(a = "One text.")))
   expect_equal(quantformer:::worker_pid(), pid)
-  # errors and warnings arrive as from the CLI, and the worker stays
+  # progress streams live and the core's warnings become R warnings, as from a one-off process
+  msgs <- capture.output(
+    expect_warning(predict(fit, c(a = "Some text.", b = ""), verbose = TRUE), "empty"),
+    type = "message")
+  expect_true(any(grepl("predicting", msgs)))
+  # errors arrive as from the CLI, and the worker stays
   expect_error(textstat_subwords("A text.", model = file.path(dir, "no-such-model")),
                "quantformer tokenize: error:")
   expect_equal(quantformer:::worker_pid(), pid)
   expect_true(quantformer_stop())
-  expect_false(alive(pid))
+  expect_false(wait_gone(pid, 10))
   expect_true(is.na(quantformer:::worker_pid()))
   expect_false(quantformer_stop())
 })
@@ -143,8 +156,7 @@ test_that("the worker ends with R: at exit, and when R is killed by SIGTERM (#11
       r$signal(tools::SIGTERM)
     }
     r$wait(60000)
-    Sys.sleep(1.5)
-    expect_false(alive(pid), label = paste("worker alive after R", how))
+    expect_false(wait_gone(pid), label = paste("worker alive after R", how))
     r$kill()
   }
 })
@@ -171,14 +183,12 @@ test_that("a one-off Python child dies when R is killed by SIGTERM (#17)", {
   pid <- as.integer(wait_for_file(pidfile))
   # python runs (a SIGTERM before its prctl call would end it there too: R's pid is gone)
   deadline <- Sys.time() + 60
-  while (!grepl("-m quantformer", cmdline(pid), fixed = TRUE) && Sys.time() < deadline)
-    Sys.sleep(0.2)
-  Sys.sleep(2)
+  while (!startsWith(cmdline(pid), py) && Sys.time() < deadline) Sys.sleep(0.2)
+  Sys.sleep(1)
   expect_true(alive(pid))
   r$signal(tools::SIGTERM)
   r$wait(30000)
-  Sys.sleep(1.5)
-  still <- alive(pid)
+  still <- wait_gone(pid)
   if (still) tools::pskill(pid, tools::SIGKILL)
   expect_false(still)
 })
