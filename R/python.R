@@ -36,8 +36,10 @@ child_env <- function() {
             Sys.glob(c("/lib/*-linux-gnu", "/usr/lib/*-linux-gnu")))
   keep <- parts[nzchar(parts) & !sub("/+$", "", parts) %in% drop &
                   !grepl("/jvm/.*/server$", parts)]
+  # QUANTFORMER_PARENT_PID: the child asks Linux to end it when this R process dies (issue 17)
   c("current", LD_LIBRARY_PATH = paste(keep, collapse = ":"),
-    TOKENIZERS_PARALLELISM = "false", PYTHONIOENCODING = "utf-8", PYTHONUTF8 = "1")
+    TOKENIZERS_PARALLELISM = "false", PYTHONIOENCODING = "utf-8", PYTHONUTF8 = "1",
+    QUANTFORMER_PARENT_PID = as.character(Sys.getpid()))
 }
 
 # Candidates in the documented order, each with where it came from.
@@ -56,18 +58,45 @@ python_candidates <- function() {
   Filter(function(c) length(c$path) == 1 && !is.na(c$path) && nzchar(c$path), cands)
 }
 
-# TRUE when `python` runs and imports quantformer; else a one-line reason.
+# What a candidate Python says about its core: `quantformer <version> <serve|->`.
+HANDSHAKE <- paste0("import importlib.util, quantformer; print('quantformer', ",
+                    "quantformer.__version__, 'serve' if ",
+                    "importlib.util.find_spec('quantformer.serve') else '-')")
+
+# list(version, serve) when `python` runs and imports quantformer; else a one-line reason.
 python_imports_quantformer <- function(python) {
   if (!file.exists(python)) return("file not found")
+  marker <- file.path(dirname(dirname(python)), INSTALLING_MARKER)
+  if (file.exists(marker))
+    return(paste0("half-built: an installation into ", dirname(dirname(python)),
+                  " stopped before the end; run quantformer::quantformer_install() again"))
   res <- tryCatch(
-    processx::run(python, c("-c", "import quantformer"), error_on_status = FALSE,
+    processx::run(python, c("-c", HANDSHAKE), error_on_status = FALSE,
                   timeout = 60, env = child_env()),
-    error = function(e) list(status = -1L, stderr = conditionMessage(e))
+    error = function(e) list(status = -1L, stderr = conditionMessage(e), stdout = "")
   )
-  if (identical(res$status, 0L)) return(TRUE)
+  m <- regmatches(res$stdout, regexec("quantformer ([0-9][^ \r\n]*) (serve|-)", res$stdout))[[1]]
+  if (identical(res$status, 0L) && length(m))
+    return(list(version = m[2], serve = m[3] == "serve"))
+  if (identical(res$status, 0L))
+    return(paste0("it ran but did not report a quantformer version: it is not a Python that ",
+                  "imports the quantformer package"))
   lines <- strsplit(res$stderr, "\n", fixed = TRUE)[[1]]
   lines <- lines[nzchar(trimws(lines))]
   if (length(lines)) utils::tail(lines, 1) else paste("exit status", res$status)
+}
+
+# The first call with a core of another version than this R package says so, once per Python.
+check_core_version <- function(found) {
+  r_version <- as.character(utils::packageVersion("quantformer"))
+  if (is.null(found$version) || identical(found$version, r_version)) return(invisible(TRUE))
+  if (isTRUE(.qf$version_warned[[found$python]])) return(invisible(FALSE))
+  .qf$version_warned[[found$python]] <- TRUE
+  warning("the quantformer Python core at ", found$python, " (", found$source, ") is version ",
+          found$version, " but this R package is version ", r_version, ": some arguments ",
+          "may not work. Run quantformer::quantformer_install() to install the matching core",
+          call. = FALSE)
+  invisible(FALSE)
 }
 
 #' Find the Python interpreter that runs the quantformer core
@@ -90,9 +119,10 @@ find_python <- function(error = TRUE) {
   tried <- character()
   for (c in cands) {
     ok <- python_imports_quantformer(c$path)
-    if (isTRUE(ok)) {
+    if (is.list(ok)) {
       # not normalizePath(): resolving the symlink of a virtualenv's python leaves the venv
-      found <- list(python = absolute_path(c$path), source = c$source)
+      found <- list(python = absolute_path(c$path), source = c$source, version = ok$version,
+                    serve = ok$serve)
       .qf$found <- found
       .qf$key <- key
       return(found)
@@ -114,74 +144,11 @@ python_not_found_message <- function(tried) {
     if (length(tried)) paste0("Tried:\n", paste(tried, collapse = "\n"), "\n")
     else "No candidate Python was found.\n",
     "Fix it with one of:\n",
-    "  quantformer::quantformer_install()                  # PyPI, into ", quantformer_venv(), "\n",
+    "  quantformer::quantformer_install()                  # the bundled core, into ",
+    quantformer_venv(), "\n",
     "  quantformer::quantformer_install(path = \"<source>\")  # a local copy of the Python core\n",
     "  options(quantformer.python = \"/path/to/python\")     # a Python that imports quantformer"
   )
-}
-
-#' Install the quantformer Python core into a virtual environment
-#'
-#' Creates a virtual environment (by default in the user's data directory, see Details) and
-#' pip-installs into it first PyTorch (`torch == 2.13.0` by default, the CPU build unless
-#' `cpu = FALSE`), then the quantformer Python package, from PyPI or from a local source
-#' folder. [quantformer_config()] then finds it without further setup.
-#'
-#' The folder is `tools::R_user_dir("quantformer", "data")/venv` unless `envdir` or the
-#' environment variable `QUANTFORMER_VENV` says otherwise. Torch is installed first so that pip
-#' does not pull a multi-gigabyte CUDA build as a dependency of the core.
-#'
-#' @param path `NULL` (install `quantformer` from PyPI) or the path of a local copy of the
-#'   Python core (the folder holding `pyproject.toml`), installed with `pip install <path>`.
-#' @param envdir folder of the virtual environment to create (or reuse).
-#' @param python the Python (>= 3.10) used to create the environment.
-#' @param torch the PyTorch version to install first (`"2.13.0"`); `NULL` skips this step.
-#' @param cpu if `TRUE` (default), torch comes from PyTorch's CPU-only wheel index; use `FALSE`
-#'   on a machine with a CUDA GPU.
-#' @param dry_run if `TRUE`, return the commands without running them.
-#' @return Invisibly, the commands (a list of character vectors: program then arguments);
-#'   run for their side effect unless `dry_run = TRUE`.
-#' @examples
-#' # the commands it would run, without running them
-#' quantformer_install(dry_run = TRUE, envdir = file.path(tempdir(), "qf-venv"))
-#' @export
-quantformer_install <- function(path = NULL, envdir = quantformer_venv(),
-                                python = Sys.which("python3")[[1]], torch = "2.13.0",
-                                cpu = TRUE, dry_run = FALSE) {
-  if (!is.null(path)) {
-    if (!is.character(path) || length(path) != 1 || !dir.exists(path))
-      stop("`path` must be the folder of a local copy of the quantformer Python core; ",
-           "'", path, "' is not a folder", call. = FALSE)
-    if (!file.exists(file.path(path, "pyproject.toml")) &&
-        !file.exists(file.path(path, "setup.py")))
-      stop("'", path, "' has no pyproject.toml: give the folder that holds the Python core's ",
-           "pyproject.toml", call. = FALSE)
-    path <- normalizePath(path)
-  }
-  if (!nzchar(python) && !dry_run)
-    stop("no python3 on the PATH: install Python >= 3.10, or pass `python =` its path",
-         call. = FALSE)
-  envdir <- path.expand(envdir)
-  py <- venv_python(envdir)
-  cmds <- list(c(if (nzchar(python)) python else "python3", "-m", "venv", envdir),
-               c(py, "-m", "pip", "install", "--upgrade", "pip"))
-  if (!is.null(torch)) {
-    cmds <- c(cmds, list(c(py, "-m", "pip", "install", paste0("torch==", torch),
-                           if (cpu) c("--index-url", "https://download.pytorch.org/whl/cpu"))))
-  }
-  cmds <- c(cmds, list(c(py, "-m", "pip", "install", if (is.null(path)) "quantformer" else path)))
-  if (dry_run) return(invisible(cmds))
-  for (cmd in cmds) {
-    message("$ ", paste(shQuote(cmd), collapse = " "))
-    res <- processx::run(cmd[1], cmd[-1], error_on_status = FALSE, echo = TRUE,
-                         spinner = FALSE)
-    if (res$status != 0)
-      stop("this step of the installation failed (exit status ", res$status, "): ",
-           paste(cmd, collapse = " "), call. = FALSE)
-  }
-  .qf$found <- NULL
-  message("quantformer is installed in ", envdir)
-  invisible(cmds)
 }
 
 #' Which Python and quantformer core R uses
@@ -231,10 +198,12 @@ quantformer_available <- function() {
 
 #' Run one CLI verb
 #'
-#' Streams the child's stdout and stderr to the console as they arrive (progress bars
-#' included) when `verbose`, turns `quantformer: warning: ...` lines into R warnings (always),
-#' kills the process when R is interrupted (processx does this on interrupt), and turns a
-#' non-zero exit status into an R error carrying the CLI's one-line message.
+#' Runs the verb in the session's worker (R/worker.R; `options(quantformer.worker = FALSE)`
+#' runs it as its own `python -m quantformer <verb>` process instead). Streams the child's
+#' stdout and stderr to the console as they arrive (progress bars included) when `verbose`,
+#' turns `quantformer: warning: ...` lines into R warnings (always), kills the child when R is
+#' interrupted, and turns a non-zero exit status into an R error carrying the CLI's one-line
+#' message. Callers read the verb's output files after it returns.
 #'
 #' @param verb the CLI verb, e.g. `"predict"`.
 #' @param args further arguments (character).
@@ -245,7 +214,8 @@ quantformer_available <- function() {
 #'   `quantformer.debug`).
 #' @param r_args the argument names of the calling R function (`names(formals())`): flags in
 #'   the CLI's error message that correspond to one are shown as that R argument.
-#' @return The processx result list (`status`, `stdout`, `stderr`, `warnings`), invisibly.
+#' @return A list (`status`, `stdout`, `stderr`, `warnings`; `reply` from the worker),
+#'   invisibly.
 #' @keywords internal
 #' @noRd
 run_cli <- function(verb, args = character(),
@@ -253,48 +223,81 @@ run_cli <- function(verb, args = character(),
                     debug = isTRUE(getOption("quantformer.debug", FALSE)),
                     r_args = NULL) {
   found <- find_python()
+  check_core_version(found)
   # verbs with progress bars get --quiet when nothing is shown
   quiet_flag <- if (!isTRUE(verbose) && verb %in% c("finetune", "predict", "evaluate",
                                                     "compare", "tune", "zeroshot")) "--quiet"
-  full <- c("-m", "quantformer", if (debug) "--debug", verb, quiet_flag, args)
-  echo <- isTRUE(verbose)
-  tmp_dir <- normalizePath(tempdir(), winslash = "/", mustWork = FALSE)
-  state <- new.env(parent = emptyenv())
-  state$partial <- c(out = "", err = "")
-  state$warnings <- character()
-  # split a chunk into lines ending in \n or \r; keep an unfinished piece for the next chunk
-  lines_of <- function(x, stream) {
-    txt <- paste0(state$partial[[stream]], x)
-    pieces <- regmatches(txt, gregexpr("[^\r\n]*(\r\n|\r|\n)", txt))[[1]]
-    state$partial[[stream]] <- substring(txt, sum(nchar(pieces)) + 1L)
-    pieces
-  }
-  out_cb <- function(x, proc) {
-    for (p in lines_of(x, "out")) {
-      # "wrote ... to /tmp/RtmpXXX/qf-out-....rds": R's own temporary files, not news
-      if (echo && !grepl(tmp_dir, p, fixed = TRUE)) cat(p)
-    }
-  }
-  err_cb <- function(x, proc) {
-    for (p in lines_of(x, "err")) {
-      line <- sub("(\r\n|\r|\n)$", "", p)
-      if (startsWith(line, "quantformer: warning: ")) {
-        state$warnings <- c(state$warnings, sub("^quantformer: warning: ", "", line))
-      } else if (echo && !grepl(CLI_ERROR_LINE, line) && !grepl(tmp_dir, line, fixed = TRUE)) {
-        cat(p, file = stderr())
-      }
-    }
-  }
-  env <- child_env()
-  res <- processx::run(found$python, full, error_on_status = FALSE, echo = FALSE,
-                       stdout_callback = out_cb, stderr_callback = err_cb,
-                       spinner = FALSE, env = env, cleanup_tree = TRUE)
-  last <- state$partial[["out"]]  # a last line without a newline
-  if (echo && nzchar(last) && !grepl(tmp_dir, last, fixed = TRUE)) cat(last, "\n", sep = "")
-  for (w in state$warnings) warning(w, call. = FALSE)
+  stream <- new_stream(echo = isTRUE(verbose))
+  res <- if (worker_wanted(found)) worker_run(found, verb, c(quiet_flag, args), debug, stream)
+         else run_process(found, verb, c(quiet_flag, args), debug, stream)
+  stream_finish(stream)
+  for (w in stream$warnings) warning(w, call. = FALSE)
   if (res$status != 0) stop(cli_error_message(verb, res, debug, r_args), call. = FALSE)
-  res$warnings <- state$warnings
+  res$warnings <- stream$warnings
   invisible(res)
+}
+
+# The one-off path (options(quantformer.worker = FALSE)): `python -m quantformer <verb>` as a
+# child process, killed with its children when R is interrupted.
+run_process <- function(found, verb, args, debug, stream) {
+  full <- c("-m", "quantformer", if (debug) "--debug", verb, args)
+  processx::run(found$python, full, error_on_status = FALSE, echo = FALSE,
+                stdout_callback = function(x, proc) stream_stdout(stream, x),
+                stderr_callback = function(x, proc) stream_stderr(stream, x),
+                spinner = FALSE, env = child_env(), cleanup_tree = TRUE)
+}
+
+# ------------------------------------------------------------------------------------------
+# the child's output, as it arrives: shown when `echo`, warnings collected, R's temporary file
+# names hidden ("wrote ... to /tmp/RtmpXXX/qf-out-....rds" is not news). Shared by the one-off
+# process and the worker.
+
+new_stream <- function(echo) {
+  s <- new.env(parent = emptyenv())
+  s$echo <- echo
+  s$partial <- c(out = "", err = "")
+  s$warnings <- character()
+  s$stdout <- ""
+  s$stderr <- ""
+  s$tmp_dir <- normalizePath(tempdir(), winslash = "/", mustWork = FALSE)
+  s
+}
+
+# split a chunk into lines ending in \n or \r; keep an unfinished piece for the next chunk
+stream_lines <- function(s, x, which) {
+  txt <- paste0(s$partial[[which]], x)
+  pieces <- regmatches(txt, gregexpr("[^\r\n]*(\r\n|\r|\n)", txt))[[1]]
+  s$partial[[which]] <- substring(txt, sum(nchar(pieces)) + 1L)
+  pieces
+}
+
+stream_stdout <- function(s, x) {
+  s$stdout <- paste0(s$stdout, x)
+  for (p in stream_lines(s, x, "out")) {
+    if (s$echo && !grepl(s$tmp_dir, p, fixed = TRUE)) cat(p)
+  }
+}
+
+stream_stderr <- function(s, x) {
+  s$stderr <- paste0(s$stderr, x)
+  for (p in stream_lines(s, x, "err")) stream_stderr_line(s, p)
+}
+
+stream_stderr_line <- function(s, p) {
+  line <- sub("(\r\n|\r|\n)$", "", p)
+  if (startsWith(line, "quantformer: warning: ")) {
+    s$warnings <- c(s$warnings, sub("^quantformer: warning: ", "", line))
+  } else if (s$echo && !grepl(CLI_ERROR_LINE, line) && !grepl(s$tmp_dir, line, fixed = TRUE)) {
+    cat(p, file = stderr())
+  }
+}
+
+# a last line without a newline
+stream_finish <- function(s) {
+  last <- s$partial[["out"]]
+  if (s$echo && nzchar(last) && !grepl(s$tmp_dir, last, fixed = TRUE)) cat(last, "\n", sep = "")
+  if (nzchar(s$partial[["err"]])) stream_stderr_line(s, s$partial[["err"]])
+  s$partial <- c(out = "", err = "")
 }
 
 # The CLI's error lines: `quantformer <verb>: error: ...` (exit 2), `... internal error: ...`

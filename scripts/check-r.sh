@@ -49,8 +49,10 @@ main() {
     build_opts+=(--no-build-vignettes)
     check_opts+=(--ignore-vignettes)
   fi
-  ( cd "$work" && R CMD build "${build_opts[@]}" "$root" ) || { echo "check-r: R CMD build failed"; return 1; }
-  tarball=$(ls "$work"/quantformer_*.tar.gz | head -1)
+  # from a staged copy without .venv (R CMD build would copy it whole before pruning)
+  tarball=$(bash "$root/scripts/build-tarball.sh" "$work" "${build_opts[@]}") ||
+    { echo "check-r: R CMD build failed"; return 1; }
+  bash "$root/scripts/check-tarball.sh" "$tarball" || return 1
 
   echo "== R CMD check ${check_opts[*]} $(basename "$tarball")"
   ( cd "$work" && R CMD check "${check_opts[@]}" "$tarball" )
@@ -69,6 +71,10 @@ main() {
   notes=$(grep -c '\.\.\. *NOTE' "$log")
   echo "== R CMD check: $errors error(s), $warnings warning(s), $notes note(s)"
   if [ "$rc" -ne 0 ] || [ "$errors" -gt 0 ] || [ "$warnings" -gt 0 ]; then return 1; fi
+  # the R user's path: this tarball into an empty library, quantformer_install(), fit, predict
+  if [ "${QUANTFORMER_SKIP_USER_PATH:-0}" != 1 ]; then
+    bash "$root/scripts/check-user-path.sh" "$tarball" || return 1
+  fi
   return 0
 }
 

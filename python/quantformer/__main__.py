@@ -2,9 +2,11 @@
 
 import sys
 
-from .cli import main
 from .serve import die_with_parent
 
 if __name__ == "__main__":  # not when a Dask worker process re-imports the main module
     die_with_parent()  # started by R: end with R, even when R is killed (issue 17)
+
+    from .cli import main
+
     sys.exit(main())

@@ -42,7 +42,8 @@ def die_with_parent() -> bool:
     R sets ``QUANTFORMER_PARENT_PID`` to its own pid in the child's environment. When this
     process's parent is that pid, ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` makes the kernel send
     SIGTERM on the parent's death (also when R itself is killed by a signal and cannot clean
-    up); a parent that died before the call is caught by comparing the parent pid again.
+    up); a parent that died before the call (the parent pid is no longer R's, and R's pid is
+    gone) ends this process at once.
     Elsewhere (macOS, Windows, no variable, another parent) nothing is done: the worker still
     ends at end of file on stdin.
 
@@ -52,8 +53,10 @@ def die_with_parent() -> bool:
     want = os.environ.get("QUANTFORMER_PARENT_PID", "")
     if not sys.platform.startswith("linux") or not want.isdigit():
         return False
-    if os.getppid() != int(want):  # a grandchild that inherited the variable: not ours
-        return False
+    if os.getppid() != int(want):
+        if _pid_exists(int(want)):  # a grandchild that inherited the variable: not ours
+            return False
+        os._exit(143)  # R died before this process got here
     import ctypes
     import signal
 
@@ -66,6 +69,17 @@ def die_with_parent() -> bool:
     if os.getppid() != int(want):  # the parent died before prctl took effect
         os._exit(143)
     return True
+
+
+def _pid_exists(pid: int) -> bool:
+    """A running process has this pid (a zombie, dead but not yet reaped, does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    except OSError:  # pragma: no cover - no /proc
+        return True
 
 
 # ------------------------------------------------------------------------------------------

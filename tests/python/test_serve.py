@@ -200,3 +200,20 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux only")
+def test_die_with_parent_when_r_is_already_gone_or_is_not_the_parent():
+    code = "from quantformer.serve import die_with_parent; print(die_with_parent())"
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer exists: R died before the child got going
+    gone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(QUANTFORMER_PARENT_PID=str(dead.pid)), timeout=60)
+    assert gone.returncode == 143 and gone.stdout == ""
+    # R alive but not the parent (a grandchild that inherited the variable): left alone
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=_env(QUANTFORMER_PARENT_PID="1"), timeout=60)
+    assert (other.returncode, other.stdout.strip()) == (0, "False")
+    mine = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(QUANTFORMER_PARENT_PID=str(os.getpid())), timeout=60)
+    assert (mine.returncode, mine.stdout.strip()) == (0, "True")

@@ -34,13 +34,20 @@ sotu_sample <- function() {
   readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
 }
 
+# The first line(s) of a fake "python": it answers R's handshake (`-c ...`) as a core of this
+# package's version without the `serve` verb, so R runs it as a one-off process per call.
+fake_handshake <- function() {
+  sprintf("if [ \"$1\" = \"-c\" ]; then echo 'quantformer %s -'; exit 0; fi",
+          utils::packageVersion("quantformer"))
+}
+
 # A fake "python" that imports fine but fails its verb after printing progress, as a crash
 # in the middle of a run looks.
 fake_python <- function(status = 1L, message = "quantformer predict: internal error: RuntimeError: CUDA out of memory (run with --debug for the traceback)") {
   f <- tempfile("fake-python-")
   writeLines(c(
     "#!/bin/sh",
-    "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+    fake_handshake(),
     "echo 'loading model' >&2",
     "echo 'predicting:  40%|####      | 4/10' >&2",
     sprintf("echo '%s' >&2", message),

@@ -62,23 +62,91 @@ test_that("a Python without quantformer is rejected with the import error", {
   expect_match(quantformer:::python_imports_quantformer(py3), "No module named 'quantformer'")
 })
 
-test_that("quantformer_install() installs torch first, then the core from PyPI or a path", {
+test_that("quantformer_install() installs torch first, then the bundled core with all extras (#11)", {
+  withr::local_envvar(TORCH_INDEX_URL = NA)
   env <- file.path(tempdir(), "qf-venv")
   cmds <- quantformer_install(envdir = env, python = "/usr/bin/python3", dry_run = TRUE)
   py <- file.path(env, "bin", "python")
+  core <- normalizePath(system.file("pycore", package = "quantformer"))
+  expect_true(file.exists(file.path(core, "pyproject.toml")))
+  expect_true(file.exists(file.path(core, "python", "quantformer", "serve.py")))
   expect_equal(cmds[[1]], c("/usr/bin/python3", "-m", "venv", env))
   expect_equal(cmds[[3]], c(py, "-m", "pip", "install", "torch==2.13.0", "--index-url",
                             "https://download.pytorch.org/whl/cpu"))
-  expect_equal(cmds[[4]], c(py, "-m", "pip", "install", "quantformer"))
+  expect_equal(cmds[[4]], c(py, "-m", "pip", "install", paste0(core, "[all]")))
+  # a local checkout, the CUDA build, chosen extras
   src <- withr::local_tempdir()
   file.create(file.path(src, "pyproject.toml"))
-  cmds <- quantformer_install(path = src, envdir = env, torch = "2.13.0", cpu = FALSE,
+  cmds <- quantformer_install(path = src, envdir = env, cuda = TRUE, extras = "onnx",
                               dry_run = TRUE)
   expect_equal(cmds[[3]], c(py, "-m", "pip", "install", "torch==2.13.0"))
-  expect_equal(cmds[[4]], c(py, "-m", "pip", "install", normalizePath(src)))
+  expect_equal(cmds[[4]], c(py, "-m", "pip", "install", paste0(normalizePath(src), "[onnx]")))
+  # TORCH_INDEX_URL as in scripts/setup.sh: empty = pip's own configuration
+  withr::with_envvar(c(TORCH_INDEX_URL = ""), {
+    cmds <- quantformer_install(envdir = env, extras = character(), dry_run = TRUE)
+    expect_equal(cmds[[3]], c(py, "-m", "pip", "install", "torch==2.13.0"))
+    expect_equal(cmds[[4]], c(py, "-m", "pip", "install", core))
+  })
+  # uv when it is on the PATH
+  cmds <- quantformer:::install_commands(core, env, "python3", "2.13.0", TRUE, "all", "/x/uv")
+  expect_equal(cmds[[1]], c("/x/uv", "venv", "--allow-existing", "--python", "python3", env))
+  expect_equal(cmds[[3]], c("/x/uv", "pip", "install", "--python", py, paste0(core, "[all]")))
   expect_error(quantformer_install(path = tempfile(), dry_run = TRUE), "is not a folder")
   expect_error(quantformer_install(path = withr::local_tempdir(), dry_run = TRUE),
                "has no pyproject.toml")
+})
+
+test_that("quantformer_install() refuses what it cannot use, saying what to do (#11)", {
+  not_venv <- withr::local_tempdir()
+  writeLines("x", file.path(not_venv, "notes.txt"))
+  expect_error(quantformer_install(envdir = not_venv, dry_run = TRUE),
+               "is not a Python virtual environment")
+  expect_error(quantformer_install(envdir = tempfile(), python = ""), "no Python found")
+  old <- tempfile("python3.8-")
+  writeLines(c("#!/bin/sh", "echo 3.8"), old)
+  Sys.chmod(old, "0755")
+  expect_error(quantformer_install(envdir = tempfile(), python = old),
+               "is Python 3.8; the quantformer core needs Python 3.10 or newer")
+  novenv <- tempfile("python-novenv-")
+  writeLines(c("#!/bin/sh", "echo \"ModuleNotFoundError: No module named 'venv'\" >&2", "exit 1"),
+             novenv)
+  Sys.chmod(novenv, "0755")
+  expect_error(quantformer_install(envdir = tempfile(), python = novenv), "apt install python3-venv")
+})
+
+test_that("a half-built environment is never used, and says how to finish it (#11)", {
+  py <- venv_python_path()
+  env <- withr::local_tempdir()
+  dir.create(file.path(env, "bin"))
+  file.symlink(py, file.path(env, "bin", "python"))
+  expect_true(is.list(quantformer:::python_imports_quantformer(file.path(env, "bin", "python"))))
+  writeLines("now", file.path(env, ".quantformer-installing"))
+  expect_match(quantformer:::python_imports_quantformer(file.path(env, "bin", "python")),
+               "half-built.*quantformer_install\\(\\) again")
+})
+
+test_that("QUANTFORMER_PYTHON naming a program that is not Python says so (#17)", {
+  true <- Sys.which("true")[[1]]
+  if (!nzchar(true)) skip("no `true` program")
+  local_no_python()
+  withr::local_envvar(QUANTFORMER_PYTHON = true)
+  err <- expect_error(textstat_subwords("A text."), "cannot find a Python")
+  expect_match(conditionMessage(err), paste0(true, " (environment variable QUANTFORMER_PYTHON): ",
+                                             "it ran but did not report a quantformer version: ",
+                                             "it is not a Python that imports the quantformer ",
+                                             "package"), fixed = TRUE)
+  expect_false(grepl("cannot open", conditionMessage(err)))
+})
+
+test_that("a core of another version than the R package is named once, with the fix (#11)", {
+  fake <- tempfile("old-core-")
+  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then echo 'quantformer 0.0.9 -'; exit 0; fi",
+               "echo '{}'"), fake)
+  Sys.chmod(fake, "0755")
+  withr::local_options(quantformer.python = fake)
+  expect_warning(quantformer:::run_cli("info"),
+                 "is version 0.0.9 but this R package is version .*quantformer_install\\(\\)")
+  expect_silent(quantformer:::run_cli("info"))  # once per Python
 })
 
 test_that("quantformer_config() reports the Python, versions and the default model", {
@@ -121,7 +189,7 @@ test_that("the CLI failing mid-run gives an R error with its message; R carries 
 test_that("warnings of the core become R warnings and progress is streamed", {
   skip_if_no_python()
   f <- tempfile()
-  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+  writeLines(c("#!/bin/sh", fake_handshake(),
                "echo 'step 1/2' >&2", "echo 'quantformer: warning: 2 documents are empty' >&2",
                "echo 'done'", "exit 0"), f)
   Sys.chmod(f, "0755")
@@ -140,7 +208,7 @@ test_that("verbose = FALSE shows only warnings; lines naming R's temporary files
   f <- tempfile()
   tmp_line <- sprintf("wrote predictions for 2 documents to %s/qf-out-1.rds",
                       normalizePath(tempdir(), winslash = "/"))
-  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+  writeLines(c("#!/bin/sh", fake_handshake(),
                "echo \"args: $*\"", "echo 'predicting 50%' >&2",
                "echo 'quantformer: warning: 1 document is empty' >&2",
                sprintf("echo '%s'", tmp_line), "exit 0"), f)
@@ -179,14 +247,14 @@ test_that("CLI flags in error messages are shown as the R arguments that set the
   # through run_cli: an R error names R arguments, and the CLI's --debug hint is replaced by R's
   skip_if_no_python()
   fake <- tempfile()
-  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+  writeLines(c("#!/bin/sh", fake_handshake(),
                "echo 'quantformer predict: error: --batch-size must be positive' >&2", "exit 2"),
              fake)
   Sys.chmod(fake, "0755")
   withr::local_options(quantformer.python = fake)
   expect_error(quantformer:::run_cli("predict", r_args = c("object", "batch_size")),
                "quantformer predict: error: `batch_size` must be positive", fixed = TRUE)
-  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+  writeLines(c("#!/bin/sh", fake_handshake(),
                "echo 'quantformer predict: internal error: OSError: disk (run with --debug for the traceback)' >&2",
                "exit 1"), fake)
   err <- expect_error(quantformer:::run_cli("predict"))
@@ -214,7 +282,7 @@ test_that("interrupting R kills the Python process", {
     skip("quantformer is not installed (tests run from the source tree)")
   pidfile <- tempfile()
   fake <- tempfile("slow-python-")
-  writeLines(c("#!/bin/sh", "if [ \"$1\" = \"-c\" ]; then exit 0; fi",
+  writeLines(c("#!/bin/sh", fake_handshake(),
                sprintf("echo $$ > '%s'", pidfile), "exec sleep 120"), fake)
   Sys.chmod(fake, "0755")
   code <- sprintf(paste0("options(quantformer.python = '%s'); ",

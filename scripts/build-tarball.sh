@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# R CMD build of the package from a staged copy of the repository: the copy leaves out .venv,
+# .git and other large folders that R CMD build would otherwise copy whole (following the
+# .venv symlink of a worktree) before applying .Rbuildignore, and keeps the symlinks in
+# inst/pycore, which R CMD build then follows so that the tarball carries the Python core.
+# Usage: scripts/build-tarball.sh OUTDIR [R CMD build options...]   prints the tarball's path
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(cd "$1" && pwd)
+shift
+stage=$(mktemp -d "${TMPDIR:-/tmp}/quantformer-stage.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+mkdir "$stage/quantformer"
+tar -C "$root" --exclude=./.venv --exclude=./.git --exclude=./runs --exclude=./demo-output \
+  --exclude=./build --exclude=./dist --exclude='*.Rcheck' --exclude='__pycache__' \
+  --exclude='*.egg-info' --exclude=./.pytest_cache --exclude='quantformer_*.tar.gz' -cf - . |
+  tar -C "$stage/quantformer" -xf -
+( cd "$out" && R CMD build "$@" "$stage/quantformer" ) >&2
+ls "$out"/quantformer_*.tar.gz | head -1
