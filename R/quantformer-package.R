@@ -16,7 +16,9 @@
 #' [textmodel_compare()] and the `predict()` methods; `FALSE` silences the progress output of
 #' the Python core; the quick [textstat_subwords()] and [classification_report()] default to
 #' `verbose = FALSE`),
-#' `quantformer.debug` (`TRUE` adds the Python traceback to internal errors).
+#' `quantformer.debug` (`TRUE` adds the Python traceback to internal errors),
+#' `quantformer.worker` (`TRUE`, the default: one persistent Python worker per R session, see
+#' [quantformer_stop()]; `FALSE`: one Python process per call).
 #'
 #' @section Example data:
 #' `system.file("extdata", "sotu_sample.rds", package = "quantformer")` is a data frame of
