@@ -18,7 +18,9 @@
 #' `verbose` is documented under that argument of [textmodel_finetune()]: the quick
 #' [textstat_subwords()] and [classification_report()] default to `FALSE`, and `predict()`
 #' follows the `verbose` the model was made with),
-#' `quantformer.debug` (`TRUE` adds the Python traceback to internal errors).
+#' `quantformer.debug` (`TRUE` adds the Python traceback to internal errors),
+#' `quantformer.worker` (`TRUE`, the default: one persistent Python worker per R session, see
+#' [quantformer_stop()]; `FALSE`: one Python process per call).
 #'
 #' @section Example data:
 #' `system.file("extdata", "sotu_sample.rds", package = "quantformer")` is a data frame of

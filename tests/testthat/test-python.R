@@ -57,6 +57,7 @@ test_that("Python not found: the error lists what was tried and what to run", {
 test_that("a Python without quantformer is rejected with the import error", {
   py3 <- Sys.which("python3")[[1]]
   if (!nzchar(py3)) skip("no python3 on the PATH")
+  withr::local_envvar(PYTHONPATH = NA)  # the tests' own PYTHONPATH may point at the core
   res <- processx::run(py3, c("-c", "import quantformer"), error_on_status = FALSE)
   if (res$status == 0) skip("the python3 on the PATH imports quantformer")
   expect_match(quantformer:::python_imports_quantformer(py3), "No module named 'quantformer'")
@@ -118,7 +119,8 @@ test_that("a half-built environment is never used, and says how to finish it (#1
   py <- venv_python_path()
   env <- withr::local_tempdir()
   dir.create(file.path(env, "bin"))
-  file.symlink(py, file.path(env, "bin", "python"))
+  writeLines(c("#!/bin/sh", sprintf("exec '%s' \"$@\"", py)), file.path(env, "bin", "python"))
+  Sys.chmod(file.path(env, "bin", "python"), "0755")
   expect_true(is.list(quantformer:::python_imports_quantformer(file.path(env, "bin", "python"))))
   writeLines("now", file.path(env, ".quantformer-installing"))
   expect_match(quantformer:::python_imports_quantformer(file.path(env, "bin", "python")),

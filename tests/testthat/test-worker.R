@@ -106,7 +106,7 @@ test_that("a worker killed mid-call gives an R error that says so; the next call
                       class = "quantformer_worker_crash")
   expect_match(conditionMessage(err), sprintf(
     "worker \\(pid %d\\) stopped killed by signal 9 while running `finetune`; the next call starts a fresh worker", pid))
-  expect_false(alive(pid))   # reaped: no zombie
+  expect_false(file.exists(file.path("/proc", pid)))   # ended and reaped: no zombie
   res <- quantformer:::run_cli("info", "--json")
   expect_equal(jsonlite::fromJSON(res$stdout)$default_model, "all-MiniLM-L6-v2")
   expect_false(quantformer:::worker_pid() %in% c(NA, pid))
