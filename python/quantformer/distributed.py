@@ -53,7 +53,6 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 
 from .errors import InputError
 
