@@ -153,6 +153,9 @@ def test_multilabel_separator_and_default_thresholds(tiny_bert_dir):
     assert clf.record["labels"] == ["econ", "long"]
     assert clf.record["label_counts"] == {"econ": 8, "long": 16}
     assert clf.record["thresholds"] == {"econ": 0.5, "long": 0.5}
+    # a seed gives identical outputs
+    again = finetune(frame, model=str(tiny_bert_dir), task="multilabel", label_sep="|", **FAST)
+    np.testing.assert_array_equal(again.predict_proba(frame), clf.predict_proba(frame))
 
 
 def test_multilabel_metrics_against_hand_computed_values():
