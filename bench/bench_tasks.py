@@ -84,7 +84,7 @@ def run_sotu(seed: int, which: str = "recipe,defaults") -> dict:
 
 
 def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int, max_length: int,
-               data: Path) -> dict:
+               data: Path, tune: bool = False) -> dict:
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
@@ -107,8 +107,9 @@ def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int, max_length: in
            "bow_one_vs_rest": multilabel_metrics(truth, ovr.predict(vec.transform(test["text"])),
                                                  labels)}
     started = time.process_time()
+    extra = {"valid_fraction": 0.2, "tune_thresholds": True} if tune else {}
     clf = finetune(train, task="multilabel", label_cols=labels, seed=seed, device="cpu",
-                   quiet=True, epochs=epochs, max_length=max_length)
+                   quiet=True, epochs=epochs, max_length=max_length, **extra)
     pred = clf.predict(test)[[f"predicted_{lab}" for lab in labels]].astype(float).to_numpy()
     out["quantformer_multilabel"] = {**multilabel_metrics(truth, pred, labels),
                                      "cpu_seconds": round(time.process_time() - started, 1)}
@@ -132,12 +133,14 @@ def main() -> None:
                    help="which quantformer runs of the sotu part: recipe, defaults or both")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data"),
                    help="the shared data folder (default ../shared/data)")
+    p.add_argument("--tune-thresholds", action="store_true",
+                   help="jigsaw: hold out 20 %% of the training sample and tune thresholds")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     result = (run_sotu(args.seed, args.sotu_runs) if args.only == "sotu"
               else run_jigsaw(args.seed, args.n_train, args.n_test, args.epochs,
-                              args.max_length, Path(args.data)))
+                              args.max_length, Path(args.data), args.tune_thresholds))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2))
 
