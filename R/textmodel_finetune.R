@@ -16,7 +16,8 @@
 #'   docvars.
 #' @param y the class of each document (character, factor, logical or numeric, `NA` for
 #'   uncoded documents), or the name of a docvar of `x`. When `y` is a factor its level order
-#'   is the class order of the model.
+#'   is the class order of the model. For `task = "regression"` a numeric vector (or docvar
+#'   name); for `task = "multilabel"` see `task`.
 #' @param model `NULL` (the bundled all-MiniLM-L6-v2), a Hugging Face hub id or the path of a
 #'   local model folder.
 #' @param epochs,lr number of training epochs and peak learning rate; `NULL` takes the Python

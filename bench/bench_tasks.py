@@ -56,7 +56,7 @@ def ridge_bow(train, test) -> np.ndarray:
     return model.predict(vec.transform(test["text"]))
 
 
-def run_sotu(seed: int) -> dict:
+def run_sotu(seed: int, which: str = "recipe,defaults") -> dict:
     from quantformer.finetune import finetune
     from quantformer.metrics import regression_metrics
 
@@ -66,6 +66,7 @@ def run_sotu(seed: int) -> dict:
     out["ridge_bow"] = regression_metrics(truth, ridge_bow(train, test))
     runs = {"recipe (2 epochs, 128 tokens)": {"epochs": 2, "max_length": 128, "lr": 8e-5},
             "defaults (4 epochs, 512 tokens)": {}}
+    runs = {k: v for k, v in runs.items() if k.split()[0] in which.split(",")}
     for name, kw in runs.items():
         started = time.process_time()
         clf = finetune(train, task="regression", seed=seed, device="cpu", quiet=True, **kw)
@@ -82,7 +83,8 @@ def run_sotu(seed: int) -> dict:
     return out
 
 
-def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int) -> dict:
+def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int, max_length: int,
+               data: Path, tune: bool = False) -> dict:
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
@@ -90,7 +92,7 @@ def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int) -> dict:
     from quantformer.finetune import finetune
     from quantformer.metrics import multilabel_metrics
 
-    raw = pd.read_csv(ROOT.parent / "shared" / "data" / "jigsaw_toxic" / "jigsaw_5k.csv")
+    raw = pd.read_csv(data / "jigsaw_toxic" / "jigsaw_5k.csv")
     raw = raw.rename(columns={"comment_text": "text", "id": "doc_id"})
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(raw))
@@ -105,8 +107,9 @@ def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int) -> dict:
            "bow_one_vs_rest": multilabel_metrics(truth, ovr.predict(vec.transform(test["text"])),
                                                  labels)}
     started = time.process_time()
+    extra = {"valid_fraction": 0.2, "tune_thresholds": True} if tune else {}
     clf = finetune(train, task="multilabel", label_cols=labels, seed=seed, device="cpu",
-                   quiet=True, epochs=epochs, max_length=256)
+                   quiet=True, epochs=epochs, max_length=max_length, **extra)
     pred = clf.predict(test)[[f"predicted_{lab}" for lab in labels]].astype(float).to_numpy()
     out["quantformer_multilabel"] = {**multilabel_metrics(truth, pred, labels),
                                      "cpu_seconds": round(time.process_time() - started, 1)}
@@ -125,11 +128,19 @@ def main() -> None:
     p.add_argument("--n-train", type=int, default=1000)
     p.add_argument("--n-test", type=int, default=1000)
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--max-length", type=int, default=256)
+    p.add_argument("--sotu-runs", default="recipe,defaults",
+                   help="which quantformer runs of the sotu part: recipe, defaults or both")
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data"),
+                   help="the shared data folder (default ../shared/data)")
+    p.add_argument("--tune-thresholds", action="store_true",
+                   help="jigsaw: hold out 20 %% of the training sample and tune thresholds")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")
     args = p.parse_args()
     warnings.simplefilter("ignore")
-    result = (run_sotu(args.seed) if args.only == "sotu"
-              else run_jigsaw(args.seed, args.n_train, args.n_test, args.epochs))
+    result = (run_sotu(args.seed, args.sotu_runs) if args.only == "sotu"
+              else run_jigsaw(args.seed, args.n_train, args.n_test, args.epochs,
+                              args.max_length, Path(args.data), args.tune_thresholds))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2))
 

@@ -29,7 +29,6 @@ _LAZY = {
     "load": "quantformer.predict:load",
     "estimate": "quantformer.estimate",
     "regress": "quantformer.regress",
-    "load": "quantformer.modeldir:load",
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
     "embed": "quantformer.embed:embed",

@@ -370,7 +370,14 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     from .baselines import WordVectors, check_folds, training_rows
     from .distributed import map_runs
 
+    from .train.arguments import check_arguments
+
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    if (finetune_kwargs or {}).get("task", "classification") != "classification":
+        raise InputError("compare scores classifiers by macro-F1 against classification "
+                         "baselines; regression and multi-label tasks are not supported yet. "
+                         "Use finetune --task ... with evaluate --model instead")
+    check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
     names = parse_models(models)
     if fitters:
         names = names + [n for n in fitters if n not in names and n not in KNOWN]

@@ -290,6 +290,9 @@ def add_cli(sub) -> None:
     add_quiet_option(p)
     p.add_argument("--out", default=None, help="write the report as JSON here")
     p.add_argument("--plot", default=None, help="write the confusion matrix as a PNG here")
+    p.add_argument("--task", default="classification", choices=("classification", "regression"),
+                   help="with --pred: regression scores numbers (RMSE, MAE, Pearson, Spearman, "
+                        "R^2; --plot: a scatter); --model knows its task")
     p.set_defaults(func=_run_evaluate)
 
 
@@ -355,6 +358,11 @@ def _run_evaluate(args) -> int:
                              "--pred)")
         from .frames import _read_raw, detect_format
 
+        if args.task == "regression":
+            from .metrics import evaluate_pred_regression
+
+            evaluate_pred_regression(args)
+            return 0
         pp = Path(args.pred)
         if not pp.is_file():
             raise InputError(f"file not found: '{args.pred}'")

@@ -181,3 +181,38 @@ def _print(result: dict, title: str) -> None:
     for label, row in result.get("per_label", {}).items():
         print(f"  {label:<16} precision {row['precision']:.3f}  recall {row['recall']:.3f}  "
               f"F1 {row['f1']:.3f}  support {row['support']}")
+
+
+def evaluate_pred_regression(args) -> dict:
+    """``evaluate --pred F --truth-col C --task regression``: regression metrics of a
+    predictions file whose truth is a column of it (``--truth`` files are not supported yet).
+
+    Raises:
+        InputError: ``--truth`` instead of ``--truth-col``, a missing column, non-numbers.
+    """
+    import json
+
+    from .frames import _read_raw, detect_format
+    from .modeldir import _json_default
+
+    if args.truth or not args.truth_col:
+        raise InputError("evaluate --task regression scores a column of --pred: give "
+                         "--truth-col (a --truth file is not supported yet for regression)")
+    pp = Path(args.pred)
+    if not pp.is_file():
+        raise InputError(f"file not found: '{args.pred}'")
+    frame = _read_raw(pp, detect_format(pp), None)
+    absent = [c for c in (args.pred_col, args.truth_col) if c not in frame.columns]
+    if absent:
+        raise InputError(f"'{args.pred}' has no column {', '.join(map(repr, absent))}; its "
+                         f"columns are: {', '.join(map(str, frame.columns))}")
+    result = {**regression_metrics(frame[args.truth_col], frame[args.pred_col]),
+              "task": "regression"}
+    _print(result, f"evaluation of {args.pred}")
+    if args.out:
+        _write_json(args.out, json.dumps(result, indent=2, default=_json_default))
+        print(f"wrote {args.out}")
+    if args.plot:
+        scatter_plot(frame[args.truth_col], frame[args.pred_col], args.plot)
+        print(f"wrote {args.plot}")
+    return result

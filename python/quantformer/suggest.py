@@ -466,7 +466,7 @@ def combine_codes(frames: list[pd.DataFrame], sources: list[str]) -> pd.DataFram
 def model_probs(model_dir: str, frame: pd.DataFrame, device: str = "auto",
                 quiet: bool = True) -> tuple[np.ndarray, list[str]]:
     """Class probabilities of every document from a fine-tuned model directory."""
-    from .modeldir import load
+    from .predict import load
 
     clf = load(model_dir, device=device)
     with warnings.catch_warnings():

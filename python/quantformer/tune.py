@@ -419,8 +419,13 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
     from .baselines import check_folds, stratified_folds, training_rows, unusable_rows
     from .models import model_label
 
+    from .train.arguments import check_arguments
+
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     t_start = time.perf_counter()
+    # the parameter table finetune uses (classification only: see docs/contract.md)
+    check_arguments(batch_size=batch_size, max_length=max_length, oversample=oversample,
+                    seed=seed)
     data = training_rows(train)
     labels = sorted(data["label"].astype(str).unique().tolist())
     check_folds(data["label"], folds)

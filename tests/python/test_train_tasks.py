@@ -153,6 +153,9 @@ def test_multilabel_separator_and_default_thresholds(tiny_bert_dir):
     assert clf.record["labels"] == ["econ", "long"]
     assert clf.record["label_counts"] == {"econ": 8, "long": 16}
     assert clf.record["thresholds"] == {"econ": 0.5, "long": 0.5}
+    # a seed gives identical outputs
+    again = finetune(frame, model=str(tiny_bert_dir), task="multilabel", label_sep="|", **FAST)
+    np.testing.assert_array_equal(again.predict_proba(frame), clf.predict_proba(frame))
 
 
 def test_multilabel_metrics_against_hand_computed_values():
@@ -283,3 +286,36 @@ def test_grad_accum_steps_less_often(tiny_bert_dir):
     assert np.abs(one.predict_proba(frame) - four.predict_proba(frame)).max() > 1e-6
     with pytest.raises(InputError, match="--grad-accum must be a whole number greater than 0"):
         finetune(frame, model=str(tiny_bert_dir), grad_accum=0, **FAST)
+
+
+# ---- tune and compare share the parameter table; compare refuses the new tasks (not yet)
+
+
+def test_tune_and_compare_check_arguments_before_any_work():
+    from quantformer.compare import compare
+    from quantformer.tune import tune
+
+    frame = toy_frame(40)
+    with pytest.raises(InputError, match="--oversample must be a ratio in \\(0, 1\\]"):
+        tune(frame, oversample=2.0, quiet=True)
+    with pytest.raises(InputError, match="--max-length must be a whole number greater than 0"):
+        tune(frame, max_length=0, quiet=True)
+    with pytest.raises(InputError, match="regression and multi-label tasks are not supported"):
+        compare(frame, frame, models="default", finetune_kwargs={"task": "regression"},
+                quiet=True)
+    with pytest.raises(InputError, match="--lr must be a number greater than 0"):
+        compare(frame, frame, models="default", finetune_kwargs={"lr": -1.0}, quiet=True)
+
+
+def test_cli_evaluate_pred_regression(tmp_path, capsys):
+    pred = tmp_path / "p.csv"
+    pd.DataFrame({"doc_id": ["a", "b", "c", "d"], "predicted": [1.5, 2, 2.5, 5],
+                  "truth": [1, 2, 3, 4]}).to_csv(pred, index=False)
+    out, png = tmp_path / "r.json", tmp_path / "s.png"
+    assert cli.main(["evaluate", "--pred", str(pred), "--truth-col", "truth", "--task",
+                     "regression", "--out", str(out), "--plot", str(png)]) == 0
+    assert json.loads(out.read_text())["mae"] == pytest.approx(0.5)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert cli.main(["evaluate", "--pred", str(pred), "--truth", str(pred), "--task",
+                     "regression"]) == 2
+    assert "give --truth-col" in capsys.readouterr().err

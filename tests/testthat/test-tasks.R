@@ -39,3 +39,16 @@ test_that("task = 'multilabel' takes a 0/1 matrix or docvar names; predict() giv
   expect_error(textmodel_finetune(bad, y = c("dem", "long"), task = "multilabel", epochs = 1,
                                   output_dir = tempfile("qf-task-")), "0/1")
 })
+
+test_that("regression_report() gives hand-computed RMSE, MAE and R^2", {
+  skip_if_no_verb("evaluate")
+  r <- regression_report(c(1.5, 2, 2.5, 5, NA), c(1, 2, 3, 4, 3))
+  expect_s3_class(r, "regression_report")
+  expect_equal(r$n, 4)
+  expect_equal(r$n_missing, 1)
+  expect_equal(r$rmse, sqrt(1.5 / 4))
+  expect_equal(r$mae, 0.5)
+  expect_equal(r$r2, 1 - 1.5 / 5)
+  expect_output(print(r), "RMSE")
+  expect_error(regression_report(c("a", "b"), c(1, 2)), "must be numeric")
+})

@@ -156,7 +156,7 @@ class Regression:
 
     def __init__(self, mean: float = 0.0, scale: float = 1.0, target: str = "label"):
         self.mean, self.scale, self.target = float(mean), float(scale), target
-        self.labels = ["predicted"]
+        self.labels: list = []  # one output, no classes
         self.n = 0
 
     def missing_labels(self, frame: pd.DataFrame, what: str) -> np.ndarray:
