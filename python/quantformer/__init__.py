@@ -28,6 +28,7 @@ _LAZY = {
     "evaluate": "quantformer.evaluate",
     "estimate": "quantformer.estimate",
     "regress": "quantformer.regress",
+    "calibrate": "quantformer.calibration:calibrate",
     "load": "quantformer.modeldir:load",
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
