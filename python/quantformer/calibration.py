@@ -16,8 +16,6 @@ directory's ``quantformer.json`` record as ``"calibration"``; ``predict --calibr
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -139,20 +137,10 @@ def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
               "ece_after": expected_calibration_error(apply_temperature(probs, temperature),
                                                       truth),
               "method": "temperature scaling (Guo et al. 2017)"}
-    _write_record(Path(model_dir) / RECORD, {**record, "calibration": result})
+    from .tune import write_json  # atomic JSON writer
+
+    write_json({**record, "calibration": result}, Path(model_dir) / RECORD)
     return result
-
-
-def _write_record(path: Path, record: dict) -> None:
-    from .frames import _tmp_path
-
-    tmp = _tmp_path(path)
-    try:
-        tmp.write_text(json.dumps(record, indent=2, default=str), encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def stored_temperature(record: dict, model_dir) -> float:
