@@ -17,9 +17,13 @@
 #' @return An object of class `classification_report`, a list with `accuracy`, `macro_f1`
 #'   (numbers in \[0, 1\]), `per_class` (a data frame: `class`, `precision`, `recall`, `f1`,
 #'   `support`), `confusion` (a table, rows = true class, columns = predicted class), `n`
-#'   (documents evaluated), `n_missing_truth` and `n_missing_pred` (left out). Classes are in
-#'   the level order of `predicted` (or `truth`) when they are factors. `print()` says how many
-#'   documents were left out and why (no prediction, no true class).
+#'   (documents evaluated), `n_missing_truth` and `n_missing_pred` (left out), and
+#'   `agreement`, a data frame of intercoder reliability between the model and the human codes
+#'   (the model as one more coder): `statistic` (Krippendorff's alpha, nominal, from the
+#'   `krippendorff` package; Cohen's kappa), `estimate`, `ci_low`, `ci_high` (95 % percentile
+#'   bootstrap interval over documents, 1,000 resamples; Hayes & Krippendorff 2007). Classes
+#'   are in the level order of `predicted` (or `truth`) when they are factors. `print()` says
+#'   how many documents were left out and why (no prediction, no true class).
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
@@ -65,8 +69,19 @@ classification_report <- function(predicted, truth, verbose = FALSE) {
   dimnames(confusion) <- list(true = order, predicted = order)
   structure(list(accuracy = rep$accuracy, macro_f1 = rep$macro_f1, per_class = per_class,
                  confusion = confusion, n = rep$n, n_missing_truth = rep$n_missing_truth,
-                 n_missing_pred = rep$n_missing_pred),
+                 n_missing_pred = rep$n_missing_pred, agreement = agreement_table(rep$agreement)),
             class = "classification_report")
+}
+
+# The report's "agreement" JSON -> data frame statistic, estimate, ci_low, ci_high
+agreement_table <- function(a) {
+  stats <- c(krippendorff_alpha = "Krippendorff's alpha", cohen_kappa = "Cohen's kappa")
+  num <- function(v) if (is.null(v)) NA_real_ else as.numeric(v)
+  data.frame(statistic = unname(stats),
+             estimate = vapply(names(stats), function(s) num(a[[s]]$estimate), 0),
+             ci_low = vapply(names(stats), function(s) num(a[[s]]$ci_low), 0),
+             ci_high = vapply(names(stats), function(s) num(a[[s]]$ci_high), 0),
+             stringsAsFactors = FALSE, row.names = NULL)
 }
 
 #' @export
@@ -80,6 +95,12 @@ print.classification_report <- function(x, digits = 3, ...) {
   print(pc, row.names = FALSE)
   cat("\nConfusion matrix (rows: true, columns: predicted)\n")
   print(x$confusion)
+  if (!is.null(x$agreement)) {
+    cat("\nAgreement with the human codes (95% bootstrap intervals)\n")
+    ag <- x$agreement
+    ag[-1] <- lapply(ag[-1], function(v) round(v, digits))
+    print(ag, row.names = FALSE)
+  }
   invisible(x)
 }
 

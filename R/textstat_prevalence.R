@@ -171,7 +171,7 @@ group_columns <- function(by, data, n) {
 print.textstat_prevalence <- function(x, digits = 3, ...) {
   y <- as.data.frame(unclass(x), stringsAsFactors = FALSE)
   if ("note" %in% names(y) && !any(nzchar(y$note) & !is.na(y$note))) y$note <- NULL
-  num <- c("estimate", "ci_low", "ci_high")
+  num <- intersect(c("estimate", "ci_low", "ci_high"), names(y))
   y[num] <- lapply(y[num], round, digits)
   print(y, row.names = FALSE, ...)
   invisible(x)

@@ -77,7 +77,7 @@ regression_docvars <- function(formula, data) {
 #' @export
 print.textstat_regression <- function(x, digits = 3, ...) {
   y <- as.data.frame(unclass(x), stringsAsFactors = FALSE)
-  num <- c("estimate", "ci_low", "ci_high")
+  num <- intersect(c("estimate", "ci_low", "ci_high"), names(y))
   y[num] <- lapply(y[num], round, digits)
   print(y, row.names = FALSE, ...)
   invisible(x)

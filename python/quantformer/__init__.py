@@ -29,6 +29,7 @@ _LAZY = {
     "load": "quantformer.predict:load",
     "estimate": "quantformer.estimate",
     "regress": "quantformer.regress",
+    "calibrate": "quantformer.calibration:calibrate",
     "Classifier": "quantformer.predict:Classifier",
     "zeroshot": "quantformer.zeroshot:zeroshot",
     "embed": "quantformer.embed:embed",

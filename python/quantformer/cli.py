@@ -37,6 +37,7 @@ VERB_MODULES = [
     "quantformer.evaluate",
     "quantformer.estimate",
     "quantformer.regress",
+    "quantformer.calibration",
     "quantformer.demo",
     "quantformer.zeroshot",
     "quantformer.embed",

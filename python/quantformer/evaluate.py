@@ -45,6 +45,8 @@ class Report:
         confusion: DataFrame, rows = true label, columns = predicted label (counts).
         n: documents evaluated; n_missing_truth / n_missing_pred: left out.
         unseen_labels: truth labels outside the model's labels (when those were given).
+        agreement: the model as one more coder: Krippendorff's alpha (nominal) and Cohen's
+            kappa with bootstrap intervals (:func:`quantformer.reliability.agreement`).
     """
 
     accuracy: float
@@ -56,6 +58,8 @@ class Report:
     n_missing_truth: int = 0
     n_missing_pred: int = 0
     unseen_labels: list = field(default_factory=list)
+    agreement: dict = field(default_factory=dict)
+    calibration: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """Plain JSON-ready dict (what ``--out report.json`` holds)."""
@@ -71,6 +75,8 @@ class Report:
             "n_missing_truth": self.n_missing_truth,
             "n_missing_pred": self.n_missing_pred,
             "unseen_labels": list(self.unseen_labels),
+            "agreement": self.agreement,
+            "calibration": self.calibration,
         }
 
     def __getitem__(self, key):
@@ -96,6 +102,13 @@ class Report:
                     file=file)
         print_table(self.confusion, title="confusion matrix (rows: true, columns: predicted)",
                     file=file)
+        from .reliability import agreement_lines
+
+        for line in agreement_lines(self.agreement):
+            print(line, file=file)
+        if self.calibration:
+            print(f"expected calibration error: {self.calibration['ece']:.4f} "
+                  f"({self.calibration['n_bins']} bins, Guo et al. 2017)", file=file)
         if self.unseen_labels:
             print(f"labels in the truth that the model does not know: "
                   f"{', '.join(self.unseen_labels)}", file=file)
@@ -198,9 +211,12 @@ def evaluate(truth, predicted, labels=None) -> Report:
     cm = confusion_matrix(tt, pp, labels=order)
     confusion = pd.DataFrame(cm, index=pd.Index(order, name="true"),
                              columns=pd.Index(order, name="predicted"))
+    from .reliability import agreement
+
     return Report(accuracy=float(accuracy_score(tt, pp)), macro_f1=macro, labels=order,
                   per_class=per_class, confusion=confusion, n=len(pairs),
-                  n_missing_truth=miss_t, n_missing_pred=miss_p, unseen_labels=unseen)
+                  n_missing_truth=miss_t, n_missing_pred=miss_p, unseen_labels=unseen,
+                  agreement=agreement(tt, pp))
 
 
 # ------------------------------------------------------------------------------------------
@@ -293,6 +309,8 @@ def add_cli(sub) -> None:
     p.add_argument("--task", default="classification", choices=("classification", "regression"),
                    help="with --pred: regression scores numbers (RMSE, MAE, Pearson, Spearman, "
                         "R^2; --plot: a scatter); --model knows its task")
+    p.add_argument("--calibration-plot", default=None,
+                   help="write the reliability diagram (needs prob_<class> columns) as a PNG")
     p.set_defaults(func=_run_evaluate)
 
 
@@ -324,6 +342,7 @@ def _run_evaluate(args) -> int:
     from .frames import read_frame
 
     _check_png(args.plot)
+    _check_png(args.calibration_plot)
     if args.out and Path(args.out).is_dir():
         raise InputError(f"--out '{args.out}' is a folder; give a file name such as report.json")
     mapping = parse_label_map(args.label_map)
@@ -348,6 +367,7 @@ def _run_evaluate(args) -> int:
         preds = clf.predict(frame, batch_size=args.batch_size, progress=not args.quiet)
         truth, pred, labels = frame["label"], apply_label_map(preds["predicted"], mapping), \
             clf.labels
+        probs = preds
         source = f"{args.model} on {args.input}"
     else:
         if not args.pred:
@@ -379,12 +399,15 @@ def _run_evaluate(args) -> int:
                                  f"are: {', '.join(map(str, pred_df.columns))}")
             truth = pred_df[args.truth_col]
             pred = apply_label_map(pred_df[args.pred_col], mapping)
+            probs = pred_df
         else:
             tt = _truth_table(args.truth, args.id_col, args.label_col, args.in_format)
             if "doc_id" not in pred_df.columns:
                 raise InputError(f"'{args.pred}' has no doc_id column to join --truth on")
             left = pd.DataFrame({"doc_id": [str(x) for x in pred_df["doc_id"]],
-                                 "pred": apply_label_map(pred_df[args.pred_col], mapping)})
+                                 "pred": apply_label_map(pred_df[args.pred_col], mapping),
+                                 **{c: pred_df[c].to_numpy() for c in pred_df.columns
+                                    if str(c).startswith("prob_")}})
             joined = left.merge(tt, on="doc_id", how="inner", validate="one_to_one")
             if len(joined) == 0:
                 raise InputError(f"no doc_id of '{args.pred}' is in '{args.truth}'; check "
@@ -392,9 +415,13 @@ def _run_evaluate(args) -> int:
             if len(joined) < len(left):
                 warnings.warn(f"{len(left) - len(joined)} prediction(s) have no row in "
                               f"'{args.truth}' and are left out", EvaluationWarning)
-            truth, pred = joined["truth"], joined["pred"]
+            truth, pred, probs = joined["truth"], joined["pred"], joined
         source = args.pred
     report = evaluate(truth, pred, labels=labels)
+    from .calibration import calibration_summary
+
+    report.calibration = calibration_summary(probs, list(truth), labels or [],
+                                             args.calibration_plot)
     report.print(title=f"evaluation of {source} ({report.n} documents)")
     if args.out:
         report.save(args.out)
@@ -402,6 +429,8 @@ def _run_evaluate(args) -> int:
     if args.plot:
         report.plot(args.plot)
         print(f"wrote {args.plot}")
+    if args.calibration_plot:
+        print(f"wrote {args.calibration_plot}")
     return 0
 
 

@@ -297,7 +297,7 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                  fmt: str | None = None, batch_size: int = 64, keep_text: bool = False,
                  device: str = "auto", quiet: bool = False,
                  chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
-                 labels_file: str | None = None) -> int:
+                 labels_file: str | None = None, calibrated: bool = False) -> int:
     """Stream a corpus file through a classifier into an output file.
 
     The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
@@ -305,7 +305,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     ``out_path`` at the end; on an error nothing is left behind. ``quoting`` and
     ``labels_file`` are passed to :func:`quantformer.frames.iter_frames`. Warns how many
     documents were missing (no prediction) and how many were truncated to the model's
-    ``max_length``.
+    ``max_length``. ``calibrated``: apply the temperature stored by ``quantformer calibrate``
+    (see :mod:`quantformer.calibration`).
 
     Returns:
         The number of documents written.
@@ -319,6 +320,11 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
 
     check_output_path(out_path)
     clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
+    temperature = None
+    if calibrated:
+        from .calibration import stored_temperature
+
+        temperature = stored_temperature(clf.record or {}, model)
     n = n_missing = 0
     counts: dict = {}
     chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
@@ -328,6 +334,10 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     with FrameWriter(out_path) as writer:
         for chunk in chunks:
             probs, missing = clf._proba(chunk["text"].tolist(), batch_size, False, counts)
+            if temperature is not None:
+                from .calibration import apply_temperature
+
+                probs = apply_temperature(probs, temperature)
             writer.write(clf._output(chunk, probs, missing, keep_text))
             n += len(chunk)
             n_missing += int(missing.sum())
@@ -370,6 +380,8 @@ def add_cli(sub) -> None:
     p.add_argument("--batch-size", type=positive(int), default=64,
                    help="documents per forward pass (64)")
     p.add_argument("--keep-text", action="store_true", help="keep the text column in the output")
+    p.add_argument("--calibrated", action="store_true",
+                   help="apply the temperature stored by `quantformer calibrate`")
     add_device_option(p)
     add_quiet_option(p)
     p.set_defaults(func=_run_predict)
@@ -382,6 +394,11 @@ def _run_predict(args) -> int:
     if partitioned(args):
         from .distributed import describe, predict_partitions
 
+        if args.calibrated or args.labels_file:
+            flag = "--calibrated" if args.calibrated else "--labels-file"
+            raise InputError(f"{flag} is not supported with a partitioned --input yet; predict "
+                             "each file on its own")
+
         print(describe(predict_partitions(
             args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
             batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
@@ -390,7 +407,8 @@ def _run_predict(args) -> int:
     n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
                      id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
                      batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
-                     quiet=args.quiet, quoting=kw["quoting"], labels_file=args.labels_file)
+                     quiet=args.quiet, quoting=kw["quoting"], labels_file=args.labels_file,
+                     calibrated=args.calibrated)
     print(f"wrote predictions for {n} documents to {args.out}")
     return 0
 

@@ -70,8 +70,29 @@ def agreement(truth, predicted, level: float = 0.95, n_boot: int = N_BOOT,
     def summary(point, boot):
         boot = boot[~np.isnan(boot)]
         low, high = np.percentile(boot, [tail, 100 - tail]) if len(boot) else (np.nan,) * 2
-        return {"estimate": point, "ci_low": float(low), "ci_high": float(high)}
+        return {"estimate": _none(point), "ci_low": _none(low), "ci_high": _none(high)}
 
     return {"krippendorff_alpha": summary(_alpha(counts), boot_alpha),
             "cohen_kappa": summary(_kappa(codes), boot_kappa),
             "level": level, "n_boot": n_boot}
+
+
+def _none(x) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def agreement_lines(result: dict) -> list:
+    """One printable line per statistic of an :func:`agreement` result."""
+    lines = []
+    for name in ("krippendorff_alpha", "cohen_kappa"):
+        a = result.get(name)
+        if not a:
+            continue
+        title = name.replace("_", " ").replace("krippendorff", "Krippendorff's").replace(
+            "cohen", "Cohen's")
+        if a["estimate"] is None:
+            lines.append(f"{title}: undefined (one class only)")
+        else:
+            lines.append(f"{title}: {a['estimate']:.3f} ({result['level']:.0%} bootstrap "
+                         f"interval {a['ci_low']:.3f} to {a['ci_high']:.3f})")
+    return lines

@@ -19,7 +19,8 @@ import tiny_models  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # QUANTFORMER_SHARED_DATA points elsewhere (e.g. from a git worktree)
-SHARED_DATA = Path(os.environ.get("QUANTFORMER_SHARED_DATA") or REPO_ROOT.parent / "shared" / "data")
+SHARED_DATA = Path(os.environ.get("QUANTFORMER_SHARED_DATA")
+                   or REPO_ROOT.parent / "shared" / "data")
 
 
 def _tiny_fixture(name: str):

@@ -24,21 +24,22 @@ N_GOLD = 200
 
 
 def biased_corpus(n: int = 4000, seed: int = 0):
-    """Two parties (R: 22 % toxic, D: 15 %) and a classifier that misses many toxic documents.
+    """Two parties (R: 22 % toxic, D: 15 %) and a classifier that misses half the toxic ones.
 
     Returns the prediction frame and the true labels (numpy array of strings).
     """
     rng = np.random.default_rng(seed)
     party = rng.choice(["D", "R"], n)
     truth = rng.random(n) < np.where(party == "R", 0.22, 0.15)
-    score = np.where(truth, rng.beta(4, 3, n), rng.beta(1.5, 6, n))
+    score = np.where(truth, rng.beta(3, 3, n), rng.beta(1.5, 6, n))
     pred = pd.DataFrame({"doc_id": [f"d{i}" for i in range(n)], "party": party,
                          "predicted": np.where(score > 0.5, "toxic", "ok"),
                          "prob_ok": 1 - score, "prob_toxic": score})
     return pred, np.where(truth, "toxic", "ok")
 
 
-def coverage(pred, truth, by=None, draws=DRAWS, n_gold=N_GOLD, cls="toxic", seed=1):
+def coverage(pred, truth, by=None, draws=DRAWS, n_gold=N_GOLD, cls="toxic", seed=1,
+             methods=("ppi",)):
     """Share of draws whose interval holds the true prevalence, per method (and group).
 
     The naive interval does not depend on the gold sample: it is computed once.
@@ -53,7 +54,7 @@ def coverage(pred, truth, by=None, draws=DRAWS, n_gold=N_GOLD, cls="toxic", seed
         value = true[t[by].to_numpy() if by else np.array(["all"])].to_numpy()
         return (t["ci_low"].to_numpy() <= value) & (value <= t["ci_high"].to_numpy())
 
-    hits = {"ppi": [], "gold": []}
+    hits = {m: [] for m in methods}
     for _ in range(draws):
         rows = rng.choice(len(pred), n_gold, replace=False)
         gold = pd.DataFrame({"doc_id": pred["doc_id"].iloc[rows], "label": truth[rows]})
@@ -65,7 +66,7 @@ def coverage(pred, truth, by=None, draws=DRAWS, n_gold=N_GOLD, cls="toxic", seed
 
 def test_ppi_interval_covers_synthetic_prevalence_issue12():
     pred, truth = biased_corpus()
-    cov = coverage(pred, truth)
+    cov = coverage(pred, truth, methods=("ppi", "gold"))
     assert cov["ppi"][0] >= 0.93
     assert cov["gold"][0] >= 0.92
     assert cov["naive"][0] < 0.3
@@ -92,7 +93,7 @@ def toxic_corpus(shared_data):
     model = LogisticRegression(max_iter=1000).fit(x[train], truth[train])
     proba = model.predict_proba(x)
     classes = list(model.classes_)
-    length = np.where(df["comment_text"].str.len() > 300, "long", "short")
+    length = np.where(df["comment_text"].str.len() > 200, "long", "short")
     pred = pd.DataFrame({"doc_id": df["id"], "length": length,
                          "predicted": np.asarray(classes)[proba.argmax(1)],
                          **{f"prob_{c}": proba[:, j] for j, c in enumerate(classes)}})
@@ -106,12 +107,23 @@ def test_ppi_interval_covers_toxic_prevalence_issue12(shared_data):
     assert cov["naive"][0] < 0.5, cov
 
 
-def test_ppi_interval_covers_toxic_groups_issue12(shared_data):
-    # two groups: comments longer or shorter than 300 characters
+def test_ppi_interval_covers_toxic_group_contrast_issue12(shared_data):
+    # two groups, comments of more or fewer than 200 characters (toxic: 6 % and 13 %): the
+    # contrast is the coefficient of `length` in a linear probability model (short - long)
     pred, truth = toxic_corpus(shared_data)
-    cov = coverage(pred, truth, by="length", seed=5)
-    assert (cov["ppi"] >= 0.93).all(), cov
-    assert (cov["naive"] < 0.5).all(), cov
+    is_toxic = truth == "toxic"
+    long = (pred["length"] == "long").to_numpy()
+    true = is_toxic[~long].mean() - is_toxic[long].mean()
+    rng = np.random.default_rng(5)
+    hits = []
+    for _ in range(DRAWS):
+        rows = rng.choice(len(pred), N_GOLD, replace=False)
+        gold = pd.DataFrame({"doc_id": pred["doc_id"].iloc[rows], "label": truth[rows]})
+        t = quantformer.regress(pred, gold, "toxic ~ length").iloc[1]
+        hits.append(t["ci_low"] <= true <= t["ci_high"])
+    naive = quantformer.regress(pred, gold, "toxic ~ length", method="naive").iloc[1]
+    assert np.mean(hits) >= 0.93
+    assert not naive["ci_low"] <= true <= naive["ci_high"]
 
 
 def test_estimate_table_columns_and_values():

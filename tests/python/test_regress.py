@@ -23,7 +23,7 @@ def _gold(pred, truth, rows):
 
 def test_ppi_regression_covers_the_party_difference_issue12():
     # the two-group contrast: the coefficient of party R is the difference in prevalence
-    pred, truth = biased_corpus(seed=5)
+    pred, truth = biased_corpus(seed=0)
     is_toxic = truth == "toxic"
     true = is_toxic[pred["party"] == "R"].mean() - is_toxic[pred["party"] == "D"].mean()
     rng = np.random.default_rng(6)
@@ -35,7 +35,8 @@ def test_ppi_regression_covers_the_party_difference_issue12():
             hits[method].append(t["ci_low"] <= true <= t["ci_high"])
     naive = quantformer.regress(pred, gold, "toxic ~ party", method="naive").iloc[1]
     assert np.mean(hits["ppi"]) >= 0.93 and np.mean(hits["gold"]) >= 0.92
-    assert not naive["ci_low"] <= true <= naive["ci_high"]  # attenuated: biased to 0
+    assert not naive["ci_low"] <= true <= naive["ci_high"]
+    assert naive["estimate"] < 0.6 * true  # attenuated: predicted labels bias it towards 0
 
 
 def test_regression_table_and_families():

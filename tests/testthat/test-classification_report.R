@@ -50,3 +50,16 @@ test_that("#17: print() says it is the prediction that is missing, not a class",
   r2 <- suppressWarnings(classification_report(c("A", "B", NA), c(NA, "B", "A")))
   expect_output(print(r2), "left out: 1 without a prediction, 1 without a true class")
 })
+
+test_that("classification_report gives Krippendorff's alpha and Cohen's kappa (issue 12)", {
+  skip_if_no_verb("evaluate")
+  truth <- factor(c("pos", "pos", "pos", "neg", "neg", "neu"), levels = c("pos", "neu", "neg"))
+  pred <- factor(c("pos", "neg", "pos", "neg", "pos", "neu"), levels = c("pos", "neu", "neg"))
+  r <- classification_report(pred, truth)
+  ag <- r$agreement
+  expect_identical(ag$statistic, c("Krippendorff's alpha", "Cohen's kappa"))
+  # by hand: kappa = (4/6 - 14/36) / (1 - 14/36); alpha = 1 - 11 * 4 / 88 (coincidences)
+  expect_equal(ag$estimate, c(0.5, 10 / 22))
+  expect_true(all(ag$ci_low <= ag$estimate & ag$estimate <= ag$ci_high))
+  expect_output(print(r), "Krippendorff's alpha")
+})
