@@ -84,13 +84,16 @@ class SetFitClassifier(Classifier):
         self.encoder.device = self.device
         return self
 
-    def _proba(self, texts: list, batch_size: int, progress: bool):
-        """Class probabilities of texts (NaN rows for missing texts) and the missing mask."""
+    def _proba(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
+        """Class probabilities of texts (NaN rows for missing texts) and the missing mask;
+        ``counts["truncated"]`` adds up the documents cut (as :meth:`Classifier._proba`)."""
         from .embed import embed_texts
 
         vecs, encoded = embed_texts(self.encoder, texts, max_length=self.max_length,
                                     truncation=self.truncation, batch_size=batch_size,
                                     normalize=self.normalize, progress=progress)
+        if counts is not None:
+            counts["truncated"] = counts.get("truncated", 0) + int(encoded.truncated.sum())
         return head_proba(vecs.astype(np.float64), self.coef, self.intercept), encoded.missing
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
