@@ -64,6 +64,38 @@ def warn_missing(n_missing: int, n: int) -> None:
         )
 
 
+def softmax_logits(model, batch):
+    """Class probabilities of one padded batch: softmax of the logits (what is exported)."""
+    import torch
+
+    return torch.softmax(model(**batch).logits.float(), dim=-1)
+
+
+def _load_torch(path):
+    """(sequence-classification model in eval mode, fast tokenizer) of a model directory.
+
+    Raises:
+        ModelDirError: the weights or tokenizer files are missing or damaged.
+    """
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from .modeldir import hf_quiet
+
+    try:
+        with hf_quiet():
+            tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
+            model = AutoModelForSequenceClassification.from_pretrained(str(path))
+    except Exception as exc:  # weights or tokenizer files missing, truncated or damaged
+        # (OSError, ValueError, safetensors' SafetensorError, tokenizers' exceptions...)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelDirError(
+            f"'{path}' has a completion record but its model files cannot be loaded "
+            f"({first}); the folder was changed after training. Fine-tune again, or copy "
+            "the whole folder again"
+        ) from exc
+    return model.eval(), tok
+
+
 class Classifier:
     """A fine-tuned sequence classifier: model, tokenizer and label order.
 
@@ -91,33 +123,37 @@ class Classifier:
     # ---------------------------------------------------------------------------------------
 
     @classmethod
-    def from_dir(cls, path: str | os.PathLike, device: str = "auto") -> Classifier:
+    def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
+                 quantize: str = "none") -> Classifier:
         """Load a model directory (see :func:`quantformer.modeldir.load`).
+
+        Args:
+            backend: ``torch`` or ``onnx`` (ONNX Runtime on the CPU; the export is cached in
+                ``<path>/onnx/``, see :mod:`quantformer.onnx_backend`).
+            quantize: ``none`` or ``int8`` (onnx only).
 
         Raises:
             ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
+            InputError: a bad backend/quantize/device combination, or a model ONNX cannot
+                export (Longformer).
         """
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        from .modeldir import hf_quiet, read_record
-        from .models import resolve_device
+        from .modeldir import read_record
+        from .onnx_backend import check_backend
 
         record = read_record(path)
-        dev = resolve_device(device)
-        try:
-            with hf_quiet():
-                tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
-                model = AutoModelForSequenceClassification.from_pretrained(str(path))
-        except Exception as exc:  # weights or tokenizer files missing, truncated or damaged
-            # (OSError, ValueError, safetensors' SafetensorError, tokenizers' exceptions...)
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelDirError(
-                f"'{path}' has a completion record but its model files cannot be loaded "
-                f"({first}); the folder was changed after training. Fine-tune again, or copy "
-                "the whole folder again"
-            ) from exc
-        model = model.to(dev)
         hp = record.get("hyperparameters", {})
+        if check_backend(backend, quantize, device) == "onnx":
+            from .onnx_backend import open_model
+
+            net = open_model(str(path), use="proba", fn=softmax_logits, loader=_load_torch,
+                             quantize=quantize)
+            return cls(net, net.tokenizer, record["labels"], max_length=hp.get("max_length", 512),
+                       truncation=hp.get("truncation", "head_tail"), device="cpu", record=record)
+        from .models import resolve_device
+
+        dev = resolve_device(device)
+        model, tok = _load_torch(path)
+        model = model.to(dev)
         return cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
                    truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
 
@@ -157,8 +193,6 @@ class Classifier:
         return list(frame_or_texts)
 
     def _proba(self, texts: list, batch_size: int, progress: bool) -> tuple[np.ndarray, np.ndarray]:
-        import torch
-
         from .inference import run_batches
         from .tokenization import encode
 
@@ -172,7 +206,7 @@ class Classifier:
             types = [enc.token_type_ids[i] for i in keep] if enc.token_type_ids else None
             out = run_batches(
                 self.model, ids, types,
-                fn=lambda m, b: torch.softmax(m(**b).logits.float(), dim=-1),
+                fn=softmax_logits,
                 batch_size=batch_size, device=self.device,
                 pad_id=self.tokenizer.pad_token_id or 0,
                 extra=global_attention_hook(self.model.config), progress=progress,
@@ -236,6 +270,8 @@ class Classifier:
         out["predicted"] = pd.Series(predicted, dtype="string").to_numpy()
         for j, lab in enumerate(self.labels):
             out[f"prob_{lab}"] = probs[:, j]
+        if getattr(self.model, "backend", "torch") == "onnx":
+            out["backend"] = self.model.label  # which backend produced the rows (issue 16)
         return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
 
 
@@ -243,7 +279,8 @@ class Classifier:
 
 
 def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
-            device: str = "auto", quiet: bool = True) -> pd.DataFrame:
+            device: str = "auto", quiet: bool = True, backend: str = "torch",
+            quantize: str = "none") -> pd.DataFrame:
     """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
 
     Args:
@@ -253,11 +290,15 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
         keep_text: keep the ``text`` column.
         device: used when ``model`` is a path.
         quiet: no progress bar.
+        backend, quantize: used when ``model`` is a path: ``torch`` (default) or ``onnx``;
+            ``none`` or ``int8`` (see :meth:`Classifier.from_dir`).
 
     Returns:
-        See :meth:`Classifier.predict`.
+        See :meth:`Classifier.predict`; with the onnx backend a last column ``backend``
+        (``onnx fp32`` or ``onnx int8``).
     """
-    clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
+    clf = model if isinstance(model, Classifier) else Classifier.from_dir(
+        model, device=device, backend=backend, quantize=quantize)
     return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
 
 
@@ -265,7 +306,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                  id_col: str | None = None, label_col: str | None = None,
                  fmt: str | None = None, batch_size: int = 64, keep_text: bool = False,
                  device: str = "auto", quiet: bool = False,
-                 chunk_rows: int = CHUNK_ROWS) -> int:
+                 chunk_rows: int = CHUNK_ROWS, backend: str = "torch",
+                 quantize: str = "none") -> int:
     """Stream a corpus file through a classifier into an output file.
 
     The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
@@ -283,7 +325,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     from .frames import FrameWriter, check_output_path, iter_frames
 
     check_output_path(out_path)
-    clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
+    clf = model if isinstance(model, Classifier) else Classifier.from_dir(
+        model, device=device, backend=backend, quantize=quantize)
     n = n_missing = 0
     chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
                          label_col=label_col, fmt=fmt)
@@ -327,6 +370,9 @@ def add_cli(sub) -> None:
     p.add_argument("--keep-text", action="store_true", help="keep the text column in the output")
     add_device_option(p)
     add_quiet_option(p)
+    from .onnx_backend import add_cli_options
+
+    add_cli_options(p)
     p.set_defaults(func=_run_predict)
 
 
@@ -337,7 +383,7 @@ def _run_predict(args) -> int:
     n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
                      id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
                      batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
-                     quiet=args.quiet)
+                     quiet=args.quiet, backend=args.backend, quantize=args.quantize)
     print(f"wrote predictions for {n} documents to {args.out}")
     return 0
 
