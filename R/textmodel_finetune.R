@@ -165,6 +165,10 @@ check_model_dir <- function(object) {
 #'   [textmodel_finetune()]); `NULL` classifies the training documents.
 #' @param type `"class"` (a factor) or `"probability"` (a matrix).
 #' @param batch_size,device inference batch size (64) and device (`"auto"`).
+#' @param backend,quantize `"torch"` (default) or `"onnx"` (ONNX Runtime on the CPU, faster;
+#'   the export is cached in the model directory), and `"none"` or `"int8"` (onnx only): see
+#'   [quantformer_backend]. Defaults from the options `quantformer.backend` and
+#'   `quantformer.quantize`.
 #' @param verbose logical: show the Python core's progress bars and messages live
 #'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
 #'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
@@ -184,15 +188,18 @@ check_model_dir <- function(object) {
 predict.textmodel_finetune <- function(object, newdata = NULL,
                                        type = c("class", "probability"), batch_size = 64,
                                        device = "auto",
+                                       backend = getOption("quantformer.backend", "torch"),
+                                       quantize = getOption("quantformer.quantize", "none"),
                                        verbose = getOption("quantformer.verbose", TRUE), ...) {
   type <- match.arg(type)
   check_model_dir(object)
+  backend <- backend_flags(backend, quantize)
   frame <- if (is.null(newdata)) object$x else as_frame(newdata, arg = "newdata")
   if (is.null(frame))
     stop("this model was loaded from its directory and holds no training documents; give ",
          "`newdata`", call. = FALSE)
   classify_via_cli("predict", c("--model", object$model_dir,
-                                cli_flags(batch_size = batch_size, device = device)),
+                                cli_flags(batch_size = batch_size, device = device), backend),
                    frame, object$levels, type, verbose = verbose, r_args = names(formals()))
 }
 

@@ -68,6 +68,9 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 #'   [textmodel_zeroshot()].
 #' @param type `"class"` (a factor) or `"probability"` (a matrix).
 #' @param batch_size,device passed to `quantformer zeroshot` when not `NULL`.
+#' @param backend,quantize `"torch"` (default) or `"onnx"` (ONNX Runtime on the CPU, faster;
+#'   the export is cached), and `"none"` or `"int8"` (onnx only): see [quantformer_backend].
+#'   Defaults from the options `quantformer.backend` and `quantformer.quantize`.
 #' @param verbose logical: show the Python core's progress bars and messages live
 #'   (with an ETA). Default `getOption("quantformer.verbose", TRUE)`; `FALSE` shows only
 #'   warnings and errors. Python tracebacks of internal errors: `options(quantformer.debug = TRUE)`.
@@ -79,8 +82,11 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 predict.textmodel_zeroshot <- function(object, newdata = NULL,
                                        type = c("class", "probability"), batch_size = NULL,
                                        device = NULL,
+                                       backend = getOption("quantformer.backend", "torch"),
+                                       quantize = getOption("quantformer.quantize", "none"),
                                        verbose = getOption("quantformer.verbose", TRUE), ...) {
   type <- match.arg(type)
+  backend <- backend_flags(backend, quantize)
   frame <- if (is.null(newdata)) object$x else as_frame(newdata, arg = "newdata")
   # one label a line: label phrases may contain commas, which --labels would split on
   labels_file <- tempfile("qf-labels-", fileext = ".txt")
@@ -90,7 +96,7 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
             "--hypothesis", object$hypothesis,
             cli_flags(model = object$model, method = object$method,
                       multi_label = object$multi_label, batch_size = batch_size,
-                      device = device))
+                      device = device), backend)
   classify_via_cli("zeroshot", args, frame, object$labels, type, verbose = verbose,
                    r_args = c(names(formals()), names(formals(textmodel_zeroshot))))
 }

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import io
 import json
 import logging
@@ -78,7 +79,7 @@ def check_backend(backend: str, quantize: str = "none", device: str | None = "au
 
     Raises:
         InputError: unknown backend or quantization; ``int8`` with the torch backend; the onnx
-            backend with a GPU device (it runs on CPU).
+            backend without onnxruntime installed, or with a GPU device (it runs on CPU).
     """
     if backend not in BACKENDS:
         raise InputError(f"unknown --backend '{backend}'; use one of: {', '.join(BACKENDS)}")
@@ -87,6 +88,9 @@ def check_backend(backend: str, quantize: str = "none", device: str | None = "au
     if quantize != "none" and backend != "onnx":
         raise InputError("--quantize int8 needs --backend onnx (ONNX Runtime's int8 kernels); "
                          "add --backend onnx or drop --quantize")
+    if backend == "onnx" and importlib.util.find_spec("onnxruntime") is None:
+        raise InputError("--backend onnx needs ONNX Runtime: pip install 'quantformer[onnx]' "
+                         "(onnxruntime, onnx, onnxscript), or use --backend torch")
     if backend == "onnx" and (device or "auto").lower() not in ("auto", "cpu"):
         raise InputError(f"--backend onnx runs on the CPU, not on --device {device}; use "
                          "--device cpu (or auto), or --backend torch for a GPU")
