@@ -312,7 +312,9 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
 
     The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
     and each chunk's predictions are appended to a temporary output file, renamed to
-    ``out_path`` at the end; on an error nothing is left behind.
+    ``out_path`` at the end; on an error nothing is left behind. ``backend`` and ``quantize``
+    (used when ``model`` is a path) choose torch or ONNX Runtime (see
+    :meth:`Classifier.from_dir`); ONNX outputs end with a ``backend`` column.
 
     Returns:
         The number of documents written.

@@ -508,7 +508,8 @@ def describe(meta: dict) -> str:
     return (f"zero-shot by {how} with {meta['model']}: {meta['n_docs']} documents x "
             f"{len(meta['labels'])} labels, hypothesis '{meta['hypothesis']}'; "
             f"{meta['n_missing']} missing or empty (no prediction), {meta['n_truncated']} "
-            f"truncated to {meta['max_length']} tokens ({meta['truncation']})")
+            f"truncated to {meta['max_length']} tokens ({meta['truncation']})"
+            + (f"; backend {meta['backend']}" if meta.get("backend", "torch") != "torch" else ""))
 
 
 # ------------------------------------------------------------------------------------------

@@ -226,6 +226,22 @@ def test_zeroshot_nli_onnx_equals_torch(tiny_roberta_nli_dir, tmp_path):
         assert got["predicted"].tolist() == ref["predicted"].tolist()
 
 
+def test_cli_zeroshot_and_embed_name_the_backend(bert_copy, tmp_path, capsys):
+    toy_frame(6).to_csv(tmp_path / "in.csv", index=False)
+    rc = main(["zeroshot", "--input", str(tmp_path / "in.csv"), "--labels", "taxes,war",
+               "--model", str(bert_copy), "--method", "embedding", "--max-length", "64",
+               "--backend", "onnx", "--quiet", "--out", str(tmp_path / "zs.csv")])
+    assert rc == 0 and "; backend onnx fp32" in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "zs.csv")["backend"].tolist() == ["onnx fp32"] * 6
+    rc = main(["embed", "--input", str(tmp_path / "in.csv"), "--model", str(bert_copy),
+               "--max-length", "64", "--backend", "onnx", "--quantize", "int8", "--quiet",
+               "--out", str(tmp_path / "emb.csv")])
+    got = pd.read_csv(tmp_path / "emb.csv")
+    assert rc == 0
+    assert got.columns.tolist()[:5] == ["doc_id", "label", "year", "backend", "dim_1"]
+    assert got["backend"].tolist() == ["onnx int8"] * 6
+
+
 # ------------------------------------------------------------------------------------------
 # the cache
 
