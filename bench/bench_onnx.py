@@ -161,6 +161,7 @@ def main() -> None:
     ap.add_argument("--toxic-n", type=int, default=1000, help="Toxic test documents (1000)")
     ap.add_argument("--only", default="predict,nli,embed,cold",
                     help="comma-separated parts to run")
+    ap.add_argument("--tasks", default="abortion,toxic", help="prediction test sets to run")
     ap.add_argument("--json", default=None, help="write the rows here too")
     args = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # ONNX Runtime reads it per session
@@ -174,8 +175,10 @@ def main() -> None:
         tmp = Path(tmp_name)
         os.environ["QUANTFORMER_CACHE"] = str(tmp / "cache")
         abortion = pd.read_parquet(root / "data" / "abortion_test.parquet")
-        tasks = [("Abortion (280)", "abortion", abortion, {})]
-        if (root / "toxic-1000" / "quantformer.json").exists():
+        tasks = [("Abortion (280)", "abortion", abortion, {})] if "abortion" in args.tasks else []
+        if "toxic" not in args.tasks:
+            pass
+        elif (root / "toxic-1000" / "quantformer.json").exists():
             toxic = pd.read_parquet(root / "data" / "toxic_test1000.parquet").head(args.toxic_n)
             tasks.append((f"Toxic ({len(toxic)})", "toxic-1000", toxic, {"truncation": True}))
         else:
