@@ -13,7 +13,9 @@ Measures, in one run (ratios against baselines measured in the same run; the mac
 3. Embeddings of the Abortion test tweets with the bundled all-MiniLM-L6-v2:
    ``SentenceTransformer.encode`` vs quantformer torch, ONNX fp32, ONNX int8 (docs per CPU
    second, min cosine with encode's vectors).
-4. Cold start: seconds from process start to the first prediction (``python -m quantformer
+4. ``--only int8``: ``quantize_dynamic`` options on the Abortion model's fp32 export (speed
+   vs ONNX fp32, agreement, macro-F1), which chose ``onnx_backend.INT8_SETTINGS``.
+5. Cold start: seconds from process start to the first prediction (``python -m quantformer
    predict`` on one document, wall clock), torch vs ONNX with the export cached.
 
 The models are copied to a temporary folder, so the ONNX exports (not timed) never touch the
@@ -132,6 +134,51 @@ def bench_embed(texts: list[str]) -> list[dict]:
     return rows
 
 
+INT8_VARIANTS = {
+    "defaults": {},
+    "per_channel": {"per_channel": True},
+    "MatMul only": {"op_types_to_quantize": ["MatMul"]},
+    "MatMul only, per_channel": {"op_types_to_quantize": ["MatMul"], "per_channel": True},
+    "MatMul only, per_channel, reduce_range": {"op_types_to_quantize": ["MatMul"],
+                                               "per_channel": True, "reduce_range": True},
+    "per_channel, reduce_range": {"per_channel": True, "reduce_range": True},
+}
+
+
+def bench_int8_variants(model_dir: Path, test: pd.DataFrame) -> list[dict]:
+    """quantize_dynamic options on the fp32 export: speed vs fp32, agreement, macro-F1."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from quantformer.onnx_backend import OnnxModel
+    from quantformer.predict import Classifier
+
+    fp32 = Classifier.from_dir(model_dir, backend="onnx")
+    src = fp32.model.folder
+
+    def run(clf):
+        out, cpu, _ = cpu_timed(clf.predict, test, warn=False)
+        return out["predicted"].to_numpy(), len(test) / cpu
+
+    ref, base = run(fp32)
+    rows = [{"task": "int8 variants", "runner": "ONNX fp32", "docs_per_cpu_s": base,
+             "ratio_vs_fp32": 1.0, "agreement_with_torch_fp32": 1.0,
+             "macro_f1": macro_f1(test["label"].astype(str), ref)}]
+    for name, options in INT8_VARIANTS.items():
+        folder = src.parent / f".variant-{len(rows)}"
+        shutil.copytree(src, folder)
+        quantize_dynamic(str(src / "model.onnx"), str(folder / "model.onnx"),
+                         weight_type=QuantType.QInt8, **options)
+        net = OnnxModel(folder, json.loads((folder / "manifest.json").read_text()),
+                        fp32.model.config)
+        pred, speed = run(Classifier(net, net.tokenizer, fp32.labels,
+                                     max_length=fp32.max_length, truncation=fp32.truncation))
+        rows.append({"task": "int8 variants", "runner": name, "docs_per_cpu_s": speed,
+                     "ratio_vs_fp32": speed / base,
+                     "agreement_with_torch_fp32": float(np.mean(pred == ref)),
+                     "macro_f1": macro_f1(test["label"].astype(str), pred)})
+    return rows
+
+
 def cold_start(model_dir: Path, tmp: Path, repeats: int = 2) -> list[dict]:
     """Wall seconds of ``python -m quantformer predict`` on one document, torch vs onnx."""
     doc = tmp / "one.csv"
@@ -188,6 +235,11 @@ def main() -> None:
                 model = Path(shutil.copytree(root / folder, tmp / folder))
                 rows += bench_predict(name, model, test, pkw)
                 print(pd.DataFrame(rows).to_string(), flush=True)
+        if "int8" in parts:
+            model = tmp / "abortion"
+            if not model.exists():
+                shutil.copytree(root / "abortion", model)
+            rows += bench_int8_variants(model, abortion)
         if "nli" in parts:
             rows += bench_nli(tmp)
         if "embed" in parts:
