@@ -9,7 +9,7 @@
 #' `$XDG_CACHE_HOME/quantformer`, else `~/.cache/quantformer`); a cached export is rebuilt when
 #' the weights or library versions change or when it is damaged. `quantize = "int8"` adds ONNX
 #' Runtime's dynamic int8 quantization (Zafrir et al. 2019, "Q8BERT"), the fastest option on
-#' CPUs, with labels that agree with fp32 on about 99 % of documents (see `bench/RESULTS.md`).
+#' CPUs, with labels that agreed with fp32 on 97.9 % of the Abortion test tweets (`bench/RESULTS.md`).
 #' Longformer models are not supported with ONNX. Set defaults for a session with
 #' `options(quantformer.backend = "onnx", quantformer.quantize = "int8")`.
 #'

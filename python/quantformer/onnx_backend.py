@@ -116,7 +116,7 @@ def add_cli_options(p) -> None:
                         "cached (faster; outputs get a 'backend' column)")
     p.add_argument("--quantize", default="none", choices=QUANTIZE,
                    help="with --backend onnx: int8 = dynamic int8 quantization (fastest; "
-                        "labels agree with fp32 on about 99%% of documents)")
+                        "labels agreed with fp32 on 97.9%% of the Abortion test tweets)")
 
 
 # ------------------------------------------------------------------------------------------
