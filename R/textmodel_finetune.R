@@ -225,6 +225,10 @@ check_model_dir <- function(object) {
 #' @param verbose `NULL` (default: the `verbose` given to [textmodel_finetune()], else
 #'   `getOption("quantformer.verbose", TRUE)`), `TRUE` or `FALSE`; see [textmodel_finetune()].
 #' @param ... not used: unknown arguments (e.g. a misspelt `tpye`) give a warning.
+#' @param backend,quantize `"torch"` (default) or `"onnx"` (ONNX Runtime on the CPU, faster;
+#'   the export is cached in the model directory), and `"none"` or `"int8"` (onnx only): see
+#'   [quantformer_backend]. Defaults from the options `quantformer.backend` and
+#'   `quantformer.quantize`.
 #' @return For `type = "class"`, a factor with the model's levels, named by docnames; for
 #'   `type = "probability"`, a documents x classes matrix with docnames and levels as
 #'   dimnames; for `type = "both"`, a data frame with one row per document: `doc_id`,
@@ -245,10 +249,14 @@ check_model_dir <- function(object) {
 predict.textmodel_finetune <- function(object, newdata = NULL,
                                        type = c("class", "probability", "both"),
                                        batch_size = 64, device = "auto", text_field = "text",
-                                       docid_field = "doc_id", verbose = NULL, ...) {
+                                       docid_field = "doc_id",
+                                       backend = getOption("quantformer.backend", "torch"),
+                                       quantize = getOption("quantformer.quantize", "none"),
+                                       verbose = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_finetune")
   type <- match.arg(type)
   check_model_dir(object)
+  backend <- backend_flags(backend, quantize)
   frame <- if (is.null(newdata)) object$x
            else as_frame(newdata, text_field, docid_field, arg = "newdata")
   if (is.null(frame))
@@ -258,7 +266,7 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
     return(predict_task(object, frame, type, batch_size, device, model_verbose(verbose, object),
                         r_args = names(formals())))  # R/tasks.R
   classify_via_cli("predict", c("--model", object$model_dir,
-                                cli_flags(batch_size = batch_size, device = device)),
+                                cli_flags(batch_size = batch_size, device = device), backend),
                    frame, object$levels, type, verbose = model_verbose(verbose, object),
                    r_args = names(formals()))
 }

@@ -81,6 +81,9 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 #' @inheritParams predict.textmodel_finetune
 #' @param verbose `NULL` (default: the `verbose` given to [textmodel_zeroshot()], else
 #'   `getOption("quantformer.verbose", TRUE)`), `TRUE` or `FALSE`; see [textmodel_finetune()].
+#' @param backend,quantize `"torch"` (default) or `"onnx"` (ONNX Runtime on the CPU, faster;
+#'   the export is cached), and `"none"` or `"int8"` (onnx only): see [quantformer_backend].
+#'   Defaults from the options `quantformer.backend` and `quantformer.quantize`.
 #' @return For `type = "class"`, a factor with levels `labels`, named by docnames; for
 #'   `type = "probability"`, a documents x labels matrix; for `type = "both"`, a data frame:
 #'   `doc_id`, `predicted` (the factor) and one `prob_<label>` column per label. Documents
@@ -89,9 +92,13 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 predict.textmodel_zeroshot <- function(object, newdata = NULL,
                                        type = c("class", "probability", "both"),
                                        batch_size = NULL, device = NULL, text_field = "text",
-                                       docid_field = "doc_id", verbose = NULL, ...) {
+                                       docid_field = "doc_id",
+                                       backend = getOption("quantformer.backend", "torch"),
+                                       quantize = getOption("quantformer.quantize", "none"),
+                                       verbose = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_zeroshot")
   type <- match.arg(type)
+  backend <- backend_flags(backend, quantize)
   frame <- if (is.null(newdata)) object$x
            else as_frame(newdata, text_field, docid_field, arg = "newdata")
   # one label a line: label phrases may contain commas, which --labels would split on
@@ -102,7 +109,7 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
             "--hypothesis", object$hypothesis,
             cli_flags(model = object$model, method = object$method,
                       multi_label = object$multi_label, batch_size = batch_size,
-                      device = device))
+                      device = device), backend)
   classify_via_cli("zeroshot", args, frame, object$labels, type,
                    verbose = model_verbose(verbose, object),
                    r_args = c(names(formals()), names(formals(textmodel_zeroshot))))

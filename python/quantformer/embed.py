@@ -78,27 +78,50 @@ class Encoder:
     path: str
 
 
-def load_encoder(model: str | None = None, device: str = "auto") -> Encoder:
+def load_encoder(model: str | None = None, device: str = "auto", backend: str = "torch",
+                 quantize: str = "none") -> Encoder:
     """Load a model's encoder (``AutoModel``; any classification head is not used).
 
+    Args:
+        backend: ``torch`` or ``onnx`` (ONNX Runtime on the CPU, mean pooling inside the
+            exported graph; see :mod:`quantformer.onnx_backend` for the cache).
+        quantize: ``none`` or ``int8`` (onnx only).
+
     Raises:
-        InputError: the model cannot be resolved, or the device is unavailable.
+        InputError: the model cannot be resolved, the device is unavailable, or a bad
+            backend/quantize combination.
     """
+    from .models import resolve_model
+    from .onnx_backend import check_backend
+
+    path = resolve_model(model)
+    if check_backend(backend, quantize, device) == "onnx":
+        from .onnx_backend import open_model
+
+        net = open_model(model, use="mean_pool", fn=_pool, loader=_load_torch_encoder,
+                         quantize=quantize)
+        return Encoder(model=net, tokenizer=net.tokenizer, config=net.config, device="cpu",
+                       path=path)
+    from .models import load_config, resolve_device
+
+    dev = resolve_device(device)
+    net, tok = _load_torch_encoder(path)
+    net.to(dev)
+    return Encoder(model=net, tokenizer=tok, config=load_config(model), device=dev, path=path)
+
+
+def _load_torch_encoder(path: str):
+    """(encoder module in eval mode, fast tokenizer); encoder-decoders give their encoder."""
     from transformers import AutoModel
 
     from .modeldir import hf_quiet
-    from .models import load_config, load_tokenizer, resolve_device, resolve_model
+    from .models import load_tokenizer
 
-    path = resolve_model(model)
-    dev = resolve_device(device)
-    config = load_config(model)
-    tok = load_tokenizer(model)
     with hf_quiet():  # "unused weights of the head" is expected here
         net = AutoModel.from_pretrained(path)
-    if getattr(config, "is_encoder_decoder", False) and hasattr(net, "get_encoder"):
+    if getattr(net.config, "is_encoder_decoder", False) and hasattr(net, "get_encoder"):
         net = net.get_encoder()
-    net.to(dev).eval()
-    return Encoder(model=net, tokenizer=tok, config=config, device=dev, path=path)
+    return net.eval(), load_tokenizer(path)
 
 
 def default_max_length(enc: Encoder) -> int:
@@ -168,7 +191,8 @@ def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head
 
 def embed(frame, model: str | None = None, *, batch_size: int = 32,
           max_length: int | None = None, truncation: str = "head_tail",
-          normalize: bool = False, device: str = "auto", quiet: bool = False) -> np.ndarray:
+          normalize: bool = False, device: str = "auto", quiet: bool = False,
+          backend: str = "torch", quantize: str = "none") -> np.ndarray:
     """Mean-pooled document embeddings.
 
     Args:
@@ -182,6 +206,9 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
         normalize: unit-length vectors (what sentence-transformers' all-MiniLM-L6-v2 returns).
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
         quiet: no progress bar.
+        backend: ``torch`` (default) or ``onnx`` (ONNX Runtime; the bundled model's export is
+            cached in ``$XDG_CACHE_HOME/quantformer``, see :mod:`quantformer.onnx_backend`).
+        quantize: ``none`` (default) or ``int8`` (onnx only).
 
     Returns:
         float32 array of shape (n_docs, hidden), rows in input order; missing or empty texts
@@ -192,18 +219,20 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
         InputError: bad model, device, truncation or ``max_length``.
     """
     vecs, _ = _embed(frame, model, batch_size=batch_size, max_length=max_length,
-                     truncation=truncation, normalize=normalize, device=device, quiet=quiet)
+                     truncation=truncation, normalize=normalize, device=device, quiet=quiet,
+                     backend=backend, quantize=quantize)
     return vecs
 
 
-def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet):
+def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet,
+           backend="torch", quantize="none"):
     from .tokenization import check_strategy
 
     check_strategy(truncation)
     if batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, not {batch_size}")
     frame = as_frame(frame)
-    enc = load_encoder(model, device)
+    enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
     vecs, encoded = embed_texts(enc, frame["text"].tolist(), max_length=length,
                                 truncation=truncation, batch_size=batch_size,
@@ -212,19 +241,23 @@ def _embed(frame, model, *, batch_size, max_length, truncation, normalize, devic
     info = {"model": model, "max_length": length, "truncation": truncation,
             "normalize": normalize, "n_docs": len(frame),
             "n_missing": int(encoded.missing.sum()),
-            "n_truncated": int(encoded.truncated.sum()), "hidden": int(vecs.shape[1])}
+            "n_truncated": int(encoded.truncated.sum()), "hidden": int(vecs.shape[1]),
+            "backend": getattr(enc.model, "label", "torch")}
     return vecs, info
 
 
 def embedding_frame(frame: pd.DataFrame, vectors: np.ndarray, layout: str = "list",
-                    keep_text: bool = False) -> pd.DataFrame:
-    """A table of embeddings: ``doc_id``, [``text``], the other input columns, then either one
-    list column ``embedding`` (``layout="list"``; None for missing documents) or one float32
-    column per dimension ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
+                    keep_text: bool = False, backend: str | None = None) -> pd.DataFrame:
+    """A table of embeddings: ``doc_id``, [``text``], the other input columns, [``backend``
+    (e.g. ``onnx int8``) when given], then either one list column ``embedding``
+    (``layout="list"``; None for missing documents) or one float32 column per dimension
+    ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
     if layout not in ("list", "wide"):
         raise InputError(f"unknown --layout '{layout}'; use one of: {', '.join(LAYOUTS)}")
     cols = [c for c in frame.columns if keep_text or c != "text"]
     out = frame[cols].copy()
+    if backend is not None:
+        out["backend"] = backend
     if layout == "list":
         out[EMBEDDING_COL] = [None if np.isnan(v).all() else v for v in vectors]
     else:
@@ -289,7 +322,7 @@ def add_cli(sub) -> None:
 
 def add_run_options(p) -> None:
     """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
-    --device, --quiet and --out."""
+    --device, --quiet, --backend, --quantize and --out."""
     from .cli import add_device_option, add_quiet_option
     from .tokenization import STRATEGIES
 
@@ -298,6 +331,9 @@ def add_run_options(p) -> None:
     p.add_argument("--keep-text", action="store_true", help="keep the text column")
     add_device_option(p)
     add_quiet_option(p)
+    from .onnx_backend import add_cli_options
+
+    add_cli_options(p)
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
 
 
@@ -322,15 +358,17 @@ def _run_embed(args) -> int:
     check_strategy(args.truncation)
     chunks = iter_frames(args.input, chunk_rows=CHUNK_ROWS, **corpus_kwargs(args, label=False))
     first = next(chunks)  # input errors surface before the model loads
-    enc = load_encoder(args.model, args.device)
+    enc = load_encoder(args.model, args.device, args.backend, args.quantize)
     length = check_length(enc, args.max_length)
+    label = getattr(enc.model, "label", None)  # the onnx backend names itself in the output
     n = n_missing = n_truncated = hidden = 0
     with FrameWriter(args.out) as writer:
         for chunk in itertools.chain([first], chunks):
             vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
                                         truncation=args.truncation, batch_size=args.batch_size,
                                         normalize=args.normalize, progress=not args.quiet)
-            writer.write(embedding_frame(chunk, vecs, layout, keep_text=args.keep_text))
+            writer.write(embedding_frame(chunk, vecs, layout, keep_text=args.keep_text,
+                                         backend=label))
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
             n_truncated += int(encoded.truncated.sum())

@@ -12,29 +12,36 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 
-def pad_batch(input_ids: Sequence[list[int]], token_type_ids: Sequence[list[int]] | None,
-              pad_id: int, device: str = "cpu") -> dict:
-    """Pad one batch of id lists (right padding) into torch tensors on ``device``.
+def pad_arrays(input_ids: Sequence[list[int]], token_type_ids: Sequence[list[int]] | None,
+               pad_id: int) -> dict:
+    """Pad one batch of id lists (right padding) into int64 numpy arrays.
 
     Returns:
-        ``{"input_ids", "attention_mask"[, "token_type_ids"]}``, each a LongTensor of shape
+        ``{"input_ids", "attention_mask"[, "token_type_ids"]}``, each of shape
         (batch, longest).
     """
-    import torch
-
     longest = max(len(x) for x in input_ids)
-    ids = torch.full((len(input_ids), longest), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(input_ids), longest), dtype=torch.long)
-    types = torch.zeros((len(input_ids), longest), dtype=torch.long) if token_type_ids else None
+    ids = np.full((len(input_ids), longest), pad_id, dtype=np.int64)
+    mask = np.zeros((len(input_ids), longest), dtype=np.int64)
+    types = np.zeros((len(input_ids), longest), dtype=np.int64) if token_type_ids else None
     for i, seq in enumerate(input_ids):
-        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        ids[i, : len(seq)] = seq
         mask[i, : len(seq)] = 1
         if types is not None:
-            types[i, : len(seq)] = torch.tensor(token_type_ids[i], dtype=torch.long)
-    batch = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+            types[i, : len(seq)] = token_type_ids[i]
+    batch = {"input_ids": ids, "attention_mask": mask}
     if types is not None:
-        batch["token_type_ids"] = types.to(device)
+        batch["token_type_ids"] = types
     return batch
+
+
+def pad_batch(input_ids: Sequence[list[int]], token_type_ids: Sequence[list[int]] | None,
+              pad_id: int, device: str = "cpu") -> dict:
+    """:func:`pad_arrays` as LongTensors on ``device``."""
+    import torch
+
+    return {k: torch.from_numpy(v).to(device)
+            for k, v in pad_arrays(input_ids, token_type_ids, pad_id).items()}
 
 
 def length_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
@@ -59,37 +66,54 @@ def run_batches(
     """Run ``fn(model, batch) -> array (b, ...)`` over length-sorted batches; input order out.
 
     Args:
-        model: a torch module already on ``device`` and in eval mode.
+        model: a torch module already on ``device`` and in eval mode, or an
+            :class:`~quantformer.onnx_backend.OnnxModel` (``--backend onnx``), whose export
+            computes ``fn`` itself: it gets numpy batches and torch is not imported.
         input_ids, token_type_ids: as in :class:`quantformer.tokenization.Encoded`.
         fn: maps the model and a padded batch dict to a float array with one row per input.
         batch_size: inputs per forward pass (default 64).
-        extra: optional ``extra(batch) -> batch`` hook (e.g. Longformer's global attention).
+        extra: optional ``extra(batch) -> batch`` hook (e.g. Longformer's global attention;
+            torch models only).
         progress: show a tqdm bar on stderr.
 
     Returns:
         A float32 array whose row i belongs to input i.
     """
-    import torch
     from tqdm.auto import tqdm
 
     n = len(input_ids)
     if n == 0:
         return np.zeros((0,), dtype=np.float32)
+    forward, pad, context = _backend(model, fn, device, extra)
     batches = length_batches([len(x) for x in input_ids], batch_size)
     out = None
-    with torch.inference_mode():
+    with context:
         for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
-            batch = pad_batch([input_ids[i] for i in idx],
-                              [token_type_ids[i] for i in idx] if token_type_ids else None,
-                              pad_id, device)
-            if extra is not None:
-                batch = extra(batch)
-            res = fn(model, batch)
+            batch = pad([input_ids[i] for i in idx],
+                        [token_type_ids[i] for i in idx] if token_type_ids else None, pad_id)
+            res = forward(batch)
             res = res.float().cpu().numpy() if hasattr(res, "cpu") else np.asarray(res)
             if out is None:
                 out = np.zeros((n, *res.shape[1:]), dtype=np.float32)
             out[idx] = res
     return out
+
+
+def _backend(model, fn: Callable, device: str, extra: Callable | None):
+    """(forward(batch), pad(ids, types, pad_id), context) for a torch or an ONNX model."""
+    if getattr(model, "backend", "torch") == "onnx":
+        import contextlib
+
+        return model.forward, pad_arrays, contextlib.nullcontext()
+    import torch
+
+    def forward(batch):
+        return fn(model, extra(batch) if extra is not None else batch)
+
+    def pad(ids, types, pad_id):
+        return pad_batch(ids, types, pad_id, device)
+
+    return forward, pad, torch.inference_mode()
 
 
 def mean_pool(last_hidden, attention_mask):

@@ -64,6 +64,38 @@ def warn_missing(n_missing: int, n: int) -> None:
         )
 
 
+def softmax_logits(model, batch):
+    """Class probabilities of one padded batch: softmax of the logits (what is exported)."""
+    import torch
+
+    return torch.softmax(model(**batch).logits.float(), dim=-1)
+
+
+def _load_torch(path):
+    """(sequence-classification model in eval mode, fast tokenizer) of a model directory.
+
+    Raises:
+        ModelDirError: the weights or tokenizer files are missing or damaged.
+    """
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from .modeldir import hf_quiet
+
+    try:
+        with hf_quiet():
+            tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
+            model = AutoModelForSequenceClassification.from_pretrained(str(path))
+    except Exception as exc:  # weights or tokenizer files missing, truncated or damaged
+        # (OSError, ValueError, safetensors' SafetensorError, tokenizers' exceptions...)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelDirError(
+            f"'{path}' has a completion record but its model files cannot be loaded "
+            f"({first}); the folder was changed after training. Fine-tune again, or copy "
+            "the whole folder again"
+        ) from exc
+    return model.eval(), tok
+
+
 class Classifier:
     """A fine-tuned sequence classifier: model, tokenizer and label order.
 
@@ -94,38 +126,50 @@ class Classifier:
     # ---------------------------------------------------------------------------------------
 
     @classmethod
-    def from_dir(cls, path: str | os.PathLike, device: str = "auto") -> Classifier:
+    def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
+                 quantize: str = "none") -> Classifier:
         """Load a model directory (see :func:`load`).
+
+        Args:
+            backend: ``torch`` or ``onnx`` (ONNX Runtime on the CPU; the export is cached in
+                ``<path>/onnx/``, see :mod:`quantformer.onnx_backend`).
+            quantize: ``none`` or ``int8`` (onnx only).
 
         Raises:
             ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
+            InputError: a bad backend/quantize/device combination, or a model ONNX cannot
+                export (Longformer).
         """
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-        from .modeldir import hf_quiet, read_record
-        from .models import resolve_device
+        from .modeldir import read_record
+        from .onnx_backend import check_backend
         from .train.tasks import from_record
 
         record = read_record(path)
+        use_onnx = check_backend(backend, quantize, device) == "onnx"
         if record.get("method") == "setfit":
+            if use_onnx:
+                raise InputError("--backend onnx is not supported for SetFit models yet; use "
+                                 "--backend torch")
             from .fewshot import SetFitClassifier
 
             return SetFitClassifier.from_dir(path, device=device)
-        dev = resolve_device(device)
-        try:
-            with hf_quiet():
-                tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
-                model = AutoModelForSequenceClassification.from_pretrained(str(path))
-        except Exception as exc:  # weights or tokenizer files missing, truncated or damaged
-            # (OSError, ValueError, safetensors' SafetensorError, tokenizers' exceptions...)
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelDirError(
-                f"'{path}' has a completion record but its model files cannot be loaded "
-                f"({first}); the folder was changed after training. Fine-tune again, or copy "
-                "the whole folder again"
-            ) from exc
-        model = model.to(dev)
+        task = from_record(record)
         hp = record.get("hyperparameters", {})
+        if use_onnx:
+            from .onnx_backend import open_model
+
+            if task.name != "classification":
+                raise InputError(f"--backend onnx supports classification models only; this "
+                                 f"is a {task.name} model: use --backend torch")
+            net = open_model(str(path), use="proba", fn=softmax_logits, loader=_load_torch,
+                             quantize=quantize)
+            return cls(net, net.tokenizer, record["labels"], max_length=hp.get("max_length", 512),
+                       truncation=hp.get("truncation", "head_tail"), device="cpu", record=record)
+        from .models import resolve_device
+
+        dev = resolve_device(device)
+        model, tok = _load_torch(path)
+        model = model.to(dev)
         return cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
                    truncation=hp.get("truncation", "head_tail"), device=dev, record=record,
                    task=from_record(record))
@@ -170,7 +214,8 @@ class Classifier:
         from .inference import run_batches
         from .tokenization import encode
 
-        k = self.model.config.num_labels
+        # an ONNX model's config is config.json alone (classifiers only: one column a label)
+        k = getattr(self.model.config, "num_labels", None) or len(self.labels)
         enc = encode(self.tokenizer, texts, max_length=self.max_length,
                      truncation=self.truncation)
         if counts is not None:  # adds up the documents cut, for warn_truncated
@@ -252,6 +297,8 @@ class Classifier:
                 continue
             out[c] = frame[c].to_numpy()
         out.update(self.task.columns(probs, missing))
+        if getattr(self.model, "backend", "torch") == "onnx":
+            out["backend"] = self.model.label  # which backend produced the rows (issue 16)
         return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
 
 
@@ -274,7 +321,8 @@ def load(path: str | os.PathLike, device: str = "auto") -> Classifier:
 
 
 def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
-            device: str = "auto", quiet: bool = True) -> pd.DataFrame:
+            device: str = "auto", quiet: bool = True, backend: str = "torch",
+            quantize: str = "none") -> pd.DataFrame:
     """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
 
     Args:
@@ -284,11 +332,15 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
         keep_text: keep the ``text`` column.
         device: used when ``model`` is a path.
         quiet: no progress bar.
+        backend, quantize: used when ``model`` is a path: ``torch`` (default) or ``onnx``;
+            ``none`` or ``int8`` (see :meth:`Classifier.from_dir`).
 
     Returns:
-        See :meth:`Classifier.predict`.
+        See :meth:`Classifier.predict`; with the onnx backend a last column ``backend``
+        (``onnx fp32`` or ``onnx int8``).
     """
-    clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
+    clf = model if isinstance(model, Classifier) else Classifier.from_dir(
+        model, device=device, backend=backend, quantize=quantize)
     return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
 
 
@@ -297,7 +349,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                  fmt: str | None = None, batch_size: int = 64, keep_text: bool = False,
                  device: str = "auto", quiet: bool = False,
                  chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
-                 labels_file: str | None = None, calibrated: bool = False) -> int:
+                 labels_file: str | None = None, calibrated: bool = False,
+                 backend: str = "torch", quantize: str = "none") -> int:
     """Stream a corpus file through a classifier into an output file.
 
     The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
@@ -307,6 +360,9 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     documents were missing (no prediction) and how many were truncated to the model's
     ``max_length``. ``calibrated``: apply the temperature stored by ``quantformer calibrate``
     (see :mod:`quantformer.calibration`).
+ ``backend`` and ``quantize``
+    (used when ``model`` is a path) choose torch or ONNX Runtime (see
+    :meth:`Classifier.from_dir`); ONNX outputs end with a ``backend`` column.
 
     Returns:
         The number of documents written.
@@ -319,7 +375,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     from .frames import FrameWriter, check_output_path, iter_frames
 
     check_output_path(out_path)
-    clf = model if isinstance(model, Classifier) else Classifier.from_dir(model, device=device)
+    clf = model if isinstance(model, Classifier) else Classifier.from_dir(
+        model, device=device, backend=backend, quantize=quantize)
     temperature = None
     if calibrated:
         from .calibration import stored_temperature
@@ -384,6 +441,9 @@ def add_cli(sub) -> None:
                    help="apply the temperature stored by `quantformer calibrate`")
     add_device_option(p)
     add_quiet_option(p)
+    from .onnx_backend import add_cli_options
+
+    add_cli_options(p)
     p.set_defaults(func=_run_predict)
 
 
@@ -408,7 +468,8 @@ def _run_predict(args) -> int:
                      id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
                      batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
                      quiet=args.quiet, quoting=kw["quoting"], labels_file=args.labels_file,
-                     calibrated=args.calibrated)
+                     calibrated=args.calibrated, backend=args.backend,
+                     quantize=args.quantize)
     print(f"wrote predictions for {n} documents to {args.out}")
     return 0
 

@@ -271,23 +271,42 @@ def embedding_probabilities(sims: np.ndarray, calibration: str = "standardise",
 # the two methods
 
 
-def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
-                max_length, truncation, device, progress, config):
+def _load_nli(path):
+    """(sequence-classification model in eval mode, fast tokenizer) of an NLI model."""
     from transformers import AutoModelForSequenceClassification
 
-    from .inference import run_batches
     from .modeldir import hf_quiet
-    from .models import (check_max_length, load_tokenizer, max_positions, resolve_device,
-                         resolve_model)
+    from .models import load_tokenizer
+
+    with hf_quiet():
+        net = AutoModelForSequenceClassification.from_pretrained(path)
+    return net.eval(), load_tokenizer(path)
+
+
+def _nli_model(model, device, backend, quantize):
+    """(network, tokenizer, device) for NLI scoring: a torch module or an ONNX export."""
+    if backend == "onnx":
+        from .onnx_backend import open_model
+
+        net = open_model(model, use="logits", fn=_logits, loader=_load_nli, quantize=quantize)
+        return net, net.tokenizer, "cpu"
+    from .models import resolve_device, resolve_model
+
+    dev = resolve_device(device)
+    net, tok = _load_nli(resolve_model(model))
+    return net.to(dev), tok, dev
+
+
+def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
+                max_length, truncation, device, progress, config, backend="torch",
+                quantize="none"):
+    from .inference import run_batches
+    from .models import check_max_length, max_positions
     from .tokenization import encode
 
     length = (min(512, max_positions(config) or 512) if max_length is None
               else check_max_length(max_length, config))
-    tok = load_tokenizer(model)
-    dev = resolve_device(device)
-    with hf_quiet():
-        net = AutoModelForSequenceClassification.from_pretrained(resolve_model(model))
-    net.to(dev).eval()
+    net, tok, dev = _nli_model(model, device, backend, quantize)
     entail, contra = nli_label_ids(config)
     k = len(labels)
     hyps = [hypothesis.format(lab) for lab in labels]
@@ -312,10 +331,11 @@ def _logits(model, batch):
 
 
 def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
-                      max_length, truncation, device, progress, calibration, temperature):
+                      max_length, truncation, device, progress, calibration, temperature,
+                      backend="torch", quantize="none"):
     from .embed import check_length, embed_texts, load_encoder
 
-    enc = load_encoder(model, device)
+    enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
     docs, encoded = embed_texts(enc, [texts[i] for i in present], max_length=length,
                                 truncation=truncation, batch_size=batch_size, normalize=True,
@@ -356,6 +376,8 @@ def zeroshot(
     calibration: str = "standardise",
     temperature: float | None = None,
     keep_text: bool = False,
+    backend: str = "torch",
+    quantize: str = "none",
 ) -> pd.DataFrame:
     """Classify documents with label descriptions only (no training).
 
@@ -387,13 +409,17 @@ def zeroshot(
         temperature: embedding method only: softmax temperature (default 1 for
             ``standardise``, 0.05 otherwise).
         keep_text: keep the ``text`` column in the output.
+        backend: ``torch`` (default) or ``onnx`` (ONNX Runtime on the CPU, both methods; the
+            export is cached, see :mod:`quantformer.onnx_backend`).
+        quantize: ``none`` (default) or ``int8`` (onnx only).
 
     Returns:
         A DataFrame in input order with ``doc_id``, the input's other columns (``label`` and
         docvars; ``text`` only with ``keep_text``), ``predicted`` (the label phrase; None for
         missing or empty texts, counted in a warning), ``prob_<label>`` for each label (float64,
         NaN for missing texts) and ``zeroshot_method`` ("NLI entailment" or "embedding
-        similarity"; None for missing texts). ``result.attrs["quantformer"]`` holds the method, model, hypothesis,
+        similarity"; None for missing texts), and with the onnx backend a last column ``backend``
+        (``onnx fp32`` or ``onnx int8``). ``result.attrs["quantformer"]`` holds the method, model, hypothesis,
         labels, counts of missing and truncated documents and the method's settings.
 
     Raises:
@@ -403,9 +429,11 @@ def zeroshot(
             ``calibration`` or ``temperature``.
     """
     from .embed import as_frame, missing_warning
-    from .models import load_config, model_label
+    from .models import model_label
+    from .onnx_backend import backend_label, check_backend
     from .tokenization import _is_missing, check_strategy
 
+    check_backend(backend, quantize, device)
     hypothesis = check_hypothesis(hypothesis)
     labels = check_labels(labels, multi_label)
     check_strategy(truncation)
@@ -417,14 +445,14 @@ def zeroshot(
     if not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"--batch-size must be a whole number of at least 1, not {batch_size}")
     frame = as_frame(frame)
-    config = load_config(model)
+    config = _config(model, backend)
     chosen = choose_method(method, config)
     texts = frame["text"].tolist()
     missing = np.array([_is_missing(t) for t in texts], dtype=bool)
     present = np.flatnonzero(~missing)
     common = dict(model=model, multi_label=multi_label, batch_size=batch_size,
                   max_length=max_length, truncation=truncation, device=device,
-                  progress=not quiet)
+                  progress=not quiet, backend=backend, quantize=quantize)
     if chosen == "nli":
         probs, truncated, info = _nli_scores(texts, present, labels, hypothesis, config=config,
                                              **common)
@@ -448,13 +476,24 @@ def zeroshot(
     method = np.full(len(frame), None, dtype=object)
     method[present] = METHOD_NAMES[chosen]
     out[METHOD_COL] = method
-    meta = {"method": METHOD_NAMES[chosen], "model": model_label(model),
+    if backend == "onnx":
+        out["backend"] = backend_label(backend, quantize)
+    meta = {"backend": backend_label(backend, quantize), "method": METHOD_NAMES[chosen], "model": model_label(model),
             "hypothesis": hypothesis, "labels": labels, "multi_label": multi_label,
             "truncation": truncation, "n_docs": len(frame), "n_missing": int(missing.sum()),
             "n_truncated": int(np.asarray(truncated).sum())}
     meta.update({k: v for k, v in info.items() if k != "similarity"})
     out.attrs["quantformer"] = meta
     return out
+
+
+def _config(model, backend: str):
+    """The model's config: transformers' ``AutoConfig``, or (onnx) its config.json read
+    without importing torch."""
+    from .models import load_config, resolve_model
+    from .onnx_backend import read_config
+
+    return read_config(resolve_model(model)) if backend == "onnx" else load_config(model)
 
 
 def describe(meta: dict) -> str:
@@ -469,7 +508,8 @@ def describe(meta: dict) -> str:
     return (f"zero-shot by {how} with {meta['model']}: {meta['n_docs']} documents x "
             f"{len(meta['labels'])} labels, hypothesis '{meta['hypothesis']}'; "
             f"{meta['n_missing']} missing or empty (no prediction), {meta['n_truncated']} "
-            f"truncated to {meta['max_length']} tokens ({meta['truncation']})")
+            f"truncated to {meta['max_length']} tokens ({meta['truncation']})"
+            + (f"; backend {meta['backend']}" if meta.get("backend", "torch") != "torch" else ""))
 
 
 # ------------------------------------------------------------------------------------------
@@ -536,7 +576,8 @@ def _run_zeroshot(args) -> int:
                       multi_label=args.multi_label, batch_size=args.batch_size,
                       max_length=args.max_length, truncation=args.truncation,
                       device=args.device, quiet=args.quiet, calibration=args.calibration,
-                      temperature=args.temperature, keep_text=args.keep_text)
+                      temperature=args.temperature, keep_text=args.keep_text,
+                      backend=args.backend, quantize=args.quantize)
     meta = result.attrs["quantformer"]
     print(describe(meta))
     from .tokenization import warn_truncated

@@ -294,3 +294,28 @@ test_that("#17: a saved fit whose temporary model folder died with its session n
                "temporary folder of the R session that fitted the model.*`output_dir`")
   expect_output(print(old), "MISSING: it was in the temporary folder")
 })
+
+test_that("predict(backend = 'onnx') equals torch; int8 agrees (issue 16)", {
+  skip_if_no_verb("finetune")
+  fit <- fitted_model()
+  new <- sotu_sample()[101:106, ]
+  pr <- predict(fit, newdata = new, type = "probability")
+  po <- predict(fit, newdata = new, type = "probability", backend = "onnx")
+  expect_equal(dimnames(po), dimnames(pr))
+  expect_equal(po, pr, tolerance = 1e-4)
+  expect_true(file.exists(file.path(fit$model_dir, "onnx", "proba-fp32", "model.onnx")))
+  withr::local_options(quantformer.backend = "onnx", quantformer.quantize = "int8")
+  p8 <- predict(fit, newdata = new)
+  expect_equal(names(p8), new$doc_id)
+  expect_equal(levels(p8), levels(reference_prediction()))
+  expect_gte(mean(p8 == reference_prediction()), 5 / 6)
+  expect_true(file.exists(file.path(fit$model_dir, "onnx", "proba-int8", "model.onnx")))
+})
+
+test_that("bad backend options fail in R with the fix (issue 16)", {
+  expect_error(quantformer:::backend_flags("tf"), "`backend` must be \"torch\" or \"onnx\"")
+  expect_error(quantformer:::backend_flags("torch", "int8"), "needs `backend = \"onnx\"`")
+  expect_error(quantformer:::backend_flags("onnx", "fp16"), "`quantize` must be \"none\" or \"int8\"")
+  expect_equal(quantformer:::backend_flags("onnx", "int8"), c("--backend", "onnx", "--quantize", "int8"))
+  expect_equal(quantformer:::backend_flags("torch", "none"), character())
+})

@@ -1,0 +1,34 @@
+# The inference backend (issue 16), shared by predict() for fine-tuned and zero-shot models.
+
+#' Inference backend options
+#'
+#' `predict()` on [textmodel_finetune()] and [textmodel_zeroshot()] models runs the Python core
+#' with PyTorch by default. `backend = "onnx"` runs ONNX Runtime on the CPU instead: the model
+#' is exported once (with `torch.onnx`) and cached (inside the model directory, or for the
+#' bundled default model and hub models in `$QUANTFORMER_CACHE`, else
+#' `$XDG_CACHE_HOME/quantformer`, else `~/.cache/quantformer`); a cached export is rebuilt when
+#' the weights or library versions change or when it is damaged. `quantize = "int8"` adds ONNX
+#' Runtime's dynamic int8 quantization (Zafrir et al. 2019, "Q8BERT"), the fastest option on
+#' CPUs, with labels that agreed with fp32 on 97.9 % of the Abortion test tweets (`bench/RESULTS.md`).
+#' Longformer models are not supported with ONNX. Set defaults for a session with
+#' `options(quantformer.backend = "onnx", quantformer.quantize = "int8")`.
+#'
+#' @param backend `"torch"` or `"onnx"` (default `getOption("quantformer.backend", "torch")`).
+#' @param quantize `"none"` or `"int8"` (onnx only; default
+#'   `getOption("quantformer.quantize", "none")`).
+#' @return A character vector of CLI flags (`--backend`, `--quantize`), empty for the defaults.
+#' @name quantformer_backend
+#' @keywords internal
+NULL
+
+backend_flags <- function(backend = getOption("quantformer.backend", "torch"),
+                          quantize = getOption("quantformer.quantize", "none")) {
+  if (!is.character(backend) || length(backend) != 1 || !backend %in% c("torch", "onnx"))
+    stop("`backend` must be \"torch\" or \"onnx\", not ", deparse(backend), call. = FALSE)
+  if (!is.character(quantize) || length(quantize) != 1 || !quantize %in% c("none", "int8"))
+    stop("`quantize` must be \"none\" or \"int8\", not ", deparse(quantize), call. = FALSE)
+  if (quantize == "int8" && backend != "onnx")
+    stop("`quantize = \"int8\"` needs `backend = \"onnx\"`", call. = FALSE)
+  cli_flags(backend = if (backend != "torch") backend,
+            quantize = if (quantize != "none") quantize)
+}
