@@ -189,7 +189,8 @@ def _frame_ids(path: Path, corpus: dict):
     from .frames import _check_input, _read_whole, to_frame
 
     p, kind = _check_input(path, corpus.get("fmt"))
-    raw = _read_whole(p, kind, corpus.get("text_col"), corpus.get("id_col"))
+    raw = _read_whole(p, kind, corpus.get("text_col"), corpus.get("id_col"),
+                      corpus.get("quoting", "auto"))
     frame = to_frame(raw, text_col=corpus.get("text_col"), id_col=corpus.get("id_col"),
                      label_col=corpus.get("label_col"), source=f"partition '{path}'",
                      warn_label=False)
@@ -351,18 +352,20 @@ def run_partition(spec: dict) -> dict:
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
-def cached_model(verb: str, model, device: str):
+def cached_model(verb: str, model, device: str, backend: str = "torch",
+                 quantize: str = "none"):
     """The loaded model for ``verb`` in this process: loaded on first use, then reused."""
-    key = (verb, str(model), device)
+    key = (verb, str(model), device, backend, quantize)
     if key not in _CACHE:
         if verb == "predict":
             from .predict import Classifier
 
-            _CACHE[key] = Classifier.from_dir(model, device=device)
+            _CACHE[key] = Classifier.from_dir(model, device=device, backend=backend,
+                                              quantize=quantize)
         else:
             from .embed import load_encoder
 
-            _CACHE[key] = load_encoder(model, device)
+            _CACHE[key] = load_encoder(model, device, backend=backend, quantize=quantize)
     return _CACHE[key]
 
 
@@ -378,7 +381,8 @@ def _predict_partition(spec: dict) -> int:
     from .frames import FrameWriter
 
     opts = spec["options"]
-    clf = cached_model("predict", spec["model"], opts["device"])
+    clf = cached_model("predict", spec["model"], opts["device"], opts.get("backend", "torch"),
+                       opts.get("quantize", "none"))
     n = n_missing = 0
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
@@ -394,7 +398,8 @@ def _embed_partition(spec: dict) -> int:
     from .frames import FrameWriter
 
     opts = spec["options"]
-    enc = cached_model("embed", spec["model"], opts["device"])
+    enc = cached_model("embed", spec["model"], opts["device"], opts.get("backend", "torch"),
+                       opts.get("quantize", "none"))
     length = check_length(enc, opts["max_length"])
     n = n_missing = 0
     with FrameWriter(spec["output"]) as writer:
@@ -402,7 +407,8 @@ def _embed_partition(spec: dict) -> int:
             vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
                                   truncation=opts["truncation"], batch_size=opts["batch_size"],
                                   normalize=opts["normalize"], progress=False)
-            writer.write(embedding_frame(chunk, vecs, opts["layout"], keep_text=opts["keep_text"]))
+            writer.write(embedding_frame(chunk, vecs, opts["layout"], keep_text=opts["keep_text"],
+                                         backend=getattr(enc.model, "label", None)))
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
     return n, n_missing
@@ -669,7 +675,8 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
                        resume: bool = False, batch_size: int = 64, keep_text: bool = False,
                        device: str = "auto", text_col: str | None = None,
                        id_col: str | None = None, label_col: str | None = None,
-                       fmt: str | None = None, quiet: bool = False) -> dict:
+                       fmt: str | None = None, quiet: bool = False, quoting: str = "auto",
+                       backend: str = "torch", quantize: str = "none") -> dict:
     """Classify a partitioned corpus with a fine-tuned model, one output Parquet per partition
     (``quantformer.predict_partitions``; the CLI's ``predict`` with a folder, glob or several
     files as ``--input``). See the module docstring for the output folder, the manifest,
@@ -683,11 +690,15 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
     from .modeldir import read_record
 
     read_record(model)
-    opts = {"batch_size": int(batch_size), "keep_text": bool(keep_text), "device": device}
+    from .onnx_backend import check_backend
+
+    check_backend(backend, quantize, device)
+    opts = {"batch_size": int(batch_size), "keep_text": bool(keep_text), "device": device,
+            "backend": backend, "quantize": quantize}
     return run_partitions("predict", model, inputs, out, options=opts, scheduler=scheduler,
                           resume=resume, quiet=quiet, corpus={
                               "text_col": text_col, "id_col": id_col, "label_col": label_col,
-                              "fmt": fmt})
+                              "fmt": fmt, "quoting": quoting})
 
 
 def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | None = None,
@@ -696,7 +707,8 @@ def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | 
                      normalize: bool = False,
                      keep_text: bool = False, device: str = "auto", text_col: str | None = None,
                      id_col: str | None = None, fmt: str | None = None,
-                     quiet: bool = False) -> dict:
+                     quiet: bool = False, quoting: str = "auto", backend: str = "torch",
+                     quantize: str = "none") -> dict:
     """Embed a partitioned corpus, one Parquet per partition with a list column ``embedding``
     (``layout="auto"`` or ``"list"``) or columns ``dim_1 ..`` (``"wide"``); other arguments as
     :func:`quantformer.embed.embed` and :func:`run_partitions`."""
@@ -706,17 +718,19 @@ def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | 
     check_strategy(truncation)
     opts = {"layout": resolve_layout(layout, "x.parquet"), "batch_size": int(batch_size),
             "max_length": max_length, "truncation": truncation,
-            "normalize": bool(normalize), "keep_text": bool(keep_text), "device": device}
+            "normalize": bool(normalize), "keep_text": bool(keep_text), "device": device,
+            "backend": backend, "quantize": quantize}
     return run_partitions("embed", model, inputs, out, options=opts, scheduler=scheduler,
-                          resume=resume, quiet=quiet,
-                          corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt})
+                          resume=resume, quiet=quiet, corpus={
+                              "text_col": text_col, "id_col": id_col, "fmt": fmt,
+                              "quoting": quoting})
 
 
 def zeroshot_partitions(inputs, out, labels, hypothesis: str | None = None, *,
                         model: str | None = None, scheduler: str | None = None,
                         resume: bool = False, text_col: str | None = None,
                         id_col: str | None = None, fmt: str | None = None, quiet: bool = False,
-                        **options) -> dict:
+                        quoting: str = "auto", **options) -> dict:
     """Zero-shot classify a partitioned corpus; ``options`` as :func:`quantformer.zeroshot`
     (method, multi_label, batch_size, max_length, truncation, device, calibration,
     temperature, keep_text). Embedding calibration is per partition (module docstring)."""
@@ -726,7 +740,8 @@ def zeroshot_partitions(inputs, out, labels, hypothesis: str | None = None, *,
             "hypothesis": check_hypothesis(hypothesis or DEFAULT_HYPOTHESIS), **options}
     return run_partitions("zeroshot", model, inputs, out, options=opts, scheduler=scheduler,
                           resume=resume, quiet=quiet,
-                          corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt})
+                          corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt,
+                                  "quoting": quoting})
 
 
 def describe(summary: dict) -> str:

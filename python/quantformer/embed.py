@@ -351,7 +351,8 @@ def _run_embed(args) -> int:
             args.input, args.out, args.model, scheduler=args.scheduler, resume=args.resume,
             batch_size=args.batch_size, max_length=args.max_length, layout=args.layout,
             truncation=args.truncation, normalize=args.normalize, keep_text=args.keep_text,
-            device=args.device, quiet=args.quiet, **corpus_kwargs(args, label=False))))
+            device=args.device, quiet=args.quiet, backend=args.backend, quantize=args.quantize,
+            **corpus_kwargs(args, label=False))))
         return 0
     check_output_path(args.out)
     layout = resolve_layout(args.layout, args.out)

@@ -462,7 +462,7 @@ def _run_predict(args) -> int:
         print(describe(predict_partitions(
             args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
             batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
-            quiet=args.quiet, **kw)))
+            quiet=args.quiet, backend=args.backend, quantize=args.quantize, **kw)))
         return 0
     n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
                      id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],

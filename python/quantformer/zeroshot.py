@@ -602,8 +602,8 @@ def _run_zeroshot_partitions(args, labels) -> int:
         scheduler=args.scheduler, resume=args.resume, quiet=args.quiet, method=args.method,
         multi_label=args.multi_label, batch_size=args.batch_size, max_length=args.max_length,
         truncation=args.truncation, device=args.device, calibration=args.calibration,
-        temperature=args.temperature, keep_text=args.keep_text,
-        **corpus_kwargs(args, label=False))))
+        temperature=args.temperature, keep_text=args.keep_text, backend=args.backend,
+        quantize=args.quantize, **corpus_kwargs(args, label=False))))
     return 0
 
 
