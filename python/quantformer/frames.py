@@ -18,6 +18,10 @@ with a header, sniffed), ``.jsonl`` and ``.rds`` (an R data frame, read with pyr
 may have quoted fields with embedded newlines, CR, CRLF or LF line ends, and any encoding:
 UTF-8 is tried first, then the encoding detected by charset-normalizer, with a warning naming
 the file and the encoding. Line ends are normalised to ``\\n`` as ``quanteda::corpus()`` does.
+TSVs are read with RFC 4180 quoting unless ``quoting="none"`` (every line one row, quotes are
+text); a TSV in which a stray quote would merge lines into one document is refused, one where
+quotes would only be removed gets a warning. Labels may come from a file of their own
+(``labels_file``, one a line), and a text column of numbers gets a warning.
 
 Writers produce ``.parquet``, ``.csv``, ``.tsv``, ``.jsonl`` and ``.rds`` (a plain R data frame
 with ``doc_id``, ``text`` and docvars, so ``quanteda::corpus(readRDS(f))`` works). Every write
