@@ -77,7 +77,8 @@ def finetune_f1(pool, coded_rows, test, seed) -> float:
 
 
 def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, finetune_at):
-    """One learning curve: rows (codes, light macro-F1, fine-tuned macro-F1 or NaN)."""
+    """One learning curve: rows (codes, light macro-F1, fine-tuned macro-F1 or NaN).
+    ``strategy`` is a suggest strategy, with ``-nodiv`` appended for no diversity guard."""
     from quantformer.suggest import suggest
 
     frame = pool[["doc_id", "text"]].copy()
@@ -90,7 +91,8 @@ def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, finetune_at
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             picks = suggest(frame, vecs, coded=codes, n=min(batch, total - len(coded)),
-                            strategy=strategy, seed=seed)
+                            strategy=strategy.removesuffix("-nodiv"), seed=seed,
+                            diversity=not strategy.endswith("-nodiv"))
         coded += [pos[d] for d in picks["doc_id"]]
         n = len(coded)
         f1 = light_f1(vecs[coded], pool["label"].iloc[coded], test_vecs, test["label"], seed)
@@ -107,7 +109,8 @@ def codes_to_reach(curve_df: pd.DataFrame, level: float) -> float:
     return float(hit.min()) if len(hit) else float("nan")
 
 
-def run_task(name, seeds, batch, total, finetune_at, finetune_seeds, cache_dir):
+def run_task(name, seeds, batch, total, finetune_at, finetune_seeds, cache_dir,
+             strategies=("margin", "random")):
     pool, test = {"abortion": load_abortion, "toxic": load_toxic}[name]()
     t0 = time.time()
     vecs, test_vecs = embed_task(pool, test, cache_dir)
@@ -115,12 +118,18 @@ def run_task(name, seeds, batch, total, finetune_at, finetune_seeds, cache_dir):
           flush=True)
     rows = []
     for seed in seeds:
-        for strategy in ("margin", "random"):
+        for strategy in strategies:
             fa = finetune_at if seed in finetune_seeds else set()
             for r in curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, fa):
                 rows.append({"task": name, "strategy": strategy, "seed": seed, **r})
             print(f"  seed {seed} {strategy}: done ({time.time() - t0:.0f} s)", flush=True)
     return pd.DataFrame(rows)
+
+
+def main_strategy(mean: pd.DataFrame) -> str:
+    """The active-learning strategy the target ratio is computed for: margin when it ran."""
+    names = [s for s in mean["strategy"].unique() if s != "random"]
+    return "margin" if "margin" in names else names[0]
 
 
 def report(df: pd.DataFrame, target: int) -> dict:
@@ -130,6 +139,9 @@ def report(df: pd.DataFrame, target: int) -> dict:
             .mean().reset_index()
         table = mean.pivot(index="codes", columns="strategy",
                            values=["light_f1", "n_minority"])
+        for s in set(mean["strategy"]) - {"random"}:
+            print(f"{s}: mean light macro-F1 over all rounds, minus random's: "
+                  f"{(table[('light_f1', s)] - table[('light_f1', 'random')]).mean():+.4f}")
         print(f"\n== {task}: mean over seeds {sorted(d['seed'].unique())} ==")
         print(table.round(4).to_string())
         ft = d.dropna(subset=["finetuned_f1"])
@@ -138,7 +150,7 @@ def report(df: pd.DataFrame, target: int) -> dict:
             print(ft[["strategy", "seed", "codes", "finetuned_f1"]].to_string(index=False))
         rnd = mean[mean["strategy"] == "random"]
         level = float(rnd.loc[rnd["codes"] == target, "light_f1"].iloc[0])
-        need = codes_to_reach(mean[mean["strategy"] == "margin"], level)
+        need = codes_to_reach(mean[mean["strategy"] == main_strategy(mean)], level)
         ratio = need / target
         print(f"random's light macro-F1 at {target} codes: {level:.4f}; active learning reaches "
               f"it with {need:.0f} codes: ratio {ratio:.2f} (target <= 0.60 on Toxic)")
@@ -156,6 +168,9 @@ def main(argv=None) -> int:
                    help="random's codes whose macro-F1 active learning must reach (300)")
     p.add_argument("--finetune-at", default="", help="checkpoints to fine-tune at, e.g. 50,300")
     p.add_argument("--finetune-seeds", default="1")
+    p.add_argument("--strategies", default="margin,random",
+                   help="suggest strategies to compare (random included); '-nodiv' appended "
+                        "turns off the diversity guard, e.g. margin-nodiv")
     p.add_argument("--out", default=None, help="CSV of all curve points")
     p.add_argument("--data", default=str(bench_compare.DATA),
                    help="the shared data folder (default: ../shared/data of the repository)")
@@ -168,7 +183,8 @@ def main(argv=None) -> int:
     fs = {int(s) for s in args.finetune_seeds.split(",") if s}
     cache_dir = Path(tempfile.gettempdir()) / "quantformer-bench-suggest"
     cache_dir.mkdir(exist_ok=True)
-    df = pd.concat([run_task(t, seeds, args.batch, args.total, fa, fs, cache_dir)
+    strategies = args.strategies.split(",")
+    df = pd.concat([run_task(t, seeds, args.batch, args.total, fa, fs, cache_dir, strategies)
                     for t in args.tasks.split(",")], ignore_index=True)
     if args.out:
         df.to_csv(args.out, index=False)

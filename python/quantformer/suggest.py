@@ -176,14 +176,18 @@ def embed_corpus(frame: pd.DataFrame, model: str | None = None, *, corpus_path=N
     Returns:
         float32 (n_docs, hidden); NaN rows for missing or empty texts.
     """
-    from .embed import check_length, embed_texts, load_encoder
+    from .embed import Encoder, check_length, embed_texts, load_encoder
+    from .models import load_config, resolve_model
 
-    enc = load_encoder(model, device)
-    length = check_length(enc, max_length)
+    # the token limit from the configuration alone: a cache hit never loads the weights
+    shell = Encoder(model=None, tokenizer=None, config=load_config(model), device="cpu",
+                    path=resolve_model(model))
+    length = check_length(shell, max_length)
     where = (cache_path(corpus_path, model, length, truncation, cache_dir)
              if cache and corpus_path is not None else None)
     vecs = read_cache(where, frame["doc_id"]) if where is not None else None
     if vecs is None:
+        enc = load_encoder(model, device)
         vecs, _ = embed_texts(enc, frame["text"].tolist(), max_length=length,
                               truncation=truncation, batch_size=batch_size, normalize=True,
                               progress=not quiet)

@@ -150,7 +150,7 @@ def run(args) -> int:
         return main(["suggest", *map(str, args)])
 
 
-def test_cli_rounds_with_cache(corpus_file, tiny_bert_dir, tmp_path, capsys):
+def test_cli_rounds_with_cache(corpus_file, tiny_bert_dir, tmp_path, monkeypatch):
     common = ["--input", corpus_file, "--embed-model", tiny_bert_dir, "--n", 4, "--quiet"]
     assert run([*common, "--out", tmp_path / "r1.csv"]) == 0
     caches = list(tmp_path.glob(".corpus.csv.quantformer-embeddings-*.npz"))
@@ -160,8 +160,14 @@ def test_cli_rounds_with_cache(corpus_file, tiny_bert_dir, tmp_path, capsys):
                                 "guess_prob", "code"]
     assert (r1["strategy"] == "margin").all() and r1["code"].isna().all()
     assert not set(r1["doc_id"]) & ({f"d{i:03d}" for i in CODED_ROWS} | {"d020"})
-    # round 2: code the spreadsheet and pass it back; the cache is reused as it is
+    # round 2: code the spreadsheet and pass it back; the cache is reused as it is, and the
+    # encoder's weights are not even loaded
     stamp = caches[0].stat().st_mtime_ns
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the encoder was loaded although the cache holds the vectors")
+
+    monkeypatch.setattr("quantformer.embed.load_encoder", no_load)
     r1["code"] = ["econ", "other", "econ", "other"]
     r1.to_csv(tmp_path / "coded1.csv", index=False)
     assert run([*common, "--labelled", tmp_path / "coded1.csv", "--out", tmp_path / "r2.csv"]) == 0
