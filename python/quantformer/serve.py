@@ -111,16 +111,17 @@ class ModelCache:
         self.hits = 0
 
     def wrap(self, loader):
-        """A ``from_dir(cls, path, device)`` that looks in the cache before calling ``loader``."""
+        """A ``from_dir(cls, path, device, **options)`` (options: ``backend``, ``quantize``)
+        that looks in the cache before calling ``loader``."""
         cache = self
 
-        def from_dir(cls, path, device="auto"):
-            key = _folder_key(path, device)
+        def from_dir(cls, path, device="auto", **options):
+            key = _folder_key(path, device) + tuple(sorted(options.items()))
             if key in cache.models:
                 cache.models.move_to_end(key)
                 cache.hits += 1
                 return cache.models[key]
-            clf = loader(path, device=device)
+            clf = loader(path, device=device, **options)
             cache.loads += 1
             if cache.size > 0:
                 cache.models[key] = clf
