@@ -29,9 +29,10 @@ The engine (``scheduler``): ``None`` runs the partitions one after another in th
 thread each and ``cores // N`` torch threads; ``"tcp://host:8786"`` uses a running Dask
 scheduler (e.g. one started by dask-jobqueue's ``SLURMCluster``). Tasks carry the model's
 *path*; each worker loads a model once and keeps it for later partitions (a per-process cache
-keyed by verb, model path and device) for ``predict`` and ``embed``; ``zeroshot`` still loads
-its model once per partition (seconds, against minutes of work for a partition of thousands
-of documents). A task whose worker dies is rescheduled by Dask
+keyed by verb, model path, device and backend) for ``predict``, ``embed`` and ``zeroshot``
+(whose NLI or embedding model goes through the same cache, see
+:func:`cached_zeroshot_models`); a model folder written again is loaded again.
+A task whose worker dies is rescheduled by Dask
 (``distributed.scheduler.allowed-failures``, 3 by default) and tasks that raise an internal
 error are retried twice (``Client.submit(retries=2)``). A partition with bad input is not
 retried: the job finishes the other partitions (their outputs stay) and then fails with an
@@ -52,7 +53,6 @@ import socket
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-
 
 from .errors import InputError
 
@@ -355,7 +355,7 @@ def run_partition(spec: dict) -> dict:
 def cached_model(verb: str, model, device: str, backend: str = "torch",
                  quantize: str = "none"):
     """The loaded model for ``verb`` in this process: loaded on first use, then reused."""
-    key = (verb, str(model), device, backend, quantize)
+    key = (verb, str(model), folder_stamp(model), device, backend, quantize)
     if key not in _CACHE:
         if verb == "predict":
             from .predict import Classifier
@@ -423,13 +423,51 @@ def _zeroshot_partition(spec: dict) -> int:
     from .zeroshot import zeroshot
 
     frame = pd.concat(list(_chunks(spec)), ignore_index=True)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), cached_zeroshot_models():
         warnings.simplefilter("ignore")  # counted per job by the driver, not per partition
         out = zeroshot(frame, model=spec["model"], quiet=True, **spec["options"])
     n_missing = int(out.attrs["quantformer"]["n_missing"])
     out.attrs = {}
     write_frame(out, spec["output"])
     return len(out), n_missing
+
+
+@contextlib.contextmanager
+def cached_zeroshot_models():
+    """While active, :mod:`quantformer.zeroshot` loads its model (NLI network or sentence
+    encoder) through this process's model cache, so a worker loads a zero-shot model once, not
+    once per partition."""
+    from . import embed, zeroshot
+
+    load_nli, load_encoder = zeroshot._nli_model, embed.load_encoder
+
+    def nli_model(model, device, backend, quantize):
+        key = ("zeroshot-nli", str(model), folder_stamp(model), device, backend, quantize)
+        if key not in _CACHE:
+            _CACHE[key] = load_nli(model, device, backend, quantize)
+        return _CACHE[key]
+
+    def encoder(model=None, device="auto", backend="torch", quantize="none"):
+        key = ("embed", str(model), folder_stamp(model), device, backend, quantize)
+        if key not in _CACHE:
+            _CACHE[key] = load_encoder(model, device, backend, quantize)
+        return _CACHE[key]
+
+    zeroshot._nli_model, embed.load_encoder = nli_model, encoder
+    try:
+        yield
+    finally:
+        zeroshot._nli_model, embed.load_encoder = load_nli, load_encoder
+
+
+def folder_stamp(model) -> tuple:
+    """(name, mtime, size) of the files of a model folder: a model written again in the same
+    folder is loaded again, not taken from the cache. Empty for hub ids and the default."""
+    try:
+        return tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size)
+                            for e in os.scandir(model) if e.is_file()))
+    except (OSError, TypeError):
+        return ()
 
 
 _RUNNERS = {"predict": _predict_partition, "embed": _embed_partition,

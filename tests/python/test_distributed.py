@@ -241,6 +241,25 @@ def test_embed_on_local_cluster_and_zeroshot_equal_one_process(tmp_path, tiny_be
     _assert_same_predictions(_read_out(tmp_path / "zs"), whole)
 
 
+def test_zeroshot_partitions_load_the_model_once_per_process(tmp_path, tiny_bert_dir,
+                                                             monkeypatch):
+    """Issue 14: the model is loaded once per worker, not once per partition (zeroshot too)."""
+    from quantformer import embed, zeroshot
+
+    loads = []
+    real = embed.load_encoder
+    monkeypatch.setattr(embed, "load_encoder",
+                        lambda *a, **k: loads.append(a) or real(*a, **k))
+    monkeypatch.setattr(distributed, "_CACHE", {})
+    _write_parts(_corpus(30), tmp_path / "in", 3)
+    distributed.zeroshot_partitions(tmp_path / "in", tmp_path / "zs", ["the economy", "war"],
+                                    model=str(tiny_bert_dir), calibration="none",
+                                    device="cpu", quiet=True)
+    assert len(_read_out(tmp_path / "zs")) == 30
+    assert len(loads) == 1  # three partitions, one load
+    assert embed.load_encoder.__name__ == "<lambda>"  # the cache is active only during the job
+
+
 # ------------------------------------------------------------------------------------------
 # a real LocalCluster
 
