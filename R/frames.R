@@ -75,9 +75,14 @@ field_column <- function(x, field, what, arg, required) {
     return(field)
   }
   if (!required) return(NULL)
-  # suggest a column that could be meant: the first text column for the texts
+  # suggest a column that could be meant: for the texts, the character column with the
+  # longest strings, leaving out columns named like ids
   texty <- names(x)[vapply(x, function(v) is.character(v) || is.factor(v), TRUE)]
-  example <- if (what == "text_field" && length(texty)) texty[1] else names(x)[1]
+  named_id <- grepl("(^|[._])(id|doc_?id|docname|name)$", texty, ignore.case = TRUE)
+  if (any(!named_id)) texty <- texty[!named_id]
+  chars <- vapply(texty, function(n) mean(nchar(as.character(x[[n]])), na.rm = TRUE), 0)
+  example <- if (what == "text_field" && length(texty))
+    texty[which.max(replace(chars, is.na(chars), -1))] else names(x)[1]
   stop("`", arg, "` is a data frame without a", if (is.numeric(field))
        paste(" column number", field) else paste0(" '", field, "' column"),
        "; its columns are: ", paste(names(x), collapse = ", "), ". Name its ",

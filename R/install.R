@@ -179,6 +179,17 @@ run_install <- function(cmds, envdir, source) {
              file.path(envdir, INSTALLED_MARKER))
   .qf$found <- NULL
   message("quantformer is installed in ", envdir)
+  remember_envdir(envdir)
+}
+
+# A folder other than the default is found in this session through QUANTFORMER_VENV; say how
+# to find it in later sessions too.
+remember_envdir <- function(envdir) {
+  if (normalizePath(envdir, mustWork = FALSE) ==
+      normalizePath(quantformer_venv(), mustWork = FALSE)) return(invisible())
+  Sys.setenv(QUANTFORMER_VENV = envdir)
+  message("This R session now uses it. In later sessions, set QUANTFORMER_VENV=", envdir,
+          " (e.g. a line in ~/.Renviron) so that quantformer finds it.")
 }
 
 run_install_step <- function(cmd, envdir, marked) {

@@ -147,6 +147,7 @@ python_not_found_message <- function(tried) {
     "  quantformer::quantformer_install()                  # the bundled core, into ",
     quantformer_venv(), "\n",
     "  quantformer::quantformer_install(path = \"<source>\")  # a local copy of the Python core\n",
+    "  Sys.setenv(QUANTFORMER_VENV = \"<envdir>\")           # the envdir of an earlier install\n",
     "  options(quantformer.python = \"/path/to/python\")     # a Python that imports quantformer"
   )
 }

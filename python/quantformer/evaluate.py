@@ -208,7 +208,9 @@ def evaluate(truth, predicted, labels=None) -> Report:
     macro = float(np.mean(f1[present]))
     per_class = pd.DataFrame({"precision": prec, "recall": rec, "f1": f1,
                               "support": sup.astype(int)}, index=pd.Index(order, name="label"))
-    cm = confusion_matrix(tt, pp, labels=order)
+    with warnings.catch_warnings():  # one class only: the 1 x 1 matrix is right, say nothing
+        warnings.filterwarnings("ignore", message="A single label was found")
+        cm = confusion_matrix(tt, pp, labels=order)
     confusion = pd.DataFrame(cm, index=pd.Index(order, name="true"),
                              columns=pd.Index(order, name="predicted"))
     from .reliability import agreement

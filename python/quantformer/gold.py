@@ -218,6 +218,12 @@ def join_gold(pred, gold, *, label_col: str = "label", weight_col: str | None = 
         raise InputError(f"the gold sample has {len(gold)} usable hand-coded document(s); "
                          f"an interval needs at least {MIN_GOLD} (a few hundred for a useful "
                          "one): code more documents")
+    coded = pd.unique(gold[label_col].dropna())
+    if len(coded) == 1:
+        warnings.warn(f"every gold document is coded {coded[0]!r}: the intervals of the shares "
+                      "rest on one class and are degenerate (often zero width); code a random "
+                      "sample of the corpus, which will include the other classes",
+                      GoldWarning, stacklevel=3)
     return GoldPair(frame=pred, classes=classes, yhat=yhat, predicted=predicted,
                     gold_rows=position,
                     gold_labels=gold[label_col].to_numpy(dtype=object),

@@ -38,7 +38,7 @@ def _kappa(codes: np.ndarray) -> float:
 
     if len(np.unique(codes)) < 2:
         return float("nan")
-    return float(cohen_kappa_score(codes[0], codes[1]))
+    return float(cohen_kappa_score(codes[0], codes[1], labels=np.unique(codes)))
 
 
 def agreement(truth, predicted, level: float = 0.95, n_boot: int = N_BOOT,

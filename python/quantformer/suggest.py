@@ -358,6 +358,10 @@ def check_args(frame, vectors, n, strategy, stratify) -> None:
         raise InputError(f"n must be a whole number of documents of at least 1, not {n!r}")
     if len(frame) == 0:
         raise InputError("the corpus has no documents; give a corpus with texts to code")
+    text = frame["text"] if "text" in frame.columns else pd.Series([], dtype=object)
+    if len(text) and not text.fillna("").astype(str).str.strip().ne("").any():
+        raise InputError("every document of the corpus has a missing or empty text, so none can "
+                         "be suggested; check --text-col (the column that holds the texts)")
     if len(vectors) != len(frame):
         raise InputError(f"{len(vectors)} embedding rows for {len(frame)} documents; embed "
                          "this corpus (same rows, same order)")
@@ -368,12 +372,15 @@ def check_args(frame, vectors, n, strategy, stratify) -> None:
 
 def effective_strategy(strategy: str, codes: pd.Series, probs) -> str:
     """The strategy that can run: an uncertainty strategy needs two coded classes (or a
-    model's probabilities); otherwise a cold start, said in a warning."""
+    model's probabilities); otherwise a cold start, said in a warning when one class is coded
+    (with nothing coded yet, a cold start is the usual first round and needs no warning)."""
     if strategy in ("cold", "random") or probs is not None:
         return strategy
     n_classes = codes.dropna().nunique()
     if n_classes >= 2:
         return strategy
+    if n_classes == 0:  # nothing coded yet: a cold start is the usual first round, not news
+        return "cold"
     warnings.warn(f"{strategy} needs codes of at least two classes, and {n_classes} class(es) "
                   "are coded so far: suggesting a cold start (diverse documents) instead",
                   SuggestWarning, stacklevel=3)

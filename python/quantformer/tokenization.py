@@ -44,7 +44,7 @@ def warn_truncated(n_truncated: int, n: int, max_length: int, strategy: str) -> 
 
         warnings.warn(
             f"{n_truncated} of {n} document(s) truncated to {max_length} tokens ({strategy}); "
-            "`quantformer tokenize --model M --out F` (R: textstat_subwords(x, model)) shows "
+            "`quantformer tokenize --model M --input F --out G` (R: textstat_subwords(x, model)) shows "
             "which",
             TruncationWarning, stacklevel=3)
 

@@ -144,7 +144,9 @@ def check_labels(labels, multi_label: bool = False) -> list[str]:
             dups.append(x)
         seen.add(x)
     if dups:
-        raise InputError(f"duplicate label(s): {', '.join(map(repr, dups))}; give each label once")
+        raise InputError(f"duplicate label(s): {', '.join(map(repr, dups))}; give each label once "
+                         "(zeroshot's labels are the candidate class descriptions, one per "
+                         "line in --labels-file, not one label per document)")
     if not labels:
         raise InputError("no labels given; pass --labels 'a,b' or --labels-file")
     if len(labels) < 2 and not multi_label:

@@ -186,6 +186,14 @@ def test_group_without_gold_is_pooled_and_said():
     assert g.loc[g["region"] == "south", "estimate"].isna().all()
 
 
+def test_gold_sample_of_one_class_warns_that_intervals_are_degenerate():
+    pred, truth = biased_corpus(n=400)
+    keep = np.flatnonzero(np.asarray(truth) == "ok")[:40]
+    gold = pd.DataFrame({"doc_id": pred["doc_id"].to_numpy()[keep], "label": "ok"})
+    with pytest.warns(GoldWarning, match="every gold document is coded 'ok'.*degenerate"):
+        quantformer.estimate(pred, gold)
+
+
 def _gold(pred, truth, n=50):
     return pd.DataFrame({"doc_id": pred["doc_id"][:n], "label": truth[:n]})
 

@@ -37,16 +37,23 @@ def test_uncertainty_scores_by_hand():
     np.testing.assert_allclose(uncertainty(p, "entropy"), ent)
 
 
+def test_corpus_without_any_text_is_refused():
+    frame, vecs, _ = blobs()
+    frame = frame.assign(text=None)
+    with pytest.raises(InputError, match="every document of the corpus has a missing or empty"):
+        suggest(frame, vecs, n=3)
+
+
 def test_cold_start_covers_every_cluster_and_is_seeded():
     frame, vecs, _ = blobs()
-    with pytest.warns(SuggestWarning, match="cold start"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing coded yet: the cold start needs no warning
         out = suggest(frame, vecs, n=3, strategy="margin")
     clusters = {int(d[1:]) // 30 for d in out["doc_id"]}
     assert clusters == {0, 1, 2}  # one document from each cluster
     assert (out["strategy"] == "cold").all() and out["guess"].isna().all()
     assert out["code"].isna().all() and list(out["rank"]) == [1, 2, 3]
-    with pytest.warns(SuggestWarning):
-        again = suggest(frame, vecs, n=3, strategy="margin")
+    again = suggest(frame, vecs, n=3, strategy="margin")
     assert list(again["doc_id"]) == list(out["doc_id"])
 
 

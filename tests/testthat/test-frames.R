@@ -144,7 +144,7 @@ test_that("#17: text_field and docid_field pick data frame columns by name or nu
 
 test_that("#17: every function that takes a data frame has the text_field it suggests", {
   err <- expect_error(quantformer:::as_frame(data.frame(id = "d1", body = "x")),
-                      "Name its text column with `text_field` \\(e.g. `text_field = \"id\"`\\)")
+                      "Name its text column with `text_field` \\(e.g. `text_field = \"body\"`\\)")
   takes_frames <- list(textmodel_finetune, textmodel_zeroshot, textmodel_compare,
                        textstat_subwords, quantformer:::predict.textmodel_finetune,
                        quantformer:::predict.textmodel_zeroshot)

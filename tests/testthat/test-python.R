@@ -310,3 +310,14 @@ test_that("interrupting R kills the Python process", {
   Sys.sleep(0.5)
   expect_false(tools::pskill(pid, 0L))       # ... and is gone
 })
+
+test_that("#11: an install into another envdir is used in this session and says how later", {
+  withr::local_envvar(QUANTFORMER_VENV = NA)
+  d <- tempfile("qf-envdir-")
+  expect_message(quantformer:::remember_envdir(d), "set QUANTFORMER_VENV=.*~/.Renviron")
+  expect_equal(Sys.getenv("QUANTFORMER_VENV"), d)
+  expect_equal(quantformer:::quantformer_venv(), d)
+  # the default folder needs nothing
+  withr::local_envvar(QUANTFORMER_VENV = NA)
+  expect_silent(quantformer:::remember_envdir(quantformer:::quantformer_venv()))
+})

@@ -152,7 +152,10 @@ def _zero_one(values: pd.Series, column: str) -> np.ndarray:
     text = values.astype(str).str.strip().str.lower()
     ok = text.isin(["0", "1", "0.0", "1.0", "true", "false"])
     if not ok.all():
-        first = values[~ok.to_numpy()].iloc[0]
+        bad = values[~ok.to_numpy()]
+        first = bad.iloc[0]
+        first = first.item() if hasattr(first, "item") else first  # 2, not np.int64(2)
         raise InputError(f"--label-cols column {column!r} must hold 0/1 values, but it has "
-                         f"{first!r}; recode it as 0/1")
+                         f"{first!r} (row {int(np.flatnonzero(~ok.to_numpy())[0]) + 1}); "
+                         "recode it as 0/1")
     return text.isin(["1", "1.0", "true"]).to_numpy()
