@@ -4,7 +4,7 @@ test_that("suggest_documents: cold start, then margin on the codes, never coded 
   skip_if_no_verb("suggest")
   sotu <- sotu_sample()
   cache <- withr::local_tempdir()
-  first <- suppressWarnings(suggest_documents(sotu, n = 4, cache_dir = cache))
+  expect_no_warning(first <- suggest_documents(sotu, n = 4, cache_dir = cache))  # usual start
   expect_equal(nrow(first), 4)
   expect_equal(names(first), c("doc_id", "text", setdiff(names(sotu), c("doc_id", "text")),
                                "rank", "score", "strategy", "guess", "guess_prob", "code"))
