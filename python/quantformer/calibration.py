@@ -144,7 +144,12 @@ def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
 
 
 def stored_temperature(record: dict, model_dir) -> float:
-    """The temperature a model directory's record holds; ModelDirError without one."""
+    """The temperature a model directory's record holds; ModelDirError without one, InputError
+    for a regression or multi-label model (temperature scaling calibrates a softmax)."""
+    task = record.get("task", "classification")
+    if task != "classification":
+        raise InputError(f"--calibrated applies temperature scaling to a classifier's softmax; "
+                         f"'{model_dir}' is a {task} model: predict without --calibrated")
     calib = record.get("calibration") or {}
     if "temperature" not in calib:
         raise ModelDirError(f"'{model_dir}' has no calibration; run `quantformer calibrate "

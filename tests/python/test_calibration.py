@@ -101,3 +101,12 @@ def test_evaluate_reports_ece_and_writes_reliability_diagram(tmp_path, capsys):
     assert report["calibration"]["ece"] == pytest.approx(
         expected_calibration_error(probs, truth))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_calibrated_is_refused_for_a_regression_or_multilabel_record():
+    from quantformer.calibration import stored_temperature
+
+    for task in ("regression", "multilabel"):
+        with pytest.raises(InputError, match=f"is a {task} model: predict without --calibrated"):
+            stored_temperature({"task": task, "calibration": {"temperature": 2.0}}, "m")
+    assert stored_temperature({"calibration": {"temperature": 2.0}}, "m") == 2.0
