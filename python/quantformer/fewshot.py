@@ -325,7 +325,7 @@ def head_in_order(head, order: list[str]) -> tuple[np.ndarray, np.ndarray]:
 # the finetune verb's entry
 
 
-METHODS = ("standard", METHOD)
+METHODS = ("standard", METHOD, "nli")  # nli: quantformer.nli_finetune
 
 
 def finetune_fewshot(method: str, frame: pd.DataFrame, *, model=None, epochs=None, lr=None,

@@ -62,6 +62,9 @@ def finetune(
     precision: str = "auto",
     grad_accum: int = 1,
     method: str = "standard",
+    hypothesis: str | None = None,
+    label_phrases=None,
+    nli_pairs: str = "balanced",
 ):
     """Fine-tune a pretrained encoder on labelled documents (Wankmüller 2022, section 6.4).
 
@@ -103,7 +106,12 @@ def finetune(
             ``batch_size * grad_accum``).
         method: ``standard`` (this recipe) or ``setfit`` (few-shot: SetFit, Tunstall et al.
             2022, see :mod:`quantformer.fewshot`; ``epochs``, ``lr`` and ``batch_size`` apply
-            to its body, validation data and oversampling are refused).
+            to its body, validation data and oversampling are refused) or ``nli`` (an NLI
+            model fine-tuned on the classes written as hypotheses, Laurer et al. 2023, see
+            :mod:`quantformer.nli_finetune`; classification only, no oversampling).
+        hypothesis, label_phrases, nli_pairs: ``method="nli"`` only: the hypothesis template
+            (one ``{}``), class -> label phrase (default: the class names) and the training
+            pairs (``balanced`` or ``all``); see :func:`quantformer.nli_finetune.nli_finetune`.
 
     Returns:
         A :class:`quantformer.predict.Classifier` whose ``record`` holds the training record.
@@ -115,6 +123,19 @@ def finetune(
             truncation, device, task or precision, a bad ``labels`` list or oversampling ratio,
             oversampling with regression/multilabel, early stopping without validation data.
     """
+    from .nli_finetune import check_method_options
+
+    check_method_options(method, hypothesis, label_phrases, nli_pairs)
+    if method == "nli" and task == "classification":
+        from .nli_finetune import nli_finetune
+
+        return nli_finetune(
+            frame, model=model, hypothesis=hypothesis, label_phrases=label_phrases,
+            pairs=nli_pairs, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
+            truncation=truncation, valid=valid, valid_fraction=valid_fraction, labels=labels,
+            seed=seed, device=device, quiet=quiet, source=source,
+            early_stopping=early_stopping, precision=precision, grad_accum=grad_accum,
+            oversample=oversample)
     if method != "standard":  # few-shot methods live in quantformer.fewshot
         from .fewshot import finetune_fewshot
 
@@ -312,10 +333,15 @@ def add_cli(sub) -> None:
                    help="share of --train held out for validation metrics (0: none)")
     _add_task_options(p)
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
-    p.add_argument("--method", default="standard", choices=("standard", "setfit"),
+    p.add_argument("--method", default="standard", choices=("standard", "setfit", "nli"),
                    help="standard fine-tuning, or setfit: few-shot contrastive fine-tuning of "
                         "a sentence-transformer body plus a logistic head (8-64 codes per "
-                        "class; --epochs, --lr, --batch-size apply to the body)")
+                        "class; --epochs, --lr, --batch-size apply to the body), or nli: an NLI "
+                        "--model fine-tuned on the classes written as hypotheses (Laurer et "
+                        "al. 2023; default 7 epochs, lr 2e-5)")
+    from .nli_finetune import add_cli_options
+
+    add_cli_options(p)
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="model directory to write")
@@ -356,6 +382,7 @@ def _run_finetune(args) -> int:
     from .cli import corpus_kwargs
     from .frames import read_frame
     from .modeldir import check_out_dir
+    from .nli_finetune import cli_kwargs as nli_kwargs
 
     check_out_dir(args.out, args.overwrite)
     kw = corpus_kwargs(args)
@@ -371,7 +398,7 @@ def _run_finetune(args) -> int:
                    label_cols=_split_list(args.label_cols), label_sep=args.label_sep,
                    tune_thresholds=args.tune_thresholds, early_stopping=args.early_stopping,
                    precision=args.precision, grad_accum=args.grad_accum,
-                   method=args.method)
+                   method=args.method, **nli_kwargs(args))
     clf.save(args.out, overwrite=args.overwrite)
     print(f"saved the fine-tuned model to {args.out}")
     return 0

@@ -146,6 +146,11 @@ class Classifier:
 
         record = read_record(path)
         use_onnx = check_backend(backend, quantize, device) == "onnx"
+        if record.get("method") == "nli":  # an NLI model fine-tuned on hypotheses
+            from .nli_finetune import NLIClassifier
+
+            return NLIClassifier.from_dir(path, device=device, backend=backend,
+                                          quantize=quantize)
         if record.get("method") == "setfit":
             if use_onnx:
                 raise InputError("--backend onnx is not supported for SetFit models yet; use "

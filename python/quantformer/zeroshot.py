@@ -302,30 +302,53 @@ def _nli_model(model, device, backend, quantize):
 def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                 max_length, truncation, device, progress, config, backend="torch",
                 quantize="none"):
-    from .inference import run_batches
     from .models import check_max_length, max_positions
-    from .tokenization import encode
 
     length = (min(512, max_positions(config) or 512) if max_length is None
               else check_max_length(max_length, config))
     net, tok, dev = _nli_model(model, device, backend, quantize)
     entail, contra = nli_label_ids(config)
     k = len(labels)
-    hyps = [hypothesis.format(lab) for lab in labels]
-    premises = [texts[i] for i in present for _ in range(k)]
-    info = {"max_length": length, "n_pairs": len(premises),
+    info = {"max_length": length, "n_pairs": len(present) * k,
             "entailment_id": entail, "contradiction_id": contra}
-    if not premises:  # every document missing or empty
+    if not len(present):  # every document missing or empty
         return np.zeros((0, k)), np.zeros(0, dtype=bool), info
-    # the premise gives way to the hypothesis, which is never cut (tokenization.encode)
-    enc = encode(tok, premises, max_length=length, truncation=truncation,
-                 pairs=hyps * len(present))
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    logits, truncated = nli_pair_logits(net, tok, [texts[i] for i in present],
+                                        [hypothesis.format(lab) for lab in labels],
+                                        max_length=length, truncation=truncation,
+                                        batch_size=batch_size, device=dev, progress=progress)
+    return nli_probabilities(logits, entail, contra, multi_label), truncated, info
+
+
+def nli_pair_logits(net, tokenizer, texts: list, hypotheses: list, *, max_length: int,
+                    truncation: str, batch_size: int, device: str, progress: bool,
+                    desc: str = "zero-shot NLI") -> tuple[np.ndarray, np.ndarray]:
+    """Logits of every (text, hypothesis) pair: each text is the premise of every hypothesis.
+
+    The premise is truncated (``truncation``) and gives way to the hypothesis, which is never
+    cut (:func:`quantformer.tokenization.encode`); pairs run in length-sorted batches.
+
+    Args:
+        net: an NLI sequence-classification model on ``device`` (or an ONNX export of it).
+        texts: the premises (no missing texts).
+        hypotheses: the filled hypothesis templates, one per label.
+
+    Returns:
+        (float array (n_texts, n_hypotheses, n_outputs), bool array (n_texts,): the texts cut
+        in at least one of their pairs).
+    """
+    from .inference import run_batches
+    from .tokenization import encode
+
+    k = len(hypotheses)
+    enc = encode(tokenizer, [t for t in texts for _ in range(k)], max_length=max_length,
+                 truncation=truncation, pairs=list(hypotheses) * len(texts))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     logits = run_batches(net, enc.input_ids, enc.token_type_ids, fn=_logits,
-                         batch_size=batch_size, device=dev, pad_id=pad, progress=progress,
-                         desc="zero-shot NLI")
-    probs = nli_probabilities(logits.reshape(len(present), k, -1), entail, contra, multi_label)
-    return probs, enc.truncated.reshape(len(present), k).any(axis=1), info
+                         batch_size=batch_size, device=device, pad_id=pad, progress=progress,
+                         desc=desc)
+    return (logits.reshape(len(texts), k, -1),
+            enc.truncated.reshape(len(texts), k).any(axis=1))
 
 
 def _logits(model, batch):

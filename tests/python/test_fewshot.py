@@ -101,7 +101,7 @@ def test_setfit_refuses_one_class_and_unsupported_options():
     with pytest.raises(InputError, match="oversample cannot be used with method 'setfit'"):
         finetune(toy_frame(8), method="setfit", oversample=0.25)
     with pytest.raises(InputError, match="unknown method"):
-        finetune(toy_frame(8), method="nli")
+        finetune(toy_frame(8), method="bogus")
 
 
 def test_damaged_setfit_directory(setfit_dir, tmp_path):

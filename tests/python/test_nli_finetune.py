@@ -1,0 +1,299 @@
+"""finetune --method nli (issue 13; Laurer et al. 2023): the training pairs, the model directory,
+predict / load / CLI on it, seeding, and bad input. The tiny NLI models of tiny_models.py have
+random weights: they test the code path, not accuracy (no real NLI model is available offline).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from toydata import toy_frame
+
+from quantformer.cli import main
+from quantformer.errors import InputError
+from quantformer.finetune import finetune
+from quantformer.nli_finetune import (NLIClassifier, parse_label_phrases, phrases_for,
+                                      training_pairs)
+
+PHRASES = {"econ": "money and taxes", "other": "something else"}
+TEMPLATE = "The text is about {}."
+FAST = {"epochs": 1, "lr": 1e-3, "quiet": True, "device": "cpu"}
+
+
+def _train(model_dir, frame=None, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return finetune(toy_frame(16) if frame is None else frame, model=str(model_dir),
+                        method="nli", hypothesis=TEMPLATE, label_phrases=PHRASES,
+                        **{**FAST, **kwargs})
+
+
+# ------------------------------------------------------------------------------------------
+# pairs and phrases (no model)
+
+
+def test_balanced_pairs_follow_laurer_et_al():
+    targets = np.array([0, 0, 0, 0, 0, 1, 1, 2])  # 5 / 2 / 1 documents
+    docs, classes, entail = training_pairs(targets, 3, "balanced", np.random.default_rng(1))
+    for c, n_c in enumerate((5, 2, 1)):
+        mine = classes == c
+        # every document of the class with its hypothesis: entailment
+        assert sorted(docs[mine & entail]) == np.flatnonzero(targets == c).tolist()
+        # as many documents of other classes (at most all of them): not entailment
+        others = docs[mine & ~entail]
+        assert len(others) == min(n_c, 8 - n_c) and len(set(others)) == len(others)
+        assert (targets[others] != c).all()
+    assert len(docs) == 5 + 3 + 2 + 2 + 1 + 1
+    again = training_pairs(targets, 3, "balanced", np.random.default_rng(1))
+    assert all((a == b).all() for a, b in zip((docs, classes, entail), again))
+
+
+def test_all_pairs_give_every_document_every_hypothesis():
+    targets = np.array([1, 0, 2])
+    docs, classes, entail = training_pairs(targets, 3, "all", np.random.default_rng(1))
+    assert docs.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert classes.tolist() == [0, 1, 2] * 3
+    assert entail.tolist() == [False, True, False, True, False, False, False, False, True]
+
+
+def test_label_phrases_parse_and_cover_every_class():
+    assert parse_label_phrases("pro=in favor of, con = against") == {"pro": "in favor of",
+                                                                     "con": "against"}
+    assert parse_label_phrases(["a=x, y", "b=c=d"]) == {"a": "x, y", "b": "c=d"}
+    assert phrases_for(["a", "b"], {}) == {"a": "a", "b": "b"}  # the class names themselves
+    assert phrases_for(["b", "a"], {"a": "x", "b": "y"}) == {"b": "y", "a": "x"}
+
+
+@pytest.mark.parametrize("value, message", [
+    ("pro:in favor of", "has no '='"),
+    ("pro=", "empty class or phrase"),
+    (["a=x", "a=y"], "two label phrases"),
+])
+def test_bad_label_phrases(value, message):
+    with pytest.raises(InputError, match=message):
+        parse_label_phrases(value)
+
+
+def test_a_class_without_a_phrase_and_an_unknown_class():
+    with pytest.raises(InputError, match=r"class\(es\) 'other' have no label phrase.*"
+                                         r"other=PHRASE"):
+        phrases_for(["econ", "other"], {"econ": "money"})
+    with pytest.raises(InputError, match=r"'ecno'.*not among the classes"):
+        phrases_for(["econ", "other"], {"ecno": "money", "other": "x"})
+
+
+# ------------------------------------------------------------------------------------------
+# training, the model directory, predict
+
+
+@pytest.fixture(scope="module")
+def nli_model(tiny_roberta_nli_dir, tmp_path_factory):
+    """A tiny RoBERTa NLI model fine-tuned with --method nli (one epoch), and its folder."""
+    clf = _train(tiny_roberta_nli_dir, seed=3)
+    return clf, clf.save(tmp_path_factory.mktemp("nli") / "model")  # save returns the folder
+
+
+def test_record_and_model_directory(nli_model, tiny_roberta_nli_dir):
+    clf, out = nli_model
+    record = json.loads((out / "quantformer.json").read_text())
+    assert record["method"] == "nli" and record["complete"] is True
+    assert record["labels"] == ["econ", "other"] and record["label_phrases"] == PHRASES
+    assert record["hypothesis"] == TEMPLATE and record["nli_pairs"] == "balanced"
+    assert (record["entailment_id"], record["contradiction_id"]) == (2, 0)
+    counts = toy_frame(16)["label"].value_counts()
+    assert record["n_pairs_entailment"] == 16
+    assert record["n_pairs"] == 16 + sum(min(n, 16 - n) for n in counts)
+    assert record["hyperparameters"]["epochs"] == 1 and record["model"] == str(
+        tiny_roberta_nli_dir)
+    # a plain Hugging Face NLI model: its NLI labels are kept, not replaced by the classes
+    config = json.loads((out / "config.json").read_text())
+    assert config["id2label"] == {"0": "contradiction", "1": "neutral", "2": "entailment"}
+
+
+def test_load_round_trip_and_predict_columns(nli_model):
+    import quantformer
+
+    clf, out = nli_model
+    docs = toy_frame(10)
+    docs.loc[4, "text"] = ""
+    loaded = quantformer.load(out)
+    assert isinstance(loaded, NLIClassifier) and loaded.labels == ["econ", "other"]
+    assert loaded.hypotheses() == [TEMPLATE.format(PHRASES["econ"]),
+                                   TEMPLATE.format(PHRASES["other"])]
+    with pytest.warns(UserWarning, match="1 of 10 document"):
+        pred = loaded.predict(docs)
+    assert list(pred.columns) == ["doc_id", "label", "year", "predicted", "prob_econ",
+                                  "prob_other"]
+    assert pred["doc_id"].tolist() == docs["doc_id"].tolist()
+    assert pd.isna(pred.loc[4, "predicted"]) and pred.loc[4, ["prob_econ", "prob_other"]].isna().all()
+    probs = pred[["prob_econ", "prob_other"]].drop(index=4).to_numpy()
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
+    assert (pred["predicted"].drop(index=4) == np.where(probs[:, 0] >= probs[:, 1], "econ",
+                                                        "other")).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_allclose(clf.predict_proba(docs.drop(index=4)), probs, atol=1e-6)
+
+
+def test_predictions_are_zero_shot_nli_with_the_fine_tuned_model(nli_model):
+    """predict = the softmax of the entailment logits across the class hypotheses, i.e.
+    zero-shot NLI (itself equal to Hugging Face's pipeline) run on the fine-tuned folder."""
+    from quantformer.zeroshot import zeroshot
+
+    _, out = nli_model
+    docs = toy_frame(8)
+    pred = NLIClassifier.from_dir(out).predict(docs)
+    zs = zeroshot(docs, list(PHRASES.values()), TEMPLATE, model=str(out), method="nli",
+                  quiet=True)
+    np.testing.assert_allclose(pred[["prob_econ", "prob_other"]].to_numpy(),
+                               zs[[f"prob_{p}" for p in PHRASES.values()]].to_numpy(),
+                               atol=1e-6)
+
+
+def test_training_pairs_reach_the_network(tiny_roberta_nli_dir, monkeypatch):
+    """Every pair the loop sees is (document text, its class's filled hypothesis) with target
+    entailment, or another class's hypothesis with target contradiction."""
+    import quantformer.finetune as ft
+    from quantformer.models import load_tokenizer
+
+    seen = {}
+    real = ft._train
+
+    def spy(clf, batches, *args):
+        seen["batches"] = batches
+        return real(clf, batches, *args)
+
+    monkeypatch.setattr(ft, "_train", spy)
+    frame = toy_frame(12)
+    _train(tiny_roberta_nli_dir, frame=frame, nli_pairs="all")
+    batches, tok = seen["batches"], load_tokenizer(str(tiny_roberta_nli_dir))
+    hyps = {TEMPLATE.format(p): c for c, p in PHRASES.items()}
+    labels_of = dict(zip(frame["text"].str.strip(), frame["label"]))
+    assert len(batches.rows) == 12 * 2
+    for i in batches.rows:
+        premise, hypothesis = [s.strip() for s in tok.decode(
+            batches.encodings.input_ids[i], skip_special_tokens=False).replace(
+            "<s>", "").split("</s>") if s.strip()]
+        own = hyps[hypothesis] == labels_of[premise]
+        assert batches.targets[i] == (2 if own else 0)
+
+
+def test_seeded_runs_are_identical(tiny_bart_nli_dir):
+    docs = toy_frame(8)
+    a = _train(tiny_bart_nli_dir, seed=7).predict_proba(docs)
+    b = _train(tiny_bart_nli_dir, seed=7).predict_proba(docs)
+    c = _train(tiny_bart_nli_dir, seed=8).predict_proba(docs)
+    np.testing.assert_array_equal(a, b)
+    assert np.abs(a - c).max() > 1e-6
+
+
+def test_class_order_and_default_phrases(tiny_roberta_nli_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = finetune(toy_frame(12), model=str(tiny_roberta_nli_dir), method="nli",
+                       labels=["other", "econ"], **FAST)
+    assert clf.labels == ["other", "econ"]
+    assert clf.record["label_phrases"] == {"other": "other", "econ": "econ"}
+    assert clf.hypotheses() == ["This text is about other.", "This text is about econ."]
+    assert list(clf.predict(toy_frame(3)).columns)[-2:] == ["prob_other", "prob_econ"]
+
+
+def test_validation_fraction_scores_the_held_out_documents(tiny_roberta_nli_dir):
+    clf = _train(tiny_roberta_nli_dir, frame=toy_frame(20), valid_fraction=0.25)
+    assert clf.record["validation"]["n"] == 5 and clf.record["n_train"] == 15
+    assert 0 <= clf.record["validation"]["macro_f1"] <= 1
+    assert len(clf.record["validation_curve"]["per_epoch"]) == 1
+
+
+# ------------------------------------------------------------------------------------------
+# bad input
+
+
+def test_a_model_without_entailment_label_is_refused(tiny_bert_dir):
+    with pytest.raises(InputError, match=r"needs an NLI model.*--model with an NLI model such "
+                                         r"as MoritzLaurer"):
+        finetune(toy_frame(8), model=str(tiny_bert_dir), method="nli")
+    with pytest.raises(InputError, match="all-MiniLM-L6-v2 has labels"):
+        finetune(toy_frame(8), method="nli")  # the bundled default is no NLI model
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"method": "nli", "oversample": 0.5}, "--oversample cannot be used with --method nli"),
+    ({"method": "nli", "nli_pairs": "some"}, "--nli-pairs must be one of balanced, all"),
+    ({"method": "nli", "hypothesis": "About it."}, "no {} placeholder"),
+    ({"method": "nli", "task": "regression"}, "trains classifiers only"),
+    ({"method": "nli", "epochs": 0}, "--epochs must be a whole number greater than 0"),
+    ({"hypothesis": "About {}."}, "--hypothesis is for --method nli"),
+    ({"method": "setfit", "label_phrases": {"econ": "x"}}, "--label-phrases is for --method"),
+])
+def test_bad_nli_arguments(tiny_roberta_nli_dir, kwargs, message):
+    with pytest.raises(InputError, match=message):
+        finetune(toy_frame(8), model=str(tiny_roberta_nli_dir), **kwargs)
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+
+
+def test_cli_finetune_nli_then_predict(tiny_roberta_nli_dir, tmp_path, capsys):
+    train, docs = toy_frame(16), toy_frame(20).iloc[12:].reset_index(drop=True)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    docs.loc[2, "text"] = None
+    docs.to_csv(tmp_path / "docs.csv", index=False)
+    (tmp_path / "phrases.txt").write_text("econ=money, taxes and jobs\n\nother=something else\n")
+    out = tmp_path / "m"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["finetune", "--method", "nli", "--model", str(tiny_roberta_nli_dir),
+                     "--train", str(tmp_path / "train.csv"), "--hypothesis", TEMPLATE,
+                     "--label-phrases-file", str(tmp_path / "phrases.txt"), "--epochs", "1",
+                     "--seed", "2", "--out", str(out), "--quiet"])
+    assert code == 0
+    record = json.loads((out / "quantformer.json").read_text())
+    assert record["label_phrases"] == {"econ": "money, taxes and jobs", "other": "something else"}
+    assert record["hyperparameters"]["lr"] == 2e-5 and record["hyperparameters"]["seed"] == 2
+    assert main(["predict", "--model", str(out), "--input", str(tmp_path / "docs.csv"),
+                 "--out", str(tmp_path / "p.csv"), "--quiet"]) == 0
+    assert "1 of 8 document(s) have a missing or empty text" in capsys.readouterr().err
+    got = pd.read_csv(tmp_path / "p.csv")
+    assert got["doc_id"].tolist() == docs["doc_id"].tolist()
+    assert list(got.columns) == ["doc_id", "label", "year", "predicted", "prob_econ",
+                                 "prob_other"]
+    want = NLIClassifier.from_dir(out).predict(docs.drop(index=2))
+    np.testing.assert_allclose(got[["prob_econ", "prob_other"]].drop(index=2).to_numpy(),
+                               want[["prob_econ", "prob_other"]].to_numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--method", "nli"], "needs an NLI model"),
+    (["--method", "nli", "--label-phrases", "econ=money"], "'other' have no label phrase"),
+    (["--label-phrases", "econ=money,other=x"], "--label-phrases is for --method nli"),
+])
+def test_cli_bad_nli_input_exit_2_and_no_output(tiny_bert_dir, tiny_roberta_nli_dir, tmp_path,
+                                                capsys, extra, message):
+    toy_frame(16).to_csv(tmp_path / "train.csv", index=False)
+    model = tiny_bert_dir if "needs" in message else tiny_roberta_nli_dir
+    assert main(["finetune", "--train", str(tmp_path / "train.csv"), "--model", str(model),
+                 *extra, "--epochs", "1", "--out", str(tmp_path / "m"), "--quiet"]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+
+
+def test_onnx_backend_matches_torch(nli_model, tmp_path):
+    import shutil
+
+    from quantformer.predict import Classifier
+
+    _, out = nli_model
+    copy = tmp_path / "m"
+    shutil.copytree(out, copy)  # the export is cached inside the model folder
+    docs = toy_frame(6)
+    torch_pred = Classifier.from_dir(copy).predict(docs)
+    onnx_pred = Classifier.from_dir(copy, backend="onnx").predict(docs)
+    assert onnx_pred["backend"].unique().tolist() == ["onnx fp32"]
+    np.testing.assert_allclose(onnx_pred[["prob_econ", "prob_other"]].to_numpy(),
+                               torch_pred[["prob_econ", "prob_other"]].to_numpy(), atol=1e-4)
