@@ -43,7 +43,16 @@
 #'   for 8-64 coded documents per class (SetFit, Tunstall et al. 2022: contrastive training of
 #'   the sentence-transformer body on document pairs, then a logistic-regression head);
 #'   `epochs`, `lr` and `batch_size` apply to the body, `validation` and `oversample` cannot
-#'   be used with it.
+#'   be used with it; or `"nli"`: an NLI `model` (one with an "entailment" label, e.g.
+#'   `"MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli"`) fine-tuned on the classes written as
+#'   hypotheses (Laurer et al. 2023): each coded document is the premise of its class's
+#'   hypothesis (entailment) and of other classes' hypotheses (not entailment); `predict()`
+#'   gives each class the softmax of its hypothesis's entailment score. Defaults 7 epochs,
+#'   `lr` 2e-5; `batch_size` counts document-hypothesis pairs; `oversample` cannot be used.
+#' @param hypothesis,label_phrases `method = "nli"` only: the hypothesis template, with `{}`
+#'   where the class's phrase goes (default `"This text is about {}."`), and a named
+#'   character vector giving each class its phrase, e.g. `c(pro = "in favor of", con =
+#'   "against")` (default: the class names themselves; every class needs one).
 #' @param device `"auto"` (CUDA, else MPS, else CPU), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
 #' @param output_dir folder to write the model to; it must not exist unless you pass
 #'   `overwrite = TRUE`. The default, a folder in [tempdir()], disappears when the R session
@@ -73,6 +82,10 @@
 #' @seealso [predict.textmodel_finetune()], [load_finetune()], [textmodel_zeroshot()]
 #' @references Wankmueller, S. (2022). Introduction to Neural Transfer Learning with
 #'   Transformers for Social Science Text Analysis. Sociological Methods & Research.
+#'
+#'   Laurer, M., van Atteveldt, W., Casas, A. and Welbers, K. (2023). Less Annotating, More
+#'   Classifying: Addressing the Data Scarcity Issue of Supervised Machine Learning with Deep
+#'   Transfer Learning and BERT-NLI. Political Analysis.
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
@@ -83,13 +96,21 @@
 #'   predict(fit, newdata = sotu[41:50, ])
 #' }
 #' }
+#' \dontrun{
+#' # few codes: an NLI model (downloaded from the Hugging Face hub once) and the classes as
+#' # hypotheses (Laurer et al. 2023)
+#' fit <- textmodel_finetune(train, y = "party", method = "nli",
+#'                           model = "MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli",
+#'                           hypothesis = "This speech is by a {} president.")
+#' }
 #' @export
 textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, batch_size = 16,
                                max_length = 512,
                                truncation = c("head_tail", "head", "tail"), oversample = NULL,
                                validation = NULL,
                                task = c("classification", "regression", "multilabel"),
-                               seed = 1, method = c("standard", "setfit"), device = "auto",
+                               seed = 1, method = c("standard", "setfit", "nli"),
+                               hypothesis = NULL, label_phrases = NULL, device = "auto",
                                output_dir = NULL, text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
@@ -121,12 +142,14 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
     task_validation_args(task, validation, yy$name)
   }
   if (!is.null(valid_args$file)) on.exit(unlink(valid_args$file), add = TRUE)
+  nli_args <- nli_phrase_args(label_phrases)  # R/nli.R
+  if (!is.null(nli_args$file)) on.exit(unlink(nli_args$file), add = TRUE)
   args <- c("--train", in_file, label_args,
             cli_flags(model = model, epochs = epochs, lr = lr, batch_size = batch_size,
                       max_length = max_length, truncation = truncation,
                       oversample = oversample, seed = seed, device = device,
-                      method = if (method != "standard") method),
-            valid_args$args, "--out", output_dir, cli_flags(...))
+                      method = if (method != "standard") method, hypothesis = hypothesis),
+            nli_args$args, valid_args$args, "--out", output_dir, cli_flags(...))
   run_cli("finetune", args, verbose = verbose, r_args = names(formals()))
   obj <- load_finetune(output_dir)
   obj$call <- call
