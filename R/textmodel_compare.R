@@ -14,7 +14,9 @@
 #' @param test_y their classes, or a docvar name of `test`; by default the docvar named by `y`
 #'   when `y` is a name. Data frames `x` and `test` are both read with `text_field` and
 #'   `docid_field`.
-#' @param models the models, in table order (all five by default).
+#' @param models the models, in table order (all five by default; also `"setfit"`, SetFit
+#'   few-shot fine-tuning of `model`, and `"nli"`, an NLI `model` fine-tuned on the classes
+#'   as hypotheses, see [textmodel_finetune()]).
 #' @param train_sizes training sizes to draw (e.g. `c(500, 1000, 2000)`); `NULL` uses all
 #'   coded training documents.
 #' @param repeats draws per training size (5).

@@ -35,8 +35,8 @@ from .baselines import BASELINES
 from .errors import InputError
 
 MODELS = ("default", *BASELINES)
-TRANSFORMERS = ("default", "setfit")  # fine-tuned: standard recipe, SetFit few-shot (opt-in)
-KNOWN = (*MODELS, "setfit")
+TRANSFORMERS = ("default", "setfit", "nli")  # fine-tuned: standard, SetFit, NLI (opt-in)
+KNOWN = (*MODELS, "setfit", "nli")
 
 
 def parse_models(models) -> list[str]:
@@ -115,6 +115,8 @@ def describe(name: str, model: str | None = None, vectors: str | None = None) ->
         return f"{model_label(model)}, fine-tuned"
     if name == "setfit":
         return f"{model_label(model)}, SetFit few-shot (Tunstall et al. 2022)"
+    if name == "nli":
+        return f"{model_label(model)}, NLI on class hypotheses (Laurer et al. 2023)"
     return describe_baseline(name, vectors)
 
 
@@ -273,9 +275,10 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
         from .finetune import default_hyperparameters, finetune
 
         kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {}),
-              "method": "setfit" if name == "setfit" else "standard"}
+              "method": name if name in ("setfit", "nli") else "standard"}
         clf = finetune(sample, **kw)
-        hp = default_hyperparameters(model) if name == "default" else {"lr": 2e-5, "epochs": 1}
+        hp = (default_hyperparameters(model) if name == "default" else
+              {"lr": 2e-5, "epochs": 7 if name == "nli" else 1})  # nli_finetune.DEFAULTS
         params = {"lr": kw.get("lr") or hp["lr"], "epochs": kw.get("epochs") or hp["epochs"]}
     else:
         from .baselines import fit_baseline
@@ -460,7 +463,9 @@ def add_cli(sub) -> None:
     add_corpus_options(p)
     p.add_argument("--models", default=",".join(MODELS),
                    help=f"comma-separated models, in table order ({','.join(MODELS)}; "
-                        "also setfit: SetFit few-shot fine-tuning)")
+                        "also setfit: SetFit few-shot fine-tuning; nli: --model is an NLI model "
+                        "fine-tuned on the classes as hypotheses, 'This text is about "
+                        "<class>.')")
     add_model_option(p, " for the 'default' Transformer")
     p.add_argument("--train-sizes", default=None,
                    help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "

@@ -297,3 +297,42 @@ def test_onnx_backend_matches_torch(nli_model, tmp_path):
     assert onnx_pred["backend"].unique().tolist() == ["onnx fp32"]
     np.testing.assert_allclose(onnx_pred[["prob_econ", "prob_other"]].to_numpy(),
                                torch_pred[["prob_econ", "prob_other"]].to_numpy(), atol=1e-4)
+
+
+def test_compare_knows_nli(tiny_roberta_nli_dir):
+    from quantformer.compare import compare, parse_models
+
+    assert parse_models("nli,default") == ["nli", "default"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = compare(toy_frame(16), toy_frame(24).iloc[16:], models="nli",
+                      model=str(tiny_roberta_nli_dir), repeats=1, quiet=True,
+                      finetune_kwargs={"epochs": 1, "device": "cpu"})
+    assert list(res.table["model"]) == ["nli"]
+    assert "Laurer et al. 2023" in res.table["description"].iloc[0]
+    assert 0 <= res.results["macro_f1"].iloc[0] <= 1
+    assert res.runs[0]["epochs"] == 1
+
+
+def test_evaluate_calibrate_and_predict_calibrated_on_an_nli_model(nli_model, tmp_path,
+                                                                   capsys):
+    import shutil
+
+    from quantformer.calibration import apply_temperature
+
+    _, out = nli_model
+    model = tmp_path / "m"
+    shutil.copytree(out, model)  # calibrate writes into the folder
+    toy_frame(24).to_csv(tmp_path / "valid.csv", index=False)
+    assert main(["evaluate", "--model", str(model), "--input", str(tmp_path / "valid.csv")]) == 0
+    assert "macro" in capsys.readouterr().out.lower()
+    args = ["predict", "--model", str(model), "--input", str(tmp_path / "valid.csv"), "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "p.csv")]) == 0
+    assert main(["calibrate", "--model", str(model), "--pred", str(tmp_path / "p.csv")]) == 0
+    record = json.loads((model / "quantformer.json").read_text())
+    assert record["method"] == "nli" and record["calibration"]["n"] == 24
+    assert main([*args, "--calibrated", "--out", str(tmp_path / "c.csv")]) == 0
+    raw = pd.read_csv(tmp_path / "p.csv")[["prob_econ", "prob_other"]].to_numpy()
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "c.csv")[["prob_econ", "prob_other"]],
+                               apply_temperature(raw, record["calibration"]["temperature"]),
+                               atol=1e-6)
