@@ -105,6 +105,16 @@ def _card_title(record: dict) -> str:
     return f"# Fine-tuned {kind}: {', '.join(record.get('labels', []))}"
 
 
+def _method_lines(record: dict) -> list[str]:
+    """The model card's paragraph on an NLI model's hypotheses (none for other methods)."""
+    if record.get("method") != "nli":
+        return []
+    phrases = "; ".join(f"{k}: \"{v}\"" for k, v in record.get("label_phrases", {}).items())
+    return [f"An NLI model fine-tuned on the classes written as hypotheses (Laurer et al. "
+            f"2023): template \"{record.get('hypothesis')}\", label phrases {phrases}; "
+            f"{record.get('n_pairs')} premise-hypothesis pairs ({record.get('nli_pairs')}).", ""]
+
+
 def model_card(record: dict) -> str:
     """The README.md model card for a model directory, from its ``quantformer.json`` record."""
     hp = record.get("hyperparameters", {})
@@ -117,6 +127,7 @@ def model_card(record: dict) -> str:
         f"on {record.get('created', '?')} from the pretrained model "
         f"`{record.get('model')}`.",
         "",
+        *_method_lines(record),
         "## Training data",
         "",
         f"- source: {record.get('data_source') or '(a data frame)'}",

@@ -110,6 +110,8 @@ def test_record_and_model_directory(nli_model, tiny_roberta_nli_dir):
     assert record["hyperparameters"]["epochs"] == 1 and record["model"] == str(
         tiny_roberta_nli_dir)
     # a plain Hugging Face NLI model: its NLI labels are kept, not replaced by the classes
+    card = (out / "README.md").read_text()
+    assert 'template "The text is about {}."' in card and 'econ: "money and taxes"' in card
     config = json.loads((out / "config.json").read_text())
     assert config["id2label"] == {"0": "contradiction", "1": "neutral", "2": "entailment"}
 
