@@ -252,6 +252,8 @@ check_model_dir <- function(object) {
 #'   the export is cached in the model directory), and `"none"` or `"int8"` (onnx only): see
 #'   [quantformer_backend]. Defaults from the options `quantformer.backend` and
 #'   `quantformer.quantize`.
+#' @param calibrated `TRUE` applies the temperature stored by [calibrate_finetune()] to the
+#'   probabilities (classifiers only; an error when the model has not been calibrated).
 #' @return For `type = "class"`, a factor with the model's levels, named by docnames; for
 #'   `type = "probability"`, a documents x classes matrix with docnames and levels as
 #'   dimnames; for `type = "both"`, a data frame with one row per document: `doc_id`,
@@ -275,7 +277,7 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                        docid_field = "doc_id",
                                        backend = getOption("quantformer.backend", "torch"),
                                        quantize = getOption("quantformer.quantize", "none"),
-                                       verbose = NULL, ...) {
+                                       calibrated = FALSE, verbose = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_finetune")
   type <- match.arg(type)
   check_model_dir(object)
@@ -285,11 +287,16 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
   if (is.null(frame))
     stop("this model was loaded from its directory and holds no training documents; give ",
          "`newdata`", call. = FALSE)
-  if (!is.null(object$task) && object$task != "classification")
+  if (!is.null(object$task) && object$task != "classification") {
+    if (isTRUE(calibrated))
+      stop("`calibrated = TRUE` applies temperature scaling to a classifier's softmax; this is ",
+           "a ", object$task, " model: leave it out", call. = FALSE)
     return(predict_task(object, frame, type, batch_size, device, model_verbose(verbose, object),
                         r_args = names(formals())))  # R/tasks.R
+  }
   classify_via_cli("predict", c("--model", object$model_dir,
-                                cli_flags(batch_size = batch_size, device = device), backend),
+                                cli_flags(batch_size = batch_size, device = device,
+                                          calibrated = isTRUE(calibrated)), backend),
                    frame, object$levels, type, verbose = model_verbose(verbose, object),
                    r_args = names(formals()))
 }

@@ -1,0 +1,63 @@
+#' Calibrate a fine-tuned classifier's probabilities (temperature scaling)
+#'
+#' Fits one temperature \eqn{T} on hand-coded validation documents that were not used in
+#' training, so that `softmax(logits / T)` is calibrated (Guo et al. 2017), and stores it in
+#' the model directory (`quantformer.json`, `calibration`). `predict(object, calibrated =
+#' TRUE)` then applies it; the predicted classes do not change, only their probabilities (a
+#' temperature above 1 softens overconfident ones). Runs `quantformer predict` on the
+#' validation documents and `quantformer calibrate` on its output.
+#'
+#' @param object a `textmodel_finetune` classifier ([textmodel_finetune()] or
+#'   [load_finetune()]; not a regression or multi-label model).
+#' @param newdata the validation documents: a quanteda corpus, character vector or data frame
+#'   (read with `text_field` and `docid_field`). At least 10 must have a class (a few hundred
+#'   give a stable temperature).
+#' @param y their true classes (one per document, `NA` for uncoded ones, which are left out)
+#'   or the name of a docvar of `newdata`; every class must be one of `object`'s classes.
+#' @param batch_size,device,text_field,docid_field as in [predict.textmodel_finetune()].
+#' @param verbose see [textmodel_finetune()]; `NULL` uses the model's.
+#' @return `object` with `summary$calibration` updated: `temperature`, `n`, `ece_before`,
+#'   `ece_after` (expected calibration error over 10 equal-width confidence bins) and `method`. The model
+#'   directory is changed in place.
+#' @seealso [predict.textmodel_finetune()] (`calibrated = TRUE`), [classification_report()]
+#'   (the expected calibration error of predictions)
+#' @references Guo, C., Pleiss, G., Sun, Y. and Weinberger, K. Q. (2017). On Calibration of
+#'   Modern Neural Networks. Proceedings of the 34th International Conference on Machine
+#'   Learning (ICML).
+#' @examples
+#' \donttest{
+#' if (quantformer_available()) {
+#'   sotu <- readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
+#'   fit <- textmodel_finetune(sotu[1:40, ], y = "party", epochs = 1, max_length = 64)
+#'   fit <- calibrate_finetune(fit, sotu[41:80, ], y = "party")
+#'   fit$summary$calibration$temperature
+#'   predict(fit, newdata = sotu[81:85, ], type = "probability", calibrated = TRUE)
+#' }
+#' }
+#' @export
+calibrate_finetune <- function(object, newdata, y, batch_size = 64, device = "auto",
+                               text_field = "text", docid_field = "doc_id", verbose = NULL) {
+  if (!inherits(object, "textmodel_finetune"))
+    stop("`object` must be a model from textmodel_finetune() or load_finetune()", call. = FALSE)
+  if (!is.null(object$task) && object$task != "classification")
+    stop("temperature scaling calibrates a classifier's softmax; this is a ", object$task,
+         " model", call. = FALSE)
+  check_model_dir(object)
+  frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")
+  label <- resolve_y(y, frame, x_arg = "newdata")$y
+  valid <- data.frame(frame[c("doc_id", "text")], label = enc2utf8(as.character(label)),
+                      stringsAsFactors = FALSE)
+  in_file <- write_input(valid)
+  pred_file <- out_path()
+  on.exit(unlink(c(in_file, pred_file)), add = TRUE)
+  verbose <- model_verbose(verbose, object)
+  r_args <- names(formals())
+  run_cli("predict", c("--model", object$model_dir, "--input", in_file, "--label-col", "label",
+                       cli_flags(batch_size = batch_size, device = device),
+                       "--out", pred_file), verbose = verbose, r_args = r_args)
+  run_cli("calibrate", c("--model", object$model_dir, "--pred", pred_file),
+          verbose = verbose, r_args = r_args)
+  object$summary <- jsonlite::read_json(file.path(object$model_dir, "quantformer.json"),
+                                        simplifyVector = TRUE)
+  object
+}
