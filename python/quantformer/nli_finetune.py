@@ -319,33 +319,22 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
             unknown ``pairs``, oversampling, fewer than two classes, and the standard
             method's bad arguments (non-positive epochs, lr, batch size, ...).
     """
-    from .finetune import _check, _check_needs_validation
+    from .finetune import _train, _validate  # the standard method's loop and scoring
     from .modeldir import now_utc
     from .models import resolve_device
     from .train.data import set_seed, training_data
     from .train.loop import resolve_precision
+    from .train.record import training_record
     from .train.tasks import Classification
-    from .zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     started, created = time.time(), now_utc()
-    hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
-    phrases = parse_label_phrases(label_phrases)
-    if pairs not in PAIRS:
-        raise InputError(f"--nli-pairs must be one of {', '.join(PAIRS)}, not {pairs!r}")
-    if oversample is not None:
-        raise InputError("--oversample cannot be used with --method nli: its training pairs are "
-                         "balanced per class hypothesis already (--nli-pairs balanced); leave "
-                         "it out")
-    entail, contra = nli_outputs(model)
-    settings = _check(model, epochs=DEFAULTS["epochs"] if epochs is None else epochs,
-                      lr=DEFAULTS["lr"] if lr is None else lr, batch_size=batch_size,
-                      max_length=max_length, truncation=truncation, oversample=None, seed=seed,
-                      valid_fraction=valid_fraction, task="classification",
-                      early_stopping=early_stopping, precision=precision,
-                      grad_accum=grad_accum)
-    _check_needs_validation(valid is not None or bool(valid_fraction), early_stopping, False,
-                            "classification")
+    hypothesis, phrases, outputs, settings = _check(
+        model, hypothesis, label_phrases, pairs, oversample,
+        valid is not None or bool(valid_fraction), epochs=epochs, lr=lr,
+        batch_size=batch_size, max_length=max_length, truncation=truncation, seed=seed,
+        valid_fraction=valid_fraction, early_stopping=early_stopping, precision=precision,
+        grad_accum=grad_accum)
     dev = resolve_device(device)
     settings["precision"] = resolve_precision(precision, dev)
     kind = Classification(labels)
@@ -355,15 +344,44 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
     set_seed(int(seed))
     rng = np.random.default_rng(int(seed))
     clf, batches, n_truncated = _setup(model, data, kind, phrases, hypothesis, pairs,
-                                       (entail, contra), settings, dev, rng, say)
+                                       outputs, settings, dev, rng, say)
     say(f"fine-tuning NLI model {clf.record['model']} on {len(data)} documents "
         f"({kind.describe()}) as {len(batches.rows)} premise-hypothesis pairs ({pairs}), "
         f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {batch_size}, "
         f"device {dev}")
-    return _finish(clf, batches, data, valid_data, kind, settings, counts, n_truncated,
-                   dict(frame=frame, valid=valid, valid_fraction=valid_fraction, dev=dev,
-                        rng=rng, quiet=quiet, say=say, source=source, started=started,
-                        created=created))
+    loop = _train(clf, batches, valid_data, kind, settings, dev, rng, quiet)
+    clf.record = training_record(
+        task=kind, settings=settings, size=settings.pop("size"), data=data, counts=counts,
+        n_rows=len(frame), n_oversampled=len(data), n_truncated=n_truncated, source=source,
+        model=clf.record, device=dev, loop=loop, started=started, created=created)
+    clf.record["hyperparameters"].update(defaults_by_size=None, batch_size_unit="pairs")
+    if valid_data is not None:
+        _validate(clf, kind, valid_data, "valid" if valid is not None
+                  else f"valid_fraction {valid_fraction}", False, say)
+    clf.record["finished"] = now_utc()
+    return clf
+
+
+def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **settings):
+    """Every argument, checked before any work: returns (template, class -> phrase as given,
+    (entailment id, contradiction id), settings with the NLI defaults filled in)."""
+    from .finetune import _check as check_standard, _check_needs_validation
+    from .zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
+
+    hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
+    phrases = parse_label_phrases(label_phrases)
+    if pairs not in PAIRS:
+        raise InputError(f"--nli-pairs must be one of {', '.join(PAIRS)}, not {pairs!r}")
+    if oversample is not None:
+        raise InputError("--oversample cannot be used with --method nli: its training pairs are "
+                         "balanced per class hypothesis already (--nli-pairs balanced); leave "
+                         "it out")
+    outputs = nli_outputs(model)
+    for name, value in DEFAULTS.items():
+        settings[name] = value if settings[name] is None else settings[name]
+    settings = check_standard(model, **settings, oversample=None, task="classification")
+    _check_needs_validation(has_valid, settings["early_stopping"], False, "classification")
+    return hypothesis, phrases, outputs, settings
 
 
 def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, device, rng, say):
@@ -410,28 +428,6 @@ def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, dev
                       tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
                       global_attention_hook(network.config))
     return clf, batches, n_truncated
-
-
-def _finish(clf, batches, data, valid_data, task, settings, counts, n_truncated, run):
-    """Run the loop, write the record, score the validation data."""
-    from .finetune import _train, _validate
-    from .modeldir import now_utc
-    from .train.record import training_record
-
-    loop = _train(clf, batches, valid_data, task, settings, run["dev"], run["rng"],
-                  run["quiet"])
-    nli = clf.record
-    clf.record = training_record(
-        task=task, settings=settings, size=settings.pop("size"), data=data, counts=counts,
-        n_rows=len(run["frame"]), n_oversampled=len(data), n_truncated=n_truncated,
-        source=run["source"], model=nli, device=run["dev"], loop=loop, started=run["started"],
-        created=run["created"])
-    clf.record["hyperparameters"].update(defaults_by_size=None, batch_size_unit="pairs")
-    if valid_data is not None:
-        _validate(clf, task, valid_data, "valid" if run["valid"] is not None
-                  else f"valid_fraction {run['valid_fraction']}", False, run["say"])
-    clf.record["finished"] = now_utc()
-    return clf
 
 
 # ------------------------------------------------------------------------------------------

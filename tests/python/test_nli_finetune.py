@@ -131,7 +131,8 @@ def test_load_round_trip_and_predict_columns(nli_model):
     assert list(pred.columns) == ["doc_id", "label", "year", "predicted", "prob_econ",
                                   "prob_other"]
     assert pred["doc_id"].tolist() == docs["doc_id"].tolist()
-    assert pd.isna(pred.loc[4, "predicted"]) and pred.loc[4, ["prob_econ", "prob_other"]].isna().all()
+    assert pd.isna(pred.loc[4, "predicted"])
+    assert pred.loc[4, ["prob_econ", "prob_other"]].isna().all()
     probs = pred[["prob_econ", "prob_other"]].drop(index=4).to_numpy()
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-9)
     assert (pred["predicted"].drop(index=4) == np.where(probs[:, 0] >= probs[:, 1], "econ",
