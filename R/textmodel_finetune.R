@@ -325,6 +325,9 @@ print.textmodel_finetune <- function(x, ...) {
   cat("\nModel:     ", format_or_na(s$model), "\n", sep = "")
   print_model_dir("Directory: ", x)
   if (!is.null(x$task) && x$task != "classification") cat("Task:      ", x$task, "\n", sep = "")
+  if (!is.null(s$method) && s$method != "standard")
+    cat("Method:    ", s$method, if (!is.null(s$hypothesis))
+      paste0(" (hypothesis \"", s$hypothesis, "\")"), "\n", sep = "")
   if (length(x$levels)) cat(if (identical(x$task, "multilabel")) "Labels:    " else "Classes:   ",
                             paste(x$levels, collapse = ", "), "\n", sep = "")
   cat("Trained on ", format_or_na(s$n_train), " documents\n", sep = "")

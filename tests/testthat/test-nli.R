@@ -34,6 +34,7 @@ test_that("textmodel_finetune(method = \"nli\") fine-tunes an NLI model that pre
   expect_equal(fit$summary$label_phrases$Republican, "the Republican party, its values")
   expect_equal(fit$levels, c("Democratic", "Republican"))
   expect_equal(fit$summary$n_pairs_entailment, 8)
+  expect_output(print(fit), "Method:    nli (hypothesis \"This speech is by {}.\")", fixed = TRUE)
   # the premise is cut (head_tail) so that it fits with the hypothesis, and counted
   expect_warning(p <- predict(fit, newdata = sotu[1:5, ]),
                  "1 of 5 document\\(s\\) truncated to 64 tokens")
