@@ -42,8 +42,9 @@
 #' @param method `"standard"` (this fine-tuning recipe) or `"setfit"`: few-shot fine-tuning
 #'   for 8-64 coded documents per class (SetFit, Tunstall et al. 2022: contrastive training of
 #'   the sentence-transformer body on document pairs, then a logistic-regression head);
-#'   `epochs`, `lr` and `batch_size` apply to the body, `validation` and `oversample` cannot
-#'   be used with it.
+#'   `epochs`, `lr` and `batch_size` apply to the body (defaults 1 epoch, 2e-5, 16), and
+#'   `setfit_iterations = N` (passed in `...`; default 20) sets the pairs drawn per document
+#'   and direction; `validation` and `oversample` cannot be used with it.
 #' @param device `"auto"` (CUDA, else MPS, else CPU), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
 #' @param output_dir folder to write the model to; it must not exist unless you pass
 #'   `overwrite = TRUE`. The default, a folder in [tempdir()], disappears when the R session

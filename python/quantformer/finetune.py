@@ -62,6 +62,7 @@ def finetune(
     precision: str = "auto",
     grad_accum: int = 1,
     method: str = "standard",
+    setfit_iterations: int | None = None,
 ):
     """Fine-tune a pretrained encoder on labelled documents (Wankmüller 2022, section 6.4).
 
@@ -104,6 +105,8 @@ def finetune(
         method: ``standard`` (this recipe) or ``setfit`` (few-shot: SetFit, Tunstall et al.
             2022, see :mod:`quantformer.fewshot`; ``epochs``, ``lr`` and ``batch_size`` apply
             to its body, validation data and oversampling are refused).
+        setfit_iterations: ``method="setfit"`` only: pairs drawn per training document and
+            direction (setfit's ``num_iterations``; default 20, Tunstall et al. 2022).
 
     Returns:
         A :class:`quantformer.predict.Classifier` whose ``record`` holds the training record.
@@ -115,6 +118,9 @@ def finetune(
             truncation, device, task or precision, a bad ``labels`` list or oversampling ratio,
             oversampling with regression/multilabel, early stopping without validation data.
     """
+    if setfit_iterations is not None and method != "setfit":
+        raise InputError("setfit_iterations (--setfit-iterations) is for method='setfit' "
+                         "only; add --method setfit or leave it out")
     if method != "standard":  # few-shot methods live in quantformer.fewshot
         from .fewshot import finetune_fewshot
 
@@ -125,7 +131,8 @@ def finetune(
         return finetune_fewshot(method, frame, model=model, epochs=epochs, lr=lr,
                                 batch_size=batch_size, labels=labels, seed=seed, device=device,
                                 quiet=quiet, source=source, oversample=oversample, valid=valid,
-                                valid_fraction=valid_fraction)
+                                valid_fraction=valid_fraction,
+                                num_iterations=setfit_iterations)
     from .models import load_config, resolve_device, resolve_model
     from .modeldir import now_utc
     from .train.data import training_data
@@ -316,6 +323,8 @@ def add_cli(sub) -> None:
                    help="standard fine-tuning, or setfit: few-shot contrastive fine-tuning of "
                         "a sentence-transformer body plus a logistic head (8-64 codes per "
                         "class; --epochs, --lr, --batch-size apply to the body)")
+    p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
+                   help="setfit: pairs drawn per training document and direction (20)")
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="model directory to write")
@@ -371,7 +380,7 @@ def _run_finetune(args) -> int:
                    label_cols=_split_list(args.label_cols), label_sep=args.label_sep,
                    tune_thresholds=args.tune_thresholds, early_stopping=args.early_stopping,
                    precision=args.precision, grad_accum=args.grad_accum,
-                   method=args.method)
+                   method=args.method, setfit_iterations=args.setfit_iterations)
     clf.save(args.out, overwrite=args.overwrite)
     print(f"saved the fine-tuned model to {args.out}")
     return 0
