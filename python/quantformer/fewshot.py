@@ -21,6 +21,7 @@ learning rate 2e-5 (Tunstall et al. 2022, section 4.2), a logistic-regression he
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +37,8 @@ from .predict import Classifier
 METHOD = "setfit"
 HEAD_FILE = "head.json"
 DEFAULTS = {"num_iterations": 20, "epochs": 1, "batch_size": 16, "body_lr": 2e-5}
+#: ``tune --method setfit``'s default grid: body learning rates x epochs over the pairs
+GRID = ((1e-5, 2e-5, 5e-5), (1, 2))
 
 
 class SetFitClassifier(Classifier):
@@ -272,10 +275,27 @@ def _train(train, model, hp, order, seed, device, quiet):
                                  num_iterations=hp["num_iterations"],
                                  body_learning_rate=hp["body_lr"], seed=seed,
                                  show_progress_bar=not quiet, report_to="none",
-                                 save_strategy="no", logging_strategy="no")
-        trainer = Trainer(model=net, args=args, train_dataset=Dataset.from_pandas(train))
-        trainer.train()
+                                 save_strategy="no", logging_strategy="no",
+                                 logging_first_step=False)
+        with _datasets_quiet(quiet):
+            trainer = Trainer(model=net, args=args, train_dataset=Dataset.from_pandas(train))
+            trainer.train()
     return net.model_body, net.model_head
+
+
+@contextlib.contextmanager
+def _datasets_quiet(quiet: bool):
+    """No ``datasets`` "Map" progress bars while ``quiet``."""
+    import datasets
+
+    was = datasets.is_progress_bar_enabled()
+    if quiet:
+        datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if quiet and was:
+            datasets.enable_progress_bars()
 
 
 def _classifier(body, head, order, hp, model, train, seed, device, source):
@@ -330,7 +350,7 @@ METHODS = ("standard", METHOD, "nli")  # nli: quantformer.nli_finetune
 
 def finetune_fewshot(method: str, frame: pd.DataFrame, *, model=None, epochs=None, lr=None,
                      batch_size=None, labels=None, seed=1, device="auto", quiet=False,
-                     source=None, **ignored) -> SetFitClassifier:
+                     source=None, num_iterations=None, **ignored) -> SetFitClassifier:
     """``finetune(..., method=...)`` for a few-shot method (the dispatch of
     :func:`quantformer.finetune.finetune`).
 
@@ -347,5 +367,5 @@ def finetune_fewshot(method: str, frame: pd.DataFrame, *, model=None, epochs=Non
         raise InputError(f"{', '.join(unused)} cannot be used with method '{method}' (not yet); "
                          "leave it out, and evaluate on held-out documents with `evaluate`")
     return setfit_finetune(frame, model=model, labels=labels, epochs=epochs, lr=lr,
-                           batch_size=batch_size, seed=seed, device=device, quiet=quiet,
-                           source=source)
+                           batch_size=batch_size, num_iterations=num_iterations, seed=seed,
+                           device=device, quiet=quiet, source=source)

@@ -65,6 +65,7 @@ def finetune(
     hypothesis: str | None = None,
     label_phrases=None,
     nli_pairs: str = "balanced",
+    setfit_iterations: int | None = None,
 ):
     """Fine-tune a pretrained encoder on labelled documents (Wankmüller 2022, section 6.4).
 
@@ -112,6 +113,8 @@ def finetune(
         hypothesis, label_phrases, nli_pairs: ``method="nli"`` only: the hypothesis template
             (one ``{}``), class -> label phrase (default: the class names) and the training
             pairs (``balanced`` or ``all``); see :func:`quantformer.nli_finetune.nli_finetune`.
+        setfit_iterations: ``method="setfit"`` only: pairs drawn per training document and
+            direction (setfit's ``num_iterations``; default 20, Tunstall et al. 2022).
 
     Returns:
         A :class:`quantformer.predict.Classifier` whose ``record`` holds the training record.
@@ -123,6 +126,9 @@ def finetune(
             truncation, device, task or precision, a bad ``labels`` list or oversampling ratio,
             oversampling with regression/multilabel, early stopping without validation data.
     """
+    if setfit_iterations is not None and method != "setfit":
+        raise InputError("setfit_iterations (--setfit-iterations) is for method='setfit' "
+                         "only; add --method setfit or leave it out")
     from .nli_finetune import check_method_options
 
     check_method_options(method, hypothesis, label_phrases, nli_pairs)
@@ -146,7 +152,8 @@ def finetune(
         return finetune_fewshot(method, frame, model=model, epochs=epochs, lr=lr,
                                 batch_size=batch_size, labels=labels, seed=seed, device=device,
                                 quiet=quiet, source=source, oversample=oversample, valid=valid,
-                                valid_fraction=valid_fraction)
+                                valid_fraction=valid_fraction,
+                                num_iterations=setfit_iterations)
     from .models import load_config, resolve_device, resolve_model
     from .modeldir import now_utc
     from .train.data import training_data
@@ -342,6 +349,8 @@ def add_cli(sub) -> None:
     from .nli_finetune import add_cli_options
 
     add_cli_options(p)
+    p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
+                   help="setfit: pairs drawn per training document and direction (20)")
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="model directory to write")
@@ -398,7 +407,8 @@ def _run_finetune(args) -> int:
                    label_cols=_split_list(args.label_cols), label_sep=args.label_sep,
                    tune_thresholds=args.tune_thresholds, early_stopping=args.early_stopping,
                    precision=args.precision, grad_accum=args.grad_accum,
-                   method=args.method, **nli_kwargs(args))
+                   method=args.method, setfit_iterations=args.setfit_iterations,
+                   **nli_kwargs(args))
     clf.save(args.out, overwrite=args.overwrite)
     print(f"saved the fine-tuned model to {args.out}")
     return 0

@@ -21,6 +21,11 @@ large    5e-6, 1e-5, 2e-5      2, 3, 4
 The base grid is the paper's. Small models such as the bundled all-MiniLM-L6-v2 underfit at the
 paper's rates (on Abortion: 2e-5 x 3 epochs -> macro-F1 0.44, 8e-5 x 4 -> 0.62), so their grid is
 centred on the small-model default of 8e-5 x 4.
+
+``method="setfit"`` (``tune --method setfit``) tunes SetFit (:mod:`quantformer.fewshot`) the same
+way: the learning rate is the body's, the epochs are epochs over the contrastive pairs, and the
+default grid is :data:`quantformer.fewshot.GRID` (body rates 1e-5, 2e-5, 5e-5 x 1, 2 epochs,
+around Tunstall et al. 2022's 2e-5 x 1).
 """
 
 from __future__ import annotations
@@ -49,11 +54,14 @@ GRIDS = {
 }
 
 
-def default_grid(model: str | None = None) -> tuple[list[float], list[int]]:
-    """``(learning rates, epochs)`` of the default grid for a model (see the module table)."""
+def default_grid(model: str | None = None,
+                 method: str = "standard") -> tuple[list[float], list[int]]:
+    """``(learning rates, epochs)`` of the default grid for a model and fine-tuning method
+    (see the module table)."""
+    from .fewshot import GRID, METHOD
     from .finetune import model_size
 
-    lrs, epochs = GRIDS[model_size(model)]
+    lrs, epochs = GRID if method == METHOD else GRIDS[model_size(model)]
     return list(lrs), list(epochs)
 
 
@@ -364,6 +372,7 @@ def tune(
     estimate: bool = True,
     fit_fn=None,
     scheduler: str | None = None,
+    method: str = "standard",
 ) -> TuneResult:
     """Stratified k-fold grid search over learning rate x epochs, refit, test (section 6.4).
 
@@ -393,6 +402,9 @@ def tune(
             ``"tcp://host:port"``: the cross-validation runs are Dask tasks
             (:func:`quantformer.distributed.map_runs`); each run is seeded with ``seed``, so
             the table equals the serial one. The refit runs here.
+        method: ``standard`` (this recipe) or ``setfit`` (SetFit, :mod:`quantformer.fewshot`:
+            ``lrs`` are body learning rates, ``epochs_grid`` epochs over the pairs; no
+            oversampling; ``max_length`` and ``truncation`` do not apply).
 
     Returns:
         :class:`TuneResult`.
@@ -410,12 +422,12 @@ def tune(
                      oversample=oversample, max_runs=max_runs, seed=seed,
                      batch_size=batch_size, max_length=max_length, truncation=truncation,
                      device=device, quiet=quiet, refit=refit, estimate=estimate,
-                     fit_fn=fit_fn, scheduler=scheduler)
+                     fit_fn=fit_fn, scheduler=scheduler, method=method)
 
 
 def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, seed,
           batch_size, max_length, truncation, device, quiet, refit, estimate,
-          fit_fn, scheduler=None) -> TuneResult:
+          fit_fn, scheduler=None, method="standard") -> TuneResult:
     from .baselines import check_folds, stratified_folds, training_rows, unusable_rows
     from .models import model_label
 
@@ -424,13 +436,14 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     t_start = time.perf_counter()
     # the parameter table finetune uses (classification only: see docs/contract.md)
+    check_method(method, oversample)
     check_arguments(batch_size=batch_size, max_length=max_length, oversample=oversample,
                     seed=seed)
     data = training_rows(train)
     labels = sorted(data["label"].astype(str).unique().tolist())
     check_folds(data["label"], folds)
     if lrs is None or epochs_grid is None:
-        d_lrs, d_epochs = default_grid(model)
+        d_lrs, d_epochs = default_grid(model, method)
         lrs = d_lrs if lrs is None else lrs
         epochs_grid = d_epochs if epochs_grid is None else epochs_grid
     lrs = sorted(set(float(x) for x in parse_list(",".join(map(str, lrs)), float, "--lrs")))
@@ -449,6 +462,8 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
         test_no_label, test_no_text = unusable_rows(test, "test data")
     kw = dict(model=model, batch_size=batch_size, max_length=max_length, truncation=truncation,
               oversample=oversample, seed=seed, device=device, quiet=True)
+    if method != "standard":
+        kw["method"] = method
     fit = fit_fn or _finetune_fit
     splitter = stratified_folds(data["label"], folds, seed)
     splits = list(splitter.split(np.zeros(len(data)), data["label"].to_numpy()))
@@ -458,7 +473,7 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
     msg = (f"tune: {len(lrs)} learning rates x {len(epochs_grid)} epochs x {folds} folds"
            f"{' + 1 refit' if refit else ''} = {n_runs} fine-tuning runs of "
            f"{model_label(model)} on {len(data)} documents")
-    if estimate and fit_fn is None:
+    if estimate and fit_fn is None and method == "standard":
         rng = np.random.default_rng(seed)
         sample = data["text"].to_numpy()[rng.permutation(len(data))[:batch_size]].tolist()
         step = step_seconds(model, sample, batch_size=batch_size, max_length=max_length,
@@ -492,12 +507,23 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
                 labels=result.model.labels)
             say(f"test: macro-F1 {result.test_report.macro_f1:.4f}, accuracy "
                 f"{result.test_report.accuracy:.4f} on {result.test_report.n} documents")
-    result.info = {"model": model_label(model), "folds": folds, "seed": seed,
+    result.info = {"model": model_label(model), "method": method, "folds": folds, "seed": seed,
                    "oversample": oversample, "lrs": lrs, "epochs_grid": epochs_grid,
                    "runs": n_runs, "n_train": len(data),
                    "n_test": None if test is None else len(test), "labels": labels,
                    "seconds": time.perf_counter() - t_start}
     return result
+
+
+def check_method(method: str, oversample) -> None:
+    """Raises InputError for an unknown fine-tuning method or oversampling with SetFit."""
+    from .fewshot import METHOD
+
+    if method not in ("standard", METHOD):
+        raise InputError(f"tune knows the methods standard and {METHOD}, not '{method}'")
+    if method == METHOD and oversample is not None:
+        raise InputError("--oversample cannot be used with --method setfit (SetFit draws "
+                         "its pairs class by class); leave it out")
 
 
 def _cv_run(run: tuple, *, data: pd.DataFrame, labels: list, fit, kw: dict) -> dict:
@@ -591,6 +617,9 @@ def add_cli(sub) -> None:
     p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
     add_corpus_options(p)
     add_model_option(p)
+    p.add_argument("--method", default="standard", choices=("standard", "setfit"),
+                   help="standard fine-tuning, or setfit (few-shot; the grid is then over "
+                        "body learning rates x pair epochs, default 1e-5,2e-5,5e-5 x 1,2)")
     p.add_argument("--lrs", default=None,
                    help="comma-separated learning rates (default by model size: small "
                         "5e-5,8e-5,1e-4; base 1e-5,2e-5,3e-5; large 5e-6,1e-5,2e-5)")
@@ -630,7 +659,7 @@ def _run_tune(args) -> int:
                oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
                batch_size=args.batch_size, max_length=args.max_length,
                truncation=args.truncation, device=args.device, quiet=args.quiet,
-               scheduler=args.scheduler)
+               scheduler=args.scheduler, method=args.method)
     res.info["train"] = str(args.train)
     if args.test:
         res.info["test"] = str(args.test)

@@ -141,3 +141,45 @@ def test_compare_knows_setfit(tiny_bert_dir):
     assert list(res.table["model"]) == ["setfit"]
     assert "SetFit" in res.table["description"].iloc[0]
     assert 0 <= res.results["macro_f1"].iloc[0] <= 1
+
+
+def test_cli_setfit_iterations_reach_the_record_and_need_setfit(tiny_bert_dir, tmp_path, capsys):
+    train = toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["finetune", "--method", "setfit", "--model", str(tiny_bert_dir),
+                     "--train", str(tmp_path / "train.csv"), "--setfit-iterations", "2",
+                     "--out", str(tmp_path / "m"), "--quiet"])
+    assert code == 0
+    hp = json.loads((tmp_path / "m" / "quantformer.json").read_text())["hyperparameters"]
+    assert hp["num_iterations"] == 2 and hp["epochs"] == 1 and hp["body_lr"] == 2e-5
+    assert main(["finetune", "--train", str(tmp_path / "train.csv"), "--setfit-iterations",
+                 "2", "--out", str(tmp_path / "m2")]) == 2
+    assert "--setfit-iterations) is for method='setfit'" in capsys.readouterr().err
+    assert not (tmp_path / "m2").exists()
+
+
+def test_tune_method_setfit_grids_body_rates_and_refits(tiny_bert_dir, tmp_path, capsys):
+    from quantformer.fewshot import GRID
+    from quantformer.tune import default_grid, tune
+
+    assert default_grid(str(tiny_bert_dir), "setfit") == (list(GRID[0]), list(GRID[1]))
+    train = toy_frame(12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = tune(train, toy_frame(20).iloc[12:], model=str(tiny_bert_dir), method="setfit",
+                   lrs=[1e-5, 5e-5], epochs_grid=[1], folds=2, device="cpu", quiet=True)
+    quiet_output = capsys.readouterr()
+    assert "embedding_loss" not in quiet_output.out and "Map" not in quiet_output.err
+    assert len(res.cv_results) == 4 and set(res.cv_results["lr"]) == {1e-5, 5e-5}
+    assert res.cv_results["macro_f1"].between(0, 1).all()
+    assert isinstance(res.model, SetFitClassifier)
+    assert res.model.record["hyperparameters"]["body_lr"] == res.best["lr"]
+    assert res.info["method"] == "setfit" and res.test_report.n == 8
+    out = tmp_path / "t"
+    train.to_csv(tmp_path / "train.csv", index=False)
+    assert main(["tune", "--method", "setfit", "--train", str(tmp_path / "train.csv"),
+                 "--oversample", "0.5", "--folds", "2", "--out", str(out)]) == 2
+    assert "--oversample cannot be used with --method setfit" in capsys.readouterr().err
+    assert not out.exists()
