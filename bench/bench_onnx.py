@@ -17,8 +17,7 @@ the start and end of each part.
 3. Embeddings of the Abortion test tweets with the bundled all-MiniLM-L6-v2:
    ``SentenceTransformer.encode`` vs quantformer torch, ONNX fp32, ONNX int8 (docs per CPU
    second, min cosine with encode's vectors).
-4. ``--only int8``: int8 variants (``quantize_dynamic`` options, ``MatMulNBits`` block sizes)
-   on each task's fp32 export: speed vs ONNX fp32, agreement with fp32, macro-F1; they chose
+4. ``--only int8``: int8 variants (``quantize_dynamic`` options) on each task's fp32 export: speed vs ONNX fp32, agreement with fp32, macro-F1; they chose
    ``onnx_backend.INT8_SETTINGS``.
 5. Cold start: seconds from process start to the first prediction (``python -m quantformer
    predict`` on one document, wall clock), torch vs ONNX with the export cached.
@@ -166,59 +165,31 @@ def bench_embed(texts: list[str]) -> list[dict]:
     return rows
 
 
-DYNAMIC = {"op_types_to_quantize": ["MatMul"], "per_channel": True, "reduce_range": True}
-#: name -> ("dynamic", quantize_dynamic options) or ("nbits", quantize_int8 overrides)
+#: name -> overrides of onnx_backend.INT8_SETTINGS (quantize_dynamic options)
 INT8_VARIANTS = {
-    "dynamic, ORT defaults": ("dynamic", {}),
-    "dynamic, MatMul, per_channel, reduce_range (before)": ("dynamic", DYNAMIC),
-    "dynamic, as before, layer 0 in fp32": ("dynamic", {**DYNAMIC, "exclude_first": True}),
-    "MatMulNBits 8-bit, block 32": ("nbits", {"block_size": 32}),
-    "MatMulNBits 8-bit, block 64": ("nbits", {"block_size": 64}),
-    "MatMulNBits 8-bit, block 128 (chosen)": ("nbits", {}),
-    "MatMulNBits 4-bit, block 32": ("nbits", {"bits": 4, "block_size": 32}),
+    "ORT defaults (every MatMul and Gather, per tensor)": {
+        "op_types_to_quantize": None, "per_channel": False, "reduce_range": False},
+    "MatMul, per_channel": {"reduce_range": False},
+    "MatMul, per_channel, reduce_range (chosen)": {},
+    "as chosen, first layer fp32": {"first_layer_fp32": True},
 }
-
-
-def first_layer_matmuls(model_path: Path) -> list[str]:
-    """Names of the first six MatMuls with a constant weight (the first encoder layer's)."""
-    import onnx
-
-    m = onnx.load(str(model_path))
-    weights = {i.name for i in m.graph.initializer}
-    return [n.name for n in m.graph.node
-            if n.op_type == "MatMul" and n.input[1] in weights][:6]
-
-
-def build_variant(kind: str, options: dict, src: Path, dst: Path) -> None:
-    """Quantize the fp32 ONNX model ``src`` into ``dst`` one way."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    from quantformer.onnx_backend import quantize_int8
-
-    if kind == "nbits":
-        quantize_int8(src, dst, **options)
-        return
-    options = dict(options)
-    if options.pop("exclude_first", False):
-        options["nodes_to_exclude"] = first_layer_matmuls(src)
-    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, **options)
 
 
 def bench_int8_variants(name: str, model_dir: Path, test: pd.DataFrame,
                         rounds: int) -> list[dict]:
     """int8 variants of one task's fp32 export, run in interleaved rounds with ONNX fp32:
     speed vs fp32, agreement with fp32, macro-F1."""
-    from quantformer.onnx_backend import OnnxModel
+    from quantformer.onnx_backend import OnnxModel, quantize_int8
     from quantformer.predict import Classifier
 
     fp32 = Classifier.from_dir(model_dir, backend="onnx")
     src = fp32.model.folder
     runners = {"ONNX fp32": fp32}
-    for label, (kind, options) in INT8_VARIANTS.items():
+    for label, options in INT8_VARIANTS.items():
         folder = src.parent / f".variant-{len(runners)}"
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(src, folder)
-        build_variant(kind, options, src / "model.onnx", folder / "model.onnx")
+        quantize_int8(src / "model.onnx", folder / "model.onnx", **options)
         net = OnnxModel(folder, json.loads((folder / "manifest.json").read_text()),
                         fp32.model.config)
         runners[label] = Classifier(net, net.tokenizer, fp32.labels,

@@ -279,20 +279,19 @@ def test_int8_settings_enter_the_key_and_an_old_int8_cache_is_rebuilt(bert_copy,
 
     from quantformer.embed import _pool
 
-    def int8_nodes(folder):
-        m = onnx.load(str(folder / "model.onnx"))
-        return [{a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
-                for n in m.graph.node if n.op_type == "MatMulNBits"]
+    def int8_matmuls(folder):
+        return sum(n.op_type == "MatMulInteger"
+                   for n in onnx.load(str(folder / "model.onnx")).graph.node)
 
     key, parts = onnx_backend.cache_key(str(bert_copy), "mean_pool", "int8")
     assert parts["int8_settings"] == onnx_backend.INT8_SETTINGS
     fp32_key = onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")[0]
     net = load_encoder(str(bert_copy), backend="onnx", quantize="int8").model
-    nodes = int8_nodes(net.folder)
-    assert len(nodes) == 6 * 2  # q, k, v, attention output, FFN in and out of 2 layers
-    assert {(n["bits"], n["block_size"], n["accuracy_level"]) for n in nodes} == {(8, 128, 4)}
-    # a cache written under other settings (as before this change) is stale: rebuilt
-    monkeypatch.setitem(onnx_backend.INT8_SETTINGS, "block_size", 32)
+    assert int8_matmuls(net.folder) == 6 * 2  # q, k, v, attention out, FFN in, out; 2 layers
+    fp32_model = net.folder.parent / "mean_pool-fp32" / "model.onnx"
+    assert len(onnx_backend.first_layer_matmuls(fp32_model)) == 6
+    # a cache written under other settings (as before a change of them) is stale: rebuilt
+    monkeypatch.setitem(onnx_backend.INT8_SETTINGS, "first_layer_fp32", True)
     new_key = onnx_backend.cache_key(str(bert_copy), "mean_pool", "int8")[0]
     assert new_key != key
     assert onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")[0] == fp32_key
@@ -300,7 +299,7 @@ def test_int8_settings_enter_the_key_and_an_old_int8_cache_is_rebuilt(bert_copy,
     again = onnx_backend.open_model(str(bert_copy), use="mean_pool", fn=_pool, loader=_never,
                                     quantize="int8")  # from the cached fp32 export
     assert onnx_backend.is_valid(again.folder, new_key)
-    assert {n["block_size"] for n in int8_nodes(again.folder)} == {32}
+    assert int8_matmuls(again.folder) == 6  # the first layer's stayed fp32
 
 
 def test_cache_rebuilt_when_the_weights_change(tiny_bert_dir, tmp_path):
