@@ -17,10 +17,11 @@ the start and end of each part.
 3. Embeddings of the Abortion test tweets with the bundled all-MiniLM-L6-v2:
    ``SentenceTransformer.encode`` vs quantformer torch, ONNX fp32, ONNX int8 (docs per CPU
    second, min cosine with encode's vectors).
-4. ``--only int8``: int8 variants (``quantize_dynamic`` options) on each task's fp32 export: speed vs ONNX fp32, agreement with fp32, macro-F1; they chose
-   ``onnx_backend.INT8_SETTINGS``.
+4. ``--only int8``: int8 variants (``quantize_dynamic`` options) on each task's fp32 export:
+   speed vs ONNX fp32, agreement with fp32, macro-F1; they chose ``onnx_backend.INT8_SETTINGS``.
 5. Cold start: seconds from process start to the first prediction (``python -m quantformer
-   predict`` on one document, wall clock), torch vs ONNX with the export cached.
+   predict`` on one document, wall clock, median of interleaved rounds), torch vs ONNX with the
+   export cached.
 
 The models are copied to a temporary folder, so the ONNX exports (not timed) never touch the
 shared model folders. Run (2 threads)::
@@ -169,9 +170,9 @@ def bench_embed(texts: list[str]) -> list[dict]:
 INT8_VARIANTS = {
     "ORT defaults (every MatMul and Gather, per tensor)": {
         "op_types_to_quantize": None, "per_channel": False, "reduce_range": False},
-    "MatMul, per_channel": {"reduce_range": False},
-    "MatMul, per_channel, reduce_range (chosen)": {},
-    "as chosen, first layer fp32": {"first_layer_fp32": True},
+    "MatMul, per_channel": {"reduce_range": False, "first_layer_fp32": False},
+    "MatMul, per_channel, reduce_range (before)": {"first_layer_fp32": False},
+    "MatMul, per_channel, reduce_range, first layer fp32 (chosen)": {},
 }
 
 
