@@ -123,7 +123,8 @@ def add_cli_options(p) -> None:
                         "cached (faster; outputs get a 'backend' column)")
     p.add_argument("--quantize", default="none", choices=QUANTIZE,
                    help="with --backend onnx: int8 = dynamic int8 quantization (fastest; "
-                        "labels agreed with fp32 on 97.9%% of the Abortion test tweets)")
+                        "labels agreed with fp32 on 98.9%% of the Abortion test tweets and "
+                        "99.6%% of the Toxic test comments)")
 
 
 # ------------------------------------------------------------------------------------------
