@@ -1,28 +1,34 @@
-"""Benchmark of the ONNX Runtime backend (issue 16): docs per CPU second, agreement, macro-F1.
+"""Benchmark of the ONNX Runtime backend (issue 16): docs per second, agreement, macro-F1.
 
-Measures, in one run (ratios against baselines measured in the same run; the machine is shared):
+Measures, in one run (ratios against baselines measured in the same run; the machine is shared).
+Speeds are given both per wall-clock second and per CPU second of this process (all threads).
+Runners that are compared run in turn, ``--rounds`` times (interleaved, so a change of load
+hits all of them alike), and the median time of each is used. The load average is recorded at
+the start and end of each part.
 
 1. Prediction with a fine-tuned default model (all-MiniLM-L6-v2) on the Abortion test set (280
    tweets) and the Toxic test set (1,000 comments): ``pipeline("text-classification")`` with its
    defaults (``truncation=True`` added for Toxic, whose longest comments exceed 512 tokens and
    make the pipeline fail otherwise), quantformer torch fp32, ONNX fp32 and ONNX int8. For each:
-   documents per CPU second (process time, all threads counted), the ratio to the pipeline,
-   top-1 agreement with torch fp32 and macro-F1 against the hand-coded labels.
+   documents per wall second and per CPU second, their ratios to the pipeline, top-1 agreement
+   with torch fp32 and macro-F1 against the hand-coded labels.
 2. NLI zero-shot on a tiny random RoBERTa-NLI model (built here): torch vs ONNX fp32/int8,
    pairs per CPU second (ratio only: the model is random).
 3. Embeddings of the Abortion test tweets with the bundled all-MiniLM-L6-v2:
    ``SentenceTransformer.encode`` vs quantformer torch, ONNX fp32, ONNX int8 (docs per CPU
    second, min cosine with encode's vectors).
-4. ``--only int8``: ``quantize_dynamic`` options on the Abortion model's fp32 export (speed
-   vs ONNX fp32, agreement, macro-F1), which chose ``onnx_backend.INT8_SETTINGS``.
+4. ``--only int8``: int8 variants (``quantize_dynamic`` options) on each task's fp32 export:
+   speed vs ONNX fp32, agreement with fp32, macro-F1; they chose ``onnx_backend.INT8_SETTINGS``.
 5. Cold start: seconds from process start to the first prediction (``python -m quantformer
-   predict`` on one document, wall clock), torch vs ONNX with the export cached.
+   predict`` on one document, wall clock, median of interleaved rounds), torch vs ONNX with the
+   export cached.
 
 The models are copied to a temporary folder, so the ONNX exports (not timed) never touch the
 shared model folders. Run (2 threads)::
 
     OMP_NUM_THREADS=2 PYTHONPATH=python python bench/bench_onnx.py --models /work/models \
-        --threads 2 [--toxic-n 1000] [--json out.json]
+        --threads 2 [--rounds 3] [--toxic-n 1000] [--only predict,int8,nli,embed,cold] \
+        [--tasks abortion,toxic] [--json out.json]
 """
 
 from __future__ import annotations
@@ -48,14 +54,44 @@ def cpu_timed(fn, *args, **kwargs):
     return out, time.process_time() - c, time.perf_counter() - w
 
 
+def interleaved(runners: dict, n: int, rounds: int) -> tuple[dict, dict]:
+    """Run each runner once per round, in turn. Returns (the first round's outputs, speeds):
+    ``{name: {"docs_per_wall_s", "docs_per_cpu_s"}}`` from the median times over the rounds."""
+    outputs, times = {}, {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, fn in runners.items():
+            out, cpu, wall = cpu_timed(fn)
+            outputs.setdefault(name, out)
+            times[name].append((cpu, wall))
+    speeds = {name: {"docs_per_wall_s": n / float(np.median([w for _, w in t])),
+                     "docs_per_cpu_s": n / float(np.median([c for c, _ in t]))}
+              for name, t in times.items()}
+    return outputs, speeds
+
+
+def load() -> float:
+    """The 1-minute load average."""
+    return round(os.getloadavg()[0], 2)
+
+
+def with_ratios(rows: list[dict], base: dict, suffix: str) -> list[dict]:
+    """Add ``wall_ratio_vs_<suffix>`` and ``cpu_ratio_vs_<suffix>`` against the row ``base``."""
+    for r in rows:
+        r[f"wall_ratio_vs_{suffix}"] = r["docs_per_wall_s"] / base["docs_per_wall_s"]
+        r[f"cpu_ratio_vs_{suffix}"] = r["docs_per_cpu_s"] / base["docs_per_cpu_s"]
+    return rows
+
+
 def macro_f1(gold, pred) -> float:
     from sklearn.metrics import f1_score
 
     return float(f1_score(gold, pred, average="macro"))
 
 
-def bench_predict(name: str, model_dir: Path, test: pd.DataFrame, pipeline_kw: dict) -> dict:
-    """Pipeline defaults vs quantformer torch / ONNX fp32 / ONNX int8 on one test set."""
+def bench_predict(name: str, model_dir: Path, test: pd.DataFrame, pipeline_kw: dict,
+                  rounds: int) -> list[dict]:
+    """Pipeline defaults vs quantformer torch / ONNX fp32 / ONNX int8 on one test set, run in
+    interleaved rounds."""
     from transformers import pipeline
 
     from quantformer.predict import Classifier
@@ -63,26 +99,22 @@ def bench_predict(name: str, model_dir: Path, test: pd.DataFrame, pipeline_kw: d
     texts = test["text"].tolist()
     pipe = pipeline("text-classification", model=str(model_dir), device=-1)
     pipe(texts[:8], **pipeline_kw)  # warm-up
-    ref, pipe_cpu, pipe_wall = cpu_timed(pipe, texts, **pipeline_kw)
-    rows = [{"task": name, "runner": "pipeline defaults", "docs_per_cpu_s": len(texts) / pipe_cpu,
-             "docs_per_wall_s": len(texts) / pipe_wall,
-             "predicted": [r["label"] for r in ref]}]
+    runners = {"pipeline defaults": lambda: [r["label"] for r in pipe(texts, **pipeline_kw)]}
     for label, kw in [("quantformer torch fp32", {"device": "cpu"}),
                       ("ONNX fp32", {"backend": "onnx"}),
                       ("ONNX int8", {"backend": "onnx", "quantize": "int8"})]:
         clf = Classifier.from_dir(model_dir, **kw)  # exports (untimed) on first use
         clf.predict(test.head(8), warn=False)  # warm-up
-        out, cpu, wall = cpu_timed(clf.predict, test, warn=False)
-        rows.append({"task": name, "runner": label, "docs_per_cpu_s": len(texts) / cpu,
-                     "docs_per_wall_s": len(texts) / wall,
-                     "predicted": out["predicted"].tolist()})
-    fp32 = rows[1]["predicted"]
-    for r in rows:
-        r["ratio_vs_pipeline"] = r["docs_per_cpu_s"] / rows[0]["docs_per_cpu_s"]
-        r["agreement_with_torch_fp32"] = float(np.mean(np.asarray(r["predicted"]) ==
-                                                       np.asarray(fp32)))
-        r["macro_f1"] = macro_f1(test["label"].astype(str), r.pop("predicted"))
-    return rows
+        runners[label] = lambda clf=clf: clf.predict(test, warn=False)["predicted"].tolist()
+    start = load()
+    outputs, speeds = interleaved(runners, len(texts), rounds)
+    fp32 = np.asarray(outputs["quantformer torch fp32"])
+    rows = [{"task": name, "runner": label, **speeds[label],
+             "agreement_with_torch_fp32": float(np.mean(np.asarray(pred) == fp32)),
+             "macro_f1": macro_f1(test["label"].astype(str), pred),
+             "rounds": rounds, "load_start": start, "load_end": load()}
+            for label, pred in outputs.items()]
+    return with_ratios(rows, rows[0], "pipeline")
 
 
 def bench_nli(tmp: Path) -> list[dict]:
@@ -134,68 +166,69 @@ def bench_embed(texts: list[str]) -> list[dict]:
     return rows
 
 
+#: name -> overrides of onnx_backend.INT8_SETTINGS (quantize_dynamic options)
 INT8_VARIANTS = {
-    "defaults": {},
-    "per_channel": {"per_channel": True},
-    "MatMul only": {"op_types_to_quantize": ["MatMul"]},
-    "MatMul only, per_channel": {"op_types_to_quantize": ["MatMul"], "per_channel": True},
-    "MatMul only, per_channel, reduce_range": {"op_types_to_quantize": ["MatMul"],
-                                               "per_channel": True, "reduce_range": True},
-    "per_channel, reduce_range": {"per_channel": True, "reduce_range": True},
+    "ORT defaults (every MatMul and Gather, per tensor)": {
+        "op_types_to_quantize": None, "per_channel": False, "reduce_range": False},
+    "MatMul, per_channel": {"reduce_range": False, "first_layer_fp32": False},
+    "MatMul, per_channel, reduce_range (before)": {"first_layer_fp32": False},
+    "MatMul, per_channel, reduce_range, first layer fp32 (chosen)": {},
 }
 
 
-def bench_int8_variants(model_dir: Path, test: pd.DataFrame) -> list[dict]:
-    """quantize_dynamic options on the fp32 export: speed vs fp32, agreement, macro-F1."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    from quantformer.onnx_backend import OnnxModel
+def bench_int8_variants(name: str, model_dir: Path, test: pd.DataFrame,
+                        rounds: int) -> list[dict]:
+    """int8 variants of one task's fp32 export, run in interleaved rounds with ONNX fp32:
+    speed vs fp32, agreement with fp32, macro-F1."""
+    from quantformer.onnx_backend import OnnxModel, quantize_int8
     from quantformer.predict import Classifier
 
     fp32 = Classifier.from_dir(model_dir, backend="onnx")
     src = fp32.model.folder
-
-    def run(clf):
-        out, cpu, _ = cpu_timed(clf.predict, test, warn=False)
-        return out["predicted"].to_numpy(), len(test) / cpu
-
-    ref, base = run(fp32)
-    rows = [{"task": "int8 variants", "runner": "ONNX fp32", "docs_per_cpu_s": base,
-             "ratio_vs_fp32": 1.0, "agreement_with_torch_fp32": 1.0,
-             "macro_f1": macro_f1(test["label"].astype(str), ref)}]
-    for name, options in INT8_VARIANTS.items():
-        folder = src.parent / f".variant-{len(rows)}"
+    runners = {"ONNX fp32": fp32}
+    for label, options in INT8_VARIANTS.items():
+        folder = src.parent / f".variant-{len(runners)}"
+        shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(src, folder)
-        quantize_dynamic(str(src / "model.onnx"), str(folder / "model.onnx"),
-                         weight_type=QuantType.QInt8, **options)
+        quantize_int8(src / "model.onnx", folder / "model.onnx", **options)
         net = OnnxModel(folder, json.loads((folder / "manifest.json").read_text()),
                         fp32.model.config)
-        pred, speed = run(Classifier(net, net.tokenizer, fp32.labels,
-                                     max_length=fp32.max_length, truncation=fp32.truncation))
-        rows.append({"task": "int8 variants", "runner": name, "docs_per_cpu_s": speed,
-                     "ratio_vs_fp32": speed / base,
-                     "agreement_with_torch_fp32": float(np.mean(pred == ref)),
-                     "macro_f1": macro_f1(test["label"].astype(str), pred)})
-    return rows
+        runners[label] = Classifier(net, net.tokenizer, fp32.labels,
+                                    max_length=fp32.max_length, truncation=fp32.truncation)
+    for clf in runners.values():
+        clf.predict(test.head(8), warn=False)  # warm-up
+    start = load()
+    outputs, speeds = interleaved(
+        {k: (lambda c=c: c.predict(test, warn=False)["predicted"].to_numpy())
+         for k, c in runners.items()}, len(test), rounds)
+    rows = [{"task": f"int8 variants, {name}", "runner": label, **speeds[label],
+             "agreement_with_fp32": float(np.mean(pred == outputs["ONNX fp32"])),
+             "macro_f1": macro_f1(test["label"].astype(str), pred), "rounds": rounds,
+             "load_start": start, "load_end": load()} for label, pred in outputs.items()]
+    return with_ratios(rows, rows[0], "fp32")
 
 
-def cold_start(model_dir: Path, tmp: Path, repeats: int = 2) -> list[dict]:
-    """Wall seconds of ``python -m quantformer predict`` on one document, torch vs onnx."""
+def cold_start(model_dir: Path, tmp: Path, repeats: int = 3) -> list[dict]:
+    """Wall seconds of ``python -m quantformer predict`` on one document, torch vs onnx: one
+    untimed run each (builds the exports, warms the file cache), then ``repeats`` interleaved
+    rounds; the median time of each."""
     doc = tmp / "one.csv"
     pd.DataFrame({"text": ["Every life is sacred."]}).to_csv(doc, index=False)
-    rows = []
-    for label, flags in [("torch", []), ("ONNX fp32", ["--backend", "onnx"]),
-                         ("ONNX int8", ["--backend", "onnx", "--quantize", "int8"])]:
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "quantformer", "predict", "--model",
-                            str(model_dir), "--input", str(doc), "--out",
-                            str(tmp / "one_out.csv"), "--quiet", *flags], check=True,
-                           capture_output=True)
-            times.append(time.perf_counter() - t)
-        rows.append({"task": "cold start (1 document)", "runner": label,
-                     "seconds": min(times)})
+    flags = {"torch": [], "ONNX fp32": ["--backend", "onnx"],
+             "ONNX int8": ["--backend", "onnx", "--quantize", "int8"]}
+
+    def run(extra):
+        subprocess.run([sys.executable, "-m", "quantformer", "predict", "--model",
+                        str(model_dir), "--input", str(doc), "--out", str(tmp / "one_out.csv"),
+                        "--quiet", *extra], check=True, capture_output=True)
+
+    for extra in flags.values():
+        run(extra)
+    start = load()
+    _, speeds = interleaved({k: (lambda f=f: run(f)) for k, f in flags.items()}, 1, repeats)
+    rows = [{"task": "cold start (1 document)", "runner": k,
+             "seconds": 1 / speeds[k]["docs_per_wall_s"], "load_start": start,
+             "load_end": load()} for k in flags]
     for r in rows:
         r["ratio_vs_torch"] = rows[0]["seconds"] / r["seconds"]
     return rows
@@ -205,12 +238,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="/work/models", help="folder of the lead's models")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved rounds of the compared runners (median time)")
     ap.add_argument("--toxic-n", type=int, default=1000, help="Toxic test documents (1000)")
     ap.add_argument("--only", default="predict,nli,embed,cold",
                     help="comma-separated parts to run")
     ap.add_argument("--tasks", default="abortion,toxic", help="prediction test sets to run")
     ap.add_argument("--json", default=None, help="write the rows here too")
     args = ap.parse_args()
+    print("start:", subprocess.run(["uptime"], capture_output=True, text=True).stdout, flush=True)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)  # ONNX Runtime reads it per session
     import torch
 
@@ -230,16 +266,15 @@ def main() -> None:
             tasks.append((f"Toxic ({len(toxic)})", "toxic-1000", toxic, {"truncation": True}))
         else:
             print("toxic-1000 model not ready: Toxic skipped", flush=True)
-        if "predict" in parts:
-            for name, folder, test, pkw in tasks:
-                model = Path(shutil.copytree(root / folder, tmp / folder))
-                rows += bench_predict(name, model, test, pkw)
-                print(pd.DataFrame(rows).to_string(), flush=True)
-        if "int8" in parts:
-            model = tmp / "abortion"
-            if not model.exists():
-                shutil.copytree(root / "abortion", model)
-            rows += bench_int8_variants(model, abortion)
+        for name, folder, test, pkw in tasks:
+            model = tmp / folder
+            if parts & {"predict", "int8"} and not model.exists():
+                shutil.copytree(root / folder, model)
+            if "predict" in parts:
+                rows += bench_predict(name, model, test, pkw, args.rounds)
+            if "int8" in parts:
+                rows += bench_int8_variants(name, model, test, args.rounds)
+            print(pd.DataFrame(rows).round(4).to_string(), flush=True)
         if "nli" in parts:
             rows += bench_nli(tmp)
         if "embed" in parts:
@@ -252,6 +287,7 @@ def main() -> None:
     table = pd.DataFrame(rows)
     with pd.option_context("display.width", 250, "display.max_columns", 20):
         print(table.round(4).to_string(index=False))
+    print("end:", subprocess.run(["uptime"], capture_output=True, text=True).stdout, flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

@@ -333,8 +333,10 @@ def run_partition(spec: dict) -> dict:
             ``id_offset`` and ``threads`` (torch threads, or None to leave them).
 
     Returns:
-        ``{"input", "rows", "missing", "seconds", "worker"}`` (``missing``: documents with a
-        missing or empty text, kept with a missing result), or ``{"input", "error"}`` for a
+        ``{"input", "rows", "missing", "truncated", "max_length", "truncation", "seconds",
+        "worker"}`` (``missing``: documents with a missing or empty text, kept with a missing
+        result; ``truncated``: documents cut to ``max_length`` tokens by the ``truncation``
+        strategy), or ``{"input", "error"}`` for a
         partition with bad input (InputError; not retried). Other exceptions propagate
         (Dask retries them).
     """
@@ -344,11 +346,10 @@ def run_partition(spec: dict) -> dict:
 
         torch.set_num_threads(int(spec["threads"]))
     try:
-        rows, missing = _RUNNERS[spec["verb"]](spec)
+        counts = _RUNNERS[spec["verb"]](spec)
     except InputError as exc:
         return {"input": spec["input"], "error": str(exc)}
-    return {"input": spec["input"], "rows": rows, "missing": missing,
-            "seconds": round(time.perf_counter() - t0, 3),
+    return {"input": spec["input"], **counts, "seconds": round(time.perf_counter() - t0, 3),
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
@@ -377,23 +378,31 @@ def _chunks(spec: dict):
                        **spec["corpus"])
 
 
-def _predict_partition(spec: dict) -> int:
+def _counts(rows: int, missing: int, truncated: int, max_length: int, truncation: str) -> dict:
+    """What a partition task reports besides its timing (see :func:`run_partition`)."""
+    return {"rows": int(rows), "missing": int(missing), "truncated": int(truncated),
+            "max_length": int(max_length), "truncation": truncation}
+
+
+def _predict_partition(spec: dict) -> dict:
     from .frames import FrameWriter
 
     opts = spec["options"]
     clf = cached_model("predict", spec["model"], opts["device"], opts.get("backend", "torch"),
                        opts.get("quantize", "none"))
     n = n_missing = 0
+    counts: dict = {}
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
-            probs, missing = clf._proba(chunk["text"].tolist(), opts["batch_size"], False)
+            probs, missing = clf._proba(chunk["text"].tolist(), opts["batch_size"], False,
+                                        counts)
             writer.write(clf._output(chunk, probs, missing, opts["keep_text"]))
             n += len(chunk)
             n_missing += int(missing.sum())
-    return n, n_missing
+    return _counts(n, n_missing, counts.get("truncated", 0), clf.max_length, clf.truncation)
 
 
-def _embed_partition(spec: dict) -> int:
+def _embed_partition(spec: dict) -> dict:
     from .embed import check_length, embed_texts, embedding_frame
     from .frames import FrameWriter
 
@@ -401,7 +410,7 @@ def _embed_partition(spec: dict) -> int:
     enc = cached_model("embed", spec["model"], opts["device"], opts.get("backend", "torch"),
                        opts.get("quantize", "none"))
     length = check_length(enc, opts["max_length"])
-    n = n_missing = 0
+    n = n_missing = n_truncated = 0
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
             vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
@@ -411,10 +420,11 @@ def _embed_partition(spec: dict) -> int:
                                          backend=getattr(enc.model, "label", None)))
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
-    return n, n_missing
+            n_truncated += int(encoded.truncated.sum())
+    return _counts(n, n_missing, n_truncated, length, opts["truncation"])
 
 
-def _zeroshot_partition(spec: dict) -> int:
+def _zeroshot_partition(spec: dict) -> dict:
     import warnings
 
     import pandas as pd
@@ -426,10 +436,11 @@ def _zeroshot_partition(spec: dict) -> int:
     with warnings.catch_warnings(), cached_zeroshot_models():
         warnings.simplefilter("ignore")  # counted per job by the driver, not per partition
         out = zeroshot(frame, model=spec["model"], quiet=True, **spec["options"])
-    n_missing = int(out.attrs["quantformer"]["n_missing"])
+    meta = out.attrs["quantformer"]
     out.attrs = {}
     write_frame(out, spec["output"])
-    return len(out), n_missing
+    return _counts(len(out), meta["n_missing"], meta["n_truncated"], meta["max_length"],
+                   meta["truncation"])
 
 
 @contextlib.contextmanager
@@ -647,6 +658,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     manifest.finish_run()
     _remove_orphans(folder, names)
     _warn_missing(manifest, [names[i] for i in todo])
+    _warn_truncated(manifest, [names[i] for i in todo])
     if failed:
         raise InputError(f"{len(failed)} partition(s) failed: " + "; ".join(
             f"'{r['input']}': {r['error']}" for r in failed) + f". The other partitions' "
@@ -678,6 +690,18 @@ def _warn_missing(manifest: Manifest, names: list[str]) -> None:
         warnings.warn(f"{missing} of {sum(e['rows'] for e in done)} document(s) have a missing "
                       "or empty text; they are kept with a missing result (counts per "
                       "partition in manifest.json)", UserWarning, stacklevel=3)
+
+
+def _warn_truncated(manifest: Manifest, names: list[str]) -> None:
+    """One warning for the documents of this run cut to the model's maximum length, worded as
+    the one-file verbs' (:func:`quantformer.tokenization.warn_truncated`)."""
+    from .tokenization import warn_truncated
+
+    done = [manifest.data["partitions"][n] for n in names if n in manifest.data["partitions"]]
+    cut = [e for e in done if e.get("truncated")]
+    if cut:
+        warn_truncated(sum(e["truncated"] for e in cut), sum(e["rows"] for e in done),
+                       cut[0]["max_length"], cut[0]["truncation"])
 
 
 def _drive(client, specs: list[dict], manifest: Manifest, total: int, quiet: bool) -> list:

@@ -186,6 +186,29 @@ def test_resume_recomputes_only_the_deleted_partitions(tmp_path, model_dir):
                            resume=True, batch_size=8)
 
 
+def test_partitioned_predict_counts_truncated_documents_as_one_file(tmp_path, model_dir):
+    from quantformer.tokenization import TruncationWarning
+
+    f = _corpus(30)
+    long = " ".join(toy_frame(40)["text"])  # far above the model's max_length of 64 tokens
+    f.loc[[0, 7, 19, 25], "text"] = [long, long[::-1], long, long]
+    f.to_parquet(tmp_path / "all.parquet", index=False)
+    with pytest.warns(TruncationWarning) as one:
+        predict_file(model_dir, tmp_path / "all.parquet", tmp_path / "one.parquet", quiet=True,
+                     device="cpu")
+    _write_parts(f, tmp_path / "in", 3)
+    with pytest.warns(TruncationWarning) as parts:
+        predict_partitions(model_dir, tmp_path / "in", tmp_path / "out", device="cpu",
+                           quiet=True)
+    message = "4 of 30 document(s) truncated to 64 tokens (head_tail)"
+    for caught in (one, parts):
+        assert [str(w.message).split(";")[0] for w in caught
+                if w.category is TruncationWarning] == [message]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert [manifest["partitions"][f"part-0{j}.parquet"]["truncated"] for j in range(3)] == \
+        [2, 1, 1]
+
+
 def test_bad_partition_fails_the_job_by_name_others_stay(tmp_path, model_dir, monkeypatch):
     _write_parts(_corpus(60), tmp_path / "in", 3)
     bad = tmp_path / "in" / "part-01.parquet"

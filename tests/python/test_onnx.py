@@ -274,6 +274,34 @@ def test_cache_reused_and_damaged_export_rebuilt(bert_copy):
     assert not [p for p in int8.parent.iterdir() if p.name.startswith(".")]  # no leftovers
 
 
+def test_int8_settings_enter_the_key_and_an_old_int8_cache_is_rebuilt(bert_copy, monkeypatch):
+    import onnx
+
+    from quantformer.embed import _pool
+
+    def int8_matmuls(folder):
+        return sum(n.op_type == "MatMulInteger"
+                   for n in onnx.load(str(folder / "model.onnx")).graph.node)
+
+    key, parts = onnx_backend.cache_key(str(bert_copy), "mean_pool", "int8")
+    assert parts["int8_settings"] == onnx_backend.INT8_SETTINGS
+    fp32_key = onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")[0]
+    net = load_encoder(str(bert_copy), backend="onnx", quantize="int8").model
+    assert int8_matmuls(net.folder) == 6  # q, k, v, attention out, FFN in, out of layer 2
+    fp32_model = net.folder.parent / "mean_pool-fp32" / "model.onnx"
+    assert len(onnx_backend.first_layer_matmuls(fp32_model)) == 6
+    # a cache written under other settings (as before a change of them) is stale: rebuilt
+    monkeypatch.setitem(onnx_backend.INT8_SETTINGS, "first_layer_fp32", False)
+    new_key = onnx_backend.cache_key(str(bert_copy), "mean_pool", "int8")[0]
+    assert new_key != key
+    assert onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")[0] == fp32_key
+    assert not onnx_backend.is_valid(net.folder, new_key)
+    again = onnx_backend.open_model(str(bert_copy), use="mean_pool", fn=_pool, loader=_never,
+                                    quantize="int8")  # from the cached fp32 export
+    assert onnx_backend.is_valid(again.folder, new_key)
+    assert int8_matmuls(again.folder) == 6 * 2  # now layer 1's are int8 too
+
+
 def test_cache_rebuilt_when_the_weights_change(tiny_bert_dir, tmp_path):
     import torch
     from transformers import AutoModel
