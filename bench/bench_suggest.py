@@ -63,22 +63,36 @@ def light_f1(vecs, labels, test_vecs, test_labels, seed) -> float:
     return float(f1_score(test_labels, clf.predict(test_vecs), average="macro"))
 
 
-def finetune_f1(pool, coded_rows, test, seed) -> float:
+FINETUNE = {"max_length": 512}  # package defaults except what --ft-max-length/--ft-epochs set
+
+
+def finetune_f1(pool, coded_rows, test, seed) -> tuple[float, float]:
+    """(macro-F1 on the test set, seconds) of the default model fine-tuned on the codes."""
     from sklearn.metrics import f1_score
 
     from quantformer.finetune import finetune
 
+    t0 = time.time()
     train = pool.iloc[coded_rows][["doc_id", "text", "label"]].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = finetune(train, seed=seed, quiet=True, device="cpu")
+        clf = finetune(train, seed=seed, quiet=True, device="cpu", **FINETUNE)
         pred = clf.predict(test, warn=False)
-    return float(f1_score(test["label"], pred["predicted"], average="macro"))
+    return float(f1_score(test["label"], pred["predicted"], average="macro")), time.time() - t0
 
 
-def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, finetune_at):
-    """One learning curve: rows (codes, light macro-F1, fine-tuned macro-F1 or NaN).
-    ``strategy`` is a suggest strategy, with ``-nodiv`` appended for no diversity guard."""
+def strategy_options(strategy: str) -> dict:
+    """suggest() arguments of a bench strategy name: a suggest strategy, ``-nodiv`` appended
+    for no diversity guard, ``@S`` for a random share S (e.g. ``margin@0.2``)."""
+    name, _, share = strategy.partition("@")
+    return {"strategy": name.removesuffix("-nodiv"), "diversity": not name.endswith("-nodiv"),
+            "random_share": float(share or 0)}
+
+
+def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total):
+    """One learning curve of the light classifier: rows (codes, light macro-F1, rarest
+    class's codes, the coded pool positions) for a bench strategy name (see
+    :func:`strategy_options`)."""
     from quantformer.suggest import suggest
 
     frame = pool[["doc_id", "text"]].copy()
@@ -91,16 +105,48 @@ def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, finetune_at
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             picks = suggest(frame, vecs, coded=codes, n=min(batch, total - len(coded)),
-                            strategy=strategy.removesuffix("-nodiv"), seed=seed,
-                            diversity=not strategy.endswith("-nodiv"))
+                            seed=seed, **strategy_options(strategy))
         coded += [pos[d] for d in picks["doc_id"]]
-        n = len(coded)
-        f1 = light_f1(vecs[coded], pool["label"].iloc[coded], test_vecs, test["label"], seed)
-        ft = finetune_f1(pool, coded, test, seed) if n in finetune_at else float("nan")
-        rows.append({"codes": n, "light_f1": f1, "finetuned_f1": ft,
-                     "n_minority": int(pool["label"].iloc[coded].value_counts().min())
-                     if pool["label"].iloc[coded].nunique() > 1 else 0})
+        labels = pool["label"].iloc[coded]
+        rows.append({"codes": len(coded),
+                     "light_f1": light_f1(vecs[coded], labels, test_vecs, test["label"], seed),
+                     "finetuned_f1": float("nan"), "finetune_s": float("nan"),
+                     "n_minority": int(labels.value_counts().min())
+                     if labels.nunique() > 1 else 0, "_coded": list(coded)})
     return rows
+
+
+def parse_plan(plan: str, seeds) -> list[tuple[str, int, list[int]]]:
+    """Fine-tuning jobs in the order to run them: ``strategy:codes[:seed/seed...]`` items,
+    comma-separated (all ``seeds`` when none are named), e.g. ``margin:100,random:300:1/2``."""
+    jobs = []
+    for item in filter(None, plan.split(",")):
+        parts = item.split(":")
+        jobs.append((parts[0], int(parts[1]),
+                     [int(x) for x in parts[2].split("/")] if len(parts) > 2 else list(seeds)))
+    return jobs
+
+
+def run_finetunes(rows, plan, pool, test, out, t0):
+    """Fine-tune the default model at the checkpoints of ``plan`` (in its order), writing
+    each result into its curve row and ``out`` as soon as it is known."""
+    index = {(r["strategy"], r["seed"], r["codes"]): r for r in rows if r["fold"] == 0}
+    for strategy, codes, seeds in plan:
+        for seed in seeds:
+            row = index[(strategy, seed, codes)]
+            row["finetuned_f1"], row["finetune_s"] = finetune_f1(pool, row["_coded"], test,
+                                                                 seed)
+            print(f"    {strategy} seed {seed}: {codes} codes, fine-tuned macro-F1 "
+                  f"{row['finetuned_f1']:.4f} ({row['finetune_s']:.0f} s; "
+                  f"{time.time() - t0:.0f} s in all)", flush=True)
+            write_rows(rows, out)
+
+
+def write_rows(rows, out) -> pd.DataFrame:
+    df = pd.DataFrame(rows).drop(columns="_coded")
+    if out:
+        df.to_csv(out, index=False)
+    return df
 
 
 def codes_to_reach(curve_df: pd.DataFrame, level: float) -> float:
@@ -109,21 +155,40 @@ def codes_to_reach(curve_df: pd.DataFrame, level: float) -> float:
     return float(hit.min()) if len(hit) else float("nan")
 
 
-def run_task(name, seeds, batch, total, finetune_at, finetune_seeds, cache_dir,
-             strategies=("margin", "random")):
+def cv_splits(pool, vecs, folds: int):
+    """(fold, pool, vectors, held-out frame, its vectors) for ``folds``-fold stratified
+    cross-validation within the pool (fixed folds), so strategies can be compared without
+    the test set."""
+    from sklearn.model_selection import StratifiedKFold
+
+    kf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=0)
+    for fold, (tr, te) in enumerate(kf.split(pool, pool["label"]), start=1):
+        yield (fold, pool.iloc[tr].reset_index(drop=True), vecs[tr],
+               pool.iloc[te].reset_index(drop=True), vecs[te])
+
+
+def run_task(name, seeds, batch, total, plan, cache_dir, strategies=("margin", "random"),
+             out=None, cv=0):
+    """All curves of one task (on the test set, or with ``cv`` folds within the pool), then
+    the fine-tuning ``plan`` (test set only); with ``out``, the points so far are written
+    there after each curve and each fine-tuning (a run stopped early keeps what finished)."""
     pool, test = {"abortion": load_abortion, "toxic": load_toxic}[name]()
     t0 = time.time()
     vecs, test_vecs = embed_task(pool, test, cache_dir)
     print(f"{name}: pool {len(pool)}, test {len(test)}, embedded in {time.time() - t0:.0f} s",
           flush=True)
+    splits = list(cv_splits(pool, vecs, cv)) if cv else [(0, pool, vecs, test, test_vecs)]
     rows = []
-    for seed in seeds:
+    for (fold, p, v, t, tv), seed in ((s, seed) for s in splits for seed in seeds):
         for strategy in strategies:
-            fa = finetune_at if seed in finetune_seeds else set()
-            for r in curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, fa):
-                rows.append({"task": name, "strategy": strategy, "seed": seed, **r})
-            print(f"  seed {seed} {strategy}: done ({time.time() - t0:.0f} s)", flush=True)
-    return pd.DataFrame(rows)
+            rows += [{"task": name, "strategy": strategy, "seed": seed, "fold": fold, **r}
+                     for r in curve(p, v, t, tv, strategy, seed, batch, total)]
+            write_rows(rows, out)
+            print(f"  fold {fold} seed {seed} {strategy}: done ({time.time() - t0:.0f} s)",
+                  flush=True)
+    if plan and not cv:
+        run_finetunes(rows, plan, pool, test, out, t0)
+    return write_rows(rows, None)
 
 
 def main_strategy(mean: pd.DataFrame) -> str:
@@ -168,23 +233,49 @@ def main(argv=None) -> int:
                    help="random's codes whose macro-F1 active learning must reach (300)")
     p.add_argument("--finetune-at", default="", help="checkpoints to fine-tune at, e.g. 50,300")
     p.add_argument("--finetune-seeds", default="1")
+    p.add_argument("--finetune-plan", default="",
+                   help="fine-tuning jobs in the order to run them instead of --finetune-at: "
+                        "strategy:codes[:seed/seed...] items, e.g. "
+                        "margin:100,random:300,margin:50:1 (all --seeds when none are named)")
     p.add_argument("--strategies", default="margin,random",
                    help="suggest strategies to compare (random included); '-nodiv' appended "
                         "turns off the diversity guard, e.g. margin-nodiv")
+    p.add_argument("--ft-max-length", type=int, default=512,
+                   help="tokens per document when fine-tuning (512, the package default; "
+                        "128 suits tweets and short comments)")
+    p.add_argument("--ft-epochs", type=int, default=None,
+                   help="fine-tuning epochs (default: the package's, 4 for MiniLM)")
+    p.add_argument("--cv", type=int, default=0,
+                   help="compare on K-fold cross-validation within the pool instead of the "
+                        "test set (no fine-tuning; to choose a strategy without the test set)")
     p.add_argument("--out", default=None, help="CSV of all curve points")
+    p.add_argument("--report", default=None,
+                   help="only print the report of these comma-separated --out CSVs (e.g. of "
+                        "seeds run in parallel processes)")
     p.add_argument("--data", default=str(bench_compare.DATA),
                    help="the shared data folder (default: ../shared/data of the repository)")
     args = p.parse_args(argv)
+    if args.report:
+        df = pd.concat([pd.read_csv(f) for f in args.report.split(",")], ignore_index=True)
+        # processes that ran other fine-tuning jobs on the same curves: one row per point
+        df = df.groupby(["task", "strategy", "seed", "fold", "codes"], as_index=False).first()
+        print(json.dumps(report(df, args.target), indent=2))
+        return 0
+    FINETUNE.update(max_length=args.ft_max_length,
+                    **({"epochs": args.ft_epochs} if args.ft_epochs else {}))
     bench_compare.DATA = Path(args.data)
     if not bench_compare.DATA.is_dir():
         sys.exit(f"{args.data} is absent; the benchmark needs the shared data")
     seeds = [int(s) for s in args.seeds.split(",")]
-    fa = {int(s) for s in args.finetune_at.split(",") if s}
-    fs = {int(s) for s in args.finetune_seeds.split(",") if s}
+    strategies = args.strategies.split(",")
+    fs = [int(s) for s in args.finetune_seeds.split(",") if s]
+    plan = parse_plan(args.finetune_plan or ",".join(
+        f"{s}:{c}:{'/'.join(map(str, fs))}" for s in strategies
+        for c in args.finetune_at.split(",") if c), seeds)
     cache_dir = Path(tempfile.gettempdir()) / "quantformer-bench-suggest"
     cache_dir.mkdir(exist_ok=True)
-    strategies = args.strategies.split(",")
-    df = pd.concat([run_task(t, seeds, args.batch, args.total, fa, fs, cache_dir, strategies)
+    df = pd.concat([run_task(t, seeds, args.batch, args.total, plan, cache_dir, strategies,
+                             args.out if len(args.tasks.split(",")) == 1 else None, args.cv)
                     for t in args.tasks.split(",")], ignore_index=True)
     if args.out:
         df.to_csv(args.out, index=False)
