@@ -149,9 +149,9 @@ def write_rows(rows, out) -> pd.DataFrame:
     return df
 
 
-def codes_to_reach(curve_df: pd.DataFrame, level: float) -> float:
+def codes_to_reach(curve_df: pd.DataFrame, level: float, col: str = "light_f1") -> float:
     """Fewest codes at which a mean curve reaches ``level`` (NaN when it never does)."""
-    hit = curve_df.loc[curve_df["light_f1"] >= level - 1e-9, "codes"]
+    hit = curve_df.loc[curve_df[col] >= level - 1e-9, "codes"]
     return float(hit.min()) if len(hit) else float("nan")
 
 
@@ -197,6 +197,24 @@ def main_strategy(mean: pd.DataFrame) -> str:
     return "margin" if "margin" in names else names[0]
 
 
+def ratio_to(mean: pd.DataFrame, target: int, col: str) -> dict:
+    """Codes active learning needs to reach random's mean ``col`` at ``target`` codes."""
+    rnd = mean[(mean["strategy"] == "random") & (mean["codes"] == target)][col].dropna()
+    if rnd.empty:
+        return {"random_at_target": float("nan"), "al_codes_needed": float("nan"),
+                "ratio": float("nan")}
+    level = float(rnd.iloc[0])
+    need = codes_to_reach(mean[mean["strategy"] == main_strategy(mean)], level, col)
+    return {"random_at_target": level, "al_codes_needed": need, "ratio": need / target}
+
+
+def finetuned_table(d: pd.DataFrame) -> pd.DataFrame:
+    """Fine-tuned macro-F1 per strategy and checkpoint: mean, min, max, seeds."""
+    ft = d.dropna(subset=["finetuned_f1"])
+    return ft.groupby(["codes", "strategy"])["finetuned_f1"].agg(
+        ["mean", "min", "max", "count"]).unstack("strategy").round(4)
+
+
 def report(df: pd.DataFrame, target: int) -> dict:
     summary = {}
     for task, d in df.groupby("task"):
@@ -204,22 +222,21 @@ def report(df: pd.DataFrame, target: int) -> dict:
             .mean().reset_index()
         table = mean.pivot(index="codes", columns="strategy",
                            values=["light_f1", "n_minority"])
+        print(f"\n== {task}: mean over seeds {sorted(d['seed'].unique())}, folds "
+              f"{sorted(d['fold'].unique()) if 'fold' in d else [0]} ==")
         for s in set(mean["strategy"]) - {"random"}:
             print(f"{s}: mean light macro-F1 over all rounds, minus random's: "
                   f"{(table[('light_f1', s)] - table[('light_f1', 'random')]).mean():+.4f}")
-        print(f"\n== {task}: mean over seeds {sorted(d['seed'].unique())} ==")
         print(table.round(4).to_string())
-        ft = d.dropna(subset=["finetuned_f1"])
-        if len(ft):
-            print("fine-tuned default model:")
-            print(ft[["strategy", "seed", "codes", "finetuned_f1"]].to_string(index=False))
-        rnd = mean[mean["strategy"] == "random"]
-        level = float(rnd.loc[rnd["codes"] == target, "light_f1"].iloc[0])
-        need = codes_to_reach(mean[mean["strategy"] == main_strategy(mean)], level)
-        ratio = need / target
-        print(f"random's light macro-F1 at {target} codes: {level:.4f}; active learning reaches "
-              f"it with {need:.0f} codes: ratio {ratio:.2f} (target <= 0.60 on Toxic)")
-        summary[task] = {"random_at_target": level, "al_codes_needed": need, "ratio": ratio}
+        summary[task] = {"light": ratio_to(mean, target, "light_f1")}
+        if d["finetuned_f1"].notna().any():
+            print("fine-tuned default model (macro-F1 over seeds):")
+            print(finetuned_table(d).to_string())
+            summary[task]["finetuned"] = ratio_to(mean, target, "finetuned_f1")
+        for kind, r in summary[task].items():
+            print(f"{kind}: random's mean macro-F1 at {target} codes {r['random_at_target']:.4f}"
+                  f"; active learning reaches it with {r['al_codes_needed']:.0f} codes: ratio "
+                  f"{r['ratio']:.2f} (target <= 0.60 on Toxic)")
     return summary
 
 
