@@ -167,6 +167,24 @@ def cv_splits(pool, vecs, folds: int):
                pool.iloc[te].reset_index(drop=True), vecs[te])
 
 
+def shift_auc(name, cache_dir) -> float:
+    """How well a logistic regression on the embeddings tells test documents from pool
+    documents (5-fold cross-validated ROC AUC; 0.5 = the same distribution)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    pool, test = {"abortion": load_abortion, "toxic": load_toxic}[name]()
+    vecs, test_vecs = embed_task(pool, test, cache_dir)
+    x, y = np.vstack([vecs, test_vecs]), np.r_[np.zeros(len(vecs)), np.ones(len(test_vecs))]
+    clf = LogisticRegression(max_iter=2000, class_weight="balanced")
+    auc = cross_val_score(clf, x, y, scoring="roc_auc",
+                          cv=StratifiedKFold(5, shuffle=True, random_state=0)).mean()
+    shares = {k: f.label.value_counts(normalize=True).round(3).to_dict()
+              for k, f in (("pool", pool), ("test", test))}
+    print(f"{name}: pool-vs-test ROC AUC {auc:.3f}; label shares {shares}", flush=True)
+    return float(auc)
+
+
 def run_task(name, seeds, batch, total, plan, cache_dir, strategies=("margin", "random"),
              out=None, cv=0):
     """All curves of one task (on the test set, or with ``cv`` folds within the pool), then
@@ -265,6 +283,9 @@ def main(argv=None) -> int:
     p.add_argument("--cv", type=int, default=0,
                    help="compare on K-fold cross-validation within the pool instead of the "
                         "test set (no fine-tuning; to choose a strategy without the test set)")
+    p.add_argument("--shift", action="store_true",
+                   help="only print how distinguishable test and pool documents are (ROC AUC "
+                        "of a pool-vs-test classifier on the embeddings) and the label shares")
     p.add_argument("--out", default=None, help="CSV of all curve points")
     p.add_argument("--report", default=None,
                    help="only print the report of these comma-separated --out CSVs (e.g. of "
@@ -291,6 +312,10 @@ def main(argv=None) -> int:
         for c in args.finetune_at.split(",") if c), seeds)
     cache_dir = Path(tempfile.gettempdir()) / "quantformer-bench-suggest"
     cache_dir.mkdir(exist_ok=True)
+    if args.shift:
+        for t in args.tasks.split(","):
+            shift_auc(t, cache_dir)
+        return 0
     df = pd.concat([run_task(t, seeds, args.batch, args.total, plan, cache_dir, strategies,
                              args.out if len(args.tasks.split(",")) == 1 else None, args.cv)
                     for t in args.tasks.split(",")], ignore_index=True)
