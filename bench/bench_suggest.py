@@ -127,10 +127,10 @@ def parse_plan(plan: str, seeds) -> list[tuple[str, int, list[int]]]:
     return jobs
 
 
-def run_finetunes(rows, plan, pool, test, out, t0):
+def run_finetunes(rows, plan, pool, test, out, t0, fold=0):
     """Fine-tune the default model at the checkpoints of ``plan`` (in its order), writing
     each result into its curve row and ``out`` as soon as it is known."""
-    index = {(r["strategy"], r["seed"], r["codes"]): r for r in rows if r["fold"] == 0}
+    index = {(r["strategy"], r["seed"], r["codes"]): r for r in rows if r["fold"] == fold}
     for strategy, codes, seeds in plan:
         for seed in seeds:
             row = index[(strategy, seed, codes)]
@@ -186,7 +186,7 @@ def shift_auc(name, cache_dir) -> float:
 
 
 def run_task(name, seeds, batch, total, plan, cache_dir, strategies=("margin", "random"),
-             out=None, cv=0):
+             out=None, cv=0, folds=None):
     """All curves of one task (on the test set, or with ``cv`` folds within the pool), then
     the fine-tuning ``plan`` (test set only); with ``out``, the points so far are written
     there after each curve and each fine-tuning (a run stopped early keeps what finished)."""
@@ -196,6 +196,7 @@ def run_task(name, seeds, batch, total, plan, cache_dir, strategies=("margin", "
     print(f"{name}: pool {len(pool)}, test {len(test)}, embedded in {time.time() - t0:.0f} s",
           flush=True)
     splits = list(cv_splits(pool, vecs, cv)) if cv else [(0, pool, vecs, test, test_vecs)]
+    splits = [s for s in splits if not folds or s[0] in folds]
     rows = []
     for (fold, p, v, t, tv), seed in ((s, seed) for s in splits for seed in seeds):
         for strategy in strategies:
@@ -204,8 +205,8 @@ def run_task(name, seeds, batch, total, plan, cache_dir, strategies=("margin", "
             write_rows(rows, out)
             print(f"  fold {fold} seed {seed} {strategy}: done ({time.time() - t0:.0f} s)",
                   flush=True)
-    if plan and not cv:
-        run_finetunes(rows, plan, pool, test, out, t0)
+    for fold, p, _, t, _ in splits if plan else []:
+        run_finetunes(rows, plan, p, t, out, t0, fold)
     return write_rows(rows, None)
 
 
@@ -282,7 +283,9 @@ def main(argv=None) -> int:
                    help="fine-tuning epochs (default: the package's, 4 for MiniLM)")
     p.add_argument("--cv", type=int, default=0,
                    help="compare on K-fold cross-validation within the pool instead of the "
-                        "test set (no fine-tuning; to choose a strategy without the test set)")
+                        "test set (to choose a strategy without the test set)")
+    p.add_argument("--folds", default="",
+                   help="with --cv: run only these folds, e.g. 1 (default: all)")
     p.add_argument("--shift", action="store_true",
                    help="only print how distinguishable test and pool documents are (ROC AUC "
                         "of a pool-vs-test classifier on the embeddings) and the label shares")
@@ -317,7 +320,8 @@ def main(argv=None) -> int:
             shift_auc(t, cache_dir)
         return 0
     df = pd.concat([run_task(t, seeds, args.batch, args.total, plan, cache_dir, strategies,
-                             args.out if len(args.tasks.split(",")) == 1 else None, args.cv)
+                             args.out if len(args.tasks.split(",")) == 1 else None, args.cv,
+                             {int(f) for f in args.folds.split(",") if f})
                     for t in args.tasks.split(",")], ignore_index=True)
     if args.out:
         df.to_csv(args.out, index=False)
