@@ -63,22 +63,36 @@ def light_f1(vecs, labels, test_vecs, test_labels, seed) -> float:
     return float(f1_score(test_labels, clf.predict(test_vecs), average="macro"))
 
 
-def finetune_f1(pool, coded_rows, test, seed) -> float:
+FINETUNE = {"max_length": 512}  # package defaults except what --ft-max-length/--ft-epochs set
+
+
+def finetune_f1(pool, coded_rows, test, seed) -> tuple[float, float]:
+    """(macro-F1 on the test set, seconds) of the default model fine-tuned on the codes."""
     from sklearn.metrics import f1_score
 
     from quantformer.finetune import finetune
 
+    t0 = time.time()
     train = pool.iloc[coded_rows][["doc_id", "text", "label"]].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = finetune(train, seed=seed, quiet=True, device="cpu")
+        clf = finetune(train, seed=seed, quiet=True, device="cpu", **FINETUNE)
         pred = clf.predict(test, warn=False)
-    return float(f1_score(test["label"], pred["predicted"], average="macro"))
+    return float(f1_score(test["label"], pred["predicted"], average="macro")), time.time() - t0
 
 
-def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, finetune_at):
-    """One learning curve: rows (codes, light macro-F1, fine-tuned macro-F1 or NaN).
-    ``strategy`` is a suggest strategy, with ``-nodiv`` appended for no diversity guard."""
+def strategy_options(strategy: str) -> dict:
+    """suggest() arguments of a bench strategy name: a suggest strategy, ``-nodiv`` appended
+    for no diversity guard, ``@S`` for a random share S (e.g. ``margin@0.2``)."""
+    name, _, share = strategy.partition("@")
+    return {"strategy": name.removesuffix("-nodiv"), "diversity": not name.endswith("-nodiv"),
+            "random_share": float(share or 0)}
+
+
+def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total):
+    """One learning curve of the light classifier: rows (codes, light macro-F1, rarest
+    class's codes, the coded pool positions) for a bench strategy name (see
+    :func:`strategy_options`)."""
     from quantformer.suggest import suggest
 
     frame = pool[["doc_id", "text"]].copy()
@@ -91,45 +105,133 @@ def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, finetune_at
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             picks = suggest(frame, vecs, coded=codes, n=min(batch, total - len(coded)),
-                            strategy=strategy.removesuffix("-nodiv"), seed=seed,
-                            diversity=not strategy.endswith("-nodiv"))
+                            seed=seed, **strategy_options(strategy))
         coded += [pos[d] for d in picks["doc_id"]]
-        n = len(coded)
-        f1 = light_f1(vecs[coded], pool["label"].iloc[coded], test_vecs, test["label"], seed)
-        ft = finetune_f1(pool, coded, test, seed) if n in finetune_at else float("nan")
-        rows.append({"codes": n, "light_f1": f1, "finetuned_f1": ft,
-                     "n_minority": int(pool["label"].iloc[coded].value_counts().min())
-                     if pool["label"].iloc[coded].nunique() > 1 else 0})
+        labels = pool["label"].iloc[coded]
+        rows.append({"codes": len(coded),
+                     "light_f1": light_f1(vecs[coded], labels, test_vecs, test["label"], seed),
+                     "finetuned_f1": float("nan"), "finetune_s": float("nan"),
+                     "n_minority": int(labels.value_counts().min())
+                     if labels.nunique() > 1 else 0, "_coded": list(coded)})
     return rows
 
 
-def codes_to_reach(curve_df: pd.DataFrame, level: float) -> float:
+def parse_plan(plan: str, seeds) -> list[tuple[str, int, list[int]]]:
+    """Fine-tuning jobs in the order to run them: ``strategy:codes[:seed/seed...]`` items,
+    comma-separated (all ``seeds`` when none are named), e.g. ``margin:100,random:300:1/2``."""
+    jobs = []
+    for item in filter(None, plan.split(",")):
+        parts = item.split(":")
+        jobs.append((parts[0], int(parts[1]),
+                     [int(x) for x in parts[2].split("/")] if len(parts) > 2 else list(seeds)))
+    return jobs
+
+
+def run_finetunes(rows, plan, pool, test, out, t0, fold=0):
+    """Fine-tune the default model at the checkpoints of ``plan`` (in its order), writing
+    each result into its curve row and ``out`` as soon as it is known."""
+    index = {(r["strategy"], r["seed"], r["codes"]): r for r in rows if r["fold"] == fold}
+    for strategy, codes, seeds in plan:
+        for seed in seeds:
+            row = index[(strategy, seed, codes)]
+            row["finetuned_f1"], row["finetune_s"] = finetune_f1(pool, row["_coded"], test,
+                                                                 seed)
+            print(f"    {strategy} seed {seed}: {codes} codes, fine-tuned macro-F1 "
+                  f"{row['finetuned_f1']:.4f} ({row['finetune_s']:.0f} s; "
+                  f"{time.time() - t0:.0f} s in all)", flush=True)
+            write_rows(rows, out)
+
+
+def write_rows(rows, out) -> pd.DataFrame:
+    df = pd.DataFrame(rows).drop(columns="_coded")
+    if out:
+        df.to_csv(out, index=False)
+    return df
+
+
+def codes_to_reach(curve_df: pd.DataFrame, level: float, col: str = "light_f1") -> float:
     """Fewest codes at which a mean curve reaches ``level`` (NaN when it never does)."""
-    hit = curve_df.loc[curve_df["light_f1"] >= level - 1e-9, "codes"]
+    hit = curve_df.loc[curve_df[col] >= level - 1e-9, "codes"]
     return float(hit.min()) if len(hit) else float("nan")
 
 
-def run_task(name, seeds, batch, total, finetune_at, finetune_seeds, cache_dir,
-             strategies=("margin", "random")):
+def cv_splits(pool, vecs, folds: int):
+    """(fold, pool, vectors, held-out frame, its vectors) for ``folds``-fold stratified
+    cross-validation within the pool (fixed folds), so strategies can be compared without
+    the test set."""
+    from sklearn.model_selection import StratifiedKFold
+
+    kf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=0)
+    for fold, (tr, te) in enumerate(kf.split(pool, pool["label"]), start=1):
+        yield (fold, pool.iloc[tr].reset_index(drop=True), vecs[tr],
+               pool.iloc[te].reset_index(drop=True), vecs[te])
+
+
+def shift_auc(name, cache_dir) -> float:
+    """How well a logistic regression on the embeddings tells test documents from pool
+    documents (5-fold cross-validated ROC AUC; 0.5 = the same distribution)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    pool, test = {"abortion": load_abortion, "toxic": load_toxic}[name]()
+    vecs, test_vecs = embed_task(pool, test, cache_dir)
+    x, y = np.vstack([vecs, test_vecs]), np.r_[np.zeros(len(vecs)), np.ones(len(test_vecs))]
+    clf = LogisticRegression(max_iter=2000, class_weight="balanced")
+    auc = cross_val_score(clf, x, y, scoring="roc_auc",
+                          cv=StratifiedKFold(5, shuffle=True, random_state=0)).mean()
+    shares = {k: f.label.value_counts(normalize=True).round(3).to_dict()
+              for k, f in (("pool", pool), ("test", test))}
+    print(f"{name}: pool-vs-test ROC AUC {auc:.3f}; label shares {shares}", flush=True)
+    return float(auc)
+
+
+def run_task(name, seeds, batch, total, plan, cache_dir, strategies=("margin", "random"),
+             out=None, cv=0, folds=None):
+    """All curves of one task (on the test set, or with ``cv`` folds within the pool), then
+    the fine-tuning ``plan`` (test set only); with ``out``, the points so far are written
+    there after each curve and each fine-tuning (a run stopped early keeps what finished)."""
     pool, test = {"abortion": load_abortion, "toxic": load_toxic}[name]()
     t0 = time.time()
     vecs, test_vecs = embed_task(pool, test, cache_dir)
     print(f"{name}: pool {len(pool)}, test {len(test)}, embedded in {time.time() - t0:.0f} s",
           flush=True)
+    splits = list(cv_splits(pool, vecs, cv)) if cv else [(0, pool, vecs, test, test_vecs)]
+    splits = [s for s in splits if not folds or s[0] in folds]
     rows = []
-    for seed in seeds:
+    for (fold, p, v, t, tv), seed in ((s, seed) for s in splits for seed in seeds):
         for strategy in strategies:
-            fa = finetune_at if seed in finetune_seeds else set()
-            for r in curve(pool, vecs, test, test_vecs, strategy, seed, batch, total, fa):
-                rows.append({"task": name, "strategy": strategy, "seed": seed, **r})
-            print(f"  seed {seed} {strategy}: done ({time.time() - t0:.0f} s)", flush=True)
-    return pd.DataFrame(rows)
+            rows += [{"task": name, "strategy": strategy, "seed": seed, "fold": fold, **r}
+                     for r in curve(p, v, t, tv, strategy, seed, batch, total)]
+            write_rows(rows, out)
+            print(f"  fold {fold} seed {seed} {strategy}: done ({time.time() - t0:.0f} s)",
+                  flush=True)
+    for fold, p, _, t, _ in splits if plan else []:
+        run_finetunes(rows, plan, p, t, out, t0, fold)
+    return write_rows(rows, None)
 
 
 def main_strategy(mean: pd.DataFrame) -> str:
     """The active-learning strategy the target ratio is computed for: margin when it ran."""
     names = [s for s in mean["strategy"].unique() if s != "random"]
     return "margin" if "margin" in names else names[0]
+
+
+def ratio_to(mean: pd.DataFrame, target: int, col: str) -> dict:
+    """Codes active learning needs to reach random's mean ``col`` at ``target`` codes."""
+    rnd = mean[(mean["strategy"] == "random") & (mean["codes"] == target)][col].dropna()
+    if rnd.empty:
+        return {"random_at_target": float("nan"), "al_codes_needed": float("nan"),
+                "ratio": float("nan")}
+    level = float(rnd.iloc[0])
+    need = codes_to_reach(mean[mean["strategy"] == main_strategy(mean)], level, col)
+    return {"random_at_target": level, "al_codes_needed": need, "ratio": need / target}
+
+
+def finetuned_table(d: pd.DataFrame) -> pd.DataFrame:
+    """Fine-tuned macro-F1 per strategy and checkpoint: mean, min, max, seeds."""
+    ft = d.dropna(subset=["finetuned_f1"])
+    return ft.groupby(["codes", "strategy"])["finetuned_f1"].agg(
+        ["mean", "min", "max", "count"]).unstack("strategy").round(4)
 
 
 def report(df: pd.DataFrame, target: int) -> dict:
@@ -139,22 +241,21 @@ def report(df: pd.DataFrame, target: int) -> dict:
             .mean().reset_index()
         table = mean.pivot(index="codes", columns="strategy",
                            values=["light_f1", "n_minority"])
+        print(f"\n== {task}: mean over seeds {sorted(d['seed'].unique())}, folds "
+              f"{sorted(d['fold'].unique()) if 'fold' in d else [0]} ==")
         for s in set(mean["strategy"]) - {"random"}:
             print(f"{s}: mean light macro-F1 over all rounds, minus random's: "
                   f"{(table[('light_f1', s)] - table[('light_f1', 'random')]).mean():+.4f}")
-        print(f"\n== {task}: mean over seeds {sorted(d['seed'].unique())} ==")
         print(table.round(4).to_string())
-        ft = d.dropna(subset=["finetuned_f1"])
-        if len(ft):
-            print("fine-tuned default model:")
-            print(ft[["strategy", "seed", "codes", "finetuned_f1"]].to_string(index=False))
-        rnd = mean[mean["strategy"] == "random"]
-        level = float(rnd.loc[rnd["codes"] == target, "light_f1"].iloc[0])
-        need = codes_to_reach(mean[mean["strategy"] == main_strategy(mean)], level)
-        ratio = need / target
-        print(f"random's light macro-F1 at {target} codes: {level:.4f}; active learning reaches "
-              f"it with {need:.0f} codes: ratio {ratio:.2f} (target <= 0.60 on Toxic)")
-        summary[task] = {"random_at_target": level, "al_codes_needed": need, "ratio": ratio}
+        summary[task] = {"light": ratio_to(mean, target, "light_f1")}
+        if d["finetuned_f1"].notna().any():
+            print("fine-tuned default model (macro-F1 over seeds):")
+            print(finetuned_table(d).to_string())
+            summary[task]["finetuned"] = ratio_to(mean, target, "finetuned_f1")
+        for kind, r in summary[task].items():
+            print(f"{kind}: random's mean macro-F1 at {target} codes {r['random_at_target']:.4f}"
+                  f"; active learning reaches it with {r['al_codes_needed']:.0f} codes: ratio "
+                  f"{r['ratio']:.2f} (target <= 0.60 on Toxic)")
     return summary
 
 
@@ -168,23 +269,59 @@ def main(argv=None) -> int:
                    help="random's codes whose macro-F1 active learning must reach (300)")
     p.add_argument("--finetune-at", default="", help="checkpoints to fine-tune at, e.g. 50,300")
     p.add_argument("--finetune-seeds", default="1")
+    p.add_argument("--finetune-plan", default="",
+                   help="fine-tuning jobs in the order to run them instead of --finetune-at: "
+                        "strategy:codes[:seed/seed...] items, e.g. "
+                        "margin:100,random:300,margin:50:1 (all --seeds when none are named)")
     p.add_argument("--strategies", default="margin,random",
                    help="suggest strategies to compare (random included); '-nodiv' appended "
                         "turns off the diversity guard, e.g. margin-nodiv")
+    p.add_argument("--ft-max-length", type=int, default=512,
+                   help="tokens per document when fine-tuning (512, the package default; "
+                        "128 suits tweets and short comments)")
+    p.add_argument("--ft-epochs", type=int, default=None,
+                   help="fine-tuning epochs (default: the package's, 4 for MiniLM)")
+    p.add_argument("--cv", type=int, default=0,
+                   help="compare on K-fold cross-validation within the pool instead of the "
+                        "test set (to choose a strategy without the test set)")
+    p.add_argument("--folds", default="",
+                   help="with --cv: run only these folds, e.g. 1 (default: all)")
+    p.add_argument("--shift", action="store_true",
+                   help="only print how distinguishable test and pool documents are (ROC AUC "
+                        "of a pool-vs-test classifier on the embeddings) and the label shares")
     p.add_argument("--out", default=None, help="CSV of all curve points")
+    p.add_argument("--report", default=None,
+                   help="only print the report of these comma-separated --out CSVs (e.g. of "
+                        "seeds run in parallel processes)")
     p.add_argument("--data", default=str(bench_compare.DATA),
                    help="the shared data folder (default: ../shared/data of the repository)")
     args = p.parse_args(argv)
+    if args.report:
+        df = pd.concat([pd.read_csv(f) for f in args.report.split(",")], ignore_index=True)
+        # processes that ran other fine-tuning jobs on the same curves: one row per point
+        df = df.groupby(["task", "strategy", "seed", "fold", "codes"], as_index=False).first()
+        print(json.dumps(report(df, args.target), indent=2))
+        return 0
+    FINETUNE.update(max_length=args.ft_max_length,
+                    **({"epochs": args.ft_epochs} if args.ft_epochs else {}))
     bench_compare.DATA = Path(args.data)
     if not bench_compare.DATA.is_dir():
         sys.exit(f"{args.data} is absent; the benchmark needs the shared data")
     seeds = [int(s) for s in args.seeds.split(",")]
-    fa = {int(s) for s in args.finetune_at.split(",") if s}
-    fs = {int(s) for s in args.finetune_seeds.split(",") if s}
+    strategies = args.strategies.split(",")
+    fs = [int(s) for s in args.finetune_seeds.split(",") if s]
+    plan = parse_plan(args.finetune_plan or ",".join(
+        f"{s}:{c}:{'/'.join(map(str, fs))}" for s in strategies
+        for c in args.finetune_at.split(",") if c), seeds)
     cache_dir = Path(tempfile.gettempdir()) / "quantformer-bench-suggest"
     cache_dir.mkdir(exist_ok=True)
-    strategies = args.strategies.split(",")
-    df = pd.concat([run_task(t, seeds, args.batch, args.total, fa, fs, cache_dir, strategies)
+    if args.shift:
+        for t in args.tasks.split(","):
+            shift_auc(t, cache_dir)
+        return 0
+    df = pd.concat([run_task(t, seeds, args.batch, args.total, plan, cache_dir, strategies,
+                             args.out if len(args.tasks.split(",")) == 1 else None, args.cv,
+                             {int(f) for f in args.folds.split(",") if f})
                     for t in args.tasks.split(",")], ignore_index=True)
     if args.out:
         df.to_csv(args.out, index=False)

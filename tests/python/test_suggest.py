@@ -117,8 +117,30 @@ def test_probabilities_from_a_model_replace_the_light_classifier():
     assert list(out["doc_id"]) == ["d007"] and out["guess"].iloc[0] == "x"
 
 
+def test_random_share_mixes_seeded_random_documents_into_an_uncertainty_batch():
+    frame, vecs, truth = blobs()
+    coded = pd.DataFrame({"doc_id": ["d000", "d030", "d060"], "label": ["a", "b", "c"]})
+    pure = suggest(frame, vecs, coded=coded, n=10, diversity=False)
+    mixed = suggest(frame, vecs, coded=coded, n=10, diversity=False, random_share=0.3, seed=4)
+    # the 7 most uncertain documents stay, 3 others are drawn at random from the rest
+    assert list(mixed["doc_id"].iloc[:7]) == list(pure["doc_id"].iloc[:7])
+    assert list(mixed["strategy"]) == ["margin"] * 7 + ["random"] * 3
+    drawn = set(mixed["doc_id"].iloc[7:])
+    assert len(drawn) == 3 and not drawn & (set(mixed["doc_id"].iloc[:7]) | set(coded["doc_id"]))
+    again = suggest(frame, vecs, coded=coded, n=10, diversity=False, random_share=0.3, seed=4)
+    assert list(again["doc_id"]) == list(mixed["doc_id"])
+    other = suggest(frame, vecs, coded=coded, n=10, diversity=False, random_share=0.3, seed=5)
+    assert set(other["doc_id"].iloc[7:]) != drawn
+    # all random: 10 distinct uncoded documents; a cold start or random round is unchanged
+    allr = suggest(frame, vecs, coded=coded, n=10, random_share=1.0)
+    assert (allr["strategy"] == "random").all() and allr["doc_id"].nunique() == 10
+    cold = suggest(frame, vecs, n=3, random_share=0.5)
+    assert (cold["strategy"] == "cold").all()
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"strategy": "uncertain"}, "unknown strategy"),
+    ({"random_share": 1.5}, "random_share must be a share between 0 and 1"),
     ({"n": 0}, "at least 1"),
     ({"stratify": "region"}, "stratify docvar 'region'"),
     ({"coded": pd.DataFrame({"doc_id": ["zzz"], "label": ["a"]})}, "not in the corpus"),
@@ -213,6 +235,8 @@ def test_cli_bad_input_exit_2_and_nothing_written(corpus_file, tiny_bert_dir, tm
     assert run([*base, "--stratify", "region"]) == 2
     assert "stratify docvar 'region'" in capsys.readouterr().err
     assert run([*base, "--n", "0"]) == 2
+    assert run([*base, "--random-share", "2"]) == 2
+    assert "random_share must be a share between 0 and 1" in capsys.readouterr().err
     assert not out.exists()
 
 

@@ -22,6 +22,11 @@ test_that("suggest_documents: cold start, then margin on the codes, never coded 
   expect_equal(length(list.files(cache)), 1)  # the same corpus reuses its vectors
   expect_identical(suggest_documents(sotu, y = y, n = 5, cache_dir = cache)$doc_id,
                    second$doc_id)  # a seed gives the same suggestions
+  # random_share: the least uncertain 2 of 5 are replaced by documents drawn at random
+  mixed <- suggest_documents(sotu, y = y, n = 5, random_share = 0.4, cache_dir = cache)
+  expect_equal(mixed$strategy, c(rep("margin", 3), rep("random", 2)))
+  expect_equal(mixed$doc_id[1:3], second$doc_id[1:3])
+  expect_false(any(mixed$doc_id %in% sotu$doc_id[coded]))
 })
 
 test_that("spreadsheet round trip: write, fill in, read back, merge by docname (#13)", {
@@ -53,6 +58,7 @@ test_that("suggest_documents: bad input is refused before any work (#13)", {
   skip_if_no_verb("suggest")
   sotu <- sotu_sample()
   expect_error(suggest_documents(sotu, n = 0), "`n` must be one whole number")
+  expect_error(suggest_documents(sotu, random_share = 2), "`random_share` must be one number")
   expect_error(suggest_documents(sotu, stratify = "region"), "not a docvar")
   expect_error(suggest_documents(sotu, y = rep("a", 3)), "value\\(s\\) but `x` has")
   expect_warning(all <- suggest_documents(sotu[1:6, ], n = 10, strategy = "random",
