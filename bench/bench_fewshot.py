@@ -73,6 +73,18 @@ def setfit_variant(spec: str):
     return fit
 
 
+def split_models(value: str) -> list[str]:
+    """``"setfit:it=5,lr=1e-4,setfit,default"`` -> ``["setfit:it=5,lr=1e-4", "setfit",
+    "default"]``: a ``key=value`` part belongs to the SetFit variant before it."""
+    out: list[str] = []
+    for part in value.split(","):
+        if "=" in part and not part.startswith("setfit:") and out:
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out
+
+
 def run(tasks, per_class, seeds, models) -> pd.DataFrame:
     from quantformer.compare import run_one
 
@@ -124,7 +136,7 @@ def main(argv=None) -> int:
     if not bench_compare.DATA.is_dir():
         sys.exit(f"{args.data} is absent; the benchmark needs the shared data")
     df = run(args.tasks.split(","), [int(k) for k in args.per_class.split(",")],
-             [int(s) for s in args.seeds.split(",")], args.models.split(","))
+             [int(s) for s in args.seeds.split(",")], split_models(args.models))
     if args.out:
         df.to_csv(args.out, index=False)
     report(df)
