@@ -42,8 +42,8 @@
 #' @param method `"standard"` (this fine-tuning recipe) or `"setfit"`: few-shot fine-tuning
 #'   for 8-64 coded documents per class (SetFit, Tunstall et al. 2022: contrastive training of
 #'   the sentence-transformer body on document pairs, then a logistic-regression head);
-#'   `epochs`, `lr` and `batch_size` apply to the body (defaults 1 epoch, 2e-5, 16), and
-#'   `setfit_iterations = N` (passed in `...`; default 20) sets the pairs drawn per document
+#'   `epochs`, `lr` and `batch_size` apply to the body (defaults 1 epoch, 1e-4, 16), and
+#'   `setfit_iterations = N` (passed in `...`; default 5) sets the pairs drawn per document
 #'   and direction; `validation` and `oversample` cannot be used with it; or `"nli"`: an NLI
 #'   `model` (one with an "entailment" label, e.g.
 #'   `"MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli"`) fine-tuned on the classes written as

@@ -114,7 +114,7 @@ def finetune(
             (one ``{}``), class -> label phrase (default: the class names) and the training
             pairs (``balanced`` or ``all``); see :func:`quantformer.nli_finetune.nli_finetune`.
         setfit_iterations: ``method="setfit"`` only: pairs drawn per training document and
-            direction (setfit's ``num_iterations``; default 20, Tunstall et al. 2022).
+            direction (setfit's ``num_iterations``; default 5, see :mod:`quantformer.fewshot`).
 
     Returns:
         A :class:`quantformer.predict.Classifier` whose ``record`` holds the training record.
@@ -350,7 +350,7 @@ def add_cli(sub) -> None:
 
     add_cli_options(p)
     p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
-                   help="setfit: pairs drawn per training document and direction (20)")
+                   help="setfit: pairs drawn per training document and direction (5)")
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="model directory to write")

@@ -24,8 +24,8 @@ centred on the small-model default of 8e-5 x 4.
 
 ``method="setfit"`` (``tune --method setfit``) tunes SetFit (:mod:`quantformer.fewshot`) the same
 way: the learning rate is the body's, the epochs are epochs over the contrastive pairs, and the
-default grid is :data:`quantformer.fewshot.GRID` (body rates 1e-5, 2e-5, 5e-5 x 1, 2 epochs,
-around Tunstall et al. 2022's 2e-5 x 1).
+default grid is :data:`quantformer.fewshot.GRID` (body rates 2e-5, 5e-5, 1e-4 x 1, 2 epochs:
+from Tunstall et al. 2022's 2e-5 to quantformer's default 1e-4).
 """
 
 from __future__ import annotations
@@ -619,7 +619,7 @@ def add_cli(sub) -> None:
     add_model_option(p)
     p.add_argument("--method", default="standard", choices=("standard", "setfit"),
                    help="standard fine-tuning, or setfit (few-shot; the grid is then over "
-                        "body learning rates x pair epochs, default 1e-5,2e-5,5e-5 x 1,2)")
+                        "body learning rates x pair epochs, default 2e-5,5e-5,1e-4 x 1,2)")
     p.add_argument("--lrs", default=None,
                    help="comma-separated learning rates (default by model size: small "
                         "5e-5,8e-5,1e-4; base 1e-5,2e-5,3e-5; large 5e-6,1e-5,2e-5)")

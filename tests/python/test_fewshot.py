@@ -153,7 +153,7 @@ def test_cli_setfit_iterations_reach_the_record_and_need_setfit(tiny_bert_dir, t
                      "--out", str(tmp_path / "m"), "--quiet"])
     assert code == 0
     hp = json.loads((tmp_path / "m" / "quantformer.json").read_text())["hyperparameters"]
-    assert hp["num_iterations"] == 2 and hp["epochs"] == 1 and hp["body_lr"] == 2e-5
+    assert hp["num_iterations"] == 2 and hp["epochs"] == 1 and hp["body_lr"] == 1e-4
     assert main(["finetune", "--train", str(tmp_path / "train.csv"), "--setfit-iterations",
                  "2", "--out", str(tmp_path / "m2")]) == 2
     assert "--setfit-iterations) is for method='setfit'" in capsys.readouterr().err
