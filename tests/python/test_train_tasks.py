@@ -318,6 +318,7 @@ def test_cli_evaluate_pred_regression(tmp_path, capsys):
                      "regression", "--out", str(out), "--plot", str(png)]) == 0
     assert json.loads(out.read_text())["mae"] == pytest.approx(0.5)
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert cli.main(["evaluate", "--pred", str(pred), "--truth", str(pred), "--task",
-                     "regression"]) == 2
-    assert "give --truth-col" in capsys.readouterr().err
+    capsys.readouterr()
+    assert cli.main(["evaluate", "--pred", str(pred), "--truth", str(pred), "--truth-col",
+                     "truth", "--task", "regression"]) == 2
+    assert "give exactly one of --truth (a file) or --truth-col" in capsys.readouterr().err
