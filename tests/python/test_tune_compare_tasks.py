@@ -195,3 +195,33 @@ def test_cli_compare_task_bad_input_exit_2(tmp_path, capsys, args, msg):
                      "--repeats", "1", "--folds", "2", *args])
     assert code == 2 and msg in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_cli_tune_multilabel_label_cols_with_a_test_set(tmp_path, tiny_bert_dir, capsys):
+    import pickle
+
+    from quantformer.train.scoring import make_scoring
+
+    # the scoring travels to Dask workers with each run
+    scoring = pickle.loads(pickle.dumps(make_scoring("multilabel", ["econ", "long"])))
+    assert scoring.metric == "macro_f1" and scoring.fit_kwargs()["label_cols"] == ["econ", "long"]
+    frame = multilabel_frame(32).drop(columns="label")
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    frame.iloc[:24].to_csv(train, index=False)
+    frame.iloc[24:].to_csv(test, index=False)
+    out = tmp_path / "tuned"
+    assert cli.main(["tune", "--train", str(train), "--test", str(test), "--task", "multilabel",
+                     "--label-cols", "econ,long", "--model", str(tiny_bert_dir), "--lrs", "1e-3",
+                     "--epochs-grid", "1", "--folds", "2", "--max-length", "32", "--device",
+                     "cpu", "--out", str(out)]) == 0
+    assert "cross-validated macro-F1 per configuration" in capsys.readouterr().out
+    summ = pd.read_csv(out / "cv_summary.csv")
+    assert summ.columns.tolist() == ["lr", "epochs", "mean_macro_f1", "sd_macro_f1",
+                                     "mean_micro_f1", "folds", "rank"]
+    preds = pd.read_csv(out / "test_predictions.csv")
+    assert preds["doc_id"].tolist() == frame["doc_id"].iloc[24:].tolist()
+    assert {"predicted_econ", "predicted_long", "prob_econ"} <= set(preds.columns)
+    best = json.loads((out / "best.json").read_text())
+    rep = json.loads((out / "test_report.json").read_text())
+    assert best["test"]["macro_f1"] == pytest.approx(rep["macro_f1"]) and rep["n"] == 8
+    assert set(rep["per_label"]) == {"econ", "long"}
