@@ -487,8 +487,8 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
         rng = np.random.default_rng(seed)
         sample = data["text"].to_numpy()[rng.permutation(len(data))[:batch_size]].tolist()
         step = step_seconds(model, sample, batch_size=batch_size, max_length=max_length,
-                            truncation=truncation, n_labels=max(len(labels), 1),
-                            device=device)
+                            truncation=truncation, device=device,
+                            n_labels=max(len(labels), 2))  # the head hardly changes the time
         msg += (f"; estimated {format_seconds(estimate_seconds(plan, step, batch_size))} "
                 f"({step:.2f} s per training step of {batch_size} documents)")
     say(msg)

@@ -33,7 +33,7 @@ def test_tune_regression_selects_by_rmse_and_scores_the_test_set(tiny_bert_dir, 
     frame = regression_frame(30)
     res = tune(frame.iloc[:22], frame.iloc[22:], model=str(tiny_bert_dir), lrs=[1e-3, 1e-4],
                epochs_grid=[1], folds=2, task="regression", max_length=32, device="cpu",
-               quiet=True, estimate=False)
+               quiet=True)  # with the time estimate (one timed training step)
     assert res.cv_results.columns.tolist() == ["lr", "epochs", "fold", "rmse", "pearson",
                                                "seconds"]
     summ = res.cv_summary
