@@ -6,7 +6,8 @@ macro-F1 on the held-out fold. Oversampling, when asked for, is done by
 :func:`quantformer.finetune.finetune` on the training folds only; the validation fold is scored
 as it is. The configuration with the best mean macro-F1 wins; ties go to fewer epochs, then to
 the lower rate. It is then refit on all training data and, when a test set is given, scored on
-it.
+it. With ``task="regression"`` the lowest mean RMSE wins, with ``task="multilabel"`` the best
+macro-F1 over labels, on plain shuffled folds (:mod:`quantformer.train.scoring`).
 
 Default grid, by model size (:func:`quantformer.finetune.model_size`, from the hidden size):
 
@@ -420,10 +421,10 @@ def tune(
 
     Raises:
         InputError: a class with fewer documents than ``folds`` (names it, suggests fewer
-            folds), a multi-label label with one value only or a regression outcome with one
-            value only, ``oversample`` with regression or multilabel, a bad grid value, more runs than ``max_runs``, a test set without a label
-            column or without a document that has a text and a label, and anything
-            fine-tuning rejects (checked on the first run).
+            folds), a multi-label label or a regression outcome with one value only,
+            ``oversample`` with regression or multilabel, a bad grid value, more runs than
+            ``max_runs``, a test set without a label column or without a document that has a
+            text and a label, and anything fine-tuning rejects (checked on the first run).
     """
     from .modeldir import hf_quiet
 
