@@ -9,8 +9,12 @@ multi-label").
                bag-of-words on the same split. Prints Pearson r, RMSE in years and the ratios
                against the ridge baseline measured in the same run.
 ``jigsaw``     Multi-label: the six Jigsaw labels (shared data), quantformer ``--task
-               multilabel`` against a bag-of-words one-vs-rest logistic regression; per-label F1
-               and macro-F1 (``--n-train``, ``--n-test``; reduced sizes on a shared CPU).
+               multilabel`` against a bag-of-words one-vs-rest logistic regression and (with
+               ``--binary toxic,obscene,...``) one single-label fine-tuned model per label;
+               per-label F1 and macro-F1 (``--n-train``, ``--n-test``). ``--lead-split`` tests
+               on the lead's ``toxic_test1000`` comments, so the toxic label can be checked
+               against the single-label toxic-1000 model (/work/models). Results are written
+               to ``--out`` after each model, so a run stopped early keeps what finished.
 
 Run e.g. ``OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_tasks.py --only
 sotu``.
