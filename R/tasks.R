@@ -2,44 +2,73 @@
 # `textmodel_finetune(task = ...)`, and the R results of `predict()` for those models.
 # No ML logic here: the Python core trains, predicts and scores.
 
-# The training frame and label flags for a regression or multi-label task.
+# The training frame and label flags for a regression or multi-label task (`arg`, `x_arg`:
+# the argument names in messages; `name_only`: a length-one character `y` is a docvar name).
 # Returns list(train = <data.frame>, args = <CLI flags>, name = <docvar name or NULL>).
-task_training_frame <- function(task, frame, y) {
+task_training_frame <- function(task, frame, y, arg = "y", x_arg = "x", name_only = FALSE) {
   base <- frame[c("doc_id", "text")]
   if (task == "regression") {
-    yy <- resolve_y(y, frame)
+    yy <- resolve_y(y, frame, arg = arg, name_only = name_only, x_arg = x_arg)
     v <- yy$y
     if (is.factor(v) || !(is.numeric(v) || is.logical(v) && all(is.na(v))))
-      stop("task = \"regression\" needs a numeric `y` (one number per document, NA for ",
-           "uncoded ones), not ", class(v)[1], "; convert it with as.numeric() or use ",
+      stop("task = \"regression\" needs a numeric `", arg, "` (one number per document, NA ",
+           "for uncoded ones), not ", class(v)[1], "; convert it with as.numeric() or use ",
            "task = \"classification\"", call. = FALSE)
     train <- data.frame(base, label = as.numeric(v), stringsAsFactors = FALSE)
     return(list(train = train, args = c("--task", "regression", "--label-col", "label"),
                 name = yy$name))
   }
-  labels <- multilabel_matrix(y, frame)
+  labels <- multilabel_matrix(y, frame, arg = arg, x_arg = x_arg)
   train <- data.frame(base, labels, stringsAsFactors = FALSE, check.names = FALSE)
-  list(train = train, name = NULL,
+  list(train = train, name = NULL, labels = colnames(labels),
        args = c("--task", "multilabel", "--label-cols", paste(colnames(labels), collapse = ",")))
+}
+
+# The labelled frame of other documents (validation or test) for the same task: `y` as for
+# training; by default (`y` NULL) the docvar(s) that named the training labels (`train`, from
+# task_training_frame), for multi-label the training label names; else `fallback`.
+task_other_frame <- function(task, frame, y, train, arg, x_arg, fallback = NULL) {
+  name_only <- is.null(y)
+  if (name_only) y <- if (task == "multilabel") train$labels else train$name
+  if (is.null(y)) y <- fallback
+  if (is.null(y))
+    stop("give `", arg, "`, the outcome of the ", x_arg, " documents (or name a docvar in `y`)",
+         call. = FALSE)
+  other <- task_training_frame(task, frame, y, arg = arg, x_arg = x_arg, name_only = name_only)
+  if (task == "multilabel" && !setequal(other$labels, train$labels))
+    stop("`", arg, "` has the labels ", paste(other$labels, collapse = ", "), " but `y` has ",
+         paste(train$labels, collapse = ", "), "; give the same labels", call. = FALSE)
+  if (task == "multilabel") other$train <- other$train[c("doc_id", "text", train$labels)]
+  other$train
+}
+
+# The training and test files of a regression or multi-label comparison: list(train, test,
+# args) (`test_y` NULL: the docvar(s) that named the training labels).
+task_compare_files <- function(task, frame, y, tframe, test_y) {
+  train <- task_training_frame(task, frame, y)
+  test <- task_other_frame(task, tframe, test_y, train, arg = "test_y", x_arg = "test")
+  list(train = write_input(train$train, prefix = "qf-train-"),
+       test = write_input(test, prefix = "qf-test-"), args = train$args)
 }
 
 # Multi-label `y` as a data frame (documents x labels, NA for uncoded documents):
 # a logical/0-1 matrix or data frame with column names, or a character vector of docvar names.
-multilabel_matrix <- function(y, frame) {
+multilabel_matrix <- function(y, frame, arg = "y", x_arg = "x") {
   if (is.character(y) && is.null(dim(y))) {
     missing <- setdiff(y, names(frame_docvars(frame)))
     if (length(missing))
-      stop("`y` names docvar(s) ", paste0("'", missing, "'", collapse = ", "), " that `x` ",
-           "does not have; its docvars are: ", paste(names(frame_docvars(frame)),
-                                                     collapse = ", "), call. = FALSE)
+      stop("`", arg, "` names docvar(s) ", paste0("'", missing, "'", collapse = ", "),
+           " that `", x_arg, "` does not have; its docvars are: ",
+           paste(names(frame_docvars(frame)), collapse = ", "), call. = FALSE)
     y <- frame[y]
   }
   if (!(is.matrix(y) || is.data.frame(y)) || is.null(colnames(y)))
-    stop("for task = \"multilabel\", `y` must be a logical or 0/1 matrix or data frame with ",
-         "one named column per label, or a character vector of docvar names", call. = FALSE)
+    stop("for task = \"multilabel\", `", arg, "` must be a logical or 0/1 matrix or data ",
+         "frame with one named column per label, or a character vector of docvar names",
+         call. = FALSE)
   if (nrow(y) != nrow(frame))
-    stop("`y` has ", nrow(y), " rows but `x` has ", nrow(frame), " documents; give one row ",
-         "per document", call. = FALSE)
+    stop("`", arg, "` has ", nrow(y), " rows but `", x_arg, "` has ", nrow(frame),
+         " documents; give one row per document", call. = FALSE)
   bad <- grepl(",", colnames(y), fixed = TRUE) | colnames(y) %in% c("doc_id", "text")
   if (any(bad))
     stop("label names must not contain commas or be 'doc_id'/'text': ",
@@ -52,14 +81,26 @@ multilabel_matrix <- function(y, frame) {
             names = colnames(y))
 }
 
-# CLI flags of `validation` for a regression or multi-label task: a fraction only for
-# multi-label (labelled validation documents go through the classification-style path).
-task_validation_args <- function(task, validation, name) {
-  if (task == "multilabel" && !is.null(validation) &&
-      !(is.numeric(validation) && length(validation) == 1))
-    stop("for task = \"multilabel\", give `validation` as a fraction of the coded documents ",
-         "(e.g. 0.2); validation documents are not supported yet", call. = FALSE)
-  validation_args(validation, name)
+# CLI flags of `validation` for a regression or multi-label task: a fraction, or validation
+# documents with the same kind of labels as training (`train` from task_training_frame): a
+# corpus / data frame with the training docvar(s), or list(x = <documents>, y = <labels>).
+task_validation_args <- function(task, validation, train, text_field = "text",
+                                 docid_field = "doc_id") {
+  if (is.null(validation) || is.numeric(validation) && length(validation) == 1)
+    return(validation_args(validation, train$name))
+  if (is.list(validation) && !is.data.frame(validation) && all(c("x", "y") %in% names(validation))) {
+    vframe <- as_frame(validation$x, text_field, docid_field, arg = "validation$x")
+    vy <- validation$y
+    arg <- "validation$y"
+  } else {
+    vframe <- as_frame(validation, text_field, docid_field, arg = "validation")
+    vy <- NULL
+    arg <- "validation"
+  }
+  valid <- task_other_frame(task, vframe, vy, train, arg = arg, x_arg = "validation",
+                            fallback = "label")
+  file <- write_input(valid, prefix = "qf-valid-")
+  list(args = c("--valid", file), file = file)
 }
 
 # predict() for regression and multi-label models: a numeric vector named by docnames, or a

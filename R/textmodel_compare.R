@@ -8,15 +8,27 @@
 #' cross-validation). Runs `quantformer compare`, which also writes `table.md`, `figure10.png`
 #' and `summary.json` into `output_dir`.
 #'
+#' With `task = "regression"` the models are `"default"` and `"ridge-bow"` (ridge regression,
+#' `RidgeCV`, on bag-of-words), scored by RMSE (the table), MAE, Pearson and Spearman
+#' correlation and R^2; with `task = "multilabel"` they are `"default"`, `"logit-bow"` and
+#' `"svm-bow"` (one-vs-rest logistic regression / linear SVM on bag-of-words, tuned by
+#' cross-validated macro-F1), scored by macro-F1 over labels (the table), micro-F1, subset
+#' accuracy, Hamming loss and per-label F1. Samples are then plain random draws. XGBoost, the
+#' `-vec` baselines and SetFit are classification only.
+#'
 #' @param x training documents (quanteda corpus, character vector or data frame).
-#' @param y their classes, or the name of a docvar of `x`; `NA` documents are not used.
+#' @param y their classes, or the name of a docvar of `x`; `NA` documents are not used. For
+#'   `task = "regression"` numbers (or a docvar name); for `task = "multilabel"` a logical/0-1
+#'   matrix or data frame with one named column per label, or a character vector of docvar
+#'   names (see [textmodel_finetune()]).
 #' @param test test documents.
 #' @param test_y their classes, or a docvar name of `test`; by default the docvar named by `y`
-#'   when `y` is a name. Data frames `x` and `test` are both read with `text_field` and
-#'   `docid_field`.
-#' @param models the models, in table order (all five by default; also `"setfit"`, SetFit
-#'   few-shot fine-tuning of `model`, and `"nli"`, an NLI `model` fine-tuned on the classes
-#'   as hypotheses, see [textmodel_finetune()]).
+#'   when `y` is a name (multi-label: the docvars named as the labels of `y`). Data frames `x`
+#'   and `test` are both read with `text_field` and `docid_field`.
+#' @param models the models, in table order (by default all of the task's: the five above
+#'   for classification; also `"setfit"`, SetFit few-shot fine-tuning of `model`, and `"nli"`,
+#'   an NLI `model` fine-tuned on the classes as hypotheses, see [textmodel_finetune()]).
+#' @param task `"classification"` (the default), `"regression"` or `"multilabel"`.
 #' @param train_sizes training sizes to draw (e.g. `c(500, 1000, 2000)`); `NULL` uses all
 #'   coded training documents.
 #' @param repeats draws per training size (5).
@@ -35,9 +47,12 @@
 #' @param ... further options of `quantformer compare` as named R arguments (e.g.
 #'   `vectors = "glove.6B.300d.txt"`).
 #' @return The Table-1 data frame: one row per model with `model`, `description`, and for each
-#'   training size `s` the columns `f1_mean_s`, `f1_min_s`, `f1_max_s` and `seconds_s` (mean
-#'   training seconds). Attributes: `results` (one row per model x size x repeat: `model`,
-#'   `train_size`, `repeat`, `macro_f1`, ...) and `output_dir`.
+#'   training size `s` the columns `f1_mean_s`, `f1_min_s`, `f1_max_s` (regression:
+#'   `rmse_mean_s`, `rmse_min_s`, `rmse_max_s`) and `seconds_s` (mean training seconds).
+#'   Attributes: `results` (one row per model x size x repeat: `model`, `train_size`,
+#'   `repeat`, then `macro_f1`, `accuracy`; regression `rmse`, `mae`, `pearson`, `spearman`,
+#'   `r2`; multilabel `macro_f1`, `micro_f1`, `subset_accuracy`, `hamming_loss`,
+#'   `f1_<label>`; then `seconds`) and `output_dir`.
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
@@ -55,11 +70,36 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
                               epochs = NULL, lr = NULL, max_length = 512, device = "auto",
                               output_dir = NULL, overwrite = FALSE, text_field = "text",
                               docid_field = "doc_id",
+                              task = c("classification", "regression", "multilabel"),
                               verbose = getOption("quantformer.verbose", TRUE), ...) {
+  task <- match.arg(task)
+  if (task != "classification" && missing(models)) models <- NULL  # the task's models
   frame <- as_frame(x, text_field, docid_field)
+  tframe <- as_frame(test, text_field, docid_field, arg = "test")
+  files <- if (task == "classification") {
+    compare_files(frame, y, tframe, test_y)
+  } else {
+    task_compare_files(task, frame, y, tframe, test_y)  # R/tasks.R
+  }
+  on.exit(unlink(c(files$train, files$test)), add = TRUE)
+  if (is.null(output_dir)) output_dir <- tempfile("quantformer-compare-")
+  output_dir <- normalizePath(output_dir, mustWork = FALSE)
+  args <- c("--train", files$train, "--test", files$test, files$args,
+            cli_flags(models = models, train_sizes = train_sizes, repeats = repeats,
+                      seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
+                      max_length = max_length, device = device),
+            "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
+  run_cli("compare", args, verbose = verbose, r_args = names(formals()))
+  table <- read_output(file.path(output_dir, "table.rds"))
+  attr(table, "results") <- read_output(file.path(output_dir, "results.rds"))
+  attr(table, "output_dir") <- output_dir
+  table
+}
+
+# The training and test files of a classification comparison: list(train, test, args).
+compare_files <- function(frame, y, tframe, test_y) {
   yy <- resolve_y(y, frame)
   label_levels(yy$y)
-  tframe <- as_frame(test, text_field, docid_field, arg = "test")
   name_only <- is.null(test_y)    # the docvar named by `y`, even for one test document
   if (name_only) {
     if (is.null(yy$name))
@@ -72,19 +112,6 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
   labelled <- function(f, lab) data.frame(f[c("doc_id", "text")],
                                           label = enc2utf8(as.character(lab)),
                                           stringsAsFactors = FALSE)
-  train_file <- write_input(labelled(frame, yy$y), prefix = "qf-train-")
-  test_file <- write_input(labelled(tframe, ty), prefix = "qf-test-")
-  on.exit(unlink(c(train_file, test_file)), add = TRUE)
-  if (is.null(output_dir)) output_dir <- tempfile("quantformer-compare-")
-  output_dir <- normalizePath(output_dir, mustWork = FALSE)
-  args <- c("--train", train_file, "--test", test_file,
-            cli_flags(models = models, train_sizes = train_sizes, repeats = repeats,
-                      seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
-                      max_length = max_length, device = device),
-            "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
-  run_cli("compare", args, verbose = verbose, r_args = names(formals()))
-  table <- read_output(file.path(output_dir, "table.rds"))
-  attr(table, "results") <- read_output(file.path(output_dir, "results.rds"))
-  attr(table, "output_dir") <- output_dir
-  table
+  list(train = write_input(labelled(frame, yy$y), prefix = "qf-train-"),
+       test = write_input(labelled(tframe, ty), prefix = "qf-test-"), args = character())
 }

@@ -37,7 +37,9 @@
 #' @param task `"classification"` (the default; numeric codes stay classes), `"regression"`
 #'   (numeric `y`; the model predicts a number, trained on standardised values) or
 #'   `"multilabel"` (`y` a logical/0-1 matrix or data frame with one named column per label, or
-#'   a character vector of docvar names; `validation` only as a fraction).
+#'   a character vector of docvar names). Validation documents take the same kinds of
+#'   labels: `list(x = <documents>, y = <numbers / matrix / docvar names>)`, or a corpus or
+#'   data frame with the docvar(s) named by `y` (for a matrix `y`: its column names).
 #' @param seed random seed (1).
 #' @param method `"standard"` (this fine-tuning recipe) or `"setfit"`: few-shot fine-tuning
 #'   for 8-64 coded documents per class (SetFit, Tunstall et al. 2022: contrastive training of
@@ -141,7 +143,7 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   valid_args <- if (task == "classification") {
     validation_args(validation, yy$name, text_field, docid_field)
   } else {
-    task_validation_args(task, validation, yy$name)
+    task_validation_args(task, validation, yy, text_field, docid_field)  # R/tasks.R
   }
   if (!is.null(valid_args$file)) on.exit(unlink(valid_args$file), add = TRUE)
   nli_args <- nli_phrase_args(label_phrases)  # R/nli.R

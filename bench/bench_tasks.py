@@ -9,8 +9,12 @@ multi-label").
                bag-of-words on the same split. Prints Pearson r, RMSE in years and the ratios
                against the ridge baseline measured in the same run.
 ``jigsaw``     Multi-label: the six Jigsaw labels (shared data), quantformer ``--task
-               multilabel`` against a bag-of-words one-vs-rest logistic regression; per-label F1
-               and macro-F1 (``--n-train``, ``--n-test``; reduced sizes on a shared CPU).
+               multilabel`` against a bag-of-words one-vs-rest logistic regression and (with
+               ``--binary toxic,obscene,...``) one single-label fine-tuned model per label;
+               per-label F1 and macro-F1 (``--n-train``, ``--n-test``). ``--lead-split`` tests
+               on the lead's ``toxic_test1000`` comments, so the toxic label can be checked
+               against the single-label toxic-1000 model (/work/models). Results are written
+               to ``--out`` after each model, so a run stopped early keeps what finished.
 
 Run e.g. ``OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_tasks.py --only
 sotu``.
@@ -83,41 +87,88 @@ def run_sotu(seed: int, which: str = "recipe,defaults") -> dict:
     return out
 
 
+def jigsaw_split(data: Path, seed: int, n_train: int, n_test: int, lead_split: bool):
+    """Train and test frames from the shared 5k sample. ``lead_split``: the test set is the
+    lead's ``toxic_test1000`` (rows 1,001-2,000 of the seed-1 permutation, see
+    /work/models/prep.py) and training comments come from the other rows, so the toxic label
+    can be checked against the single-label toxic-1000 model on the same test comments."""
+    raw = pd.read_csv(data / "jigsaw_toxic" / "jigsaw_5k.csv", dtype={"id": str})
+    raw = raw.rename(columns={"comment_text": "text", "id": "doc_id"})
+    order = np.random.default_rng(seed).permutation(len(raw))
+    if lead_split:
+        test_rows = order[1000:1000 + n_test]
+        train_rows = np.concatenate([order[:1000], order[2000:]])[:n_train]
+    else:
+        test_rows, train_rows = order[:n_test], order[n_test:n_test + n_train]
+    return (raw.iloc[train_rows].reset_index(drop=True),
+            raw.iloc[test_rows].reset_index(drop=True))
+
+
+def binary_f1(train, test, label: str, seed: int, epochs: int, max_length: int) -> dict:
+    """One single-label (yes/no) fine-tuned model for ``label``: F1 of the positive class and
+    the two-class macro-F1 on the test comments."""
+    from sklearn.metrics import f1_score
+
+    from quantformer.finetune import finetune
+
+    started = time.process_time()
+    frame = train.assign(label=np.where(train[label] == 1, "yes", "no"))
+    clf = finetune(frame, seed=seed, device="cpu", quiet=True, epochs=epochs,
+                   max_length=max_length)
+    pred = (clf.predict(test)["predicted"].astype(str) == "yes").to_numpy().astype(int)
+    truth = test[label].to_numpy().astype(int)
+    return {"f1": float(f1_score(truth, pred, zero_division=0)),
+            "macro_f1_two_class": float(f1_score(truth, pred, average="macro")),
+            "cpu_seconds": round(time.process_time() - started, 1)}
+
+
 def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int, max_length: int,
-               data: Path, tune: bool = False) -> dict:
+               data: Path, tune: bool = False, lead_split: bool = False,
+               binary: str = "", out_path: str | None = None) -> dict:
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import f1_score
     from sklearn.multiclass import OneVsRestClassifier
 
     from quantformer.finetune import finetune
     from quantformer.metrics import multilabel_metrics
 
-    raw = pd.read_csv(data / "jigsaw_toxic" / "jigsaw_5k.csv")
-    raw = raw.rename(columns={"comment_text": "text", "id": "doc_id"})
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(raw))
-    test = raw.iloc[order[:n_test]].reset_index(drop=True)
-    train = raw.iloc[order[n_test:n_test + n_train]].reset_index(drop=True)
+    train, test = jigsaw_split(data, seed, n_train, n_test, lead_split)
     labels = [lab for lab in LABELS if 0 < train[lab].sum() < len(train)]
     truth = test[labels].to_numpy()
     vec = CountVectorizer(min_df=2)
     ovr = OneVsRestClassifier(LogisticRegression(max_iter=2000, class_weight="balanced"))
     ovr.fit(vec.fit_transform(train["text"]), train[labels].to_numpy())
-    out = {"labels": labels, "n_train": n_train, "n_test": n_test,
+    out = {"labels": labels, "n_train": len(train), "n_test": len(test),
+           "train_support": {lab: int(train[lab].sum()) for lab in labels},
+           "test_support": {lab: int(test[lab].sum()) for lab in labels},
            "bow_one_vs_rest": multilabel_metrics(truth, ovr.predict(vec.transform(test["text"])),
                                                  labels)}
+    save = (lambda: Path(out_path).write_text(json.dumps(out, indent=2))) if out_path else (
+        lambda: None)
+    save()
     started = time.process_time()
     extra = {"valid_fraction": 0.2, "tune_thresholds": True} if tune else {}
     clf = finetune(train, task="multilabel", label_cols=labels, seed=seed, device="cpu",
                    quiet=True, epochs=epochs, max_length=max_length, **extra)
     pred = clf.predict(test)[[f"predicted_{lab}" for lab in labels]].astype(float).to_numpy()
     out["quantformer_multilabel"] = {**multilabel_metrics(truth, pred, labels),
+                                     "thresholds": clf.record.get("thresholds"),
                                      "cpu_seconds": round(time.process_time() - started, 1)}
+    if "toxic" in labels:
+        out["quantformer_multilabel"]["toxic_macro_f1_two_class"] = float(f1_score(
+            truth[:, labels.index("toxic")], pred[:, labels.index("toxic")], average="macro"))
+    save()
     for name in ("bow_one_vs_rest", "quantformer_multilabel"):
         m = out[name]
         per = ", ".join(f"{lab} {v['f1']:.3f}" for lab, v in m["per_label"].items())
         print(f"{name}: macro-F1 {m['macro_f1']:.3f}, micro-F1 {m['micro_f1']:.3f} ({per})",
               flush=True)
+    out["binary_per_label"] = {}
+    for lab in [x for x in binary.split(",") if x]:
+        out["binary_per_label"][lab] = binary_f1(train, test, lab, seed, epochs, max_length)
+        save()
+        print(f"binary {lab}: {json.dumps(out['binary_per_label'][lab])}", flush=True)
     return out
 
 
@@ -135,12 +186,17 @@ def main() -> None:
                    help="the shared data folder (default ../shared/data)")
     p.add_argument("--tune-thresholds", action="store_true",
                    help="jigsaw: hold out 20 %% of the training sample and tune thresholds")
+    p.add_argument("--lead-split", action="store_true",
+                   help="jigsaw: test on the lead's toxic_test1000 comments (see jigsaw_split)")
+    p.add_argument("--binary", default="",
+                   help="jigsaw: comma-separated labels that also get one binary model each")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     result = (run_sotu(args.seed, args.sotu_runs) if args.only == "sotu"
               else run_jigsaw(args.seed, args.n_train, args.n_test, args.epochs,
-                              args.max_length, Path(args.data), args.tune_thresholds))
+                              args.max_length, Path(args.data), args.tune_thresholds,
+                              args.lead_split, args.binary, args.out))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2))
 

@@ -379,6 +379,25 @@ def _estimator(kind: str, seed: int, n_jobs: int):
                          verbosity=0), XGB_GRID
 
 
+def fit_quietly(est, X, y, min_df=2, max_df=0.9) -> None:
+    """``est.fit(X, y)`` without convergence / ill-defined-score / absent-label warnings.
+
+    Raises:
+        InputError: the bag-of-words is empty after the document-frequency filters.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*(converge|ill-defined|not present).*")
+            est.fit(X, y)
+    except ValueError as exc:
+        if any(k in str(exc) for k in ("no terms remain", "empty vocabulary", "max_df corr")):
+            raise InputError(
+                f"the bag-of-words of a training fold is empty after the document-frequency "
+                f"filters (min_df={min_df}, max_df={max_df}); lower min_df or raise max_df, "
+                "or use more documents") from exc
+        raise
+
+
 def fit_baseline(
     frame: pd.DataFrame,
     name: str = "svm-bow",
@@ -442,17 +461,7 @@ def fit_baseline(
         X = vec.transform(data["text"].tolist())
     search = GridSearchCV(est, grid, scoring="f1_macro", cv=cv, refit=True, n_jobs=1,
                           error_score="raise")
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*(converge|ill-defined).*")
-            search.fit(X, y)
-    except ValueError as exc:
-        if any(k in str(exc) for k in ("no terms remain", "empty vocabulary", "max_df corr")):
-            raise InputError(
-                f"the bag-of-words of a training fold is empty after the document-frequency "
-                f"filters (min_df={min_df}, max_df={max_df}); lower min_df or raise max_df, "
-                "or use more documents") from exc
-        raise
+    fit_quietly(search, X, y, min_df, max_df)
     res = search.cv_results_
     rows = pd.DataFrame([{k.replace("clf__", ""): v for k, v in p.items()}
                          for p in res["params"]])

@@ -89,6 +89,27 @@ def corpus_kwargs(args, *, label: bool = True) -> dict:
     return kw
 
 
+def add_task_options(p: argparse.ArgumentParser, how: str) -> None:
+    """--task, --label-cols, --label-sep (tune, compare, evaluate; see
+    :mod:`quantformer.train.tasks`); ``how`` says what the task changes for the verb."""
+    from .train.arguments import TASKS
+
+    g = p.add_argument_group("what is measured")
+    g.add_argument("--task", default="classification", choices=TASKS,
+                   help=f"classification (default), regression or multilabel; {how}")
+    g.add_argument("--label-cols", default=None,
+                   help="multilabel: comma-separated 0/1 columns, one per label")
+    g.add_argument("--label-sep", default=None,
+                   help="multilabel: separator of the labels in one label column (e.g. '|')")
+
+
+def task_kwargs(args) -> dict:
+    """``task``, ``label_cols`` (a list) and ``label_sep`` from :func:`add_task_options`."""
+    cols = [c.strip() for c in args.label_cols.split(",") if c.strip()] \
+        if args.label_cols else None
+    return {"task": args.task, "label_cols": cols, "label_sep": args.label_sep}
+
+
 def add_partition_options(p: argparse.ArgumentParser) -> None:
     """--input (one file, or a folder / glob / several files = a partitioned corpus),
     --scheduler and --resume, identical for predict, zeroshot and embed

@@ -35,6 +35,9 @@ from .baselines import BASELINES
 from .errors import InputError
 
 MODELS = ("default", *BASELINES)
+#: table column prefix of each selection metric (``f1_mean_500``, ``rmse_mean_500``)
+PREFIX = {"macro_f1": "f1", "rmse": "rmse"}
+METRIC_LABEL = {"macro_f1": "macro-F1", "rmse": "RMSE"}
 TRANSFORMERS = ("default", "setfit", "nli")  # fine-tuned: standard, SetFit, NLI (opt-in)
 KNOWN = (*MODELS, "setfit", "nli")
 
@@ -45,9 +48,7 @@ def parse_models(models) -> list[str]:
     Raises:
         InputError: an unknown or repeated name (the message lists the valid ones).
     """
-    names = [m.strip() for m in models.split(",")] if isinstance(models, str) else \
-        [str(m).strip() for m in models]
-    names = [m for m in names if m]
+    names = split_names(models)
     bad = [m for m in names if m not in KNOWN]
     if bad or not names:
         raise InputError(f"unknown model name(s) in --models: {', '.join(bad) or '(none)'}; "
@@ -55,6 +56,13 @@ def parse_models(models) -> list[str]:
     if len(set(names)) != len(names):
         raise InputError("--models names a model twice; list each once")
     return names
+
+
+def split_names(models) -> list[str]:
+    """Model names from a list or a comma-separated string, blanks dropped, in order."""
+    names = [m.strip() for m in models.split(",")] if isinstance(models, str) else \
+        [str(m).strip() for m in models]
+    return [m for m in names if m]
 
 
 def check_sizes(sizes, n_train: int) -> list[int]:
@@ -86,11 +94,13 @@ def check_sizes(sizes, n_train: int) -> list[int]:
     return sorted(set(out))
 
 
-def draw_sample(data: pd.DataFrame, size: int, repeat: int, seed: int) -> pd.DataFrame:
+def draw_sample(data: pd.DataFrame, size: int, repeat: int, seed: int,
+                stratify: bool = True) -> pd.DataFrame:
     """A stratified random sample of ``size`` rows, the same for the same (seed, size, repeat).
 
     All rows (in order) when ``size`` equals their number. Falls back to a plain random sample
-    when a class is too small to stratify.
+    when a class is too small to stratify, or when ``stratify`` is False (regression and
+    multi-label, whose classes are not defined).
     """
     from sklearn.model_selection import train_test_split
 
@@ -99,6 +109,8 @@ def draw_sample(data: pd.DataFrame, size: int, repeat: int, seed: int) -> pd.Dat
     state = int(np.random.SeedSequence([int(seed), int(size), int(repeat)]).generate_state(1)[0])
     idx = np.arange(len(data))
     try:
+        if not stratify:
+            raise ValueError("plain sample")
         keep, _ = train_test_split(idx, train_size=size, stratify=data["label"].to_numpy(),
                                    random_state=state)
     except ValueError:
@@ -146,12 +158,14 @@ class CompareResult:
     def markdown(self, digits: int = 3) -> str:
         """The table as Markdown: ``mean (min–max)`` per size, then mean training seconds."""
         sizes = self.summary["train_sizes"]
+        metric = self.summary.get("metric", "macro_f1")
+        pre = PREFIX[metric]
         head = "| model | " + " | ".join(f"n = {s:,}" for s in sizes) + " | train s |"
         lines = [head, "|---" * (len(sizes) + 2) + "|"]
         for _, row in self.table.iterrows():
             cells = []
             for s in sizes:
-                m, lo, hi = row[f"f1_mean_{s}"], row[f"f1_min_{s}"], row[f"f1_max_{s}"]
+                m, lo, hi = row[f"{pre}_mean_{s}"], row[f"{pre}_min_{s}"], row[f"{pre}_max_{s}"]
                 cells.append(f"{m:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
                              if lo != hi else f"{m:.{digits}f}")
             secs = np.mean([row[f"seconds_{s}"] for s in sizes])
@@ -159,13 +173,15 @@ class CompareResult:
                          + f" | {secs:.0f} |")
         rep = self.summary.get("repeats")
         lines.append("")
-        lines.append(f"Macro-F1 on the test set ({self.summary.get('n_test')} documents), mean "
+        lines.append(f"{METRIC_LABEL[metric]} on the test set ({self.summary.get('n_test')} "
+                     "documents), mean "
                      f"and (min–max) over {rep} draw(s) of each training size; train s = mean "
                      "training seconds (baselines include their CV tuning).")
         return "\n".join(lines)
 
     def plot(self, path, title: str | None = None) -> Path:
-        """Figure 10 of the paper: macro-F1 against training size, min–max bands per model."""
+        """Figure 10 of the paper: macro-F1 (regression: RMSE) against training size, min–max
+        bands per model."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -174,11 +190,13 @@ class CompareResult:
         from .frames import write_figure
 
         sizes = self.summary["train_sizes"]
+        metric = self.summary.get("metric", "macro_f1")
+        pre, name = PREFIX[metric], METRIC_LABEL[metric]
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         for _, row in self.table.iterrows():
-            mean = [row[f"f1_mean_{s}"] for s in sizes]
-            lo = [row[f"f1_min_{s}"] for s in sizes]
-            hi = [row[f"f1_max_{s}"] for s in sizes]
+            mean = [row[f"{pre}_mean_{s}"] for s in sizes]
+            lo = [row[f"{pre}_min_{s}"] for s in sizes]
+            hi = [row[f"{pre}_max_{s}"] for s in sizes]
             line, = ax.plot(sizes, mean, marker="o", label=row["model"])
             ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
             if len(sizes) == 1:
@@ -186,11 +204,11 @@ class CompareResult:
                                                [b - m for m, b in zip(mean, hi)]],
                             color=line.get_color(), capsize=4)
         ax.set_xlabel("training documents")
-        ax.set_ylabel("macro-F1 (test set)")
+        ax.set_ylabel(f"{name} (test set)")
         ax.set_xticks(sizes)
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
-        ax.set_title(title or "macro-F1 by training size (mean, min–max band)")
+        ax.set_title(title or f"{name} by training size (mean, min–max band)")
         fig.tight_layout()
         return write_figure(fig, path)
 
@@ -221,34 +239,39 @@ class CompareResult:
         return Path(out)
 
 
-def build_table(results: pd.DataFrame, models: list[str], descriptions: dict) -> pd.DataFrame:
+def build_table(results: pd.DataFrame, models: list[str], descriptions: dict,
+                metric: str = "macro_f1") -> pd.DataFrame:
     """The wide Table-1 frame from the long results (see :class:`CompareResult`)."""
-    rows = []
+    rows, pre = [], PREFIX[metric]
     for m in models:
         row = {"model": m, "description": descriptions[m]}
         for s in sorted(results["train_size"].unique()):
             r = results[(results["model"] == m) & (results["train_size"] == s)]
-            row[f"f1_mean_{s}"] = r["macro_f1"].mean()
-            row[f"f1_min_{s}"] = r["macro_f1"].min()
-            row[f"f1_max_{s}"] = r["macro_f1"].max()
+            row[f"{pre}_mean_{s}"] = r[metric].mean()
+            row[f"{pre}_min_{s}"] = r[metric].min()
+            row[f"{pre}_max_{s}"] = r[metric].max()
             row[f"seconds_{s}"] = r["seconds"].mean()
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def margins(results: pd.DataFrame) -> dict:
-    """Per training size: mean macro-F1 of each model, the best conventional model, and the
-    Transformer's margin over it (None when either is absent)."""
+def margins(results: pd.DataFrame, metric: str = "macro_f1",
+            higher_is_better: bool = True) -> dict:
+    """Per training size: mean ``metric`` of each model, the best conventional model, and the
+    Transformer's margin over it (None when either is absent). The margin is positive when the
+    Transformer is better: its macro-F1 minus the baseline's, or for RMSE the baseline's
+    minus its."""
     out = {}
-    means = results.groupby(["train_size", "model"])["macro_f1"].mean()
+    sign = 1 if higher_is_better else -1
+    means = results.groupby(["train_size", "model"])[metric].mean()
     for s in sorted(results["train_size"].unique()):
         m = means.loc[s].to_dict()
         conv = {k: v for k, v in m.items() if k not in TRANSFORMERS}
-        best = max(conv, key=conv.get) if conv else None
+        best = max(conv, key=lambda k: sign * conv[k]) if conv else None
         out[str(s)] = {
-            "mean_macro_f1": m,
+            f"mean_{metric}": m,
             "best_conventional": best,
-            "transformer_margin": (m["default"] - conv[best]) if best and "default" in m
+            "transformer_margin": sign * (m["default"] - conv[best]) if best and "default" in m
             else None,
         }
     return out
@@ -272,14 +295,13 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
         clf = fitters[name](sample, seed=seed + repeat)
         params = dict(getattr(clf, "params", {}) or {})
     elif name in TRANSFORMERS:
-        from .finetune import default_hyperparameters, finetune
+        from .finetune import finetune
 
         kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {}),
               "method": name if name in ("setfit", "nli") else "standard"}
         clf = finetune(sample, **kw)
-        hp = (default_hyperparameters(model) if name == "default" else
-              {"lr": 2e-5, "epochs": 7 if name == "nli" else 1})  # nli_finetune.DEFAULTS
-        params = {"lr": kw.get("lr") or hp["lr"], "epochs": kw.get("epochs") or hp["epochs"]}
+        hp = (getattr(clf, "record", None) or {}).get("hyperparameters", {})
+        params = {"lr": hp.get("lr", hp.get("body_lr")), "epochs": hp.get("epochs")}
     else:
         from .baselines import fit_baseline
 
@@ -307,7 +329,7 @@ def compare(
     train: pd.DataFrame,
     test: pd.DataFrame,
     *,
-    models=MODELS,
+    models=None,
     model: str | None = None,
     train_sizes=None,
     repeats: int = 5,
@@ -319,6 +341,9 @@ def compare(
     fitters: dict | None = None,
     title: str | None = None,
     scheduler: str | None = None,
+    task: str = "classification",
+    label_cols: list[str] | None = None,
+    label_sep: str | None = None,
 ) -> CompareResult:
     """Train every model on samples of every size, score each on the test set (Table 1).
 
@@ -326,7 +351,10 @@ def compare(
         train, test: labelled corpus frames. Documents without a label or text are left out
             of training and of the scores (a warning counts them; ``summary["n_test"]`` is
             the number of test documents scored, ``n_test_unscored`` the others).
-        models: names from :data:`MODELS` (list or comma-separated string), in table order.
+        models: names from :data:`MODELS` (list or comma-separated string), in table order;
+            ``None`` = all of the task's models (classification: :data:`MODELS`; regression:
+            ``default``, ``ridge-bow``; multilabel: ``default``, ``logit-bow``, ``svm-bow``;
+            see :mod:`quantformer.task_baselines`).
         model: the Transformer for ``default`` (``None`` = bundled all-MiniLM-L6-v2).
         train_sizes: training-set sizes (e.g. ``[500, 1000, 2000]``); ``None`` = all training
             documents once.
@@ -346,14 +374,23 @@ def compare(
             ``"tcp://host:port"``: every (model, size, repeat) run is a Dask task
             (:func:`quantformer.distributed.map_runs`); each is seeded as in the serial run, so
             the results equal it (``seconds`` aside).
+        task: ``classification`` (default), ``regression`` (RMSE, MAE, Pearson, Spearman,
+            R^2; the table by RMSE) or ``multilabel`` (macro-/micro-F1, subset accuracy,
+            Hamming loss, per-label F1; the table by macro-F1 over labels); see
+            :mod:`quantformer.compare_tasks`.
+        label_cols, label_sep: multilabel labels, as in :func:`quantformer.finetune.finetune`.
 
     Returns:
-        :class:`CompareResult`.
+        :class:`CompareResult` (for regression and multilabel the ``results`` metric columns
+        and the table's ``rmse_*`` / ``f1_*`` columns are the task's, see
+        :mod:`quantformer.compare_tasks`).
 
     Raises:
         InputError: unknown model names (lists the valid ones), sizes larger than the training
             data, a class with fewer documents than ``folds`` in some sample (names it and
-            suggests fewer folds), a bad vectors file, repeats < 1.
+            suggests fewer folds), a bad vectors file, repeats < 1, a model that is
+            classification only with another task (names the valid ones), a label with one
+            value only in a multi-label sample.
     """
     import contextlib
 
@@ -363,11 +400,13 @@ def compare(
         return _compare(train, test, models=models, model=model, train_sizes=train_sizes,
                         repeats=repeats, seed=seed, folds=folds, vectors=vectors, quiet=quiet,
                         finetune_kwargs=finetune_kwargs, fitters=fitters, title=title,
-                        scheduler=scheduler)
+                        scheduler=scheduler, task=task, label_cols=label_cols,
+                        label_sep=label_sep)
 
 
 def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
-             finetune_kwargs, fitters, title, scheduler=None) -> CompareResult:
+             finetune_kwargs, fitters, title, scheduler=None, task="classification",
+             label_cols=None, label_sep=None) -> CompareResult:
     import functools
 
     from .baselines import WordVectors, check_folds, training_rows
@@ -375,17 +414,31 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
 
     from .train.arguments import check_arguments
 
+    from .train.scoring import make_scoring
+
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
-    if (finetune_kwargs or {}).get("task", "classification") != "classification":
-        raise InputError("compare scores classifiers by macro-F1 against classification "
-                         "baselines; regression and multi-label tasks are not supported yet. "
-                         "Use finetune --task ... with evaluate --model instead")
+    given = sorted({"task", "label_cols", "label_sep"} & set(finetune_kwargs or {}))
+    if given:
+        raise InputError(f"give {', '.join(given)} to compare itself (task=, label_cols=, "
+                         "label_sep=; --task, --label-cols, --label-sep), not in "
+                         "finetune_kwargs")
     check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
-    names = parse_models(models)
-    if fitters:
-        names = names + [n for n in fitters if n not in names and n not in KNOWN]
+    scoring = make_scoring(task, label_cols, label_sep)
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise InputError(f"--repeats must be a whole number of at least 1, not {repeats!r}")
+    if task != "classification":
+        from .compare_tasks import compare_task
+
+        names = _task_model_names(models, task)
+        if fitters:
+            raise InputError("fitters= (extra models) are for classification comparisons")
+        return compare_task(train, test, scoring=scoring, names=names, model=model,
+                            train_sizes=train_sizes, repeats=repeats, seed=seed, folds=folds,
+                            quiet=quiet, finetune_kwargs=finetune_kwargs, title=title,
+                            scheduler=scheduler)
+    names = parse_models(MODELS if models is None else models)
+    if fitters:
+        names = names + [n for n in fitters if n not in names and n not in KNOWN]
     data = training_rows(train, "training data")
     n_test_all = len(test)
     test = training_rows(test, "test data", "cannot be scored and are left out of the scores")
@@ -440,6 +493,19 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     return CompareResult(results=results, table=table, runs=runs, summary=summary)
 
 
+def _task_model_names(models, task: str) -> list[str]:
+    """The models of a regression / multi-label comparison (``None``: all of the task's)."""
+    from .task_baselines import TASK_BASELINES, check_task_models
+
+    if models is None:
+        return ["default", *TASK_BASELINES[task]]
+    names = split_names(models)
+    check_task_models(names, task)
+    if not names or len(set(names)) != len(names):
+        raise InputError("--models must name each model once")
+    return names
+
+
 # --------------------------------------------------------------------------------------------
 # CLI
 
@@ -447,7 +513,7 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
 def add_cli(sub) -> None:
     from .cli import (add_corpus_options, add_device_option, add_model_option,
                       add_quiet_option, add_results_dir_options, add_scheduler_option,
-                      positive)
+                      add_task_options, positive)
 
     p = sub.add_parser(
         "compare",
@@ -461,11 +527,12 @@ def add_cli(sub) -> None:
     p.add_argument("--train", required=True, help="labelled training corpus file")
     p.add_argument("--test", required=True, help="labelled test corpus file")
     add_corpus_options(p)
-    p.add_argument("--models", default=",".join(MODELS),
-                   help=f"comma-separated models, in table order ({','.join(MODELS)}; "
-                        "also setfit: SetFit few-shot fine-tuning; nli: --model is an NLI model "
-                        "fine-tuned on the classes as hypotheses, 'This text is about "
-                        "<class>.')")
+    p.add_argument("--models", default=None,
+                   help=f"comma-separated models, in table order (default: all of the task's; "
+                        f"classification: {','.join(MODELS)}, also setfit: SetFit few-shot "
+                        "fine-tuning, and nli: --model is an NLI model fine-tuned on the "
+                        "classes as hypotheses, 'This text is about <class>.'; regression: "
+                        "default,ridge-bow; multilabel: default,logit-bow,svm-bow)")
     add_model_option(p, " for the 'default' Transformer")
     p.add_argument("--train-sizes", default=None,
                    help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "
@@ -473,6 +540,9 @@ def add_cli(sub) -> None:
     p.add_argument("--repeats", type=positive(int), default=5, help="draws per training size (5)")
     p.add_argument("--seed", type=int, default=1, help="base seed (1)")
     p.add_argument("--folds", type=int, default=5, help="CV folds for tuning the baselines (5)")
+    add_task_options(p, "regression is scored by RMSE, MAE, Pearson, Spearman, R^2 against "
+                        "ridge-bow; multilabel by macro-/micro-F1 and per-label F1 against "
+                        "one-vs-rest logit-bow and svm-bow")
     p.add_argument("--vectors", default=None,
                    help="GloVe/word2vec text file for svm-vec/xgb-vec (default: averaged "
                         "MiniLM input embeddings)")
@@ -490,14 +560,17 @@ def add_cli(sub) -> None:
 
 
 def _run_compare(args) -> int:
-    from .cli import corpus_kwargs, print_table
+    from .cli import corpus_kwargs, print_table, task_kwargs
     from .frames import read_frame
     from .tune import check_results_dir, written_files
 
     out = check_results_dir(args.out, args.overwrite)
-    names = parse_models(args.models)
-    train = read_frame(args.train, require_label=True, **corpus_kwargs(args))
-    test = read_frame(args.test, require_label=True, **corpus_kwargs(args))
+    task = task_kwargs(args)
+    names = (parse_models(args.models or MODELS) if task["task"] == "classification"
+             else _task_model_names(args.models, task["task"]))
+    needs_label = task["label_cols"] is None
+    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
+    test = read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
     ft = {"max_length": args.max_length, "device": args.device}
     if args.epochs is not None:
         ft["epochs"] = args.epochs
@@ -509,11 +582,12 @@ def _run_compare(args) -> int:
                       train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
                       folds=args.folds, vectors=args.vectors, quiet=args.quiet,
                       finetune_kwargs=ft, title=Path(args.train).name,
-                      scheduler=args.scheduler)
+                      scheduler=args.scheduler, **task)
     res.save(out, overwrite=args.overwrite)
     if not args.quiet:
+        name = METRIC_LABEL[res.summary.get("metric", "macro_f1")]
         print_table(res.table.drop(columns="description").set_index("model"),
-                    title="macro-F1 on the test set (Table 1 style)")
+                    title=f"{name} on the test set (Table 1 style)")
     print(f"wrote {written_files(out)} to {out}")
     return 0
 

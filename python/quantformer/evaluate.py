@@ -308,9 +308,13 @@ def add_cli(sub) -> None:
     add_quiet_option(p)
     p.add_argument("--out", default=None, help="write the report as JSON here")
     p.add_argument("--plot", default=None, help="write the confusion matrix as a PNG here")
-    p.add_argument("--task", default="classification", choices=("classification", "regression"),
-                   help="with --pred: regression scores numbers (RMSE, MAE, Pearson, Spearman, "
-                        "R^2; --plot: a scatter); --model knows its task")
+    from .cli import add_task_options
+
+    add_task_options(p, "with --pred: regression scores numbers (RMSE, MAE, Pearson, "
+                        "Spearman, R^2; --plot: a scatter), multilabel the predicted_<label> "
+                        "columns (per-label P/R/F1, micro/macro-F1, subset accuracy, Hamming "
+                        "loss) against --label-cols or --label-sep truth; --model knows its "
+                        "task")
     p.add_argument("--calibration-plot", default=None,
                    help="write the reliability diagram (needs prob_<class> columns) as a PNG")
     p.set_defaults(func=_run_evaluate)
@@ -347,6 +351,9 @@ def _run_evaluate(args) -> int:
     _check_png(args.calibration_plot)
     if args.out and Path(args.out).is_dir():
         raise InputError(f"--out '{args.out}' is a folder; give a file name such as report.json")
+    if args.task != "multilabel" and (args.label_cols or args.label_sep):
+        raise InputError("--label-cols and --label-sep are for --task multilabel; add --task "
+                         "multilabel or leave them out")
     mapping = parse_label_map(args.label_map)
     labels = None
     if args.model or args.input:
@@ -375,16 +382,17 @@ def _run_evaluate(args) -> int:
         if not args.pred:
             raise InputError("give --pred (a predictions file) with --truth or --truth-col, "
                              "or --model with --input")
+        if args.task != "classification":
+            from .metrics import evaluate_pred_multilabel, evaluate_pred_regression
+
+            (evaluate_pred_regression if args.task == "regression"
+             else evaluate_pred_multilabel)(args)
+            return 0
         if bool(args.truth) == bool(args.truth_col):
             raise InputError("give exactly one of --truth (a file) or --truth-col (a column of "
                              "--pred)")
         from .frames import _read_raw, detect_format
 
-        if args.task == "regression":
-            from .metrics import evaluate_pred_regression
-
-            evaluate_pred_regression(args)
-            return 0
         pp = Path(args.pred)
         if not pp.is_file():
             raise InputError(f"file not found: '{args.pred}'")

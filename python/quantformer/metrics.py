@@ -184,35 +184,135 @@ def _print(result: dict, title: str) -> None:
 
 
 def evaluate_pred_regression(args) -> dict:
-    """``evaluate --pred F --truth-col C --task regression``: regression metrics of a
-    predictions file whose truth is a column of it (``--truth`` files are not supported yet).
+    """``evaluate --pred F --task regression``: regression metrics of a predictions file; the
+    truth is a column of it (``--truth-col``) or the ``--label-col`` (default ``label``) of a
+    ``--truth`` file joined on ``doc_id``.
 
     Raises:
-        InputError: ``--truth`` instead of ``--truth-col``, a missing column, non-numbers.
+        InputError: a missing file or column, non-numbers, no shared doc_id.
     """
+    if bool(args.truth) == bool(args.truth_col):
+        raise InputError("give exactly one of --truth (a file) or --truth-col (a column of "
+                         "--pred)")
+    truth_col = args.truth_col or args.label_col or "label"
+    frame = _pred_with_truth(args, [truth_col])
+    return _report({**regression_metrics(frame[truth_col], frame[args.pred_col]),
+                    "task": "regression"}, args, frame[truth_col], frame[args.pred_col])
+
+
+def evaluate_pred_multilabel(args) -> dict:
+    """``evaluate --pred F --task multilabel``: multi-label metrics of a predictions file
+    (``predicted_<label>`` columns, as ``predict`` writes them for a multi-label model).
+
+    The truth is either one 0/1 column per label (``--label-cols a,b``, named as the labels)
+    or one column of delimited labels (``--label-sep "|"``; empty = none of the labels); the
+    columns are in ``--pred`` (``--label-cols``, or ``--truth-col`` with ``--label-sep``) or in
+    a ``--truth`` file joined on ``doc_id`` (``--label-cols``, or ``--label-col``, default
+    ``label``, with ``--label-sep``). Delimited labels that the model does not predict are
+    ignored.
+
+    Raises:
+        InputError: neither or both of --label-cols / --label-sep, a missing
+            ``predicted_<label>`` or truth column, a truth column that is not 0/1.
+    """
+    from .train.multilabel import _zero_one
+
+    if args.plot:
+        raise InputError("--plot draws a confusion matrix or a regression scatter; "
+                         "multi-label predictions have neither: leave --plot out")
+    cols = [c.strip() for c in args.label_cols.split(",") if c.strip()] \
+        if args.label_cols else None
+    if (cols is None) == (args.label_sep is None):
+        raise InputError("evaluate --task multilabel needs either --label-cols A,B (one 0/1 "
+                         "truth column per label) or --label-sep '|' (one column of delimited "
+                         "labels)")
+    if cols is None and bool(args.truth) == bool(args.truth_col):
+        raise InputError("with --label-sep give exactly one of --truth (a file) or --truth-col "
+                         "(a column of --pred)")
+    sep_col = None if cols else (args.truth_col or args.label_col or "label")
+    frame = _pred_with_truth(args, cols or [sep_col], pred_cols=[])
+    labels = cols or [str(c)[len("predicted_"):] for c in frame.columns
+                      if str(c).startswith("predicted_")]
+    missing = [f"predicted_{lab}" for lab in labels if f"predicted_{lab}" not in frame.columns]
+    if missing or not labels:
+        raise InputError(f"'{args.pred}' has no column {', '.join(missing) or 'predicted_<label>'}"
+                         "; give the predictions of a multi-label model (predict writes "
+                         "predicted_<label> per label)")
+    pred = frame[[f"predicted_{lab}" for lab in labels]].apply(_bool_column).to_numpy()
+    if cols:
+        truth = np.column_stack([_zero_one(frame[c].astype(object).where(frame[c].notna(), "0"),
+                                           c) for c in cols]).astype(float)
+        truth[frame[cols].isna().any(axis=1).to_numpy()] = np.nan
+    else:
+        sets = [None if pd.isna(v) else {x.strip() for x in str(v).split(args.label_sep)}
+                for v in frame[sep_col]]
+        truth = np.array([[np.nan] * len(labels) if s is None else
+                          [float(lab in s) for lab in labels] for s in sets]).reshape(-1, len(labels))
+    return _report({**multilabel_metrics(truth, pred, labels), "task": "multilabel"}, args)
+
+
+def _bool_column(values: pd.Series) -> pd.Series:
+    """True/False/missing from a predicted_<label> column (booleans, 0/1 or true/false)."""
+    text = values.astype(str).str.strip().str.lower()
+    out = pd.Series(np.nan, index=values.index)
+    out[text.isin(["true", "1", "1.0"])] = 1.0
+    out[text.isin(["false", "0", "0.0"])] = 0.0
+    return out
+
+
+def _pred_with_truth(args, truth_cols: list, pred_cols=None) -> pd.DataFrame:
+    """The ``--pred`` file, with ``truth_cols`` from ``--truth`` joined on doc_id when given.
+
+    Raises:
+        InputError: a missing file or column, no doc_id, no shared doc_id.
+    """
+    from .frames import _as_str_series
+
+    pred_cols = [args.pred_col] if pred_cols is None else pred_cols
+    frame = _read_file(args.pred)
+    if args.truth:
+        truth = _read_file(args.truth)
+        _need(truth, truth_cols, args.truth)
+        id_col = args.id_col or "doc_id"
+        _need(truth, [id_col], args.truth, " (name it with --id-col)")
+        _need(frame, ["doc_id"], args.pred)
+        right = truth[truth_cols].assign(doc_id=_as_str_series(truth[id_col]).to_numpy())
+        left = frame.drop(columns=[c for c in truth_cols if c in frame.columns])
+        left = left.assign(doc_id=_as_str_series(left["doc_id"]).to_numpy())
+        frame = left.merge(right, on="doc_id", how="inner", validate="one_to_one")
+        if len(frame) == 0:
+            raise InputError(f"no doc_id of '{args.pred}' is in '{args.truth}'; check --id-col")
+    _need(frame, pred_cols + truth_cols, args.pred)
+    return frame
+
+
+def _read_file(path) -> pd.DataFrame:
+    from .frames import _read_raw, detect_format
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"file not found: '{path}'")
+    return _read_raw(p, detect_format(p), None)
+
+
+def _need(frame: pd.DataFrame, cols: list, path, fix: str = "") -> None:
+    absent = [c for c in cols if c not in frame.columns]
+    if absent:
+        raise InputError(f"'{path}' has no column {', '.join(map(repr, absent))}{fix}; its "
+                         f"columns are: {', '.join(map(str, frame.columns))}")
+
+
+def _report(result: dict, args, truth=None, predicted=None) -> dict:
+    """Print ``result``, write ``--out`` (JSON) and, for regression, the ``--plot`` scatter."""
     import json
 
-    from .frames import _read_raw, detect_format
     from .modeldir import _json_default
 
-    if args.truth or not args.truth_col:
-        raise InputError("evaluate --task regression scores a column of --pred: give "
-                         "--truth-col (a --truth file is not supported yet for regression)")
-    pp = Path(args.pred)
-    if not pp.is_file():
-        raise InputError(f"file not found: '{args.pred}'")
-    frame = _read_raw(pp, detect_format(pp), None)
-    absent = [c for c in (args.pred_col, args.truth_col) if c not in frame.columns]
-    if absent:
-        raise InputError(f"'{args.pred}' has no column {', '.join(map(repr, absent))}; its "
-                         f"columns are: {', '.join(map(str, frame.columns))}")
-    result = {**regression_metrics(frame[args.truth_col], frame[args.pred_col]),
-              "task": "regression"}
     _print(result, f"evaluation of {args.pred}")
     if args.out:
         _write_json(args.out, json.dumps(result, indent=2, default=_json_default))
         print(f"wrote {args.out}")
     if args.plot:
-        scatter_plot(frame[args.truth_col], frame[args.pred_col], args.plot)
+        scatter_plot(truth, predicted, args.plot)
         print(f"wrote {args.plot}")
     return result

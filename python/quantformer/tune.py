@@ -6,7 +6,8 @@ macro-F1 on the held-out fold. Oversampling, when asked for, is done by
 :func:`quantformer.finetune.finetune` on the training folds only; the validation fold is scored
 as it is. The configuration with the best mean macro-F1 wins; ties go to fewer epochs, then to
 the lower rate. It is then refit on all training data and, when a test set is given, scored on
-it.
+it. With ``task="regression"`` the lowest mean RMSE wins, with ``task="multilabel"`` the best
+macro-F1 over labels, on plain shuffled folds (:mod:`quantformer.train.scoring`).
 
 Default grid, by model size (:func:`quantformer.finetune.model_size`, from the hidden size):
 
@@ -278,15 +279,19 @@ class TuneResult:
 
     Attributes:
         cv_results: one row per configuration x fold: ``lr``, ``epochs``, ``fold`` (1-based),
-            ``macro_f1``, ``seconds``.
-        cv_summary: one row per configuration: ``lr``, ``epochs``, ``mean_macro_f1``,
-            ``sd_macro_f1`` (sample sd over folds), ``folds``, ``rank`` (1 = chosen).
-        best: ``{"lr", "epochs", "mean_macro_f1", "sd_macro_f1"}``.
+            the task's metric (``macro_f1``; regression ``rmse``, ``pearson``; multilabel
+            ``macro_f1``, ``micro_f1``), ``seconds``.
+        cv_summary: one row per configuration: ``lr``, ``epochs``, ``mean_<metric>``,
+            ``sd_<metric>`` (sample sd over folds; metric ``macro_f1`` or, for regression,
+            ``rmse``), ``mean_pearson`` (regression) or ``mean_micro_f1`` (multilabel),
+            ``folds``, ``rank`` (1 = chosen).
+        best: ``{"lr", "epochs", "mean_<metric>", "sd_<metric>"}`` (+ the other mean).
         model: the classifier refit on all training data with the best configuration (None
             when ``refit=False``).
         test_predictions: predictions on the test set (``doc_id``, docvars incl. ``label``,
             ``predicted``, ``prob_<label>``), or None.
-        test_report: :class:`quantformer.evaluate.Report` on the test set, or None.
+        test_report: :class:`quantformer.evaluate.Report` on the test set (regression and
+            multilabel: the dict of :mod:`quantformer.metrics`), or None.
         info: settings and counts (model, folds, seed, grid, runs, seconds).
     """
 
@@ -320,7 +325,10 @@ class TuneResult:
             write_table(self.cv_results, d, "cv_results")
             write_table(self.cv_summary, d, "cv_summary")
             best = {**self.best, **self.info}
-            if self.test_report is not None:
+            if isinstance(self.test_report, dict):  # regression and multi-label
+                best["test"] = {k: v for k, v in self.test_report.items()
+                                if k not in ("per_label", "task")}
+            elif self.test_report is not None:
                 best["test"] = {"macro_f1": self.test_report.macro_f1,
                                 "accuracy": self.test_report.accuracy,
                                 "n": self.test_report.n}
@@ -329,7 +337,9 @@ class TuneResult:
                 self.model.save(d / "model")
             if self.test_predictions is not None:
                 write_table(self.test_predictions, d, "test_predictions")
-            if self.test_report is not None:
+            if isinstance(self.test_report, dict):
+                write_json(self.test_report, d / "test_report.json")
+            elif self.test_report is not None:
                 self.test_report.save(d / "test_report.json")
         return Path(out)
 
@@ -340,13 +350,17 @@ def _finetune_fit(frame, *, lr, epochs, **kw):
     return finetune(frame, lr=lr, epochs=epochs, **kw)
 
 
-def summarise_cv(cv: pd.DataFrame) -> pd.DataFrame:
-    """Mean and sd of macro-F1 per (lr, epochs), ranked: best mean first; ties (equal to 1e-9)
-    go to fewer epochs, then to the lower learning rate."""
-    g = cv.groupby(["lr", "epochs"], sort=True)["macro_f1"]
-    s = pd.DataFrame({"mean_macro_f1": g.mean(), "sd_macro_f1": g.std(ddof=1),
+def summarise_cv(cv: pd.DataFrame, metric: str = "macro_f1", higher_is_better: bool = True,
+                 also=()) -> pd.DataFrame:
+    """Mean and sd of ``metric`` (and the mean of each of ``also``) per (lr, epochs), ranked:
+    best mean first (highest, or lowest when ``higher_is_better`` is False, as for RMSE); ties
+    (equal to 1e-9) go to fewer epochs, then to the lower learning rate."""
+    groups = cv.groupby(["lr", "epochs"], sort=True)
+    g = groups[metric]
+    s = pd.DataFrame({f"mean_{metric}": g.mean(), f"sd_{metric}": g.std(ddof=1),
+                      **{f"mean_{k}": groups[k].mean() for k in also},
                       "folds": g.size()}).reset_index()
-    s["_key"] = -s["mean_macro_f1"].round(9)
+    s["_key"] = (-1 if higher_is_better else 1) * s[f"mean_{metric}"].round(9)
     s = s.sort_values(["_key", "epochs", "lr"], kind="stable").drop(columns="_key")
     s["rank"] = np.arange(1, len(s) + 1)
     return s.reset_index(drop=True)
@@ -373,6 +387,9 @@ def tune(
     fit_fn=None,
     scheduler: str | None = None,
     method: str = "standard",
+    task: str = "classification",
+    label_cols: list[str] | None = None,
+    label_sep: str | None = None,
 ) -> TuneResult:
     """Stratified k-fold grid search over learning rate x epochs, refit, test (section 6.4).
 
@@ -402,6 +419,11 @@ def tune(
             ``"tcp://host:port"``: the cross-validation runs are Dask tasks
             (:func:`quantformer.distributed.map_runs`); each run is seeded with ``seed``, so
             the table equals the serial one. The refit runs here.
+        task: ``classification`` (default: stratified folds, macro-F1), ``regression``
+            (plain shuffled folds; selects the lowest RMSE, reports Pearson r) or
+            ``multilabel`` (plain shuffled folds; macro-F1 over labels, reports micro-F1);
+            see :mod:`quantformer.train.scoring`. ``oversample`` is refused for the latter two.
+        label_cols, label_sep: multilabel labels, as in :func:`quantformer.finetune.finetune`.
         method: ``standard`` (this recipe) or ``setfit`` (SetFit, :mod:`quantformer.fewshot`:
             ``lrs`` are body learning rates, ``epochs_grid`` epochs over the pairs; no
             oversampling; ``max_length`` and ``truncation`` do not apply).
@@ -411,9 +433,10 @@ def tune(
 
     Raises:
         InputError: a class with fewer documents than ``folds`` (names it, suggests fewer
-            folds), a bad grid value, more runs than ``max_runs``, a test set without a label
-            column or without a document that has a text and a label, and anything
-            fine-tuning rejects (checked on the first run).
+            folds), a multi-label label or a regression outcome with one value only,
+            ``oversample`` with regression or multilabel, a bad grid value, more runs than
+            ``max_runs``, a test set without a label column or without a document that has a
+            text and a label, and anything fine-tuning rejects (checked on the first run).
     """
     from .modeldir import hf_quiet
 
@@ -422,26 +445,29 @@ def tune(
                      oversample=oversample, max_runs=max_runs, seed=seed,
                      batch_size=batch_size, max_length=max_length, truncation=truncation,
                      device=device, quiet=quiet, refit=refit, estimate=estimate,
-                     fit_fn=fit_fn, scheduler=scheduler, method=method)
+                     fit_fn=fit_fn, scheduler=scheduler, method=method, task=task,
+                     label_cols=label_cols, label_sep=label_sep)
 
 
 def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, seed,
           batch_size, max_length, truncation, device, quiet, refit, estimate,
-          fit_fn, scheduler=None, method="standard") -> TuneResult:
-    from .baselines import check_folds, stratified_folds, training_rows, unusable_rows
+          fit_fn, scheduler=None, method="standard", task="classification",
+          label_cols=None, label_sep=None) -> TuneResult:
     from .models import model_label
 
     from .train.arguments import check_arguments
+    from .train.scoring import make_scoring
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     t_start = time.perf_counter()
-    # the parameter table finetune uses (classification only: see docs/contract.md)
-    check_method(method, oversample)
+    # the parameter table finetune uses
+    check_method(method, oversample, task)
     check_arguments(batch_size=batch_size, max_length=max_length, oversample=oversample,
-                    seed=seed)
-    data = training_rows(train)
-    labels = sorted(data["label"].astype(str).unique().tolist())
-    check_folds(data["label"], folds)
+                    seed=seed, task=task)
+    scoring = make_scoring(task, label_cols, label_sep)
+    data = scoring.rows(train)
+    labels = scoring.labels(data)
+    scoring.check(data, folds, oversample)
     if lrs is None or epochs_grid is None:
         d_lrs, d_epochs = default_grid(model, method)
         lrs = d_lrs if lrs is None else lrs
@@ -459,14 +485,14 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
             "raise --max-runs")
     if test is not None:  # checked before any run; every row is predicted after the refit
         test = test.reset_index(drop=True)
-        test_no_label, test_no_text = unusable_rows(test, "test data")
+        test_rows = _test_rows(scoring, test)
     kw = dict(model=model, batch_size=batch_size, max_length=max_length, truncation=truncation,
-              oversample=oversample, seed=seed, device=device, quiet=True)
+              oversample=oversample, seed=seed, device=device, quiet=True,
+              **scoring.fit_kwargs())
     if method != "standard":
         kw["method"] = method
     fit = fit_fn or _finetune_fit
-    splitter = stratified_folds(data["label"], folds, seed)
-    splits = list(splitter.split(np.zeros(len(data)), data["label"].to_numpy()))
+    splits = scoring.splits(data, folds, seed)
     plan = [(len(tr), ep) for _, ep in configs for tr, _ in splits]
     if refit:
         plan.append((len(data), max(epochs_grid)))
@@ -477,68 +503,119 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
         rng = np.random.default_rng(seed)
         sample = data["text"].to_numpy()[rng.permutation(len(data))[:batch_size]].tolist()
         step = step_seconds(model, sample, batch_size=batch_size, max_length=max_length,
-                            truncation=truncation, n_labels=len(labels), device=device)
+                            truncation=truncation, device=device,
+                            n_labels=max(len(labels), 2))  # the head hardly changes the time
         msg += (f"; estimated {format_seconds(estimate_seconds(plan, step, batch_size))} "
                 f"({step:.2f} s per training step of {batch_size} documents)")
     say(msg)
     cv_runs = [(lr, ep, k, tr, va) for lr, ep in configs
                for k, (tr, va) in enumerate(splits, start=1)]
-    rows = _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs)
+    rows = _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs, scoring)
     cv = pd.DataFrame(rows)
-    summary = summarise_cv(cv)
-    top = summary.iloc[0]
-    best = {"lr": float(top["lr"]), "epochs": int(top["epochs"]),
-            "mean_macro_f1": float(top["mean_macro_f1"]),
-            "sd_macro_f1": float(top["sd_macro_f1"]) if pd.notna(top["sd_macro_f1"]) else None}
-    say(f"best: lr {best['lr']:g}, {best['epochs']} epochs, mean macro-F1 "
-        f"{best['mean_macro_f1']:.4f} over {folds} folds")
+    summary = summarise_cv(cv, scoring.metric, scoring.higher_is_better, scoring.also)
+    best = _best(summary.iloc[0], scoring)
+    m = scoring.metric
+    say(f"best: lr {best['lr']:g}, {best['epochs']} epochs, mean {METRIC_NAMES[m]} "
+        f"{best[f'mean_{m}']:.4f} over {folds} folds")
     result = TuneResult(cv_results=cv, cv_summary=summary, best=best)
     if refit:
         say(f"  run {n_runs}/{n_runs}: refit on all {len(data)} training documents")
-        result.model = fit(data, lr=best["lr"], epochs=best["epochs"], **kw)
+        result.model = fit(scoring.fit_frame(data), lr=best["lr"], epochs=best["epochs"], **kw)
         if test is not None:
-            from .evaluate import evaluate
-
-            result.test_predictions = _predict_frame(result.model, test, test_no_text)
-            scored = ~(test_no_label | test_no_text)
-            _warn_test_rows(test_no_label, test_no_text)
-            result.test_report = evaluate(
-                test["label"][scored], result.test_predictions["predicted"][scored],
-                labels=result.model.labels)
-            say(f"test: macro-F1 {result.test_report.macro_f1:.4f}, accuracy "
-                f"{result.test_report.accuracy:.4f} on {result.test_report.n} documents")
+            _score_test(result, scoring, test, test_rows, say)
     result.info = {"model": model_label(model), "method": method, "folds": folds, "seed": seed,
                    "oversample": oversample, "lrs": lrs, "epochs_grid": epochs_grid,
                    "runs": n_runs, "n_train": len(data),
                    "n_test": None if test is None else len(test), "labels": labels,
+                   "task": task, "metric": scoring.metric,
                    "seconds": time.perf_counter() - t_start}
+    if task == "classification":
+        del result.info["task"], result.info["metric"]  # best.json as before for classifiers
     return result
 
 
-def check_method(method: str, oversample) -> None:
-    """Raises InputError for an unknown fine-tuning method or oversampling with SetFit."""
+def check_method(method: str, oversample, task: str = "classification") -> None:
+    """Raises InputError for an unknown fine-tuning method, SetFit with another task than
+    classification, or oversampling with SetFit."""
     from .fewshot import METHOD
 
     if method not in ("standard", METHOD):
         raise InputError(f"tune knows the methods standard and {METHOD}, not '{method}'")
+    if method == METHOD and task != "classification":
+        raise InputError(f"--method setfit trains classifiers only; use the standard method "
+                         f"for --task {task}")
     if method == METHOD and oversample is not None:
         raise InputError("--oversample cannot be used with --method setfit (SetFit draws "
                          "its pairs class by class); leave it out")
 
 
-def _cv_run(run: tuple, *, data: pd.DataFrame, labels: list, fit, kw: dict) -> dict:
-    """One cross-validation run: fine-tune on the training folds, macro-F1 on the held-out
-    fold (a Dask task with ``scheduler``)."""
+METRIC_NAMES = {"macro_f1": "macro-F1", "rmse": "RMSE", "pearson": "Pearson r",
+                "micro_f1": "micro-F1"}
+
+
+def _best(top: pd.Series, scoring) -> dict:
+    """``best`` of :class:`TuneResult` from the top row of the summary."""
+    m = scoring.metric
+    best = {"lr": float(top["lr"]), "epochs": int(top["epochs"]),
+            f"mean_{m}": float(top[f"mean_{m}"]),
+            f"sd_{m}": float(top[f"sd_{m}"]) if pd.notna(top[f"sd_{m}"]) else None}
+    best.update({f"mean_{k}": float(top[f"mean_{k}"]) for k in scoring.also})
+    return best
+
+
+def _test_rows(scoring, test: pd.DataFrame):
+    """Which test rows have no label and no text (classification), or the scorable rows and
+    their mask (other tasks); checked before any run."""
+    from .baselines import is_missing_text, unusable_rows
+
+    if scoring.task == "classification":
+        return unusable_rows(test, "test data")
+    no_label = scoring.kind.missing_labels(test, "test data")
+    no_text = is_missing_text(test["text"])
+    rows = scoring.rows(test.loc[~no_label & ~no_text].reset_index(drop=True), "test data")
+    return no_label, no_text, rows
+
+
+def _score_test(result: TuneResult, scoring, test: pd.DataFrame, test_rows, say) -> None:
+    """Predict every test row with the refit model and score the scorable ones."""
+    no_label, no_text = test_rows[:2]
+    result.test_predictions = _predict_frame(result.model, test, no_text)
+    _warn_test_rows(no_label, no_text)
+    if scoring.task == "classification":
+        from .evaluate import evaluate
+
+        scored = ~(no_label | no_text)
+        result.test_report = evaluate(
+            test["label"][scored], result.test_predictions["predicted"][scored],
+            labels=result.model.labels)
+        say(f"test: macro-F1 {result.test_report.macro_f1:.4f}, accuracy "
+            f"{result.test_report.accuracy:.4f} on {result.test_report.n} documents")
+        return
+    result.test_report = {"task": scoring.task,
+                          **scoring.score(result.model, test_rows[2])}
+    m = scoring.metric
+    say(f"test: {METRIC_NAMES[m]} {result.test_report[m]:.4f} on {result.test_report['n']} "
+        "documents")
+
+
+def _cv_run(run: tuple, *, data: pd.DataFrame, labels: list, fit, kw: dict,
+            scoring=None) -> dict:
+    """One cross-validation run: fine-tune on the training folds, score the held-out fold by
+    the task's metrics (macro-F1 for classification; a Dask task with ``scheduler``)."""
+    from .train.scoring import ClassificationScoring
+
+    scoring = scoring or ClassificationScoring()
     lr, ep, k, tr, va = run
     t0 = time.perf_counter()
-    clf = fit(data.iloc[tr].reset_index(drop=True), lr=lr, epochs=ep, **kw)
-    valid = data.iloc[va].reset_index(drop=True)
-    score = macro_f1(valid["label"].astype(str), predicted_labels(clf, valid), labels)
-    return {"lr": lr, "epochs": ep, "fold": k, "macro_f1": score,
+    clf = fit(scoring.fit_frame(data.iloc[tr].reset_index(drop=True)), lr=lr, epochs=ep, **kw)
+    score = scoring.score(clf, data.iloc[va].reset_index(drop=True), labels)
+    return {"lr": lr, "epochs": ep, "fold": k,
+            **{key: score[key] for key in (scoring.metric, *scoring.also)},
             "seconds": time.perf_counter() - t0}
 
 
-def _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs) -> list[dict]:
+def _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs,
+            scoring=None) -> list[dict]:
     """The cross-validation runs, in order, serially or over ``scheduler``
     (:func:`quantformer.distributed.map_runs`), with a progress line as each finishes."""
     import functools
@@ -554,11 +631,13 @@ def _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs) -> lis
         work_done = sum(plan[j][0] * plan[j][1] for j in done)
         work_left = sum(n * e for n, e in plan) - work_done
         left = (time.perf_counter() - t0) / max(work_done, 1) * work_left
+        m = scoring.metric if scoring is not None else "macro_f1"
         say(f"  run {len(done)}/{n_runs}: lr {row['lr']:g}, {row['epochs']} epochs, fold "
-            f"{row['fold']}: macro-F1 {row['macro_f1']:.4f} ({row['seconds']:.0f} s; about "
+            f"{row['fold']}: {METRIC_NAMES[m]} {row[m]:.4f} ({row['seconds']:.0f} s; about "
             f"{format_seconds(left)} left)")
 
-    task = functools.partial(_cv_run, data=data, labels=labels, fit=fit, kw=kw)
+    task = functools.partial(_cv_run, data=data, labels=labels, fit=fit, kw=kw,
+                             scoring=scoring)
     return map_runs(task, cv_runs, scheduler, on_result=report)
 
 
@@ -599,7 +678,7 @@ def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:
 def add_cli(sub) -> None:
     from .cli import (add_corpus_options, add_device_option, add_model_option,
                       add_quiet_option, add_results_dir_options, add_scheduler_option,
-                      positive)
+                      add_task_options, positive)
 
     p = sub.add_parser(
         "tune",
@@ -632,6 +711,8 @@ def add_cli(sub) -> None:
     p.add_argument("--max-runs", type=int, default=None,
                    help="refuse to start when the grid needs more fine-tuning runs than this")
     p.add_argument("--seed", type=int, default=1, help="seed of the folds and the runs (1)")
+    add_task_options(p, "regression selects the lowest RMSE, multilabel the best macro-F1 "
+                        "over labels; both use plain shuffled folds")
     p.add_argument("--batch-size", type=positive(int), default=16,
                    help="training batch size (16)")
     p.add_argument("--max-length", type=positive(int), default=512,
@@ -646,20 +727,22 @@ def add_cli(sub) -> None:
 
 
 def _run_tune(args) -> int:
-    from .cli import corpus_kwargs, print_table
+    from .cli import corpus_kwargs, print_table, task_kwargs
     from .frames import read_frame
 
     out = check_results_dir(args.out, args.overwrite)
     lrs = parse_list(args.lrs, float, "--lrs")
     epochs = parse_list(args.epochs_grid, int, "--epochs-grid")
-    train = read_frame(args.train, require_label=True, **corpus_kwargs(args))
-    test = (read_frame(args.test, require_label=True, **corpus_kwargs(args))
+    task = task_kwargs(args)
+    needs_label = task["label_cols"] is None
+    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
+    test = (read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
             if args.test else None)
     res = tune(train, test, model=args.model, lrs=lrs, epochs_grid=epochs, folds=args.folds,
                oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
                batch_size=args.batch_size, max_length=args.max_length,
                truncation=args.truncation, device=args.device, quiet=args.quiet,
-               scheduler=args.scheduler, method=args.method)
+               scheduler=args.scheduler, method=args.method, **task)
     res.info["train"] = str(args.train)
     if args.test:
         res.info["test"] = str(args.test)
@@ -667,8 +750,9 @@ def _run_tune(args) -> int:
     if not args.quiet:
         # learning rates as written (5e-05), not rounded to the table's 4 decimals
         table = res.cv_summary.assign(lr=[f"{v:g}" for v in res.cv_summary["lr"]])
+        name = METRIC_NAMES[res.info.get("metric", "macro_f1")]
         print_table(table.set_index(["lr", "epochs"]),
-                    title="cross-validated macro-F1 per configuration")
+                    title=f"cross-validated {name} per configuration")
     print(f"wrote {written_files(out)} to {out}")
     return 0
 

@@ -288,7 +288,7 @@ def test_grad_accum_steps_less_often(tiny_bert_dir):
         finetune(frame, model=str(tiny_bert_dir), grad_accum=0, **FAST)
 
 
-# ---- tune and compare share the parameter table; compare refuses the new tasks (not yet)
+# ---- tune and compare share the parameter table; the task goes to compare itself
 
 
 def test_tune_and_compare_check_arguments_before_any_work():
@@ -300,9 +300,11 @@ def test_tune_and_compare_check_arguments_before_any_work():
         tune(frame, oversample=2.0, quiet=True)
     with pytest.raises(InputError, match="--max-length must be a whole number greater than 0"):
         tune(frame, max_length=0, quiet=True)
-    with pytest.raises(InputError, match="regression and multi-label tasks are not supported"):
+    with pytest.raises(InputError, match="give task to compare itself"):
         compare(frame, frame, models="default", finetune_kwargs={"task": "regression"},
                 quiet=True)
+    with pytest.raises(InputError, match="--task must be one of"):
+        tune(frame, task="ordinal", quiet=True)
     with pytest.raises(InputError, match="--lr must be a number greater than 0"):
         compare(frame, frame, models="default", finetune_kwargs={"lr": -1.0}, quiet=True)
 
@@ -316,6 +318,7 @@ def test_cli_evaluate_pred_regression(tmp_path, capsys):
                      "regression", "--out", str(out), "--plot", str(png)]) == 0
     assert json.loads(out.read_text())["mae"] == pytest.approx(0.5)
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert cli.main(["evaluate", "--pred", str(pred), "--truth", str(pred), "--task",
-                     "regression"]) == 2
-    assert "give --truth-col" in capsys.readouterr().err
+    capsys.readouterr()
+    assert cli.main(["evaluate", "--pred", str(pred), "--truth", str(pred), "--truth-col",
+                     "truth", "--task", "regression"]) == 2
+    assert "give exactly one of --truth (a file) or --truth-col" in capsys.readouterr().err

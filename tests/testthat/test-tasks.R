@@ -52,3 +52,65 @@ test_that("regression_report() gives hand-computed RMSE, MAE and R^2", {
   expect_output(print(r), "RMSE")
   expect_error(regression_report(c("a", "b"), c(1, 2)), "must be numeric")
 })
+
+test_that("multi-label and regression validation documents take the same kinds of y as training", {
+  skip_if_no_verb("finetune")
+  s <- sotu_sample()[1:40, ]
+  s$dem <- as.integer(s$party == "Democratic")
+  s$long <- as.integer(nchar(s$text) > stats::median(nchar(s$text)))
+  tr <- s[1:30, ]
+  va <- s[31:40, ]
+  y <- as.matrix(tr[c("dem", "long")])
+  # a matrix y with validation = list(x, y = <logical matrix>), columns in another order
+  fit <- textmodel_finetune(tr$text, y = y, task = "multilabel", epochs = 1, max_length = 32,
+                            validation = list(x = va$text, y = as.matrix(va[c("long", "dem")]) == 1),
+                            output_dir = tempfile("qf-task-"))
+  v <- fit$summary$validation
+  expect_equal(v$n, 10)
+  expect_equal(v$per_label$long$support, sum(va$long))
+  expect_equal(v$per_label$dem$support, sum(va$dem))
+  # docvar names: the validation corpus needs the same docvars
+  fit2 <- textmodel_finetune(tr, y = c("dem", "long"), task = "multilabel", epochs = 1,
+                             max_length = 32, validation = va, output_dir = tempfile("qf-task-"))
+  expect_equal(fit2$summary$validation$n, 10)
+  expect_error(textmodel_finetune(tr, y = c("dem", "long"), task = "multilabel",
+                                  validation = va[c("doc_id", "text", "dem")]),
+               "`validation` names docvar(s) 'long' that `validation` does not have", fixed = TRUE)
+  expect_error(textmodel_finetune(tr, y = c("dem", "long"), task = "multilabel",
+                                  validation = list(x = va$text, y = va["dem"])),
+               "`validation$y` has the labels dem but `y` has dem, long", fixed = TRUE)
+  # regression: a docvar name, as for classification
+  reg <- textmodel_finetune(tr, y = "year", task = "regression", epochs = 1, max_length = 32,
+                            validation = va, output_dir = tempfile("qf-task-"))
+  expect_equal(reg$summary$validation$n, 10)
+  expect_true(is.finite(reg$summary$validation$rmse))
+})
+
+test_that("textmodel_compare(task = ) runs the task's baselines and metrics", {
+  skip_if_no_verb("compare")
+  s <- sotu_sample()
+  s$dem <- as.integer(s$party == "Democratic")
+  s$long <- as.integer(nchar(s$text) > stats::median(nchar(s$text)))
+  test <- seq(2, 200, by = 4)
+  reg <- textmodel_compare(s[-test, ], y = "year", test = s[test, ], task = "regression",
+                           models = "ridge-bow", train_sizes = 100, repeats = 2)
+  expect_equal(reg$model, "ridge-bow")
+  expect_true(all(c("rmse_mean_100", "rmse_min_100", "rmse_max_100") %in% names(reg)))
+  res <- attr(reg, "results")
+  expect_equal(names(res), c("model", "train_size", "repeat", "rmse", "mae", "pearson",
+                             "spearman", "r2", "seconds"))
+  expect_equal(reg$rmse_mean_100, mean(res$rmse))
+  ml <- textmodel_compare(s[-test, ], y = c("dem", "long"), test = s[test, ],
+                          task = "multilabel", models = c("logit-bow", "svm-bow"),
+                          repeats = 1, folds = 2)
+  res <- attr(ml, "results")
+  expect_equal(ml$model, c("logit-bow", "svm-bow"))
+  expect_true(all(c("macro_f1", "micro_f1", "f1_dem", "f1_long") %in% names(res)))
+  expect_equal(res$macro_f1, (res$f1_dem + res$f1_long) / 2)
+  expect_error(textmodel_compare(s[-test, ], y = "year", test = s[test, ], task = "regression",
+                                 models = "xgb-bow"),
+               "`models` xgb-bow cannot run with `task` regression", fixed = TRUE)
+  expect_error(textmodel_compare(s$text[1:20], y = as.numeric(s$year[1:20]),
+                                 test = s$text[21:30], task = "regression"),
+               "give `test_y`")
+})
