@@ -120,6 +120,13 @@ predict_task <- function(object, frame, type, batch_size, device, verbose, r_arg
            "(the default)", call. = FALSE)
     return(stats::setNames(as.numeric(out$predicted), frame$doc_id))
   }
+  if (type == "both") {  # doc_id, predicted_<label> (logical), prob_<label> (number)
+    cols <- c(paste0("predicted_", object$levels), paste0("prob_", object$levels))
+    both <- data.frame(doc_id = frame$doc_id, out[cols], check.names = FALSE)
+    for (col in cols[seq_along(object$levels)]) both[[col]] <- as.logical(both[[col]])
+    rownames(both) <- NULL
+    return(both)
+  }
   prefix <- if (type == "class") "predicted_" else "prob_"
   m <- as.matrix(out[paste0(prefix, object$levels)])
   storage.mode(m) <- if (type == "class") "logical" else "double"

@@ -263,7 +263,8 @@ check_model_dir <- function(object) {
 #'   dimnames; for `type = "both"`, a data frame with one row per document: `doc_id`,
 #'   `predicted` (the factor) and `prob_<class>` (one probability column per class, in level
 #'   order). A regression model gives a numeric vector named by docnames; a multi-label
-#'   model a logical documents x labels matrix (`type = "probability"`: the probabilities).
+#'   model a logical documents x labels matrix (`type = "probability"`: the probabilities;
+#'   `type = "both"`: a data frame of `doc_id`, `predicted_<label>` and `prob_<label>`).
 #'   Documents with empty or `NA` text get `NA`, with a warning.
 #' @examples
 #' \donttest{

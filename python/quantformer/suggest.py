@@ -348,7 +348,9 @@ def suggest(frame: pd.DataFrame, vectors: np.ndarray, *, coded: pd.DataFrame | N
     """
     check_args(frame, vectors, n, strategy, stratify, random_share)
     codes = merge_codes(frame, coded)
-    pool = np.flatnonzero(codes.isna().to_numpy() & ~np.isnan(vectors).any(axis=1))
+    no_text = np.isnan(vectors).any(axis=1)
+    pool = np.flatnonzero(codes.isna().to_numpy() & ~no_text)
+    check_pool(pool, codes, no_text)
     if n > len(pool):
         warnings.warn(f"asked for {n} documents but only {len(pool)} are uncoded (with a text); "
                       f"suggesting all {len(pool)}", SuggestWarning, stacklevel=2)
@@ -360,9 +362,31 @@ def suggest(frame: pd.DataFrame, vectors: np.ndarray, *, coded: pd.DataFrame | N
                                               prob_labels)
     picked = pick(strategy, vectors[pool], scores, n, seed,
                   frame[stratify].to_numpy()[pool] if stratify else None, diversity)
+    if random_share and strategy not in UNCERTAINTY:
+        warnings.warn(f"random_share applies to uncertainty rounds only; this round is "
+                      f"'{strategy}' (no codes of two classes yet), so it is not used",
+                      SuggestWarning, stacklevel=2)
     picked, chosen_by = explore(picked, len(pool), strategy, random_share, seed)
     return output_frame(frame, pool[picked], scores[picked] if scores is not None else None,
                         chosen_by, guess[picked], guess_prob[picked])
+
+
+def check_pool(pool: np.ndarray, codes: pd.Series, no_text: np.ndarray) -> None:
+    """Warn about uncoded documents without a text (never suggested); refuse a corpus whose
+    documents are all coded.
+
+    Raises:
+        InputError: no uncoded document with a text is left.
+    """
+    skipped = int((codes.isna().to_numpy() & no_text).sum())
+    if skipped:
+        warnings.warn(f"{skipped} uncoded document(s) have a missing or empty text and are "
+                      "never suggested", SuggestWarning, stacklevel=3)
+    if len(pool) == 0 and codes.notna().any():
+        raise InputError(f"all {int(codes.notna().sum())} documents with a text are already "
+                         "coded, so there is nothing to suggest; add uncoded documents, or "
+                         "if the corpus's label column is not your codes, rename it (a "
+                         "'label' column in --input counts as coded)")
 
 
 def check_args(frame, vectors, n, strategy, stratify, random_share=0.0) -> None:

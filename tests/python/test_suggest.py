@@ -77,7 +77,8 @@ def test_margin_picks_boundary_documents_and_never_coded_or_missing_ones():
     vecs[40] = (vecs[0] + vecs[31]) / 2
     coded = pd.DataFrame({"doc_id": frame["doc_id"].iloc[[0, 1, 30, 31, 60, 61]],
                           "label": truth[[0, 1, 30, 31, 60, 61]]})
-    out = suggest(frame, vecs, coded=coded, n=5, strategy="margin", diversity=False)
+    with pytest.warns(SuggestWarning, match="1 uncoded document.s. have a missing or empty"):
+        out = suggest(frame, vecs, coded=coded, n=5, strategy="margin", diversity=False)
     assert out["doc_id"].iloc[0] == "d040"
     assert not set(out["doc_id"]) & set(coded["doc_id"]) and "d005" not in set(out["doc_id"])
     assert (out["strategy"] == "margin").all() and out["score"].is_monotonic_decreasing
@@ -134,8 +135,16 @@ def test_random_share_mixes_seeded_random_documents_into_an_uncertainty_batch():
     # all random: 10 distinct uncoded documents; a cold start or random round is unchanged
     allr = suggest(frame, vecs, coded=coded, n=10, random_share=1.0)
     assert (allr["strategy"] == "random").all() and allr["doc_id"].nunique() == 10
-    cold = suggest(frame, vecs, n=3, random_share=0.5)
+    with pytest.warns(SuggestWarning, match="random_share applies to uncertainty rounds only"):
+        cold = suggest(frame, vecs, n=3, random_share=0.5)
     assert (cold["strategy"] == "cold").all()
+
+
+def test_a_fully_coded_corpus_is_refused():
+    frame, vecs, truth = blobs()
+    coded = pd.DataFrame({"doc_id": frame["doc_id"], "label": truth})
+    with pytest.raises(InputError, match="already coded, so there is nothing to suggest"):
+        suggest(frame, vecs, coded=coded, n=5)
 
 
 @pytest.mark.parametrize("kwargs, message", [

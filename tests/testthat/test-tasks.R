@@ -31,6 +31,12 @@ test_that("task = 'multilabel' takes a 0/1 matrix or docvar names; predict() giv
   pr <- predict(fit, newdata = s[1:4, ], type = "probability")
   expect_true(all(pr > 0 & pr < 1))
   expect_identical(cls, pr >= 0.5)
+  both <- predict(fit, newdata = s[1:4, ], type = "both")
+  expect_identical(names(both), c("doc_id", "predicted_dem", "predicted_long", "prob_dem",
+                                  "prob_long"))
+  expect_identical(both$doc_id, s$doc_id[1:4])
+  expect_identical(both$predicted_long, unname(cls[, "long"]))
+  expect_equal(both$prob_dem, unname(pr[, "dem"]))
   y <- as.matrix(s[c("dem", "long")])
   expect_error(textmodel_finetune(s, y = unname(y), task = "multilabel"), "one named column")
   expect_error(textmodel_finetune(s, y = c("dem", "nope"), task = "multilabel"), "'nope'")
