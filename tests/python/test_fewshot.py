@@ -4,6 +4,7 @@ through the usual verbs, the head's algebra, bad input."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import warnings
 
 import numpy as np
@@ -115,16 +116,23 @@ def test_damaged_setfit_directory(setfit_dir, tmp_path):
         SetFitClassifier.from_dir(copy)
 
 
-def test_cli_finetune_method_setfit_on_tiny_bert(tiny_bert_dir, tmp_path, capsys):
+def cli_setfit(tiny_bert_dir, tmp_path, *extra) -> tuple[int, Path]:
+    """Write 8 two-class documents to train.csv and run ``finetune --method setfit`` on the
+    tiny BERT with ``extra`` options; returns the exit code and the model folder."""
     train = toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4)
     train.to_csv(tmp_path / "train.csv", index=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         code = main(["finetune", "--method", "setfit", "--model", str(tiny_bert_dir),
-                     "--train", str(tmp_path / "train.csv"), "--epochs", "1",
+                     "--train", str(tmp_path / "train.csv"), *extra,
                      "--out", str(tmp_path / "m"), "--quiet"])
+    return code, tmp_path / "m"
+
+
+def test_cli_finetune_method_setfit_on_tiny_bert(tiny_bert_dir, tmp_path, capsys):
+    code, out = cli_setfit(tiny_bert_dir, tmp_path, "--epochs", "1")
     assert code == 0
-    assert json.loads((tmp_path / "m" / "quantformer.json").read_text())["method"] == "setfit"
+    assert json.loads((out / "quantformer.json").read_text())["method"] == "setfit"
     assert main(["finetune", "--method", "setfit", "--train", str(tmp_path / "train.csv"),
                  "--oversample", "0.5", "--out", str(tmp_path / "m2")]) == 2
     assert "cannot be used with method 'setfit'" in capsys.readouterr().err
@@ -144,15 +152,9 @@ def test_compare_knows_setfit(tiny_bert_dir):
 
 
 def test_cli_setfit_iterations_reach_the_record_and_need_setfit(tiny_bert_dir, tmp_path, capsys):
-    train = toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4)
-    train.to_csv(tmp_path / "train.csv", index=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(["finetune", "--method", "setfit", "--model", str(tiny_bert_dir),
-                     "--train", str(tmp_path / "train.csv"), "--setfit-iterations", "2",
-                     "--out", str(tmp_path / "m"), "--quiet"])
+    code, out = cli_setfit(tiny_bert_dir, tmp_path, "--setfit-iterations", "2")
     assert code == 0
-    hp = json.loads((tmp_path / "m" / "quantformer.json").read_text())["hyperparameters"]
+    hp = json.loads((out / "quantformer.json").read_text())["hyperparameters"]
     assert hp["num_iterations"] == 2 and hp["epochs"] == 1 and hp["body_lr"] == 1e-4
     assert main(["finetune", "--train", str(tmp_path / "train.csv"), "--setfit-iterations",
                  "2", "--out", str(tmp_path / "m2")]) == 2
