@@ -258,10 +258,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``quantformer <verb>: error: ...`` and where to get help.
 
     argparse's default prints the whole usage block before the message; users (and R, which
-    shows the CLI's message as its error) need only the problem and the fix.
+    shows the CLI's message as its error) need only the problem and the fix. Abbreviated
+    flags are refused (``allow_abbrev=False``, also in every verb's sub-parser, which is of
+    this class): ``tune --epochs`` is an error, not ``--epochs-grid``.
     """
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         # argparse takes "-1e-5" for an option (its pattern knows "-1" and "-.5" only), so
         # `--lr -1e-5` said "expected one argument" instead of "must be positive"
@@ -270,6 +273,35 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown flag is reported by the verb's parser
+        (``quantformer tune: error: ...``) with the flags it may have meant."""
+        args, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            parser = self._verb_parser(getattr(args, "verb", None))
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}"
+                         + parser._did_you_mean(unknown))
+        return args
+
+    def _verb_parser(self, verb) -> argparse.ArgumentParser:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and verb in action.choices:
+                return action.choices[verb]
+        return self
+
+    def _did_you_mean(self, unknown: list[str]) -> str:
+        """``" (did you mean --epochs-grid?)"``: this parser's flags that start with, or are
+        close to, the first unknown flag (abbreviations are not accepted)."""
+        import difflib
+
+        flag = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), None)
+        if flag is None:
+            return ""
+        known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        near = [o for o in known if o.startswith(flag)] or \
+            difflib.get_close_matches(flag, known, n=3, cutoff=0.75)
+        return f" (did you mean {' or '.join(near)}?)" if near else ""
 
 
 def build_parser() -> argparse.ArgumentParser:

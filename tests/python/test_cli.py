@@ -128,6 +128,34 @@ def test_usage_errors_exit_2(capsys, tmp_path):
         "(see 'quantformer finetune --help')"]
 
 
+def test_abbreviated_flags_are_refused_in_every_verb(capsys, tmp_path):
+    """Review finding: `tune --epochs 2` was taken as `--epochs-grid 2` (argparse's
+    abbreviations). Every parser refuses them now and names the flag meant."""
+    from quantformer.cli import build_parser
+
+    def parsers(p):
+        yield p
+        for action in p._actions:
+            if isinstance(action.choices, dict):  # the verbs' sub-parsers
+                for sub in action.choices.values():
+                    yield from parsers(sub)
+
+    found = list(parsers(build_parser()))
+    assert len(found) > 15 and all(p.allow_abbrev is False for p in found)
+    code, _, stderr = run(capsys, "tune", "--train", "x.csv", "--epochs", "2",
+                          "--out", tmp_path / "t")
+    assert code == 2 and stderr.strip().splitlines() == [
+        "quantformer tune: error: unrecognized arguments: --epochs 2 (did you mean "
+        "--epochs-grid?) (see 'quantformer tune --help')"]
+    code, _, stderr = run(capsys, "predict", "--model", "m", "--input", "x.csv",
+                          "--out", tmp_path / "p.csv", "--batch", "8")
+    assert code == 2 and "--batch 8 (did you mean --batch-size?)" in stderr
+    code, _, stderr = run(capsys, "predict", "--model", "m", "--input", "x.csv",
+                          "--out", tmp_path / "p.csv", "--zzz")
+    assert code == 2 and "unrecognized arguments: --zzz (see" in stderr
+    assert not (tmp_path / "t").exists() and not (tmp_path / "p.csv").exists()
+
+
 def test_unknown_output_extension_names_the_fix(capsys, tmp_path):
     f = tmp_path / "in.csv"
     f.write_text("text\none\n", encoding="utf-8")
