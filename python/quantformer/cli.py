@@ -104,10 +104,27 @@ def add_task_options(p: argparse.ArgumentParser, how: str) -> None:
 
 
 def task_kwargs(args) -> dict:
-    """``task``, ``label_cols`` (a list) and ``label_sep`` from :func:`add_task_options`."""
+    """``task``, ``label_cols`` (a list) and ``label_sep`` from :func:`add_task_options`,
+    checked by :func:`check_task_flags`."""
+    cols = check_task_flags(args)
+    return {"task": args.task, "label_cols": cols, "label_sep": args.label_sep}
+
+
+def check_task_flags(args) -> list[str] | None:
+    """``--label-cols`` as a list, after checking that ``--task multilabel`` has exactly one of
+    ``--label-cols`` and ``--label-sep``: checked before any file is read, so the error names
+    them rather than a missing ``--label-col``.
+
+    Raises:
+        InputError: naming ``--label-cols`` and ``--label-sep``.
+    """
     cols = [c.strip() for c in args.label_cols.split(",") if c.strip()] \
         if args.label_cols else None
-    return {"task": args.task, "label_cols": cols, "label_sep": args.label_sep}
+    if args.task == "multilabel":
+        from .train.multilabel import Multilabel
+
+        Multilabel.for_training(None, cols, args.label_sep)
+    return cols
 
 
 def add_partition_options(p: argparse.ArgumentParser) -> None:

@@ -388,12 +388,13 @@ def _split_list(value: str | None) -> list | None:
 
 
 def _run_finetune(args) -> int:
-    from .cli import corpus_kwargs
+    from .cli import check_task_flags, corpus_kwargs
     from .frames import read_frame
     from .modeldir import check_out_dir
     from .nli_finetune import cli_kwargs as nli_kwargs
 
     check_out_dir(args.out, args.overwrite)
+    check_task_flags(args)
     kw = corpus_kwargs(args)
     needs_label = args.label_cols is None
     train = read_frame(args.train, require_label=needs_label, labels_file=args.labels_file, **kw)

@@ -197,6 +197,23 @@ def test_cli_compare_task_bad_input_exit_2(tmp_path, capsys, args, msg):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("verb", ["compare", "tune", "finetune"])
+def test_cli_multilabel_without_label_cols_names_label_cols_not_label_col(tmp_path, capsys,
+                                                                         verb):
+    """Review finding: a multi-label file without a `label` column and without --label-cols
+    said "Name the label column with --label-col"; the fix is --label-cols (or --label-sep)."""
+    path = tmp_path / "d.csv"
+    multilabel_frame(24).drop(columns="label").to_csv(path, index=False)
+    out = tmp_path / "out"
+    test = ["--test", str(path)] if verb != "finetune" else []
+    code = cli.main([verb, "--task", "multilabel", "--train", str(path), *test,
+                     "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "--label-col " not in err and "--label-col)" not in err
+    assert f"quantformer {verb}: error: --task multilabel needs either --label-cols A,B,C" in err
+    assert "--label-sep '|'" in err and not out.exists()
+
+
 def test_cli_tune_multilabel_label_cols_with_a_test_set(tmp_path, tiny_bert_dir, capsys):
     import pickle
 
