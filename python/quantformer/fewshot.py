@@ -256,6 +256,7 @@ def _train(train, model, hp, order, seed, device, quiet):
     """Run setfit's Trainer; returns the trained SentenceTransformer body and sklearn head."""
     import logging
     import tempfile
+    import warnings
 
     try:
         from datasets import Dataset
@@ -281,10 +282,34 @@ def _train(train, model, hp, order, seed, device, quiet):
                                  show_progress_bar=not quiet, report_to="none",
                                  save_strategy="no", logging_strategy="no",
                                  logging_first_step=False)
-        with _datasets_quiet(quiet):
+        with _datasets_quiet(quiet), warnings.catch_warnings():
+            # torch's DataLoader on a CPU: not news (R would show it as a warning every run)
+            warnings.filterwarnings("ignore", message=".*'pin_memory' argument is set as true")
             trainer = Trainer(model=net, args=args, train_dataset=Dataset.from_pandas(train))
+            _one_line_log(trainer, quiet)
             trainer.train()
     return net.model_body, net.model_head
+
+
+def _one_line_log(trainer, quiet: bool) -> None:
+    """Replace the trainer's log printer (transformers prints the final log as a dict,
+    ``{'train_runtime': '0.19', ...}``) by one readable line at the end of the body's
+    training, or nothing when ``quiet``; the progress bar stays unless ``quiet``."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class OneLine(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "train_runtime" in logs:
+                print(f"SetFit: body trained in {float(logs['train_runtime']):.1f} s "
+                      f"({state.global_step} step(s), mean contrastive loss "
+                      f"{float(logs.get('train_loss', float('nan'))):.4f}); fitting the "
+                      "logistic-regression head", flush=True)
+
+    for callback in (PrinterCallback, ProgressCallback):
+        while trainer.pop_callback(callback) is not None:
+            pass
+    if not quiet:
+        trainer.add_callback(OneLine())
 
 
 @contextlib.contextmanager
@@ -307,12 +332,13 @@ def _classifier(body, head, order, hp, model, train, seed, device, source):
     import tempfile
 
     from .embed import Encoder
-    from .modeldir import now_utc, versions
+    from .modeldir import hf_quiet, now_utc, versions
     from .models import model_label
 
     coef, intercept = head_in_order(head, order)
     folder = tempfile.mkdtemp(prefix="quantformer-setfit-body-")
-    body.save(folder)  # the sentence-transformers folder the directory is written from
+    with hf_quiet():  # no "Writing model shards" bar for this temporary copy
+        body.save(folder)  # the sentence-transformers folder the directory is written from
     normalize = any(type(m).__name__ == "Normalize" for m in body)
     transformer = body[0].auto_model
     encoder = Encoder(model=transformer.eval(), tokenizer=body.tokenizer,

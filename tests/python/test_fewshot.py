@@ -4,6 +4,7 @@ through the usual verbs, the head's algebra, bad input."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 import warnings
 
@@ -116,7 +117,7 @@ def test_damaged_setfit_directory(setfit_dir, tmp_path):
         SetFitClassifier.from_dir(copy)
 
 
-def cli_setfit(tiny_bert_dir, tmp_path, *extra) -> tuple[int, Path]:
+def cli_setfit(tiny_bert_dir, tmp_path, *extra, quiet=True) -> tuple[int, Path]:
     """Write 8 two-class documents to train.csv and run ``finetune --method setfit`` on the
     tiny BERT with ``extra`` options; returns the exit code and the model folder."""
     train = toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4)
@@ -125,8 +126,28 @@ def cli_setfit(tiny_bert_dir, tmp_path, *extra) -> tuple[int, Path]:
         warnings.simplefilter("ignore")
         code = main(["finetune", "--method", "setfit", "--model", str(tiny_bert_dir),
                      "--train", str(tmp_path / "train.csv"), *extra,
-                     "--out", str(tmp_path / "m"), "--quiet"])
+                     "--out", str(tmp_path / "m"), *(["--quiet"] if quiet else [])])
     return code, tmp_path / "m"
+
+
+def test_cli_setfit_prints_one_readable_line_not_the_trainer_dict(tiny_bert_dir, tmp_path,
+                                                                  capsys):
+    """Review finding: without --quiet, setfit's trainer printed its runtime dict
+    ({'train_runtime': ...}); now one line says what was trained. --quiet prints nothing but
+    the closing line."""
+    code, _ = cli_setfit(tiny_bert_dir, tmp_path, "--setfit-iterations", "1", quiet=False)
+    out = capsys.readouterr()
+    assert code == 0
+    lines = out.out.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("saved the fine-tuned model to")
+    assert re.fullmatch(r"SetFit: body trained in \d+\.\d s \(1 step\(s\), mean contrastive "
+                        r"loss \d\.\d{4}\); fitting the logistic-regression head", lines[0])
+    assert "train_runtime" not in out.out + out.err and "pin_memory" not in out.err
+    code, _ = cli_setfit(tiny_bert_dir, tmp_path, "--setfit-iterations", "1", "--overwrite")
+    out = capsys.readouterr()
+    assert code == 0 and out.out.strip().splitlines() == [
+        f"saved the fine-tuned model to {tmp_path / 'm'}"]
+    assert "Writing model shards" not in out.err and "pin_memory" not in out.err
 
 
 def test_cli_finetune_method_setfit_on_tiny_bert(tiny_bert_dir, tmp_path, capsys):
