@@ -417,7 +417,7 @@ def _embed_partition(spec: dict) -> dict:
                                   truncation=opts["truncation"], batch_size=opts["batch_size"],
                                   normalize=opts["normalize"], progress=False)
             writer.write(embedding_frame(chunk, vecs, opts["layout"], keep_text=opts["keep_text"],
-                                         backend=getattr(enc.model, "label", None)))
+                                         backend=getattr(enc.model, "label", "torch")))
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
             n_truncated += int(encoded.truncated.sum())

@@ -249,7 +249,7 @@ def _embed(frame, model, *, batch_size, max_length, truncation, normalize, devic
 def embedding_frame(frame: pd.DataFrame, vectors: np.ndarray, layout: str = "list",
                     keep_text: bool = False, backend: str | None = None) -> pd.DataFrame:
     """A table of embeddings: ``doc_id``, [``text``], the other input columns, [``backend``
-    (e.g. ``onnx int8``) when given], then either one list column ``embedding``
+    (``torch``, ``onnx fp32`` or ``onnx int8``; the CLI always gives it)], then either one list column ``embedding``
     (``layout="list"``; None for missing documents) or one float32 column per dimension
     ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
     if layout not in ("list", "wide"):
@@ -361,7 +361,7 @@ def _run_embed(args) -> int:
     first = next(chunks)  # input errors surface before the model loads
     enc = load_encoder(args.model, args.device, args.backend, args.quantize)
     length = check_length(enc, args.max_length)
-    label = getattr(enc.model, "label", None)  # the onnx backend names itself in the output
+    label = getattr(enc.model, "label", "torch")  # the onnx backend names itself
     n = n_missing = n_truncated = hidden = 0
     with FrameWriter(args.out) as writer:
         for chunk in itertools.chain([first], chunks):

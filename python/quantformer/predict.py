@@ -276,7 +276,8 @@ class Classifier:
         Returns:
             A frame in input row order: ``doc_id``, the docvars (a ``label`` column included),
             [``text``], ``predicted`` (label string; missing for missing/empty texts),
-            ``prob_<label>`` per class.
+            ``prob_<label>`` per class, ``backend`` (``torch``, ``onnx fp32`` or ``onnx
+            int8``: which backend produced the rows, issue 16).
         """
         if not isinstance(frame, pd.DataFrame):
             texts = self._texts(frame)
@@ -302,8 +303,9 @@ class Classifier:
                 continue
             out[c] = frame[c].to_numpy()
         out.update(self.task.columns(probs, missing))
-        if getattr(self.model, "backend", "torch") == "onnx":
-            out["backend"] = self.model.label  # which backend produced the rows (issue 16)
+        # which backend produced the rows (issue 16): torch, onnx fp32 or onnx int8
+        onnx = getattr(self.model, "backend", "torch") == "onnx"
+        out["backend"] = self.model.label if onnx else "torch"
         return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
 
 
@@ -341,8 +343,8 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
             ``none`` or ``int8`` (see :meth:`Classifier.from_dir`).
 
     Returns:
-        See :meth:`Classifier.predict`; with the onnx backend a last column ``backend``
-        (``onnx fp32`` or ``onnx int8``).
+        See :meth:`Classifier.predict`: a last column ``backend`` says which backend
+        produced the rows (``torch``, ``onnx fp32`` or ``onnx int8``).
     """
     clf = model if isinstance(model, Classifier) else Classifier.from_dir(
         model, device=device, backend=backend, quantize=quantize)
@@ -367,7 +369,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     (see :mod:`quantformer.calibration`).
  ``backend`` and ``quantize``
     (used when ``model`` is a path) choose torch or ONNX Runtime (see
-    :meth:`Classifier.from_dir`); ONNX outputs end with a ``backend`` column.
+    :meth:`Classifier.from_dir`); outputs end with a ``backend`` column (``torch``,
+    ``onnx fp32`` or ``onnx int8``).
 
     Returns:
         The number of documents written.

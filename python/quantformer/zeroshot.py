@@ -443,8 +443,8 @@ def zeroshot(
         docvars; ``text`` only with ``keep_text``), ``predicted`` (the label phrase; None for
         missing or empty texts, counted in a warning), ``prob_<label>`` for each label (float64,
         NaN for missing texts) and ``zeroshot_method`` ("NLI entailment" or "embedding
-        similarity"; None for missing texts), and with the onnx backend a last column ``backend``
-        (``onnx fp32`` or ``onnx int8``). ``result.attrs["quantformer"]`` holds the method, model, hypothesis,
+        similarity"; None for missing texts), and a last column ``backend`` (``torch``,
+        ``onnx fp32`` or ``onnx int8``). ``result.attrs["quantformer"]`` holds the method, model, hypothesis,
         labels, counts of missing and truncated documents and the method's settings.
 
     Raises:
@@ -501,8 +501,7 @@ def zeroshot(
     method = np.full(len(frame), None, dtype=object)
     method[present] = METHOD_NAMES[chosen]
     out[METHOD_COL] = method
-    if backend == "onnx":
-        out["backend"] = backend_label(backend, quantize)
+    out["backend"] = backend_label(backend, quantize)
     meta = {"backend": backend_label(backend, quantize), "method": METHOD_NAMES[chosen], "model": model_label(model),
             "hypothesis": hypothesis, "labels": labels, "multi_label": multi_label,
             "truncation": truncation, "n_docs": len(frame), "n_missing": int(missing.sum()),

@@ -107,7 +107,8 @@ def test_cli_embed_layouts(tmp_path, tiny_bert_dir, capsys):
     assert "1 missing or empty" in cap.out
     assert "1 of 3 document(s) have missing or empty text" in cap.err
     got = pd.read_parquet(pq)
-    assert list(got.columns) == ["doc_id", "party", "embedding"]
+    assert list(got.columns) == ["doc_id", "party", "backend", "embedding"]
+    assert got["backend"].tolist() == ["torch"] * 3  # which backend produced them (issue 16)
     assert got["doc_id"].tolist() == ["p0", "p1", "p2"]
     assert got["embedding"].iloc[1] is None
     np.testing.assert_allclose(np.stack(got["embedding"].iloc[[0, 2]]), ref[[0, 2]], atol=1e-6)
@@ -115,9 +116,9 @@ def test_cli_embed_layouts(tmp_path, tiny_bert_dir, capsys):
     csv = tmp_path / "emb.csv"
     assert main([*args, "--out", str(csv), "--keep-text"]) == 0
     wide = pd.read_csv(csv)
-    assert list(wide.columns[:3]) == ["doc_id", "text", "party"]
+    assert list(wide.columns[:4]) == ["doc_id", "text", "party", "backend"]
     dims = [f"dim_{j}" for j in range(1, 33)]
-    assert list(wide.columns[3:]) == dims
+    assert list(wide.columns[4:]) == dims
     np.testing.assert_allclose(wide[dims].to_numpy()[[0, 2]], ref[[0, 2]], atol=1e-5)
     assert wide[dims].iloc[1].isna().all()
 

@@ -118,8 +118,8 @@ def test_predict_onnx_equals_torch(clf_dir):
         ref = Classifier.from_dir(clf_dir, device="cpu").predict(docs)
     with pytest.warns(PredictionWarning, match="3 of 40"):
         got = Classifier.from_dir(clf_dir, backend="onnx").predict(docs)
-    assert got.columns.tolist() == [*ref.columns, "backend"]
-    assert set(got["backend"]) == {"onnx fp32"}
+    assert got.columns.tolist() == ref.columns.tolist() and ref.columns[-1] == "backend"
+    assert set(got["backend"]) == {"onnx fp32"} and set(ref["backend"]) == {"torch"}
     assert got["doc_id"].tolist() == docs["doc_id"].tolist()
     assert got["year"].tolist() == docs["year"].tolist()
     assert got["predicted"].isna().tolist() == [i in (2, 5, 11) for i in range(40)]
@@ -207,7 +207,8 @@ def test_zeroshot_embedding_onnx_equals_torch(bert_copy):
     kw = dict(model=str(bert_copy), method="embedding", quiet=True, max_length=64)
     ref = zeroshot(docs, "taxes,schools,war", device="cpu", **kw)
     got = zeroshot(docs, "taxes,schools,war", backend="onnx", **kw)
-    assert got.columns.tolist() == [*ref.columns, "backend"]
+    assert got.columns.tolist() == ref.columns.tolist() and ref.columns[-1] == "backend"
+    assert set(ref["backend"]) == {"torch"} and set(got["backend"]) == {"onnx fp32"}
     np.testing.assert_allclose(got.filter(like="prob_").to_numpy(),
                                ref.filter(like="prob_").to_numpy(), atol=1e-4)
     assert got.attrs["quantformer"]["backend"] == "onnx fp32"

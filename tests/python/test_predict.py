@@ -35,7 +35,9 @@ def test_predict_keeps_order_ids_and_missing(model_dir):
     with pytest.warns(PredictionWarning, match="3 of 50 document\\(s\\) have a missing or empty"):
         out = clf.predict(docs)
     assert out["doc_id"].tolist() == docs["doc_id"].tolist()
-    assert list(out.columns) == ["doc_id", "year", "predicted", "prob_econ", "prob_other"]
+    assert list(out.columns) == ["doc_id", "year", "predicted", "prob_econ", "prob_other",
+                                 "backend"]
+    assert out["backend"].tolist() == ["torch"] * 50  # which backend produced them (issue 16)
     assert out["year"].tolist() == docs["year"].tolist()
     assert out["predicted"].isna().tolist() == [i in (2, 5, 11) for i in range(50)]
     probs = out[["prob_econ", "prob_other"]].to_numpy()
@@ -97,7 +99,7 @@ def test_cli_predict(model_dir, tmp_path, capsys):
     assert got["doc_id"].tolist() == docs["key"].tolist()
     # the label column travels through (evaluate --truth-col label uses it)
     assert list(got.columns) == ["doc_id", "text", "label", "year", "predicted", "prob_econ",
-                                 "prob_other"]
+                                 "prob_other", "backend"]
     assert got["text"].tolist() == docs["body"].tolist()
     assert "wrote predictions for 20 documents" in capsys.readouterr().out
     # bad input: unknown column -> exit 2, no output

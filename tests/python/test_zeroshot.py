@@ -204,7 +204,8 @@ def test_missing_documents_kept_with_counted_warning(tiny_bart_nli_dir):
                        quiet=True)
     assert res["doc_id"].tolist() == frame["doc_id"].tolist()
     assert list(res.columns) == ["doc_id", "label", "year", "predicted", *[
-        f"prob_{x}" for x in LABELS], "zeroshot_method"]
+        f"prob_{x}" for x in LABELS], "zeroshot_method", "backend"]
+    assert res["backend"].tolist() == ["torch"] * 5  # which backend produced them (issue 16)
     assert res["year"].tolist() == frame["year"].tolist()
     assert res["label"].tolist() == frame["label"].tolist()
     assert res["predicted"].isna().tolist() == [False, True, True, False, True]
