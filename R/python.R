@@ -325,10 +325,16 @@ cli_error_message <- function(verb, res, debug = FALSE, r_args = NULL) {
 }
 
 # Show the CLI's flags in an error message as the R arguments that set them: `--max-length`
-# becomes `max_length`, `--out` `output_dir`, a switch such as `--overwrite` `overwrite = TRUE`
-# (passed through `...`); flags with no R counterpart stay as they are. Python's
-# "(overwrite=True)" asides are dropped.
+# becomes `max_length`, a switch such as `--overwrite` `overwrite = TRUE` (passed through
+# `...`), and the flags R builds from other arguments (R_FLAG_ARGS: `--label-cols` from `y`,
+# `--train` from `x`, `--out` from `output_dir`, ...) the first of those arguments the calling
+# function has; flags with no R counterpart stay as they are. Python's "(overwrite=True)"
+# asides are dropped.
 R_SWITCHES <- c("overwrite", "keep_text", "multi_label")
+R_FLAG_ARGS <- list(out = "output_dir", train = "x", input = c("newdata", "x"),
+                    valid = "validation", valid_fraction = "validation", label_col = "y",
+                    label_cols = "y", label_sep = "y", labels = "y", labels_file = "y",
+                    text_col = "text_field", id_col = "docid_field")
 r_flag_names <- function(msg, r_args) {
   if (is.null(r_args)) return(msg)
   msg <- gsub(" ?\\([a-z_]+=(True|False)\\)", "", msg)
@@ -336,9 +342,10 @@ r_flag_names <- function(msg, r_args) {
   regmatches(msg, m) <- lapply(regmatches(msg, m), function(flags) {
     vapply(flags, function(f) {
       nm <- gsub("-", "_", substring(f, 3), fixed = TRUE)
-      if (nm == "out" && "output_dir" %in% r_args) return("`output_dir`")
       if (nm %in% R_SWITCHES && "..." %in% r_args) return(paste0("`", nm, " = TRUE`"))
-      if (nm %in% r_args) paste0("`", nm, "`") else f
+      if (nm %in% r_args) return(paste0("`", nm, "`"))
+      arg <- intersect(R_FLAG_ARGS[[nm]], r_args)
+      if (length(arg)) paste0("`", arg[1], "`") else f
     }, "", USE.NAMES = FALSE)
   })
   msg

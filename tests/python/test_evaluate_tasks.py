@@ -84,5 +84,5 @@ def test_multilabel_truth_column_that_is_not_zero_one_is_named(tmp_path, capsys)
     PRED.assign(health=[0, 2, 1, 0]).to_csv(pred, index=False)
     assert cli.main(["evaluate", "--pred", str(pred), "--task", "multilabel", "--label-cols",
                      "econ,health"]) == 2
-    assert "column 'health' must hold 0/1 values, but it has 2 (row 2)" in \
+    assert "column 'health' (--label-cols) must hold 0/1 values, but it has 2 (row 2)" in \
         capsys.readouterr().err

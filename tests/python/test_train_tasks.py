@@ -46,7 +46,7 @@ def test_regression_trains_records_and_round_trips(tmp_path, tiny_bert_dir):
     assert set(rec["validation"]) >= {"rmse", "mae", "pearson", "spearman", "r2", "n"}
     assert rec["validation"]["n"] == 6
     pred = clf.predict(frame)
-    assert list(pred.columns) == ["doc_id", "label", "year", "predicted"]
+    assert list(pred.columns) == ["doc_id", "label", "year", "predicted", "backend"]
     assert pred["predicted"].dtype == np.float64
     # standardised targets are mapped back: predictions live on the outcome's scale
     assert pred["predicted"].between(1850, 2020).all()
@@ -172,7 +172,13 @@ def test_multilabel_metrics_against_hand_computed_values():
 
 
 @pytest.mark.parametrize("change, kw, msg", [
-    ({"econ": ["yes"] + [0] * 23}, {}, "column 'econ' must hold 0/1 values, but it has 'yes'"),
+    ({"econ": ["yes"] + [0] * 23}, {},
+     "label column 'econ' \\(--label-cols\\) must hold 0/1 values, but it has 'yes' \\(row 1\\)"),
+    # review finding: a float column (R numbers, or a column with NA) said "2.0"; the row is
+    # the file's (R's document number), not the row among the coded documents
+    ({"econ": [0.0, 1.0, None, 2.0] + [0.0] * 20}, {},
+     "label column 'econ' \\(--label-cols\\) must hold 0/1 values, but it has 2 \\(row 4\\); "
+     "recode it as 0/1"),
     ({"long": [0] * 24}, {}, "label 'long' is present in no training document"),
     ({}, {"oversample": 0.5}, "--oversample balances the classes of a single-label"),
     ({}, {"label_cols": None}, "--task multilabel needs either --label-cols"),

@@ -244,7 +244,14 @@ test_that("CLI flags in error messages are shown as the R arguments that set the
       r_args),
     "quantformer finetune: error: 'm' exists; pass `overwrite = TRUE` or choose another `output_dir`")
   expect_equal(f("--max-length 1024 is above the limit; use --folds 3 or fewer, or --label-col", r_args),
-               "`max_length` 1024 is above the limit; use `folds` 3 or fewer, or --label-col")
+               "`max_length` 1024 is above the limit; use `folds` 3 or fewer, or `y`")
+  # flags R builds from arguments of other names (review finding: "--label-cols column 'a'")
+  expect_equal(
+    f("label column 'a' (--label-cols) must hold 0/1 values; see --train, --text-col, --seed",
+      c(r_args, "text_field")),
+    "label column 'a' (`y`) must hold 0/1 values; see `x`, `text_field`, --seed")
+  expect_equal(f("no column 'k' in --input", c("object", "newdata")), "no column 'k' in `newdata`")
+  expect_equal(f("no column 'k' in --input", c("x", "y")), "no column 'k' in `x`")
   expect_equal(f("use --max-length", NULL), "use --max-length")  # no R function: unchanged
   # through run_cli: an R error names R arguments, and the CLI's --debug hint is replaced by R's
   skip_if_no_python()

@@ -44,6 +44,15 @@ test_that("task = 'multilabel' takes a 0/1 matrix or docvar names; predict() giv
   bad$dem[1] <- 7L
   expect_error(textmodel_finetune(bad, y = c("dem", "long"), task = "multilabel", epochs = 1,
                                   output_dir = tempfile("qf-task-")), "0/1")
+  # review finding: the error named the CLI flag (--label-cols) and showed R's numbers as 2.0
+  y <- as.matrix(s[c("dem", "long")]) * 1.0
+  y[2, "long"] <- 2
+  y[1, "dem"] <- NA
+  err <- expect_error(textmodel_finetune(s$text, y = y, task = "multilabel", epochs = 1,
+                                         output_dir = tempfile("qf-task-")))
+  expect_match(conditionMessage(err), paste0("label column 'long' (`y`) must hold 0/1 values, ",
+                                             "but it has 2 (row 2); recode it as 0/1"), fixed = TRUE)
+  expect_false(grepl("--", conditionMessage(err), fixed = TRUE))
 })
 
 test_that("regression_report() gives hand-computed RMSE, MAE and R^2", {

@@ -68,7 +68,7 @@ class Multilabel(Classification):
             kept["label"] = [tuple(sorted({x.strip() for x in str(v).split(self.label_sep)
                                            if x.strip()})) for v in frame["label"][mask]]
             return kept
-        values = {c: _zero_one(frame[c][mask], c) for c in self.label_cols}
+        values = {c: _zero_one(frame[c], c, mask)[mask] for c in self.label_cols}
         kept["label"] = [tuple(c for c in self.label_cols if values[c][i])
                          for i in range(int(mask.sum()))]
         return kept
@@ -147,15 +147,25 @@ class Multilabel(Classification):
         return f"micro-F1 {result['micro_f1']:.4f}, macro-F1 {result['macro_f1']:.4f}"
 
 
-def _zero_one(values: pd.Series, column: str) -> np.ndarray:
-    """Booleans from a 0/1 (or true/false) column; InputError naming the first other value."""
+def _zero_one(values: pd.Series, column: str, checked: np.ndarray | None = None) -> np.ndarray:
+    """Booleans from a 0/1 (or true/false) column; InputError naming the first other value
+    among the ``checked`` rows (default: all) and its row, counted 1-based in the whole column
+    (the file's row; in R, the document's number)."""
     text = values.astype(str).str.strip().str.lower()
-    ok = text.isin(["0", "1", "0.0", "1.0", "true", "false"])
+    ok = text.isin(["0", "1", "0.0", "1.0", "true", "false"]).to_numpy()
+    if checked is not None:
+        ok = ok | ~np.asarray(checked, dtype=bool)
     if not ok.all():
-        bad = values[~ok.to_numpy()]
-        first = bad.iloc[0]
-        first = first.item() if hasattr(first, "item") else first  # 2, not np.int64(2)
-        raise InputError(f"--label-cols column {column!r} must hold 0/1 values, but it has "
-                         f"{first!r} (row {int(np.flatnonzero(~ok.to_numpy())[0]) + 1}); "
-                         "recode it as 0/1")
+        row = int(np.flatnonzero(~ok)[0])
+        raise InputError(f"label column {column!r} (--label-cols) must hold 0/1 values, but it "
+                         f"has {_show(values.iloc[row])} (row {row + 1}); recode it as 0/1")
     return text.isin(["1", "1.0", "true"]).to_numpy()
+
+
+def _show(value) -> str:
+    """A cell as the user wrote it: ``2`` for a whole number read as a float (R's numeric
+    vectors, or a column with missing values, arrive as floats), ``'yes'`` for text."""
+    value = value.item() if hasattr(value, "item") else value  # 2, not np.int64(2)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value)
