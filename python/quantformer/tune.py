@@ -26,7 +26,11 @@ centred on the small-model default of 8e-5 x 4.
 ``method="setfit"`` (``tune --method setfit``) tunes SetFit (:mod:`quantformer.fewshot`) the same
 way: the learning rate is the body's, the epochs are epochs over the contrastive pairs, and the
 default grid is :data:`quantformer.fewshot.GRID` (body rates 2e-5, 5e-5, 1e-4 x 1, 2 epochs:
-from Tunstall et al. 2022's 2e-5 to quantformer's default 1e-4).
+from Tunstall et al. 2022's 2e-5 to quantformer's default 1e-4); ``setfit_iterations`` is passed
+to every run. ``method="nli"`` (``tune --method nli``) tunes an NLI model fine-tuned on the
+classes as hypotheses (Laurer et al. 2023, :mod:`quantformer.nli_finetune`) over
+:data:`quantformer.tune_methods.GRID_NLI` (1e-5, 2e-5, 5e-5 x 7, 10 epochs), with the same
+``hypothesis``, ``label_phrases`` and ``nli_pairs`` in every run (:mod:`quantformer.tune_methods`).
 """
 
 from __future__ import annotations
@@ -58,11 +62,12 @@ GRIDS = {
 def default_grid(model: str | None = None,
                  method: str = "standard") -> tuple[list[float], list[int]]:
     """``(learning rates, epochs)`` of the default grid for a model and fine-tuning method
-    (see the module table)."""
-    from .fewshot import GRID, METHOD
+    (see the module table and :mod:`quantformer.tune_methods`)."""
     from .finetune import model_size
+    from .tune_methods import method_grid
 
-    lrs, epochs = GRID if method == METHOD else GRIDS[model_size(model)]
+    grid = method_grid(method)
+    lrs, epochs = grid if grid is not None else GRIDS[model_size(model)]
     return list(lrs), list(epochs)
 
 
@@ -390,6 +395,10 @@ def tune(
     task: str = "classification",
     label_cols: list[str] | None = None,
     label_sep: str | None = None,
+    setfit_iterations: int | None = None,
+    hypothesis: str | None = None,
+    label_phrases=None,
+    nli_pairs: str = "balanced",
 ) -> TuneResult:
     """Stratified k-fold grid search over learning rate x epochs, refit, test (section 6.4).
 
@@ -424,9 +433,17 @@ def tune(
             ``multilabel`` (plain shuffled folds; macro-F1 over labels, reports micro-F1);
             see :mod:`quantformer.train.scoring`. ``oversample`` is refused for the latter two.
         label_cols, label_sep: multilabel labels, as in :func:`quantformer.finetune.finetune`.
-        method: ``standard`` (this recipe) or ``setfit`` (SetFit, :mod:`quantformer.fewshot`:
+        method: ``standard`` (this recipe), ``setfit`` (SetFit, :mod:`quantformer.fewshot`:
             ``lrs`` are body learning rates, ``epochs_grid`` epochs over the pairs; no
-            oversampling; ``max_length`` and ``truncation`` do not apply).
+            oversampling; ``max_length`` and ``truncation`` do not apply) or ``nli`` (an NLI
+            ``model`` fine-tuned on the classes as hypotheses, Laurer et al. 2023; no
+            oversampling; ``batch_size`` counts premise-hypothesis pairs).
+        setfit_iterations: ``method="setfit"`` only: pairs per training document and
+            direction in every run (default 5, :mod:`quantformer.fewshot`).
+        hypothesis, label_phrases, nli_pairs: ``method="nli"`` only, the same in every run:
+            the template with one ``{}`` (default ``"This text is about {}."``), class ->
+            phrase (a dict or ``"a=x,b=y"``; default the class names) and the training pairs
+            (``balanced`` or ``all``); see :func:`quantformer.nli_finetune.nli_finetune`.
 
     Returns:
         :class:`TuneResult`.
@@ -436,7 +453,9 @@ def tune(
             folds), a multi-label label or a regression outcome with one value only,
             ``oversample`` with regression or multilabel, a bad grid value, more runs than
             ``max_runs``, a test set without a label column or without a document that has a
-            text and a label, and anything fine-tuning rejects (checked on the first run).
+            text and a label, an option of another method, for ``nli`` a model without an
+            entailment output or a class without a label phrase, and anything fine-tuning
+            rejects (checked on the first run).
     """
     from .modeldir import hf_quiet
 
@@ -446,28 +465,34 @@ def tune(
                      batch_size=batch_size, max_length=max_length, truncation=truncation,
                      device=device, quiet=quiet, refit=refit, estimate=estimate,
                      fit_fn=fit_fn, scheduler=scheduler, method=method, task=task,
-                     label_cols=label_cols, label_sep=label_sep)
+                     label_cols=label_cols, label_sep=label_sep,
+                     method_options=dict(setfit_iterations=setfit_iterations,
+                                         hypothesis=hypothesis, label_phrases=label_phrases,
+                                         nli_pairs=nli_pairs))
 
 
 def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, seed,
           batch_size, max_length, truncation, device, quiet, refit, estimate,
           fit_fn, scheduler=None, method="standard", task="classification",
-          label_cols=None, label_sep=None) -> TuneResult:
+          label_cols=None, label_sep=None, method_options=None) -> TuneResult:
     from .models import model_label
-
     from .train.arguments import check_arguments
     from .train.scoring import make_scoring
+    from .tune_methods import check_nli_model, method_kwargs
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     t_start = time.perf_counter()
     # the parameter table finetune uses
-    check_method(method, oversample, task)
+    method_kw = method_kwargs(method, task=task, oversample=oversample,
+                              **(method_options or {}))
     check_arguments(batch_size=batch_size, max_length=max_length, oversample=oversample,
                     seed=seed, task=task)
     scoring = make_scoring(task, label_cols, label_sep)
     data = scoring.rows(train)
     labels = scoring.labels(data)
     scoring.check(data, folds, oversample)
+    if method == "nli" and fit_fn is None:
+        check_nli_model(model, labels, method_kw["label_phrases"])
     if lrs is None or epochs_grid is None:
         d_lrs, d_epochs = default_grid(model, method)
         lrs = d_lrs if lrs is None else lrs
@@ -488,9 +513,7 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
         test_rows = _test_rows(scoring, test)
     kw = dict(model=model, batch_size=batch_size, max_length=max_length, truncation=truncation,
               oversample=oversample, seed=seed, device=device, quiet=True,
-              **scoring.fit_kwargs())
-    if method != "standard":
-        kw["method"] = method
+              **scoring.fit_kwargs(), **method_kw)
     fit = fit_fn or _finetune_fit
     splits = scoring.splits(data, folds, seed)
     plan = [(len(tr), ep) for _, ep in configs for tr, _ in splits]
@@ -528,25 +551,11 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
                    "runs": n_runs, "n_train": len(data),
                    "n_test": None if test is None else len(test), "labels": labels,
                    "task": task, "metric": scoring.metric,
+                   **{k: v for k, v in method_kw.items() if k != "method"},
                    "seconds": time.perf_counter() - t_start}
     if task == "classification":
         del result.info["task"], result.info["metric"]  # best.json as before for classifiers
     return result
-
-
-def check_method(method: str, oversample, task: str = "classification") -> None:
-    """Raises InputError for an unknown fine-tuning method, SetFit with another task than
-    classification, or oversampling with SetFit."""
-    from .fewshot import METHOD
-
-    if method not in ("standard", METHOD):
-        raise InputError(f"tune knows the methods standard and {METHOD}, not '{method}'")
-    if method == METHOD and task != "classification":
-        raise InputError(f"--method setfit trains classifiers only; use the standard method "
-                         f"for --task {task}")
-    if method == METHOD and oversample is not None:
-        raise InputError("--oversample cannot be used with --method setfit (SetFit draws "
-                         "its pairs class by class); leave it out")
 
 
 METRIC_NAMES = {"macro_f1": "macro-F1", "rmse": "RMSE", "pearson": "Pearson r",
@@ -696,9 +705,17 @@ def add_cli(sub) -> None:
     p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
     add_corpus_options(p)
     add_model_option(p)
-    p.add_argument("--method", default="standard", choices=("standard", "setfit"),
-                   help="standard fine-tuning, or setfit (few-shot; the grid is then over "
-                        "body learning rates x pair epochs, default 2e-5,5e-5,1e-4 x 1,2)")
+    p.add_argument("--method", default="standard", choices=("standard", "setfit", "nli"),
+                   help="standard fine-tuning; setfit (few-shot; the grid is then over body "
+                        "learning rates x pair epochs, default 2e-5,5e-5,1e-4 x 1,2); or nli "
+                        "(an NLI --model fine-tuned on the classes as hypotheses, Laurer et al. "
+                        "2023; default grid 1e-5,2e-5,5e-5 x 7,10)")
+    p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
+                   help="setfit: pairs drawn per training document and direction, in every "
+                        "run (5)")
+    from .nli_finetune import add_cli_options
+
+    add_cli_options(p)
     p.add_argument("--lrs", default=None,
                    help="comma-separated learning rates (default by model size: small "
                         "5e-5,8e-5,1e-4; base 1e-5,2e-5,3e-5; large 5e-6,1e-5,2e-5)")
@@ -729,6 +746,7 @@ def add_cli(sub) -> None:
 def _run_tune(args) -> int:
     from .cli import corpus_kwargs, print_table, task_kwargs
     from .frames import read_frame
+    from .nli_finetune import cli_kwargs as nli_kwargs
 
     out = check_results_dir(args.out, args.overwrite)
     lrs = parse_list(args.lrs, float, "--lrs")
@@ -742,7 +760,8 @@ def _run_tune(args) -> int:
                oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
                batch_size=args.batch_size, max_length=args.max_length,
                truncation=args.truncation, device=args.device, quiet=args.quiet,
-               scheduler=args.scheduler, method=args.method, **task)
+               scheduler=args.scheduler, method=args.method,
+               setfit_iterations=args.setfit_iterations, **nli_kwargs(args), **task)
     res.info["train"] = str(args.train)
     if args.test:
         res.info["test"] = str(args.test)

@@ -206,3 +206,39 @@ def test_tune_method_setfit_grids_body_rates_and_refits(tiny_bert_dir, tmp_path,
                  "--oversample", "0.5", "--folds", "2", "--out", str(out)]) == 2
     assert "--oversample cannot be used with --method setfit" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_cli_tune_setfit_iterations_reach_every_run_and_the_record(tiny_bert_dir, tmp_path,
+                                                                  capsys, monkeypatch):
+    """Review finding: `tune` had no --setfit-iterations (only the Python API's fit_fn)."""
+    from quantformer import fewshot
+
+    seen = []
+    real = fewshot.setfit_finetune
+
+    def spy(frame, **kwargs):
+        seen.append(kwargs["num_iterations"])
+        return real(frame, **kwargs)
+
+    monkeypatch.setattr(fewshot, "setfit_finetune", spy)
+    toy_frame(12).to_csv(tmp_path / "train.csv", index=False)
+    out = tmp_path / "t"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["tune", "--method", "setfit", "--setfit-iterations", "2", "--model",
+                     str(tiny_bert_dir), "--train", str(tmp_path / "train.csv"), "--lrs",
+                     "1e-4", "--epochs-grid", "1", "--folds", "2", "--device", "cpu",
+                     "--out", str(out), "--quiet"])
+    assert code == 0 and seen == [2, 2, 2]  # two folds and the refit
+    best = json.loads((out / "best.json").read_text())
+    assert best["method"] == "setfit" and best["setfit_iterations"] == 2
+    record = json.loads((out / "model" / "quantformer.json").read_text())
+    assert record["hyperparameters"]["num_iterations"] == 2
+    capsys.readouterr()
+    assert main(["tune", "--setfit-iterations", "2", "--train", str(tmp_path / "train.csv"),
+                 "--out", str(tmp_path / "t2")]) == 2
+    assert "--setfit-iterations is for --method setfit" in capsys.readouterr().err
+    assert main(["tune", "--method", "setfit", "--setfit-iterations", "0", "--train",
+                 str(tmp_path / "train.csv"), "--out", str(tmp_path / "t2")]) == 2
+    assert "must be greater than 0" in capsys.readouterr().err
+    assert not (tmp_path / "t2").exists()

@@ -129,7 +129,7 @@ def test_load_round_trip_and_predict_columns(nli_model):
     with pytest.warns(UserWarning, match="1 of 10 document"):
         pred = loaded.predict(docs)
     assert list(pred.columns) == ["doc_id", "label", "year", "predicted", "prob_econ",
-                                  "prob_other"]
+                                  "prob_other", "backend"]
     assert pred["doc_id"].tolist() == docs["doc_id"].tolist()
     assert pd.isna(pred.loc[4, "predicted"])
     assert pred.loc[4, ["prob_econ", "prob_other"]].isna().all()
@@ -202,7 +202,7 @@ def test_class_order_and_default_phrases(tiny_roberta_nli_dir):
     assert clf.labels == ["other", "econ"]
     assert clf.record["label_phrases"] == {"other": "other", "econ": "econ"}
     assert clf.hypotheses() == ["This text is about other.", "This text is about econ."]
-    assert list(clf.predict(toy_frame(3)).columns)[-2:] == ["prob_other", "prob_econ"]
+    assert list(clf.predict(toy_frame(3)).columns)[-3:] == ["prob_other", "prob_econ", "backend"]
 
 
 def test_validation_fraction_scores_the_held_out_documents(tiny_roberta_nli_dir):
@@ -242,19 +242,25 @@ def test_bad_nli_arguments(tiny_roberta_nli_dir, kwargs, message):
 # CLI
 
 
+def cli_nli(verb: str, model_dir, tmp_path, *extra) -> int:
+    """Run ``<verb> --method nli`` quietly on ``tmp_path/train.csv`` with TEMPLATE and a label
+    phrases file (econ=money, taxes and jobs; other=something else); returns the exit code."""
+    (tmp_path / "phrases.txt").write_text("econ=money, taxes and jobs\n\nother=something else\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return main([verb, "--method", "nli", "--model", str(model_dir),
+                     "--train", str(tmp_path / "train.csv"), "--hypothesis", TEMPLATE,
+                     "--label-phrases-file", str(tmp_path / "phrases.txt"), *extra, "--quiet"])
+
+
 def test_cli_finetune_nli_then_predict(tiny_roberta_nli_dir, tmp_path, capsys):
     train, docs = toy_frame(16), toy_frame(20).iloc[12:].reset_index(drop=True)
     train.to_csv(tmp_path / "train.csv", index=False)
     docs.loc[2, "text"] = None
     docs.to_csv(tmp_path / "docs.csv", index=False)
-    (tmp_path / "phrases.txt").write_text("econ=money, taxes and jobs\n\nother=something else\n")
     out = tmp_path / "m"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(["finetune", "--method", "nli", "--model", str(tiny_roberta_nli_dir),
-                     "--train", str(tmp_path / "train.csv"), "--hypothesis", TEMPLATE,
-                     "--label-phrases-file", str(tmp_path / "phrases.txt"), "--epochs", "1",
-                     "--seed", "2", "--out", str(out), "--quiet"])
+    code = cli_nli("finetune", tiny_roberta_nli_dir, tmp_path, "--epochs", "1", "--seed", "2",
+                   "--out", str(out))
     assert code == 0
     record = json.loads((out / "quantformer.json").read_text())
     assert record["label_phrases"] == {"econ": "money, taxes and jobs", "other": "something else"}
@@ -265,7 +271,7 @@ def test_cli_finetune_nli_then_predict(tiny_roberta_nli_dir, tmp_path, capsys):
     got = pd.read_csv(tmp_path / "p.csv")
     assert got["doc_id"].tolist() == docs["doc_id"].tolist()
     assert list(got.columns) == ["doc_id", "label", "year", "predicted", "prob_econ",
-                                 "prob_other"]
+                                 "prob_other", "backend"]
     want = NLIClassifier.from_dir(out).predict(docs.drop(index=2))
     np.testing.assert_allclose(got[["prob_econ", "prob_other"]].drop(index=2).to_numpy(),
                                want[["prob_econ", "prob_other"]].to_numpy(), atol=1e-6)
@@ -339,3 +345,67 @@ def test_evaluate_calibrate_and_predict_calibrated_on_an_nli_model(nli_model, tm
     np.testing.assert_allclose(pd.read_csv(tmp_path / "c.csv")[["prob_econ", "prob_other"]],
                                apply_temperature(raw, record["calibration"]["temperature"]),
                                atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# tune --method nli (issue 13: "compare and tune know it as a model")
+
+
+def test_tune_method_nli_grids_rates_and_passes_the_hypotheses(tiny_roberta_nli_dir):
+    from quantformer.tune import default_grid, tune
+    from quantformer.tune_methods import GRID_NLI
+
+    assert default_grid(str(tiny_roberta_nli_dir), "nli") == ([1e-5, 2e-5, 5e-5], [7, 10])
+    assert GRID_NLI == ((1e-5, 2e-5, 5e-5), (7, 10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = tune(toy_frame(12), toy_frame(20).iloc[12:], model=str(tiny_roberta_nli_dir),
+                   method="nli", hypothesis=TEMPLATE, label_phrases="econ=money and taxes,"
+                   "other=something else", nli_pairs="all", lrs=[1e-3, 1e-4], epochs_grid=[1],
+                   folds=2, device="cpu", quiet=True)
+    assert len(res.cv_results) == 4 and set(res.cv_results["lr"]) == {1e-3, 1e-4}
+    assert res.cv_results["macro_f1"].between(0, 1).all()
+    assert isinstance(res.model, NLIClassifier)
+    record = res.model.record
+    assert record["method"] == "nli" and record["hypothesis"] == TEMPLATE
+    assert record["label_phrases"] == PHRASES and record["nli_pairs"] == "all"
+    assert record["hyperparameters"]["lr"] == res.best["lr"]
+    assert record["n_pairs"] == 12 * 2  # "all": every document with both hypotheses
+    assert res.info["method"] == "nli" and res.info["hypothesis"] == TEMPLATE
+    assert res.info["label_phrases"] == PHRASES and res.test_report.n == 8
+    assert res.test_predictions["doc_id"].tolist() == toy_frame(20).iloc[12:]["doc_id"].tolist()
+
+
+def test_cli_tune_method_nli_writes_its_settings(tiny_roberta_nli_dir, tmp_path, capsys):
+    toy_frame(12).to_csv(tmp_path / "train.csv", index=False)
+    out = tmp_path / "t"
+    code = cli_nli("tune", tiny_roberta_nli_dir, tmp_path, "--lrs", "1e-3", "--epochs-grid", "1",
+                   "--folds", "2", "--out", str(out))
+    assert code == 0
+    best = json.loads((out / "best.json").read_text())
+    assert best["method"] == "nli" and best["lr"] == 1e-3 and best["epochs"] == 1
+    assert best["hypothesis"] == TEMPLATE and best["nli_pairs"] == "balanced"
+    assert best["label_phrases"] == {"econ": "money, taxes and jobs", "other": "something else"}
+    record = json.loads((out / "model" / "quantformer.json").read_text())
+    assert record["method"] == "nli" and record["label_phrases"] == best["label_phrases"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--method", "nli"], "needs an NLI model"),
+    (["--method", "nli", "--label-phrases", "econ=money"], "'other' have no label phrase"),
+    (["--method", "nli", "--oversample", "0.5"], "--oversample cannot be used with --method nli"),
+    (["--method", "nli", "--hypothesis", "no placeholder"], "{}"),
+    (["--method", "nli", "--setfit-iterations", "2"], "--setfit-iterations is for --method setfit"),
+    (["--label-phrases", "econ=money,other=x"], "--label-phrases is for --method nli"),
+    (["--method", "setfit", "--nli-pairs", "all"], "--nli-pairs is for --method nli"),
+])
+def test_cli_tune_bad_nli_input_exit_2_before_any_run(tiny_bert_dir, tiny_roberta_nli_dir,
+                                                      tmp_path, capsys, extra, message):
+    toy_frame(12).to_csv(tmp_path / "train.csv", index=False)
+    model = tiny_bert_dir if "needs" in message else tiny_roberta_nli_dir
+    out = tmp_path / "t"
+    assert main(["tune", "--train", str(tmp_path / "train.csv"), "--model", str(model), *extra,
+                 "--epochs-grid", "1", "--folds", "2", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "run 1/" not in captured.out
+    assert not out.exists()

@@ -1,0 +1,110 @@
+"""The fine-tuning methods ``tune`` knows (issue 13): ``standard``, ``setfit`` and ``nli``.
+
+For each method: its default grid of learning rates x epochs and the options passed to every
+run (:func:`quantformer.finetune` receives them unchanged, so a cross-validation run and the
+refit train exactly as ``finetune --method ...`` with the same flags would).
+
+======== =========================================== ==================================
+method   default grid (learning rates x epochs)      per-run options
+======== =========================================== ==================================
+standard by model size (:data:`quantformer.tune.GRIDS`) none
+setfit   :data:`quantformer.fewshot.GRID`: body       ``setfit_iterations``
+         rates 2e-5, 5e-5, 1e-4 x 1, 2 pair epochs
+nli      :data:`GRID_NLI`: 1e-5, 2e-5, 5e-5 x 7, 10   ``hypothesis``, ``label_phrases``,
+                                                      ``nli_pairs``
+======== =========================================== ==================================
+
+The NLI grid spans the values Laurer et al. (2023, appendix table of hyperparameters) tuned
+for DeBERTa-v3-base-NLI at 100-500 codes (learning rates 1.2e-5 to 6.7e-5, 7-11 epochs) in
+round numbers, around :data:`quantformer.nli_finetune.DEFAULTS` (2e-5, 7 epochs).
+"""
+
+from __future__ import annotations
+
+from .errors import InputError
+
+METHODS = ("standard", "setfit", "nli")
+#: ``tune --method nli``'s default grid: learning rates x epochs (see the module docstring)
+GRID_NLI = ((1e-5, 2e-5, 5e-5), (7, 10))
+
+
+def method_grid(method: str) -> tuple[tuple, tuple] | None:
+    """The default ``(learning rates, epochs)`` of a few-shot or NLI method; None for the
+    standard method, whose grid depends on the model's size."""
+    if method == "setfit":
+        from .fewshot import GRID
+
+        return GRID
+    return GRID_NLI if method == "nli" else None
+
+
+def method_kwargs(method: str, *, task: str = "classification", oversample=None,
+                  setfit_iterations: int | None = None, hypothesis: str | None = None,
+                  label_phrases=None, nli_pairs: str = "balanced") -> dict:
+    """Check a method and its options; return the keyword arguments every run passes to
+    :func:`quantformer.finetune` (empty for the standard method without options).
+
+    Args:
+        method: ``standard``, ``setfit`` or ``nli``.
+        task: SetFit and NLI train classifiers only.
+        oversample: refused with SetFit and NLI (their pairs are balanced by class).
+        setfit_iterations: ``setfit`` only: pairs per document and direction (default 5).
+        hypothesis, label_phrases, nli_pairs: ``nli`` only (see
+            :func:`quantformer.nli_finetune.nli_finetune`); ``label_phrases`` a dict, a
+            ``"a=x,b=y"`` string or a list of ``"a=x"`` items.
+
+    Raises:
+        InputError: an unknown method, SetFit or NLI with another task than classification
+            or with oversampling, an option of another method, a bad label phrase or template.
+    """
+    from .nli_finetune import check_method_options, parse_label_phrases
+
+    if method not in METHODS:
+        raise InputError(f"tune knows the methods {', '.join(METHODS)}, not '{method}'")
+    if method != "standard" and task != "classification":
+        raise InputError(f"--method {method} trains classifiers only; use the standard method "
+                         f"for --task {task}")
+    if method != "standard" and oversample is not None:
+        why = ("SetFit draws its pairs class by class" if method == "setfit" else
+               "its training pairs are balanced per class hypothesis already")
+        raise InputError(f"--oversample cannot be used with --method {method} ({why}); leave "
+                         "it out")
+    if setfit_iterations is not None and method != "setfit":
+        raise InputError("--setfit-iterations is for --method setfit; add --method setfit or "
+                         "leave it out")
+    check_method_options(method, hypothesis, label_phrases, nli_pairs)
+    kwargs = {} if method == "standard" else {"method": method}
+    if setfit_iterations is not None:
+        kwargs["setfit_iterations"] = _positive_int(setfit_iterations)
+    if method == "nli":
+        from .zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
+
+        hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
+        kwargs.update(hypothesis=hypothesis, nli_pairs=nli_pairs,
+                      label_phrases=parse_label_phrases(label_phrases) or None)
+    return kwargs
+
+
+def check_nli_model(model, labels: list, label_phrases) -> None:
+    """Before any ``tune --method nli`` run: the model has an entailment output and every class
+    has a label phrase (the first run would fail otherwise, after the plan is printed).
+
+    Raises:
+        InputError: as :func:`quantformer.nli_finetune.nli_outputs` and
+            :func:`quantformer.nli_finetune.phrases_for`.
+    """
+    from .nli_finetune import nli_outputs, phrases_for
+
+    nli_outputs(model)
+    phrases_for([str(c) for c in labels], label_phrases or {})
+
+
+def _positive_int(value) -> int:
+    try:
+        ok = not isinstance(value, bool) and float(value).is_integer() and float(value) >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"--setfit-iterations must be a whole number greater than 0, not "
+                         f"{value!r}")
+    return int(value)
