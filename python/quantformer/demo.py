@@ -19,7 +19,7 @@ paragraphs at 256 tokens) both scored 0.556. Written to ``--out``:
 
 ``predictions.parquet``, ``predictions.rds``
     one row per held-out paragraph: ``doc_id``, ``label`` (true party), docvars, ``predicted``,
-    ``prob_Democratic``, ``prob_Republican``.
+    ``prob_Democratic``, ``prob_Republican``, ``backend`` (``torch``).
 ``evaluation.json``, ``confusion.png``
     the evaluation report and the confusion-matrix heat map of the fine-tuned model.
 ``comparison.csv``, ``comparison.png``
