@@ -249,9 +249,9 @@ def _embed(frame, model, *, batch_size, max_length, truncation, normalize, devic
 def embedding_frame(frame: pd.DataFrame, vectors: np.ndarray, layout: str = "list",
                     keep_text: bool = False, backend: str | None = None) -> pd.DataFrame:
     """A table of embeddings: ``doc_id``, [``text``], the other input columns, [``backend``
-    (``torch``, ``onnx fp32`` or ``onnx int8``; the CLI always gives it)], then either one list column ``embedding``
-    (``layout="list"``; None for missing documents) or one float32 column per dimension
-    ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
+    (``torch``, ``onnx fp32`` or ``onnx int8``; the CLI always gives it)], then either one
+    list column ``embedding`` (``layout="list"``; None for missing documents) or one float32
+    column per dimension ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
     if layout not in ("list", "wide"):
         raise InputError(f"unknown --layout '{layout}'; use one of: {', '.join(LAYOUTS)}")
     cols = [c for c in frame.columns if keep_text or c != "text"]

@@ -444,8 +444,9 @@ def zeroshot(
         missing or empty texts, counted in a warning), ``prob_<label>`` for each label (float64,
         NaN for missing texts) and ``zeroshot_method`` ("NLI entailment" or "embedding
         similarity"; None for missing texts), and a last column ``backend`` (``torch``,
-        ``onnx fp32`` or ``onnx int8``). ``result.attrs["quantformer"]`` holds the method, model, hypothesis,
-        labels, counts of missing and truncated documents and the method's settings.
+        ``onnx fp32`` or ``onnx int8``). ``result.attrs["quantformer"]`` holds the method,
+        model, hypothesis, labels, counts of missing and truncated documents and the
+        method's settings.
 
     Raises:
         InputError: a template without exactly one ``{}``; empty or duplicate labels; fewer
