@@ -4,15 +4,14 @@ For each method: its default grid of learning rates x epochs and the options pas
 run (:func:`quantformer.finetune` receives them unchanged, so a cross-validation run and the
 refit train exactly as ``finetune --method ...`` with the same flags would).
 
-======== =========================================== ==================================
-method   default grid (learning rates x epochs)      per-run options
-======== =========================================== ==================================
-standard by model size (:data:`quantformer.tune.GRIDS`) none
-setfit   :data:`quantformer.fewshot.GRID`: body       ``setfit_iterations``
-         rates 2e-5, 5e-5, 1e-4 x 1, 2 pair epochs
-nli      :data:`GRID_NLI`: 1e-5, 2e-5, 5e-5 x 7, 10   ``hypothesis``, ``label_phrases``,
-                                                      ``nli_pairs``
-======== =========================================== ==================================
+``standard``
+    default grid by model size (:data:`quantformer.tune.GRIDS`); no per-run options.
+``setfit``
+    :data:`quantformer.fewshot.GRID`: body learning rates 2e-5, 5e-5, 1e-4 x 1, 2 epochs over
+    the pairs; per run ``setfit_iterations``.
+``nli``
+    :data:`GRID_NLI`: learning rates 1e-5, 2e-5, 5e-5 x 7, 10 epochs; per run ``hypothesis``,
+    ``label_phrases``, ``nli_pairs``.
 
 The NLI grid spans the values Laurer et al. (2023, appendix table of hyperparameters) tuned
 for DeBERTa-v3-base-NLI at 100-500 codes (learning rates 1.2e-5 to 6.7e-5, 7-11 epochs) in
