@@ -28,6 +28,11 @@
 #' @param models the models, in table order (by default all of the task's: the five above
 #'   for classification; also `"setfit"`, SetFit few-shot fine-tuning of `model`, and `"nli"`,
 #'   an NLI `model` fine-tuned on the classes as hypotheses, see [textmodel_finetune()]).
+#' @param hypothesis,label_phrases the `"nli"` model's hypothesis template (with `{}`; default
+#'   `"This text is about {}."`) and label phrases (a named character vector, one phrase per
+#'   class; default the class names), used in every run of that model and recorded in
+#'   `summary.json` and `table.md` (see [textmodel_finetune()]); an error when `models` has no
+#'   `"nli"`.
 #' @param task `"classification"` (the default), `"regression"` or `"multilabel"`.
 #' @param train_sizes training sizes to draw (e.g. `c(500, 1000, 2000)`); `NULL` uses all
 #'   coded training documents.
@@ -71,6 +76,7 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
                               output_dir = NULL, overwrite = FALSE, text_field = "text",
                               docid_field = "doc_id",
                               task = c("classification", "regression", "multilabel"),
+                              hypothesis = NULL, label_phrases = NULL,
                               verbose = getOption("quantformer.verbose", TRUE), ...) {
   task <- match.arg(task)
   if (task != "classification" && missing(models)) models <- NULL  # the task's models
@@ -82,13 +88,15 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
     task_compare_files(task, frame, y, tframe, test_y)  # R/tasks.R
   }
   on.exit(unlink(c(files$train, files$test)), add = TRUE)
+  nli_args <- nli_phrase_args(label_phrases)  # R/nli.R
+  if (!is.null(nli_args$file)) on.exit(unlink(nli_args$file), add = TRUE)
   if (is.null(output_dir)) output_dir <- tempfile("quantformer-compare-")
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
   args <- c("--train", files$train, "--test", files$test, files$args,
             cli_flags(models = models, train_sizes = train_sizes, repeats = repeats,
                       seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
-                      max_length = max_length, device = device),
-            "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
+                      max_length = max_length, device = device, hypothesis = hypothesis),
+            nli_args$args, "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
   run_cli("compare", args, verbose = verbose, r_args = names(formals()))
   table <- read_output(file.path(output_dir, "table.rds"))
   attr(table, "results") <- read_output(file.path(output_dir, "results.rds"))

@@ -177,6 +177,9 @@ class CompareResult:
                      "documents), mean "
                      f"and (min–max) over {rep} draw(s) of each training size; train s = mean "
                      "training seconds (baselines include their CV tuning).")
+        if self.summary.get("nli"):
+            lines.append("")
+            lines.append(nli_note(self.summary["nli"]))
         return "\n".join(lines)
 
     def plot(self, path, title: str | None = None) -> Path:
@@ -279,8 +282,12 @@ def margins(results: pd.DataFrame, metric: str = "macro_f1",
 
 def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int, seed: int,
             folds: int, vectors, model: str | None, finetune_kwargs: dict | None,
-            fitters: dict | None, quiet: bool) -> dict:
+            fitters: dict | None, quiet: bool, method_options: dict | None = None) -> dict:
     """Train one model on one sample and score it on ``test`` (rows with text and label).
+
+    ``method_options``: ``{model name: finetune arguments}`` of the fine-tuned models (the
+    ``nli`` model's hypothesis, label phrases and pairs; :func:`quantformer.tune_methods.
+    compare_kwargs`).
 
     Returns:
         ``{"macro_f1", "accuracy", "seconds", "params"}``.
@@ -296,9 +303,11 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
         params = dict(getattr(clf, "params", {}) or {})
     elif name in TRANSFORMERS:
         from .finetune import finetune
+        from .tune_methods import sample_kwargs
 
+        options = sample_kwargs((method_options or {}).get(name, {}), sample["label"].unique())
         kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {}),
-              "method": name if name in ("setfit", "nli") else "standard"}
+              **options, "method": name if name in ("setfit", "nli") else "standard"}
         clf = finetune(sample, **kw)
         hp = (getattr(clf, "record", None) or {}).get("hyperparameters", {})
         params = {"lr": hp.get("lr", hp.get("body_lr")), "epochs": hp.get("epochs")}
@@ -344,6 +353,9 @@ def compare(
     task: str = "classification",
     label_cols: list[str] | None = None,
     label_sep: str | None = None,
+    hypothesis: str | None = None,
+    label_phrases=None,
+    nli_pairs: str = "balanced",
 ) -> CompareResult:
     """Train every model on samples of every size, score each on the test set (Table 1).
 
@@ -379,6 +391,12 @@ def compare(
             Hamming loss, per-label F1; the table by macro-F1 over labels); see
             :mod:`quantformer.compare_tasks`.
         label_cols, label_sep: multilabel labels, as in :func:`quantformer.finetune.finetune`.
+        hypothesis, label_phrases, nli_pairs: the ``nli`` model's template (one ``{}``,
+            default ``"This text is about {}."``), class -> label phrase (a dict, ``"a=x,b=y"``
+            or a list of ``"a=x"``; default: the class names) and training pairs
+            (``balanced`` or ``all``), the same in every run, as ``finetune --method nli``
+            takes them (Laurer et al. 2023; :func:`quantformer.nli_finetune.nli_finetune`).
+            Recorded in ``summary["nli"]`` and under the Markdown table.
 
     Returns:
         :class:`CompareResult` (for regression and multilabel the ``results`` metric columns
@@ -390,7 +408,9 @@ def compare(
             data, a class with fewer documents than ``folds`` in some sample (names it and
             suggests fewer folds), a bad vectors file, repeats < 1, a model that is
             classification only with another task (names the valid ones), a label with one
-            value only in a multi-label sample.
+            value only in a multi-label sample; NLI options without ``nli`` in ``models``, a
+            bad template or label phrase, a class without a phrase, an ``nli`` model without
+            an entailment output (all before any run).
     """
     import contextlib
 
@@ -401,12 +421,14 @@ def compare(
                         repeats=repeats, seed=seed, folds=folds, vectors=vectors, quiet=quiet,
                         finetune_kwargs=finetune_kwargs, fitters=fitters, title=title,
                         scheduler=scheduler, task=task, label_cols=label_cols,
-                        label_sep=label_sep)
+                        label_sep=label_sep, nli_options=dict(
+                            hypothesis=hypothesis, label_phrases=label_phrases,
+                            nli_pairs=nli_pairs))
 
 
 def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
              finetune_kwargs, fitters, title, scheduler=None, task="classification",
-             label_cols=None, label_sep=None) -> CompareResult:
+             label_cols=None, label_sep=None, nli_options=None) -> CompareResult:
     import functools
 
     from .baselines import WordVectors, check_folds, training_rows
@@ -415,6 +437,7 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     from .train.arguments import check_arguments
 
     from .train.scoring import make_scoring
+    from .tune_methods import compare_kwargs
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     given = sorted({"task", "label_cols", "label_sep"} & set(finetune_kwargs or {}))
@@ -430,6 +453,7 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
         from .compare_tasks import compare_task
 
         names = _task_model_names(models, task)
+        compare_kwargs(names, model=model, labels=[], **(nli_options or {}))  # refused
         if fitters:
             raise InputError("fitters= (extra models) are for classification comparisons")
         return compare_task(train, test, scoring=scoring, names=names, model=model,
@@ -443,6 +467,8 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     n_test_all = len(test)
     test = training_rows(test, "test data", "cannot be scored and are left out of the scores")
     sizes = check_sizes(train_sizes, len(data))
+    method_options = compare_kwargs(names, model=model, labels=sorted(set(data["label"])),
+                                    **(nli_options or {}))
     vec = None
     if any(n.endswith("-vec") for n in names):
         vec = WordVectors(vectors) if vectors else None
@@ -468,7 +494,7 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
 
     task = functools.partial(_run_planned, samples=samples, test=test, seed=seed, folds=folds,
                              vectors=vec, model=model, finetune_kwargs=finetune_kwargs,
-                             fitters=fitters)
+                             fitters=fitters, method_options=method_options)
     rows, runs = [], []
     for (s, r, name), res in zip(plan, map_runs(task, plan, scheduler, on_result=report)):
         rows.append({"model": name, "train_size": s, "repeat": r,
@@ -490,6 +516,8 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
                "n_test_unscored": n_test_all - len(test),
                "labels": sorted(set(data["label"]) | set(test["label"])),
                "by_size": margins(results)}
+    if "nli" in method_options:
+        summary["nli"] = {k: v for k, v in method_options["nli"].items() if k != "method"}
     return CompareResult(results=results, table=table, runs=runs, summary=summary)
 
 
@@ -504,6 +532,14 @@ def _task_model_names(models, task: str) -> list[str]:
     if not names or len(set(names)) != len(names):
         raise InputError("--models must name each model once")
     return names
+
+
+def nli_note(options: dict) -> str:
+    """The line under the Markdown table naming the ``nli`` model's hypotheses and pairs."""
+    phrases = "; ".join(f"{c}: '{options['hypothesis'].format(p)}'"
+                        for c, p in options["label_phrases"].items())
+    return (f"nli: hypothesis template '{options['hypothesis']}', class hypotheses {phrases}; "
+            f"training pairs {options['nli_pairs']}.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -531,7 +567,7 @@ def add_cli(sub) -> None:
                    help=f"comma-separated models, in table order (default: all of the task's; "
                         f"classification: {','.join(MODELS)}, also setfit: SetFit few-shot "
                         "fine-tuning, and nli: --model is an NLI model fine-tuned on the "
-                        "classes as hypotheses, 'This text is about <class>.'; regression: "
+                        "classes as hypotheses, see --hypothesis, --label-phrases; regression: "
                         "default,ridge-bow; multilabel: default,logit-bow,svm-bow)")
     add_model_option(p, " for the 'default' Transformer")
     p.add_argument("--train-sizes", default=None,
@@ -556,12 +592,16 @@ def add_cli(sub) -> None:
     add_quiet_option(p)
     add_scheduler_option(p)
     add_results_dir_options(p)
+    from .nli_finetune import add_cli_options
+
+    add_cli_options(p, "the nli model of --models")
     p.set_defaults(func=_run_compare)
 
 
 def _run_compare(args) -> int:
     from .cli import corpus_kwargs, print_table, task_kwargs
     from .frames import read_frame
+    from .nli_finetune import cli_kwargs as nli_kwargs
     from .tune import check_results_dir, written_files
 
     out = check_results_dir(args.out, args.overwrite)
@@ -582,7 +622,7 @@ def _run_compare(args) -> int:
                       train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
                       folds=args.folds, vectors=args.vectors, quiet=args.quiet,
                       finetune_kwargs=ft, title=Path(args.train).name,
-                      scheduler=args.scheduler, **task)
+                      scheduler=args.scheduler, **nli_kwargs(args), **task)
     res.save(out, overwrite=args.overwrite)
     if not args.quiet:
         name = METRIC_LABEL[res.summary.get("metric", "macro_f1")]

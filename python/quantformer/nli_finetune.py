@@ -201,6 +201,14 @@ def read_label_phrases_file(path: str | Path) -> dict:
     return parse_label_phrases([ln for ln in read_text_file(p).split("\n") if ln.strip()])
 
 
+def record_hypotheses(record: dict) -> list[str] | None:
+    """The filled hypothesis of every class (``labels`` order) of an NLI model directory's
+    ``quantformer.json`` record; None for a model of another method."""
+    if record.get("method") != METHOD:
+        return None
+    return [record["hypothesis"].format(record["label_phrases"][c]) for c in record["labels"]]
+
+
 def phrases_for(classes: list, phrases: dict) -> dict:
     """The phrase of every class (the class name itself when no phrases are given).
 
@@ -434,9 +442,10 @@ def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, dev
 # CLI (the options `finetune` adds for --method nli)
 
 
-def add_cli_options(p) -> None:
-    """``--hypothesis``, ``--label-phrases``/``--label-phrases-file``, ``--nli-pairs``."""
-    g = p.add_argument_group("--method nli (Laurer et al. 2023): classes as NLI hypotheses")
+def add_cli_options(p, used_by: str = "--method nli") -> None:
+    """``--hypothesis``, ``--label-phrases``/``--label-phrases-file``, ``--nli-pairs`` (their
+    help group names ``used_by``: what they are for)."""
+    g = p.add_argument_group(f"{used_by} (Laurer et al. 2023): classes as NLI hypotheses")
     g.add_argument("--hypothesis", default=None,
                    help="template with one {} for the class's label phrase (default: 'This "
                         "text is about {}.')")
@@ -464,8 +473,13 @@ def cli_kwargs(args) -> dict:
             "nli_pairs": args.nli_pairs}
 
 
-def check_method_options(method: str, hypothesis, label_phrases, nli_pairs) -> None:
+def check_method_options(method: str, hypothesis, label_phrases, nli_pairs,
+                         where: str = "--method nli; add --method nli") -> None:
     """Refuse the NLI options with another method.
+
+    Args:
+        where: what the options are for and the fix, e.g. ``compare``'s ``"the nli model;
+            add nli to --models"``.
 
     Raises:
         InputError: naming the option and the fix.
@@ -476,5 +490,5 @@ def check_method_options(method: str, hypothesis, label_phrases, nli_pairs) -> N
                                  ("--label-phrases", bool(label_phrases)),
                                  ("--nli-pairs", nli_pairs != "balanced")) if v]
     if used:
-        raise InputError(f"{', '.join(used)} is for --method nli; add --method nli (with an NLI "
-                         "--model) or leave it out")
+        raise InputError(f"{', '.join(used)} is for {where} (with an NLI --model) or leave it "
+                         "out")

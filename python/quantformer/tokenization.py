@@ -282,15 +282,31 @@ def encode(
 
 
 def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = 512,
-                truncation: str = "head_tail", with_ids: bool = False) -> pd.DataFrame:
+                truncation: str = "head_tail", with_ids: bool = False,
+                hypotheses: list[str] | None = None) -> pd.DataFrame:
     """Per-document subword counts of a corpus frame.
 
+    Args:
+        hypotheses: for an NLI model, the filled hypothesis of every class: each document is
+            then counted as the premise of its longest hypothesis (in tokens), the pair that
+            truncation cuts first, since prediction pairs every document with every hypothesis
+            and cuts each pair's premise to fit ``max_length`` (Laurer et al. 2023;
+            :mod:`quantformer.nli_finetune`). Default: each document alone.
+
     Returns:
-        A frame with ``doc_id``, ``n_tokens`` (special tokens included; 0 for missing/empty
-        texts), ``truncated`` (bool: longer than ``max_length``), optionally ``input_ids`` (the
-        ids after truncation, a list per document), then the docvars. Row order = input order.
+        A frame with ``doc_id``, ``n_tokens`` (special tokens included, with ``hypotheses`` the
+        longest pair's tokens; 0 for missing/empty texts), ``truncated`` (bool: longer than
+        ``max_length``; with ``hypotheses``: cut in at least one of its pairs), optionally
+        ``input_ids`` (the ids after truncation, a list per document; with ``hypotheses``
+        those of the longest pair), then the docvars. Row order = input order.
+
+    Raises:
+        InputError: an unknown strategy, or a hypothesis that leaves no room for the text
+            within ``max_length``.
     """
-    enc = encode(tokenizer, frame["text"].tolist(), max_length=max_length, truncation=truncation)
+    pairs = [longest_hypothesis(tokenizer, hypotheses)] * len(frame) if hypotheses else None
+    enc = encode(tokenizer, frame["text"].tolist(), max_length=max_length, truncation=truncation,
+                 pairs=pairs)
     out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "n_tokens": enc.n_tokens,
                         "truncated": enc.truncated})
     if with_ids:
@@ -299,6 +315,12 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = 512,
         if c not in ("doc_id", "text"):
             out[c] = frame[c].array  # keeps dtypes (categories, nullable ints)
     return out
+
+
+def longest_hypothesis(tokenizer, hypotheses: list[str]) -> str:
+    """The hypothesis with the most subword tokens (the first of equally long ones)."""
+    counts = [len(ids) for ids in _raw_ids(tokenizer, list(hypotheses))]
+    return hypotheses[int(np.argmax(counts))]
 
 
 def summarise(stats: pd.DataFrame, max_length: int) -> pd.DataFrame:
@@ -329,6 +351,12 @@ def model_truncation(model: str | None) -> tuple[int, str]:
     """``(max_length, truncation)`` a model cuts documents with: those recorded in a
     quantformer model directory's ``quantformer.json`` (what ``predict`` uses), else
     ``(512, "head_tail")``."""
+    hp = _model_record(model).get("hyperparameters", {})
+    return int(hp.get("max_length", 512)), str(hp.get("truncation", "head_tail"))
+
+
+def _model_record(model: str | None) -> dict:
+    """A quantformer model directory's ``quantformer.json``; ``{}`` for other models."""
     import json
     from pathlib import Path
 
@@ -336,12 +364,12 @@ def model_truncation(model: str | None) -> tuple[int, str]:
 
     record = Path(model) / RECORD if model else None
     if record is None or not record.is_file():
-        return 512, "head_tail"
+        return {}
     try:
-        hp = json.loads(record.read_text(encoding="utf-8")).get("hyperparameters", {})
-    except (ValueError, AttributeError):
-        return 512, "head_tail"
-    return int(hp.get("max_length", 512)), str(hp.get("truncation", "head_tail"))
+        content = json.loads(record.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    return content if isinstance(content, dict) else {}
 
 
 # ------------------------------------------------------------------------------------------
@@ -358,7 +386,8 @@ def add_cli(sub) -> None:
                     "documents longer than --max-length, which training and prediction "
                     "truncate (head+tail by default, Wankmüller 2022 section 6.3). With a "
                     "fine-tuned --model, the truncated column marks the documents `predict` "
-                    "cuts.",
+                    "cuts; for a model fine-tuned with --method nli each document is counted "
+                    "with its longest class hypothesis, as prediction pairs them.",
     )
     p.add_argument("--input", required=True, help="corpus file")
     add_corpus_options(p)
@@ -392,8 +421,9 @@ def _run_tokenize(args) -> int:
     frame = read_frame(args.input, labels_file=args.labels_file, **corpus_kwargs(args))
     check_max_length(args.max_length, load_config(args.model))
     tok = load_tokenizer(args.model)
+    hypotheses = _nli_hypotheses(args.model, tok)
     stats = token_stats(frame, tok, max_length=args.max_length, truncation=args.truncation,
-                        with_ids=args.ids)
+                        with_ids=args.ids, hypotheses=hypotheses)
     n_missing = int((stats["n_tokens"] == 0).sum())
     if n_missing:
         import warnings
@@ -407,3 +437,17 @@ def _run_tokenize(args) -> int:
         write_frame(stats, args.out)
         print(f"wrote {len(stats)} rows to {args.out}")
     return 0
+
+
+def _nli_hypotheses(model: str | None, tokenizer) -> list[str] | None:
+    """The class hypotheses of a model fine-tuned with ``--method nli`` (None for others),
+    with a line saying which one the counts include."""
+    from .nli_finetune import record_hypotheses
+
+    hypotheses = record_hypotheses(_model_record(model))
+    if hypotheses:
+        longest = longest_hypothesis(tokenizer, hypotheses)
+        print(f"NLI model: each document is counted with its longest class hypothesis, "
+              f"'{longest}' ({len(_raw_ids(tokenizer, [longest])[0])} tokens), the pair "
+              "prediction cuts first")
+    return hypotheses

@@ -16,6 +16,9 @@ refit train exactly as ``finetune --method ...`` with the same flags would).
 The NLI grid spans the values Laurer et al. (2023, appendix table of hyperparameters) tuned
 for DeBERTa-v3-base-NLI at 100-500 codes (learning rates 1.2e-5 to 6.7e-5, 7-11 epochs) in
 round numbers, around :data:`quantformer.nli_finetune.DEFAULTS` (2e-5, 7 epochs).
+
+``compare`` passes the same NLI options to the runs of its ``nli`` model
+(:func:`compare_kwargs`), checked here the same way.
 """
 
 from __future__ import annotations
@@ -84,9 +87,10 @@ def method_kwargs(method: str, *, task: str = "classification", oversample=None,
     return kwargs
 
 
-def check_nli_model(model, labels: list, label_phrases) -> None:
+def check_nli_model(model, labels: list, label_phrases) -> dict:
     """Before any ``tune --method nli`` run: the model has an entailment output and every class
     has a label phrase (the first run would fail otherwise, after the plan is printed).
+    Returns the phrase of every class (its name when ``label_phrases`` is empty).
 
     Raises:
         InputError: as :func:`quantformer.nli_finetune.nli_outputs` and
@@ -95,7 +99,42 @@ def check_nli_model(model, labels: list, label_phrases) -> None:
     from .nli_finetune import nli_outputs, phrases_for
 
     nli_outputs(model)
-    phrases_for([str(c) for c in labels], label_phrases or {})
+    return phrases_for([str(c) for c in labels], label_phrases or {})
+
+
+def compare_kwargs(names: list, *, model, labels: list, hypothesis: str | None = None,
+                   label_phrases=None, nli_pairs: str = "balanced") -> dict:
+    """For ``compare``: ``{model name: keyword arguments}`` its fine-tuned models' runs pass
+    to :func:`quantformer.finetune` (the ``nli`` model: ``hypothesis``, ``label_phrases``,
+    ``nli_pairs``, checked as for ``tune --method nli``, the model and the phrases of
+    ``labels`` before any run; ``label_phrases`` then holds every class's phrase, its name
+    when none was given).
+
+    Raises:
+        InputError: NLI options without ``nli`` in ``names``, and as :func:`method_kwargs`
+            and :func:`check_nli_model`.
+    """
+    from .nli_finetune import check_method_options
+
+    if "nli" not in names:
+        check_method_options("standard", hypothesis, label_phrases, nli_pairs,
+                             where="compare's nli model; add nli to --models")
+        return {}
+    kwargs = method_kwargs("nli", hypothesis=hypothesis, label_phrases=label_phrases,
+                           nli_pairs=nli_pairs)
+    kwargs["label_phrases"] = check_nli_model(model, labels, kwargs["label_phrases"])
+    return {"nli": kwargs}
+
+
+def sample_kwargs(kwargs: dict, classes) -> dict:
+    """A run's ``kwargs`` for a training sample: NLI label phrases of the sample's classes
+    only (a small plain random sample can lack a class; the model then knows the others, as a
+    standard fine-tuned model would)."""
+    phrases = kwargs.get("label_phrases")
+    if not phrases:
+        return kwargs
+    present = {str(c) for c in classes}
+    return {**kwargs, "label_phrases": {c: p for c, p in phrases.items() if c in present}}
 
 
 def _positive_int(value) -> int:

@@ -323,6 +323,97 @@ def test_compare_knows_nli(tiny_roberta_nli_dir):
     assert res.runs[0]["epochs"] == 1
 
 
+def test_compare_passes_the_nli_options_to_every_nli_run(tiny_roberta_nli_dir, monkeypatch):
+    import quantformer.finetune as ft
+    from quantformer.compare import compare
+
+    records, real = [], ft.finetune
+
+    def spy(*args, **kwargs):
+        clf = real(*args, **kwargs)
+        records.append(clf.record)
+        return clf
+
+    monkeypatch.setattr(ft, "finetune", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = compare(toy_frame(16), toy_frame(24).iloc[16:], models="nli",
+                      model=str(tiny_roberta_nli_dir), train_sizes=[10, 16], repeats=1,
+                      quiet=True, finetune_kwargs={"epochs": 1, "device": "cpu"},
+                      hypothesis=TEMPLATE, label_phrases="econ=money and taxes,"
+                      "other=something else", nli_pairs="all")
+    assert [r["train_size"] for r in res.runs] == [10, 16]
+    assert [r["n_pairs"] for r in records] == [10 * 2, 16 * 2]  # "all": both hypotheses
+    for record in records:
+        assert record["method"] == "nli" and record["hypothesis"] == TEMPLATE
+        assert record["label_phrases"] == PHRASES and record["nli_pairs"] == "all"
+    assert res.summary["nli"] == {"hypothesis": TEMPLATE, "label_phrases": PHRASES,
+                                  "nli_pairs": "all"}
+    assert ("nli: hypothesis template 'The text is about {}.', class hypotheses econ: 'The "
+            "text is about money and taxes.'; other: 'The text is about something else.'; "
+            "training pairs all.") in res.markdown()
+
+
+def test_nli_label_phrases_follow_the_compare_sample():
+    from quantformer.tune_methods import sample_kwargs
+
+    kwargs = {"method": "nli", "label_phrases": {"a": "x", "b": "y", "c": "z"}}
+    assert sample_kwargs(kwargs, ["c", "a"])["label_phrases"] == {"a": "x", "c": "z"}
+    assert kwargs["label_phrases"] == {"a": "x", "b": "y", "c": "z"}  # not changed
+    assert sample_kwargs({"method": "setfit"}, ["a"]) == {"method": "setfit"}
+
+
+def test_cli_compare_nli_writes_its_settings(tiny_roberta_nli_dir, tmp_path):
+    toy_frame(16).to_csv(tmp_path / "train.csv", index=False)
+    toy_frame(24).iloc[16:].to_csv(tmp_path / "test.csv", index=False)
+    (tmp_path / "phrases.txt").write_text("econ=money, taxes and jobs\n\nother=something else\n")
+    args = ["compare", "--models", "nli", "--model", str(tiny_roberta_nli_dir), "--train",
+            str(tmp_path / "train.csv"), "--test", str(tmp_path / "test.csv"), "--repeats", "1",
+            "--epochs", "1", "--quiet"]
+    assert main([*args, "--hypothesis", TEMPLATE, "--label-phrases-file",
+                 str(tmp_path / "phrases.txt"), "--out", str(tmp_path / "c")]) == 0
+    summary = json.loads((tmp_path / "c" / "summary.json").read_text())
+    phrases = {"econ": "money, taxes and jobs", "other": "something else"}
+    assert summary["nli"] == {"hypothesis": TEMPLATE, "label_phrases": phrases,
+                              "nli_pairs": "balanced"}
+    assert "class hypotheses econ: 'The text is about money, taxes and jobs.'" in \
+        (tmp_path / "c" / "table.md").read_text()
+    # without options: the default template and the class names, recorded too
+    assert main([*args, "--out", str(tmp_path / "d")]) == 0
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text())
+    assert summary["nli"] == {"hypothesis": "This text is about {}.", "nli_pairs": "balanced",
+                              "label_phrases": {"econ": "econ", "other": "other"}}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--models", "svm-bow", "--hypothesis", TEMPLATE],
+     "--hypothesis is for compare's nli model; add nli to --models"),
+    (["--models", "default,svm-bow", "--label-phrases", "econ=x,other=y", "--nli-pairs", "all"],
+     "--label-phrases, --nli-pairs is for compare's nli model"),
+    (["--models", "default,ridge-bow", "--task", "regression", "--nli-pairs", "all"],
+     "--nli-pairs is for compare's nli model"),
+    (["--models", "nli"], "needs an NLI model"),
+    (["--models", "svm-bow,nli", "--label-phrases", "econ=money"],
+     "'other' have no label phrase"),
+    (["--models", "nli", "--label-phrases", "econ=x,other=y,tax=z"],
+     "names class(es) 'tax' that are not among the classes"),
+    (["--models", "nli", "--hypothesis", "no placeholder"], "{}"),
+    (["--models", "nli", "--label-phrases-file", "absent.txt"],
+     "label phrases file not found: 'absent.txt'"),
+])
+def test_cli_compare_bad_nli_input_exit_2_before_any_run(tiny_bert_dir, tiny_roberta_nli_dir,
+                                                         tmp_path, capsys, extra, message):
+    toy_frame(16).to_csv(tmp_path / "train.csv", index=False)
+    model = tiny_bert_dir if "needs" in message else tiny_roberta_nli_dir
+    out = tmp_path / "c"
+    assert main(["compare", "--train", str(tmp_path / "train.csv"), "--test",
+                 str(tmp_path / "train.csv"), "--model", str(model), *extra, "--repeats", "1",
+                 "--folds", "2", "--epochs", "1", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "compare:" not in captured.out
+    assert not out.exists()
+
+
 def test_evaluate_calibrate_and_predict_calibrated_on_an_nli_model(nli_model, tmp_path,
                                                                    capsys):
     import shutil
@@ -409,3 +500,52 @@ def test_cli_tune_bad_nli_input_exit_2_before_any_run(tiny_bert_dir, tiny_robert
     captured = capsys.readouterr()
     assert message in captured.err and "run 1/" not in captured.out
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------
+# tokenize --model on an NLI model: documents with their hypotheses
+
+
+def test_cli_tokenize_counts_the_pairs_prediction_cuts(nli_model, tiny_roberta_nli_dir, tmp_path,
+                                                       capsys):
+    import shutil
+
+    from quantformer.zeroshot import nli_pair_logits
+
+    _, out = nli_model
+    model = tmp_path / "m"
+    shutil.copytree(out, model)
+    record = json.loads((model / "quantformer.json").read_text())
+    record["hyperparameters"]["max_length"] = 64  # what predict then uses too
+    (model / "quantformer.json").write_text(json.dumps(record))
+    docs = toy_frame(20)
+    docs.loc[3, "text"] = None
+    docs.to_csv(tmp_path / "docs.csv", index=False)
+    assert main(["tokenize", "--model", str(model), "--input", str(tmp_path / "docs.csv"),
+                 "--ids", "--out", str(tmp_path / "n.parquet")]) == 0
+    hyps = [TEMPLATE.format(PHRASES["econ"]), TEMPLATE.format(PHRASES["other"])]
+    assert (f"each document is counted with its longest class hypothesis, '{hyps[1]}' (14 "
+            "tokens)") in capsys.readouterr().out
+    stats = pd.read_parquet(tmp_path / "n.parquet")
+    assert stats["doc_id"].tolist() == docs["doc_id"].tolist()
+    clf = NLIClassifier.from_dir(model)
+    texts = docs["text"].drop(index=3).tolist()
+    # n_tokens: the longest (document, hypothesis) pair, special tokens included
+    want = [max(len(clf.tokenizer(t, h)["input_ids"]) for h in hyps) for t in texts]
+    assert stats["n_tokens"].drop(index=3).tolist() == want and stats.loc[3, "n_tokens"] == 0
+    # truncated: exactly the documents prediction cuts in one of their pairs
+    _, cut = nli_pair_logits(clf.model, clf.tokenizer, texts, clf.hypotheses(), max_length=64,
+                             truncation=clf.truncation, batch_size=8, device="cpu",
+                             progress=False)
+    assert stats["truncated"].drop(index=3).tolist() == cut.tolist()
+    assert 0 < cut.sum() < len(texts) and not stats.loc[3, "truncated"]
+    # the longer hypothesis decides: some documents fit beside the shorter one
+    short = [len(clf.tokenizer(t, hyps[0])["input_ids"]) > 64 for t in texts]
+    assert sum(short) < cut.sum()
+    assert stats["input_ids"].drop(index=3).map(len).max() == 64
+    # alone (the base NLI model has no hypotheses), every document fits in 64 tokens
+    assert main(["tokenize", "--model", str(tiny_roberta_nli_dir), "--input",
+                 str(tmp_path / "docs.csv"), "--max-length", "64", "--out",
+                 str(tmp_path / "alone.csv")]) == 0
+    assert "hypothesis" not in capsys.readouterr().out
+    assert pd.read_csv(tmp_path / "alone.csv")["truncated"].sum() == 0

@@ -60,3 +60,31 @@ test_that("method = \"nli\" refuses a model without NLI labels and a class witho
                                   label_phrases = c(Democratic = "the Democrats"), epochs = 1),
                "'Republican' have no label phrase")
 })
+
+test_that("textmodel_compare() passes hypothesis and label_phrases to its nli model (#13)", {
+  skip_if_no_verb("compare")
+  model <- nli_test_model(withr::local_tempdir())
+  sotu <- sotu_sample()
+  dem <- which(sotu$party == "Democratic")
+  rep <- which(sotu$party == "Republican")
+  idx <- c(dem[1:4], rep[1:4])
+  test <- c(dem[5:6], rep[5:6])
+  phrases <- c(Republican = "the Republican party, its values", Democratic = "the Democrats")
+  tab <- suppressWarnings(  # the test speeches are cut to 64 tokens
+    textmodel_compare(sotu[idx, ], y = "party", test = sotu[test, ], models = "nli",
+                      model = model, hypothesis = "This speech is by {}.",
+                      label_phrases = phrases, repeats = 1, epochs = 1, max_length = 64,
+                      output_dir = file.path(withr::local_tempdir(), "c")))
+  expect_equal(tab$model, "nli")
+  summary <- jsonlite::read_json(file.path(attr(tab, "output_dir"), "summary.json"))
+  expect_equal(summary$nli$hypothesis, "This speech is by {}.")
+  expect_equal(summary$nli$label_phrases$Republican, "the Republican party, its values")
+  expect_equal(summary$nli$nli_pairs, "balanced")
+  expect_match(paste(readLines(file.path(attr(tab, "output_dir"), "table.md")), collapse = "\n"),
+               "Democratic: 'This speech is by the Democrats.'", fixed = TRUE)
+  # the options without an nli model: refused before any run, in R's words
+  expect_error(textmodel_compare(sotu[idx, ], y = "party", test = sotu[test, ],
+                                 models = "svm-bow", hypothesis = "This speech is by {}.",
+                                 folds = 2, repeats = 1),
+               "`hypothesis` is for compare's nli model; add nli to `models`", fixed = TRUE)
+})
