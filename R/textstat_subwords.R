@@ -9,7 +9,10 @@
 #' `textmodel_zeroshot()` does); `textstat_subwords(x, model = fit)` shows which: with a
 #' fitted model (or its model folder) the token limit and truncation strategy default to the
 #' ones the model was trained and predicts with, so `truncated` marks exactly the documents
-#' `predict(fit, x)` cuts.
+#' `predict(fit, x)` cuts. For a model fitted with `method = "nli"` each document is counted
+#' as the premise of its longest class hypothesis (prediction pairs it with every class's
+#' hypothesis and cuts the premise of each pair to fit), so `n_tokens` includes that
+#' hypothesis.
 #'
 #' @param x documents: a quanteda corpus, a character vector or a data frame with a `text`
 #'   column.

@@ -440,10 +440,12 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     from .tune_methods import compare_kwargs
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
-    given = sorted({"task", "label_cols", "label_sep"} & set(finetune_kwargs or {}))
+    given = sorted({"task", "label_cols", "label_sep", "hypothesis", "label_phrases",
+                    "nli_pairs"} & set(finetune_kwargs or {}))
     if given:
-        raise InputError(f"give {', '.join(given)} to compare itself (task=, label_cols=, "
-                         "label_sep=; --task, --label-cols, --label-sep), not in "
+        raise InputError(f"give {', '.join(given)} to compare itself ("
+                         f"{', '.join(g + '=' for g in given)}; "
+                         f"{', '.join('--' + g.replace('_', '-') for g in given)}), not in "
                          "finetune_kwargs")
     check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
     scoring = make_scoring(task, label_cols, label_sep)

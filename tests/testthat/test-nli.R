@@ -44,6 +44,11 @@ test_that("textmodel_finetune(method = \"nli\") fine-tunes an NLI model that pre
   expect_equal(unname(rowSums(probs)), rep(1, 5), tolerance = 1e-6)
   expect_equal(colnames(probs), c("Democratic", "Republican"))
   expect_equal(as.character(p), colnames(probs)[max.col(probs)])
+  # textstat_subwords counts each document with its longest hypothesis, as predict() cuts
+  sub <- textstat_subwords(sotu[1:5, ], model = fit)
+  expect_equal(sum(sub$truncated), 1)
+  alone <- textstat_subwords(sotu[1:5, ], model = model, max_length = 64)
+  expect_true(all(sub$n_tokens > alone$n_tokens + 5))
 })
 
 test_that("method = \"nli\" refuses a model without NLI labels and a class without a phrase (#13)", {
