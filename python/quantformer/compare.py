@@ -309,8 +309,11 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
         kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {}),
               **options, "method": name if name in ("setfit", "nli") else "standard"}
         clf = finetune(sample, **kw)
-        hp = (getattr(clf, "record", None) or {}).get("hyperparameters", {})
+        record = getattr(clf, "record", None) or {}
+        hp = record.get("hyperparameters", {})
         params = {"lr": hp.get("lr", hp.get("body_lr")), "epochs": hp.get("epochs")}
+        if "n_pairs" in record:  # nli: the premise-hypothesis pairs trained on
+            params["n_pairs"] = record["n_pairs"]
     else:
         from .baselines import fit_baseline
 

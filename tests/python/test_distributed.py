@@ -355,3 +355,24 @@ def test_tune_on_cluster_equals_serial(tiny_bert_dir, cluster):
     cols = ["lr", "epochs", "fold", "macro_f1"]
     pd.testing.assert_frame_equal(fanned.cv_results[cols], serial.cv_results[cols])
     assert fanned.best == serial.best
+
+
+def test_compare_nli_on_cluster_equals_serial(tiny_roberta_nli_dir, cluster):
+    """Issue 13: the nli model's hypothesis, label phrases and pairs reach the Dask workers."""
+    import warnings
+
+    from quantformer.compare import compare
+
+    address, _ = cluster
+    kw = dict(models="nli", model=str(tiny_roberta_nli_dir), train_sizes=[12, 16], repeats=1,
+              quiet=True, finetune_kwargs={"epochs": 1, "lr": 1e-3, "device": "cpu"},
+              hypothesis="The text is about {}.", nli_pairs="all",
+              label_phrases="econ=money and taxes,other=something else")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        serial = compare(toy_frame(16), toy_frame(24).iloc[16:], **kw)
+        fanned = compare(toy_frame(16), toy_frame(24).iloc[16:], scheduler=address, **kw)
+    cols = ["model", "train_size", "repeat", "macro_f1", "accuracy"]
+    pd.testing.assert_frame_equal(fanned.results[cols], serial.results[cols])
+    assert [r["n_pairs"] for r in fanned.runs] == [12 * 2, 16 * 2]  # "all" reached the workers
+    assert fanned.runs == serial.runs and fanned.summary["nli"] == serial.summary["nli"]
