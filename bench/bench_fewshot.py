@@ -85,7 +85,14 @@ def split_models(value: str) -> list[str]:
     return out
 
 
-def run(tasks, per_class, seeds, models) -> pd.DataFrame:
+def append_row(row: dict, out) -> None:
+    """Append one result to the CSV ``out`` (header when new): a run cut short keeps its cells."""
+    if out:
+        path = Path(out)
+        pd.DataFrame([row]).to_csv(path, mode="a", index=False, header=not path.exists())
+
+
+def run(tasks, per_class, seeds, models, out=None) -> pd.DataFrame:
     from quantformer.compare import run_one
 
     fitters = {m: setfit_variant(m) for m in models if m.startswith("setfit:")}
@@ -105,6 +112,7 @@ def run(tasks, per_class, seeds, models) -> pd.DataFrame:
                                       fitters=fitters, quiet=True)
                     rows.append({"task": task, "per_class": k, "seed": seed, "model": name,
                                  "macro_f1": res["macro_f1"], "seconds": time.time() - t0})
+                    append_row(rows[-1], out)
                     print(f"{task} k={k} seed={seed} {name}: macro-F1 {res['macro_f1']:.4f} "
                           f"({time.time() - t0:.0f} s)", flush=True)
     return pd.DataFrame(rows)
@@ -130,15 +138,19 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--models", default="setfit,default,svm-bow")
     p.add_argument("--data", default=str(bench_compare.DATA))
-    p.add_argument("--out", default=None, help="CSV of all runs")
+    p.add_argument("--out", default=None,
+                   help="CSV of all runs, appended to as each run finishes")
+    p.add_argument("--report", default=None,
+                   help="comma-separated result CSVs: print their summary and run nothing")
     args = p.parse_args(argv)
+    if args.report:
+        report(pd.concat([pd.read_csv(f) for f in args.report.split(",")]))
+        return 0
     bench_compare.DATA = Path(args.data)
     if not bench_compare.DATA.is_dir():
         sys.exit(f"{args.data} is absent; the benchmark needs the shared data")
     df = run(args.tasks.split(","), [int(k) for k in args.per_class.split(",")],
-             [int(s) for s in args.seeds.split(",")], split_models(args.models))
-    if args.out:
-        df.to_csv(args.out, index=False)
+             [int(s) for s in args.seeds.split(",")], split_models(args.models), args.out)
     report(df)
     return 0
 

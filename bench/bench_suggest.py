@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -66,8 +67,10 @@ def light_f1(vecs, labels, test_vecs, test_labels, seed) -> float:
 FINETUNE = {"max_length": 512}  # package defaults except what --ft-max-length/--ft-epochs set
 
 
-def finetune_f1(pool, coded_rows, test, seed) -> tuple[float, float]:
-    """(macro-F1 on the test set, seconds) of the default model fine-tuned on the codes."""
+def finetune_f1(pool, coded_rows, test, seed, pool_probs=False):
+    """(macro-F1 on the test set, seconds) of the default model fine-tuned on the codes;
+    with ``pool_probs``, also (its class probabilities for every pool document, its labels),
+    which a ``-ft`` strategy chooses the next codes by (else None)."""
     from sklearn.metrics import f1_score
 
     from quantformer.finetune import finetune
@@ -78,15 +81,31 @@ def finetune_f1(pool, coded_rows, test, seed) -> tuple[float, float]:
         warnings.simplefilter("ignore")
         clf = finetune(train, seed=seed, quiet=True, device="cpu", **FINETUNE)
         pred = clf.predict(test, warn=False)
-    return float(f1_score(test["label"], pred["predicted"], average="macro")), time.time() - t0
+        probs = ((clf.predict_proba(pool[["doc_id", "text"]], progress=False),
+                  list(clf.labels)) if pool_probs else None)
+    f1 = float(f1_score(test["label"], pred["predicted"], average="macro"))
+    return f1, time.time() - t0, probs
 
 
-def strategy_options(strategy: str) -> dict:
-    """suggest() arguments of a bench strategy name: a suggest strategy, ``-nodiv`` appended
-    for no diversity guard, ``@S`` for a random share S (e.g. ``margin@0.2``)."""
-    name, _, share = strategy.partition("@")
-    return {"strategy": name.removesuffix("-nodiv"), "diversity": not name.endswith("-nodiv"),
-            "random_share": float(share or 0)}
+FT_EVERY = 100  # a -ft strategy fine-tunes every FT_EVERY codes (--ft-every)
+STRATEGY = re.compile(r"(?:cold(?P<cold>\d+)-)?(?P<name>[a-z_]+?)(?P<nodiv>-nodiv)?"
+                      r"(?P<ft>-ft)?(?:@(?P<share>[0-9.]+))?")
+
+
+def strategy_options(strategy: str) -> tuple[dict, int, bool]:
+    """(suggest() arguments, cold-start codes, fine-tuned selection) of a bench strategy name:
+    a suggest strategy; ``-nodiv`` appended for no diversity guard; ``@S`` for a random share
+    S (``margin@0.2``); ``cold<N>-`` in front: the first N codes are one cold-start batch
+    (k-means medoids; a longer diverse phase for a small budget, Hacohen, Dekel & Weinshall
+    2022), e.g. ``cold100-margin``; ``-ft``: from ``FT_EVERY`` codes on, the default model is
+    fine-tuned every ``FT_EVERY`` codes and the next ``FT_EVERY`` are chosen by its
+    probabilities (``suggest(probs=...)``, as ``suggest --model DIR``; the model that will be
+    used chooses, Lowell, Lipton & Wallace 2019), e.g. ``margin-ft``."""
+    m = STRATEGY.fullmatch(strategy)
+    if m is None:
+        sys.exit(f"unknown bench strategy {strategy!r}: [cold<N>-]NAME[-nodiv][-ft][@SHARE]")
+    return ({"strategy": m["name"], "diversity": not m["nodiv"],
+             "random_share": float(m["share"] or 0)}, int(m["cold"] or 0), bool(m["ft"]))
 
 
 def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total):
@@ -95,24 +114,37 @@ def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total):
     :func:`strategy_options`)."""
     from quantformer.suggest import suggest
 
+    options, cold_until, ft = strategy_options(strategy)
     frame = pool[["doc_id", "text"]].copy()
     coded: list[int] = []
     rows = []
     pos = {d: i for i, d in enumerate(pool["doc_id"])}
+    model = None  # (pool probabilities, labels) of the last fine-tuned checkpoint (-ft)
     while len(coded) < total:
         codes = pd.DataFrame({"doc_id": pool["doc_id"].iloc[coded],
                               "label": pool["label"].iloc[coded]})
+        n, kw = min(batch, total - len(coded)), dict(options)
+        if len(coded) < cold_until:
+            n, kw = min(cold_until, total) - len(coded), {"strategy": "cold"}
+        elif model is not None:
+            n, kw = min(FT_EVERY, total - len(coded)), {**kw, "probs": model[0],
+                                                        "prob_labels": model[1]}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            picks = suggest(frame, vecs, coded=codes, n=min(batch, total - len(coded)),
-                            seed=seed, **strategy_options(strategy))
+            picks = suggest(frame, vecs, coded=codes, n=n, seed=seed, **kw)
         coded += [pos[d] for d in picks["doc_id"]]
         labels = pool["label"].iloc[coded]
-        rows.append({"codes": len(coded),
-                     "light_f1": light_f1(vecs[coded], labels, test_vecs, test["label"], seed),
-                     "finetuned_f1": float("nan"), "finetune_s": float("nan"),
-                     "n_minority": int(labels.value_counts().min())
-                     if labels.nunique() > 1 else 0, "_coded": list(coded)})
+        row = {"codes": len(coded),
+               "light_f1": light_f1(vecs[coded], labels, test_vecs, test["label"], seed),
+               "finetuned_f1": float("nan"), "finetune_s": float("nan"),
+               "n_minority": int(labels.value_counts().min())
+               if labels.nunique() > 1 else 0, "_coded": list(coded)}
+        if ft and len(coded) % FT_EVERY == 0:
+            row["finetuned_f1"], row["finetune_s"], model = finetune_f1(
+                pool, coded, test, seed, pool_probs=len(coded) < total)
+            print(f"    {strategy} seed {seed}: {len(coded)} codes, fine-tuned macro-F1 "
+                  f"{row['finetuned_f1']:.4f} ({row['finetune_s']:.0f} s)", flush=True)
+        rows.append(row)
     return rows
 
 
@@ -134,8 +166,8 @@ def run_finetunes(rows, plan, pool, test, out, t0, fold=0):
     for strategy, codes, seeds in plan:
         for seed in seeds:
             row = index[(strategy, seed, codes)]
-            row["finetuned_f1"], row["finetune_s"] = finetune_f1(pool, row["_coded"], test,
-                                                                 seed)
+            row["finetuned_f1"], row["finetune_s"], _ = finetune_f1(pool, row["_coded"],
+                                                                    test, seed)
             print(f"    {strategy} seed {seed}: {codes} codes, fine-tuned macro-F1 "
                   f"{row['finetuned_f1']:.4f} ({row['finetune_s']:.0f} s; "
                   f"{time.time() - t0:.0f} s in all)", flush=True)
@@ -260,6 +292,7 @@ def report(df: pd.DataFrame, target: int) -> dict:
 
 
 def main(argv=None) -> int:
+    global FT_EVERY
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", default="abortion,toxic")
     p.add_argument("--seeds", default="1,2,3")
@@ -279,6 +312,9 @@ def main(argv=None) -> int:
     p.add_argument("--ft-max-length", type=int, default=512,
                    help="tokens per document when fine-tuning (512, the package default; "
                         "128 suits tweets and short comments)")
+    p.add_argument("--ft-every", type=int, default=FT_EVERY,
+                   help="a -ft strategy fine-tunes every this many codes and chooses the next "
+                        "as many by the fine-tuned model (100)")
     p.add_argument("--ft-epochs", type=int, default=None,
                    help="fine-tuning epochs (default: the package's, 4 for MiniLM)")
     p.add_argument("--cv", type=int, default=0,
@@ -302,6 +338,7 @@ def main(argv=None) -> int:
         df = df.groupby(["task", "strategy", "seed", "fold", "codes"], as_index=False).first()
         print(json.dumps(report(df, args.target), indent=2))
         return 0
+    FT_EVERY = args.ft_every
     FINETUNE.update(max_length=args.ft_max_length,
                     **({"epochs": args.ft_epochs} if args.ft_epochs else {}))
     bench_compare.DATA = Path(args.data)
