@@ -180,7 +180,7 @@ def bench_int8_variants(name: str, model_dir: Path, test: pd.DataFrame,
                         rounds: int) -> list[dict]:
     """int8 variants of one task's fp32 export, run in interleaved rounds with ONNX fp32:
     speed vs fp32, agreement with fp32, macro-F1."""
-    from quantformer.onnx_backend import OnnxModel, quantize_int8
+    from quantformer.onnx_backend import OnnxModel, quantize_int8, unfused_model
     from quantformer.predict import Classifier
 
     fp32 = Classifier.from_dir(model_dir, backend="onnx")
@@ -190,7 +190,7 @@ def bench_int8_variants(name: str, model_dir: Path, test: pd.DataFrame,
         folder = src.parent / f".variant-{len(runners)}"
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(src, folder)
-        quantize_int8(src / "model.onnx", folder / "model.onnx", **options)
+        quantize_int8(unfused_model(src), folder / "model.onnx", **options)
         net = OnnxModel(folder, json.loads((folder / "manifest.json").read_text()),
                         fp32.model.config)
         runners[label] = Classifier(net, net.tokenizer, fp32.labels,

@@ -3,15 +3,19 @@
 A model is exported once per use (``proba`` for fine-tuned classifiers, ``logits`` for NLI
 zero-shot, ``mean_pool`` for embeddings) with ``torch.onnx.export(dynamo=True)``: the exported
 graph is the very function the torch path runs on a padded batch, so both backends compute the
-same thing (probabilities within 1e-4). ``--quantize int8`` runs ONNX Runtime's dynamic int8
+same thing (probabilities within 1e-4). The fp32 export is then fused for ONNX Runtime's CPU
+kernels (attention, skip-LayerNorm, bias-GELU; :mod:`quantformer.onnx_fusion`), when the fused
+graph's outputs stay within 1e-4 of the unfused one's; the unfused graph is kept beside it as
+``unfused-model.onnx``. ``--quantize int8`` runs ONNX Runtime's dynamic int8
 quantization (``quantize_dynamic``: int8 weights, activations quantised per batch; Zafrir et al.
-2019, "Q8BERT") on the fp32 export, with the settings in :data:`INT8_SETTINGS`. ONNX Runtime's
+2019, "Q8BERT") on the unfused fp32 export, with the settings in :data:`INT8_SETTINGS` (they
+were chosen for accuracy on the unfused graph). ONNX Runtime's
 block-wise ``MatMulNBits`` 8-bit quantization agreed better with fp32 (99.6 % of the Abortion
 labels) but was slower than fp32 on a CPU without VNNI and took gigabytes of memory on
 512-token documents (bench/RESULTS.md), so it is not used.
 
 The export is cached in a folder holding ``model.onnx``, ``tokenizer.json`` and
-``manifest.json``:
+``manifest.json`` (and, for a fused fp32 export, ``unfused-model.onnx``):
 
 * inside the model folder, ``<model>/onnx/<use>-<fp32|int8>/``, when the model was given as a
   local folder that is writable;
@@ -20,7 +24,7 @@ The export is cached in a folder holding ``model.onnx``, ``tokenizer.json`` and
   ``onnx/<hash of the model path>/<use>-<fp32|int8>/``.
 
 The manifest holds a key, the SHA-256 of the model's weight, config and tokenizer files, the
-use, the quantization and the versions of torch, transformers, tokenizers, onnx, onnxscript,
+use, the quantization, the export format and the versions of torch, transformers, tokenizers, onnx, onnxscript,
 onnxruntime and quantformer. A cached export whose key differs (weights or versions changed) or
 whose files do not match their recorded SHA-256 (damaged) is rebuilt, never trusted. Exports
 are written to a temporary folder and renamed into place, so an interrupted export leaves no
@@ -60,10 +64,12 @@ from .errors import InputError
 BACKENDS = ("torch", "onnx")
 QUANTIZE = ("none", "int8")
 #: bump when the export procedure changes, so older caches are rebuilt
-EXPORT_FORMAT = 1
+EXPORT_FORMAT = 2  # 2: fp32 exports are fused (onnx_fusion), int8 quantizes the unfused graph
 OPSET = 18
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
+#: the unfused fp32 graph, kept beside a fused ``model.onnx``: the source of int8
+UNFUSED_FILE = "unfused-model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 #: model files whose bytes enter the cache key
 KEY_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt",
@@ -74,7 +80,7 @@ UNSUPPORTED_TYPES = ("longformer", "led")
 #: quantize_dynamic settings: int8 weights of the MatMuls only (embeddings, pooler and
 #: classification head stay fp32), one scale per output channel, 7-bit weight range (no
 #: saturation in the u8s8 kernels of CPUs without VNNI), and the first encoder layer's MatMuls
-#: kept fp32 (``first_layer_fp32``: the layer most sensitive to quantization here). Top-1
+#: kept fp32; applied to the unfused fp32 graph (``first_layer_fp32``: the layer most sensitive to quantization here). Top-1
 #: agreement with fp32: Abortion 95.7 % (ONNX Runtime's defaults), 97.9 % (without
 #: first_layer_fp32), 98.9 % (these); Toxic 99.3 % and 99.6 % (bench/RESULTS.md). Part of the
 #: cache key: a change rebuilds cached int8 exports.
@@ -346,8 +352,9 @@ def _build_atomically(folder: Path, key: str, parts: dict, build: Callable) -> N
     os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes it private; a cache is shared like a model
     try:
         info = build(tmp)
+        files = [f for f in (MODEL_FILE, UNFUSED_FILE, TOKENIZER_FILE) if (tmp / f).exists()]
         manifest = {"key": key, **parts, **info,
-                    "sha256": {f: file_sha256(tmp / f) for f in (MODEL_FILE, TOKENIZER_FILE)}}
+                    "sha256": {f: file_sha256(tmp / f) for f in files}}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         old = None
         if folder.exists():
@@ -380,7 +387,7 @@ def _export(path: str, tmp: Path, fn: Callable, loader: Callable) -> dict:
           file=sys.stderr, flush=True)
     try:
         with _quiet_export(), torch.no_grad():
-            torch.onnx.export(wrapper, sample, str(tmp / MODEL_FILE), dynamo=True,
+            torch.onnx.export(wrapper, sample, str(tmp / UNFUSED_FILE), dynamo=True,
                               input_names=names, output_names=["output"], opset_version=OPSET,
                               dynamic_shapes={n: {0: batch, 1: seq} for n in names},
                               external_data=False, verbose=False)
@@ -389,8 +396,21 @@ def _export(path: str, tmp: Path, fn: Callable, loader: Callable) -> dict:
         raise InputError(f"this model could not be exported to ONNX ({first}); use --backend "
                          "torch (the default)") from exc
     (tmp / TOKENIZER_FILE).write_text(tokenizer.backend_tokenizer.to_str(), encoding="utf-8")
-    return {"inputs": names, "template": asdict(template),
+    return {"inputs": names, "template": asdict(template), "fusion": _fuse(tmp, names, sample),
             "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0}
+
+
+def _fuse(tmp: Path, names: list[str], sample: tuple) -> dict:
+    """Fuse ``tmp/unfused-model.onnx`` into ``tmp/model.onnx`` (:func:`onnx_fusion.fuse`);
+    when the fusion is not kept, the unfused graph becomes ``model.onnx``."""
+    from .onnx_fusion import fuse
+
+    with _quiet_export():
+        info = fuse(tmp / UNFUSED_FILE, tmp / MODEL_FILE,
+                    {n: t.numpy() for n, t in zip(names, sample)})
+    if not info["applied"]:
+        os.replace(tmp / UNFUSED_FILE, tmp / MODEL_FILE)
+    return info
 
 
 def _sample(tokenizer, names: list[str]) -> tuple:
@@ -423,11 +443,18 @@ def _quiet_export():
 
 
 def _quantize(source: Path, tmp: Path) -> dict:
-    """int8 quantization of the fp32 export in ``source`` (:data:`INT8_SETTINGS`)."""
-    quantize_int8(source / MODEL_FILE, tmp / MODEL_FILE)
+    """int8 quantization of the unfused fp32 export in ``source`` (:data:`INT8_SETTINGS`)."""
+    quantize_int8(unfused_model(source), tmp / MODEL_FILE)
     shutil.copyfile(source / TOKENIZER_FILE, tmp / TOKENIZER_FILE)
     manifest = json.loads((source / MANIFEST).read_text(encoding="utf-8"))
-    return {k: manifest[k] for k in ("inputs", "template", "pad_token_id")}
+    return {**{k: manifest[k] for k in ("inputs", "template", "pad_token_id")},
+            "fusion": {"applied": False, "reason": "int8 is quantized from the unfused graph"}}
+
+
+def unfused_model(folder: Path) -> Path:
+    """The unfused graph of an fp32 export folder: ``unfused-model.onnx`` beside a fused
+    ``model.onnx``, else ``model.onnx`` itself."""
+    return folder / UNFUSED_FILE if (folder / UNFUSED_FILE).exists() else folder / MODEL_FILE
 
 
 def quantize_int8(src: Path, dst: Path, **overrides) -> None:

@@ -289,8 +289,11 @@ def test_int8_settings_enter_the_key_and_an_old_int8_cache_is_rebuilt(bert_copy,
     fp32_key = onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")[0]
     net = load_encoder(str(bert_copy), backend="onnx", quantize="int8").model
     assert int8_matmuls(net.folder) == 6  # q, k, v, attention out, FFN in, out of layer 2
-    fp32_model = net.folder.parent / "mean_pool-fp32" / "model.onnx"
+    fp32_model = onnx_backend.unfused_model(net.folder.parent / "mean_pool-fp32")
+    assert fp32_model.name == "unfused-model.onnx"  # int8 is quantized from the unfused graph
     assert len(onnx_backend.first_layer_matmuls(fp32_model)) == 6
+    fusion = json.loads((net.folder / "manifest.json").read_text())["fusion"]
+    assert fusion == {"applied": False, "reason": "int8 is quantized from the unfused graph"}
     # a cache written under other settings (as before a change of them) is stale: rebuilt
     monkeypatch.setitem(onnx_backend.INT8_SETTINGS, "first_layer_fp32", False)
     new_key = onnx_backend.cache_key(str(bert_copy), "mean_pool", "int8")[0]
@@ -318,3 +321,46 @@ def test_cache_rebuilt_when_the_weights_change(tiny_bert_dir, tmp_path):
     after = embed(docs, str(model), backend="onnx", quiet=True)
     assert np.abs(after - before).max() > 1e-2  # the weights changed the vectors ...
     np.testing.assert_allclose(after, ref, atol=1e-4)  # ... and the export followed them
+
+
+def _op_types(path: Path) -> set[str]:
+    import onnx
+
+    return {n.op_type for n in onnx.load(str(path)).graph.node}
+
+
+def test_fp32_export_is_fused_and_keeps_the_unfused_graph(bert_copy):
+    enc = load_encoder(str(bert_copy), backend="onnx")
+    folder = enc.model.folder
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["fusion"]["applied"] is True
+    assert manifest["fusion"]["fusions"]["attention"] == 2  # one per layer of the tiny BERT
+    assert manifest["fusion"]["max_abs_diff"] <= 1e-4
+    fused, unfused = _op_types(folder / "model.onnx"), _op_types(folder / "unfused-model.onnx")
+    assert {"Attention", "SkipLayerNormalization"} <= fused
+    assert "Attention" not in unfused and "Softmax" in unfused
+    assert set(manifest["sha256"]) == {"model.onnx", "unfused-model.onnx", "tokenizer.json"}
+    # a damaged unfused graph (the source of int8) makes the whole fp32 export stale
+    key, _ = onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")
+    assert onnx_backend.is_valid(folder, key)
+    data = bytearray((folder / "unfused-model.onnx").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (folder / "unfused-model.onnx").write_bytes(bytes(data))
+    assert not onnx_backend.is_valid(folder, key)
+
+
+def test_a_fusion_that_changes_the_outputs_is_refused(tiny_bert_dir, tmp_path, monkeypatch):
+    from quantformer import onnx_fusion
+
+    model = _copy(tiny_bert_dir, tmp_path, "bert")
+    docs = ["taxes and jobs", "schools and roads, hospitals", None]
+    ref = embed(docs, str(model), device="cpu", quiet=True)
+    monkeypatch.setattr(onnx_fusion, "TOLERANCE", -1.0)  # every difference is too large
+    got = embed(docs, str(model), backend="onnx", quiet=True)
+    folder = model / "onnx" / "mean_pool-fp32"
+    fusion = json.loads((folder / "manifest.json").read_text())["fusion"]
+    assert fusion["applied"] is False and "differed by" in fusion["reason"]
+    assert not (folder / "unfused-model.onnx").exists()
+    assert "Attention" not in _op_types(folder / "model.onnx")  # the unfused graph is used
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]
+    np.testing.assert_allclose(got, ref, atol=1e-4)
