@@ -17,8 +17,10 @@ the start and end of each part.
 3. Embeddings of the Abortion test tweets with the bundled all-MiniLM-L6-v2:
    ``SentenceTransformer.encode`` vs quantformer torch, ONNX fp32, ONNX int8 (docs per CPU
    second, min cosine with encode's vectors).
-4. ``--only int8``: int8 variants (``quantize_dynamic`` options) on each task's fp32 export:
-   speed vs ONNX fp32, agreement with fp32, macro-F1; they chose ``onnx_backend.INT8_SETTINGS``.
+4. ``--only int8``: int8 variants (``quantize_dynamic`` options) on each task's fp32 export
+   (its unfused graph, or the fused one where the variant says so) and the unfused fp32 graph:
+   speed vs ONNX fp32 (fused), agreement with fp32, macro-F1; they chose
+   ``onnx_backend.INT8_SETTINGS``.
 5. Cold start: seconds from process start to the first prediction (``python -m quantformer
    predict`` on one document, wall clock, median of interleaved rounds), torch vs ONNX with the
    export cached.
@@ -173,6 +175,10 @@ INT8_VARIANTS = {
     "MatMul, per_channel": {"reduce_range": False, "first_layer_fp32": False},
     "MatMul, per_channel, reduce_range (before)": {"first_layer_fp32": False},
     "MatMul, per_channel, reduce_range, first layer fp32 (chosen)": {},
+    "ONNX fp32, unfused graph": {"fp32": True},
+    "chosen settings on the fused graph": {"graph": "fused"},
+    "chosen settings on the fused graph, first layer int8 too": {"graph": "fused",
+                                                                 "first_layer_fp32": False},
 }
 
 
@@ -190,7 +196,12 @@ def bench_int8_variants(name: str, model_dir: Path, test: pd.DataFrame,
         folder = src.parent / f".variant-{len(runners)}"
         shutil.rmtree(folder, ignore_errors=True)
         shutil.copytree(src, folder)
-        quantize_int8(unfused_model(src), folder / "model.onnx", **options)
+        options = dict(options)  # "graph": quantize the fused model.onnx; "fp32": no int8
+        graph = src / "model.onnx" if options.pop("graph", "") == "fused" else unfused_model(src)
+        if options.pop("fp32", False):
+            shutil.copyfile(graph, folder / "model.onnx")
+        else:
+            quantize_int8(graph, folder / "model.onnx", **options)
         net = OnnxModel(folder, json.loads((folder / "manifest.json").read_text()),
                         fp32.model.config)
         runners[label] = Classifier(net, net.tokenizer, fp32.labels,

@@ -472,14 +472,15 @@ def quantize_int8(src: Path, dst: Path, **overrides) -> None:
 
 def first_layer_matmuls(path: Path) -> list[str]:
     """Names of the first encoder layer's MatMuls with a constant weight: those before the
-    layer's second LayerNormalization (the third of the graph, after the embeddings')."""
+    layer's second LayerNormalization (the third of the graph, after the embeddings'), fused
+    (``SkipLayerNormalization``, :mod:`quantformer.onnx_fusion`) or not."""
     import onnx
 
     model = onnx.load(str(path))
     weights = {t.name for t in model.graph.initializer}
     names, norms = [], 0
     for node in model.graph.node:  # ONNX graphs are stored in topological order
-        norms += node.op_type == "LayerNormalization"
+        norms += node.op_type in ("LayerNormalization", "SkipLayerNormalization")
         if norms >= 3:
             break
         if node.op_type == "MatMul" and node.input[1] in weights:

@@ -339,6 +339,9 @@ def test_fp32_export_is_fused_and_keeps_the_unfused_graph(bert_copy):
     fused, unfused = _op_types(folder / "model.onnx"), _op_types(folder / "unfused-model.onnx")
     assert {"Attention", "SkipLayerNormalization"} <= fused
     assert "Attention" not in unfused and "Softmax" in unfused
+    # layer 1's MatMuls are found in both graphs (q, k, v are inside the fused Attention)
+    assert len(onnx_backend.first_layer_matmuls(folder / "unfused-model.onnx")) == 6
+    assert len(onnx_backend.first_layer_matmuls(folder / "model.onnx")) == 3
     assert set(manifest["sha256"]) == {"model.onnx", "unfused-model.onnx", "tokenizer.json"}
     # a damaged unfused graph (the source of int8) makes the whole fp32 export stale
     key, _ = onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")
