@@ -30,7 +30,8 @@
 #' @param scheduler `NULL` (default: the files one after another in one Python process),
 #'   `"local:N"` or the address of a Dask scheduler (`"tcp://host:port"`).
 #' @param resume logical: continue the run recorded in `output_dir` (default `FALSE`).
-#' @param batch_size documents per forward pass (default 64).
+#' @param batch_size documents per forward pass at most (default 64; long documents go in
+#'   smaller batches of at most 4096 padded tokens).
 #' @param device `"auto"` (default), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
 #' @param text_field,docid_field names of the text and document-id columns in the files
 #'   (defaults `text` and `doc_id`; without an id column ids are `textN`).

@@ -199,7 +199,8 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
         frame: a corpus frame (``doc_id``, ``text``, ...), a DataFrame with a ``text`` column,
             or a list of strings.
         model: hub id or local folder (default: the bundled all-MiniLM-L6-v2).
-        batch_size: documents per forward pass (32); batches are length-sorted.
+        batch_size: documents per forward pass at most (32); batches are length-sorted and hold
+            at most :data:`quantformer.inference.MAX_TOKENS` padded tokens.
         max_length: token limit, special tokens included (default: the model's
             sentence-transformers ``max_seq_length``, 256 for the default model, else 512).
         truncation: ``head_tail`` (default; Wankmüller 2022 section 6.3), ``head`` or ``tail``.
@@ -305,7 +306,8 @@ def add_cli(sub) -> None:
     add_corpus_options(p, label=False)
     add_model_option(p)
     p.add_argument("--batch-size", type=positive(int), default=32,
-                   help="documents per forward pass (32)")
+                   help="documents per forward pass at most (32; fewer for long documents: "
+                        "at most 4096 padded tokens per pass)")
     p.add_argument("--max-length", type=int, default=None,
                    help="token limit, special tokens included (default: the model's "
                         "sentence-transformers max_seq_length, 256 for the default model, "

@@ -303,7 +303,8 @@ def add_cli(sub) -> None:
 
     add_labels_file_option(p)
     p.add_argument("--batch-size", type=positive(int), default=64,
-                   help="documents per forward pass with --model (64)")
+                   help="documents per forward pass with --model at most (64; at most 4096 "
+                        "padded tokens per pass)")
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", default=None, help="write the report as JSON here")

@@ -246,7 +246,8 @@ class Classifier:
 
         Args:
             frame_or_texts: a corpus frame (its ``text`` column) or a sequence of str/None.
-            batch_size: documents per forward pass (default 64).
+            batch_size: documents per forward pass at most (default 64; long documents go
+                in smaller batches, :data:`quantformer.inference.MAX_TOKENS`).
             progress: show a tqdm bar.
 
         Returns:
@@ -266,7 +267,8 @@ class Classifier:
 
         Args:
             frame: a corpus frame (``doc_id``, ``text``, docvars) or a sequence of texts.
-            batch_size: documents per forward pass (default 64).
+            batch_size: documents per forward pass at most (default 64; long documents go
+                in smaller batches, :data:`quantformer.inference.MAX_TOKENS`).
             keep_text: keep the ``text`` column in the output.
             progress: show a tqdm bar.
             warn: warn when documents have missing or empty texts, or were truncated to
@@ -335,7 +337,7 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
     Args:
         model: a :class:`Classifier` or a model directory path.
         frame: a corpus frame or a sequence of texts.
-        batch_size: documents per forward pass (default 64).
+        batch_size: documents per forward pass at most (default 64; fewer for long documents).
         keep_text: keep the ``text`` column.
         device: used when ``model`` is a path.
         quiet: no progress bar.
@@ -443,7 +445,8 @@ def add_cli(sub) -> None:
                                                 "folder for a partitioned --input")
 
     p.add_argument("--batch-size", type=positive(int), default=64,
-                   help="documents per forward pass (64)")
+                   help="documents per forward pass at most (64; fewer for long documents: "
+                        "at most 4096 padded tokens per pass)")
     p.add_argument("--keep-text", action="store_true", help="keep the text column in the output")
     p.add_argument("--calibrated", action="store_true",
                    help="apply the temperature stored by `quantformer calibrate`")

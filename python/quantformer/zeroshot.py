@@ -422,7 +422,8 @@ def zeroshot(
             ``predicted`` is then the highest-scoring label: threshold the ``prob_`` columns
             for several labels per document.
         batch_size: inputs per forward pass (32): (document, label) pairs for NLI, documents
-            for embeddings; batches are sorted by length.
+            for embeddings; batches are sorted by length and hold at most
+            :data:`quantformer.inference.MAX_TOKENS` padded tokens.
         max_length: token limit per input, special tokens included. Default: 512 (or the
             model's limit when lower) for NLI, where it bounds premise + hypothesis; for
             embeddings the model's sentence-transformers ``max_seq_length`` (256 for the
@@ -573,7 +574,8 @@ def add_cli(sub) -> None:
     p.add_argument("--multi-label", action="store_true",
                    help="score each label on its own (probabilities need not sum to 1)")
     p.add_argument("--batch-size", type=positive(int), default=32,
-                   help="inputs per forward pass (32)")
+                   help="inputs per forward pass at most (32; fewer for long inputs: at most "
+                        "4096 padded tokens per pass)")
     p.add_argument("--max-length", type=int, default=None,
                    help="token limit per input (NLI: 512 or the model's limit; embedding: the "
                         "model's sentence-transformers max_seq_length, 256 for the default)")

@@ -21,6 +21,18 @@ def test_length_batches_longest_first_and_stable():
     assert [b.tolist() for b in batches] == [[1, 3], [0, 2], [4]]
 
 
+def test_length_batches_keep_to_the_token_budget():
+    lengths = [512, 40, 500, 30, 300, 35, 20, 10]
+    batches = length_batches(lengths, batch_size=4, max_tokens=1024)
+    # 1024 // 512 = 2 inputs, then 1024 // 300 = 3, then the rest up to batch_size 4
+    assert [b.tolist() for b in batches] == [[0, 2], [4, 1, 5], [3, 6, 7]]
+    assert all(len(b) * max(lengths[i] for i in b) <= 1024 for b in batches)
+    assert [b.tolist() for b in length_batches([2000, 5], 4, max_tokens=1024)] == [[0], [1]]
+    no_budget = length_batches(lengths, batch_size=4, max_tokens=None)
+    assert [len(b) for b in no_budget] == [4, 4]
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))
+
+
 def test_run_batches_returns_rows_in_input_order():
     import torch
 
