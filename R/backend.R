@@ -9,9 +9,10 @@
 #' `$XDG_CACHE_HOME/quantformer`, else `~/.cache/quantformer`); a cached export is rebuilt when
 #' the weights or library versions change or when it is damaged. `quantize = "int8"` adds ONNX
 #' Runtime's dynamic int8 quantization (Zafrir et al. 2019, "Q8BERT"; the first encoder layer
-#' stays fp32), the fastest option on CPUs, with labels that agreed with fp32 on 98.9 % of the
-#' Abortion test tweets and 99.6 % of the Toxic test comments, macro-F1 within 0.005
-#' (`bench/RESULTS.md`).
+#' stays fp32), the fastest option on CPUs (about 1.2x fp32 ONNX on a 2-core CPU without
+#' VNNI), with labels that agreed with fp32 on 98.2-98.9 % of the Abortion test tweets and
+#' 99.3-99.6 % of Toxic comments (`bench/RESULTS.md`). The fp32 ONNX export is fused for ONNX
+#' Runtime's CPU kernels (outputs within 1e-4 of PyTorch).
 #' Longformer models are not supported with ONNX. Set defaults for a session with
 #' `options(quantformer.backend = "onnx", quantformer.quantize = "int8")`.
 #'

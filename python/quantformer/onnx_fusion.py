@@ -5,14 +5,15 @@ each LayerNorm, residual Add and GELU as nodes of their own. ONNX Runtime's own 
 optimizer does not recognise the dynamo export's attention, so :func:`fuse` rewrites the
 graph with onnxscript's ORT fusion rules (``onnxscript.rewriter.ort_fusions.optimize_for_ort``:
 ``Attention``, ``SkipLayerNormalization``, ``BiasGelu``, ONNX Runtime contrib operators with
-fused CPU kernels). On the fine-tuned MiniLM this made fp32 prediction of the Abortion tweets
-about 1.3x faster (bench/RESULTS.md, "fused graphs").
+fused CPU kernels). On the fine-tuned MiniLM this made fp32 prediction 1.25x (Abortion tweets)
+to 1.36x (Toxic comments) faster (bench/RESULTS.md, "fused graphs").
 
 A fused graph is kept only when it computes what the unfused one does: both are run on the
 export's sample batch (which has padding) and the fused graph is refused when any output
 differs by more than :data:`TOLERANCE`; the unfused graph is then used, and the manifest says
-why. int8 is quantized from the unfused graph (:mod:`quantformer.onnx_backend`), whose
-``quantize_dynamic`` settings were chosen for accuracy on it.
+why. int8 is quantized from the fused graph (:mod:`quantformer.onnx_backend`): on this
+2-core AVX2 CPU, int8 of the unfused graph was no faster than fused fp32, int8 of the fused
+graph 1.2x faster, with as many changed labels (bench/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -288,12 +288,13 @@ def test_int8_settings_enter_the_key_and_an_old_int8_cache_is_rebuilt(bert_copy,
     assert parts["int8_settings"] == onnx_backend.INT8_SETTINGS
     fp32_key = onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")[0]
     net = load_encoder(str(bert_copy), backend="onnx", quantize="int8").model
-    assert int8_matmuls(net.folder) == 6  # q, k, v, attention out, FFN in, out of layer 2
-    fp32_model = onnx_backend.unfused_model(net.folder.parent / "mean_pool-fp32")
-    assert fp32_model.name == "unfused-model.onnx"  # int8 is quantized from the unfused graph
-    assert len(onnx_backend.first_layer_matmuls(fp32_model)) == 6
+    # int8 of the fused graph: q, k, v are inside the fp32 Attention node; layer 2's attention
+    # output, FFN in and FFN out are int8, layer 1's stay fp32
+    assert int8_matmuls(net.folder) == 3
+    fp32_model = net.folder.parent / "mean_pool-fp32" / "model.onnx"
+    assert len(onnx_backend.first_layer_matmuls(fp32_model)) == 3
     fusion = json.loads((net.folder / "manifest.json").read_text())["fusion"]
-    assert fusion == {"applied": False, "reason": "int8 is quantized from the unfused graph"}
+    assert fusion["applied"] is True and fusion["fusions"]["attention"] == 2
     # a cache written under other settings (as before a change of them) is stale: rebuilt
     monkeypatch.setitem(onnx_backend.INT8_SETTINGS, "first_layer_fp32", False)
     new_key = onnx_backend.cache_key(str(bert_copy), "mean_pool", "int8")[0]
@@ -303,7 +304,7 @@ def test_int8_settings_enter_the_key_and_an_old_int8_cache_is_rebuilt(bert_copy,
     again = onnx_backend.open_model(str(bert_copy), use="mean_pool", fn=_pool, loader=_never,
                                     quantize="int8")  # from the cached fp32 export
     assert onnx_backend.is_valid(again.folder, new_key)
-    assert int8_matmuls(again.folder) == 6 * 2  # now layer 1's are int8 too
+    assert int8_matmuls(again.folder) == 3 * 2  # now layer 1's are int8 too
 
 
 def test_cache_rebuilt_when_the_weights_change(tiny_bert_dir, tmp_path):
@@ -329,27 +330,26 @@ def _op_types(path: Path) -> set[str]:
     return {n.op_type for n in onnx.load(str(path)).graph.node}
 
 
-def test_fp32_export_is_fused_and_keeps_the_unfused_graph(bert_copy):
+def test_fp32_export_is_fused(bert_copy, tmp_path, monkeypatch):
     enc = load_encoder(str(bert_copy), backend="onnx")
     folder = enc.model.folder
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["fusion"]["applied"] is True
+    assert manifest["fusion"]["applied"] is True and manifest["fuse"] is True
     assert manifest["fusion"]["fusions"]["attention"] == 2  # one per layer of the tiny BERT
     assert manifest["fusion"]["max_abs_diff"] <= 1e-4
-    fused, unfused = _op_types(folder / "model.onnx"), _op_types(folder / "unfused-model.onnx")
-    assert {"Attention", "SkipLayerNormalization"} <= fused
-    assert "Attention" not in unfused and "Softmax" in unfused
-    # layer 1's MatMuls are found in both graphs (q, k, v are inside the fused Attention)
-    assert len(onnx_backend.first_layer_matmuls(folder / "unfused-model.onnx")) == 6
-    assert len(onnx_backend.first_layer_matmuls(folder / "model.onnx")) == 3
-    assert set(manifest["sha256"]) == {"model.onnx", "unfused-model.onnx", "tokenizer.json"}
-    # a damaged unfused graph (the source of int8) makes the whole fp32 export stale
-    key, _ = onnx_backend.cache_key(str(bert_copy), "mean_pool", "none")
-    assert onnx_backend.is_valid(folder, key)
-    data = bytearray((folder / "unfused-model.onnx").read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    (folder / "unfused-model.onnx").write_bytes(bytes(data))
-    assert not onnx_backend.is_valid(folder, key)
+    assert {"Attention", "SkipLayerNormalization"} <= _op_types(folder / "model.onnx")
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "model.onnx",
+                                                        "tokenizer.json"]
+    # FUSE (the benchmarks' switch) is part of the key: the unfused export is another one
+    model = _copy(bert_copy, tmp_path, "bert_unfused")
+    shutil.rmtree(model / "onnx", ignore_errors=True)
+    key = onnx_backend.cache_key(str(model), "mean_pool", "none")[0]
+    monkeypatch.setattr(onnx_backend, "FUSE", False)
+    assert onnx_backend.cache_key(str(model), "mean_pool", "none")[0] != key
+    unfused = load_encoder(str(model), backend="onnx").model.folder
+    assert "Attention" not in _op_types(unfused / "model.onnx")
+    assert len(onnx_backend.first_layer_matmuls(unfused / "model.onnx")) == 6  # + q, k, v
+    assert "turned off" in json.loads((unfused / "manifest.json").read_text())["fusion"]["reason"]
 
 
 def test_a_fusion_that_changes_the_outputs_is_refused(tiny_bert_dir, tmp_path, monkeypatch):
