@@ -23,11 +23,12 @@ The export is cached in a folder holding ``model.onnx``, ``tokenizer.json`` and
   ``onnx/<hash of the model path>/<use>-<fp32|int8>/``.
 
 The manifest holds a key, the SHA-256 of the model's weight, config and tokenizer files, the
-use, the quantization, the export format and the versions of torch, transformers, tokenizers, onnx, onnxscript,
-onnxruntime and quantformer. A cached export whose key differs (weights or versions changed) or
-whose files do not match their recorded SHA-256 (damaged) is rebuilt, never trusted. Exports
-are written to a temporary folder and renamed into place, so an interrupted export leaves no
-half-written cache.
+use, the quantization, whether to fuse, the export format and the versions of torch,
+transformers, tokenizers, onnx, onnxscript, onnxruntime and quantformer, and a ``fusion``
+record (the fusions applied, or why none was). A cached export whose key differs (weights or
+versions changed) or whose files do not match their recorded SHA-256 (damaged) is rebuilt,
+never trusted. Exports are written to a temporary folder and renamed into place, so an
+interrupted export leaves no half-written cache.
 
 With a valid cached export, inference imports neither torch nor transformers: the tokenizer is
 the Rust ``tokenizers`` library, reading the exported ``tokenizer.json`` with the special-token
