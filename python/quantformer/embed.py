@@ -376,7 +376,8 @@ def _run_embed(args) -> int:
             n_missing += int(encoded.missing.sum())
             n_truncated += int(encoded.truncated.sum())
             hidden = vecs.shape[1]
-    missing_warning(n_missing, n, "an embedding of NaN")
+    missing_warning(n_missing, n, "a null embedding" if layout == "list"
+                    else "NaN in every dim_ column")
     print(f"embedded {n} documents with {model_label(args.model)} (mean pooling, {hidden} "
           f"dimensions, max {length} tokens): {n_missing} missing or empty, {n_truncated} "
           f"truncated ({args.truncation}); wrote {args.out}")

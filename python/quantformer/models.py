@@ -99,7 +99,9 @@ def resolve_model(name: str | None = None) -> str:
     if p.exists():
         raise InputError(f"--model '{name}' is a file; give a model folder or a hub id")
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
-        raise InputError(f"model folder not found: '{name}'")
+        raise InputError(f"model folder not found: '{name}'; check the path, or give a hub id "
+                         "(e.g. sentence-transformers/all-MiniLM-L6-v2), or leave --model out "
+                         "for the bundled default")
     try:
         from huggingface_hub import snapshot_download
 

@@ -44,7 +44,8 @@ def test_local_folder(tiny_bert_dir, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["./no/such/model", "/no/such/model", "a/b/c"])
 def test_missing_path(name):
-    with pytest.raises(InputError, match=f"model folder not found: '{name}'"):
+    with pytest.raises(InputError, match=f"model folder not found: '{name}'; check the path, "
+                       "or give a hub id .* or leave --model out for the bundled default"):
         resolve_model(name)
 
 
