@@ -5,8 +5,8 @@ each LayerNorm, residual Add and GELU as nodes of their own. ONNX Runtime's own 
 optimizer does not recognise the dynamo export's attention, so :func:`fuse` rewrites the
 graph with onnxscript's ORT fusion rules (``onnxscript.rewriter.ort_fusions.optimize_for_ort``:
 ``Attention``, ``SkipLayerNormalization``, ``BiasGelu``, ONNX Runtime contrib operators with
-fused CPU kernels). On the fine-tuned MiniLM this made fp32 prediction 1.25x (Abortion tweets)
-to 1.36x (Toxic comments) faster (bench/RESULTS.md, "fused graphs").
+fused CPU kernels). On the fine-tuned MiniLM this made fp32 prediction 1.24x (Abortion tweets)
+to 1.28x (Toxic comments) faster (bench/RESULTS.md, "Sessions 3 and 4: fused graphs").
 
 A fused graph is kept only when it computes what the unfused one does: both are run on the
 export's sample batch (which has padding) and the fused graph is refused when any output
