@@ -276,11 +276,12 @@ def _train(train, model, hp, order, seed, device, quiet):
 
     set_seed(seed)
     logging.getLogger("setfit").setLevel(logging.ERROR)  # "no model_head.pkl": expected
-    with hf_quiet():
+    # the Trainer's output folder (nothing is saved there): removed afterwards
+    with hf_quiet(), tempfile.TemporaryDirectory(prefix="quantformer-setfit-") as scratch:
         net = SetFitModel.from_pretrained(resolve_model(model), labels=None,
                                           device=resolve_device(device))
         net.model_head.set_params(max_iter=1000, random_state=seed)
-        args = TrainingArguments(output_dir=tempfile.mkdtemp(prefix="quantformer-setfit-"),
+        args = TrainingArguments(output_dir=scratch,
                                  batch_size=hp["batch_size"], num_epochs=hp["epochs"],
                                  num_iterations=hp["num_iterations"],
                                  body_learning_rate=hp["body_lr"], seed=seed,

@@ -85,6 +85,22 @@ def test_setfit_is_seeded():
     np.testing.assert_allclose(a.coef, b.coef, atol=1e-6)
 
 
+def test_setfit_leaves_no_scratch_folders(tmp_path, monkeypatch):
+    """The Trainer's output folder is removed after training (57 empty folders had piled up
+    in /tmp over a benchmark); the body's copy goes when the classifier is collected."""
+    import gc
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    clf = setfit_finetune(toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4),
+                          num_iterations=1, seed=5, quiet=True, device="cpu")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert len(left) == 1 and left[0].startswith("quantformer-setfit-body-")
+    del clf
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"epochs": 0}, "epochs must be a positive number"),
     ({"lr": -1.0}, "lr must be a positive number"),
