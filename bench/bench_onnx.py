@@ -9,7 +9,8 @@ the start and end of each part.
 1. Prediction with a fine-tuned default model (all-MiniLM-L6-v2) on the Abortion test set (280
    tweets) and the Toxic test set (1,000 comments): ``pipeline("text-classification")`` with its
    defaults (``truncation=True`` added for Toxic, whose longest comments exceed 512 tokens and
-   make the pipeline fail otherwise), quantformer torch fp32, ONNX fp32 and ONNX int8. For each:
+   make the pipeline fail otherwise), quantformer torch fp32, ONNX fp32, ONNX int8 without and
+   with (the default) the fp32 recheck of near ties (``quantformer.onnx_recheck``). For each:
    documents per wall second and per CPU second, their ratios to the pipeline, top-1 agreement
    with torch fp32 and macro-F1 against the hand-coded labels.
 2. NLI zero-shot on a tiny random RoBERTa-NLI model (built here): torch vs ONNX fp32/int8,
@@ -104,7 +105,10 @@ def bench_predict(name: str, model_dir: Path, test: pd.DataFrame, pipeline_kw: d
     runners = {"pipeline defaults": lambda: [r["label"] for r in pipe(texts, **pipeline_kw)]}
     for label, kw in [("quantformer torch fp32", {"device": "cpu"}),
                       ("ONNX fp32", {"backend": "onnx"}),
-                      ("ONNX int8", {"backend": "onnx", "quantize": "int8"})]:
+                      ("ONNX int8, no recheck", {"backend": "onnx", "quantize": "int8",
+                                                 "recheck_margin": 0}),
+                      ("ONNX int8 (fp32 recheck of near ties, default)",
+                       {"backend": "onnx", "quantize": "int8"})]:
         clf = Classifier.from_dir(model_dir, **kw)  # exports (untimed) on first use
         clf.predict(test.head(8), warn=False)  # warm-up
         runners[label] = lambda clf=clf: clf.predict(test, warn=False)["predicted"].tolist()

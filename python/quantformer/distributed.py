@@ -394,9 +394,9 @@ def _predict_partition(spec: dict) -> dict:
     counts: dict = {}
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
-            probs, missing = clf._proba(chunk["text"].tolist(), opts["batch_size"], False,
-                                        counts)
-            writer.write(clf._output(chunk, probs, missing, opts["keep_text"]))
+            probs, missing, rechecked = clf._scored(chunk["text"].tolist(), opts["batch_size"],
+                                                    False, counts)
+            writer.write(clf._output(chunk, probs, missing, opts["keep_text"], rechecked))
             n += len(chunk)
             n_missing += int(missing.sum())
     return _counts(n, n_missing, counts.get("truncated", 0), clf.max_length, clf.truncation)

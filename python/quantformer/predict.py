@@ -121,19 +121,23 @@ class Classifier:
         self.truncation = truncation
         self.device = device
         self.record = dict(record or {})
+        self.recheck = None  # int8: the fp32 recheck of near ties (from_dir sets it)
         self.model.eval()
 
     # ---------------------------------------------------------------------------------------
 
     @classmethod
     def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
-                 quantize: str = "none") -> Classifier:
+                 quantize: str = "none", recheck_margin: float | None = None) -> Classifier:
         """Load a model directory (see :func:`load`).
 
         Args:
             backend: ``torch`` or ``onnx`` (ONNX Runtime on the CPU; the export is cached in
                 ``<path>/onnx/``, see :mod:`quantformer.onnx_backend`).
             quantize: ``none`` or ``int8`` (onnx only).
+            recheck_margin: with ``int8``, documents whose int8 top-two probability margin is
+                below this are predicted again in fp32 (float in [0, 1); None:
+                :data:`quantformer.onnx_recheck.RECHECK_MARGIN`, 0.05; 0: pure int8).
 
         Raises:
             ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
@@ -146,6 +150,8 @@ class Classifier:
 
         record = read_record(path)
         use_onnx = check_backend(backend, quantize, device) == "onnx"
+        if recheck_margin is not None and quantize != "int8":
+            raise InputError("recheck_margin applies to quantize='int8' only; leave it out")
         if record.get("method") == "nli":  # an NLI model fine-tuned on hypotheses
             from .nli_finetune import NLIClassifier
 
@@ -168,8 +174,11 @@ class Classifier:
                                  f"is a {task.name} model: use --backend torch")
             net = open_model(str(path), use="proba", fn=softmax_logits, loader=_load_torch,
                              quantize=quantize)
-            return cls(net, net.tokenizer, record["labels"], max_length=hp.get("max_length", 512),
-                       truncation=hp.get("truncation", "head_tail"), device="cpu", record=record)
+            clf = cls(net, net.tokenizer, record["labels"], max_length=hp.get("max_length", 512),
+                      truncation=hp.get("truncation", "head_tail"), device="cpu", record=record)
+            if quantize == "int8":
+                clf.recheck = _recheck(path, recheck_margin)
+            return clf
         from .models import resolve_device
 
         dev = resolve_device(device)
@@ -215,8 +224,10 @@ class Classifier:
         return list(frame_or_texts)
 
     def _proba(self, texts: list, batch_size: int, progress: bool,
-               counts: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+               counts: dict | None = None, model=None) -> tuple[np.ndarray, np.ndarray]:
         from .inference import run_batches
+
+        model = self.model if model is None else model
         from .tokenization import encode
 
         # an ONNX model's config is config.json alone (classifiers only: one column a label)
@@ -231,14 +242,23 @@ class Classifier:
             ids = [enc.input_ids[i] for i in keep]
             types = [enc.token_type_ids[i] for i in keep] if enc.token_type_ids else None
             out = run_batches(
-                self.model, ids, types,
+                model, ids, types,
                 fn=lambda m, b: self.task.activation(m(**b).logits),
                 batch_size=batch_size, device=self.device,
                 pad_id=self.tokenizer.pad_token_id or 0,
-                extra=global_attention_hook(self.model.config), progress=progress,
+                extra=global_attention_hook(model.config), progress=progress,
             )
             probs[keep] = out
         return probs, enc.missing
+
+    def _scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
+        """(probabilities, missing mask, rechecked mask or None): :meth:`_proba`, then for
+        int8 the fp32 recheck of near ties (:mod:`quantformer.onnx_recheck`)."""
+        probs, missing = self._proba(texts, batch_size, progress, counts)
+        if self.recheck is None:
+            return probs, missing, None
+        return probs, missing, self.recheck(
+            lambda m, t: self._proba(t, batch_size, False, model=m)[0], texts, probs)
 
     def predict_proba(self, frame_or_texts, batch_size: int = 64,
                       progress: bool = False) -> np.ndarray:
@@ -256,7 +276,7 @@ class Classifier:
         """
         texts = self._texts(frame_or_texts)
         counts: dict = {}
-        probs, missing = self._proba(texts, batch_size, progress, counts)
+        probs, missing, _ = self._scored(texts, batch_size, progress, counts)
         warn_missing(int(missing.sum()), len(texts))
         self._warn_truncated(counts, len(texts))
         return probs
@@ -278,19 +298,21 @@ class Classifier:
         Returns:
             A frame in input row order: ``doc_id``, the docvars (a ``label`` column included),
             [``text``], ``predicted`` (label string; missing for missing/empty texts),
-            ``prob_<label>`` per class, ``backend`` (``torch``, ``onnx fp32`` or ``onnx
-            int8``: which backend produced the rows, issue 16).
+            ``prob_<label>`` per class, ``backend`` (``torch``, ``onnx fp32``, ``onnx int8``
+            or, for int8 rows predicted again in fp32, ``onnx fp32 recheck``: which backend
+            produced each row, issue 16).
         """
         if not isinstance(frame, pd.DataFrame):
             texts = self._texts(frame)
             frame = pd.DataFrame({"doc_id": [f"text{i + 1}" for i in range(len(texts))],
                                   "text": texts})
         counts: dict = {}
-        probs, missing = self._proba(self._texts(frame), batch_size, progress, counts)
+        texts = self._texts(frame)
+        probs, missing, rechecked = self._scored(texts, batch_size, progress, counts)
         if warn:
             warn_missing(int(missing.sum()), len(frame))
             self._warn_truncated(counts, len(frame))
-        return self._output(frame, probs, missing, keep_text)
+        return self._output(frame, probs, missing, keep_text, rechecked)
 
     def _warn_truncated(self, counts: dict, n: int) -> None:
         from .tokenization import warn_truncated
@@ -298,17 +320,31 @@ class Classifier:
         warn_truncated(counts.get("truncated", 0), n, self.max_length, self.truncation)
 
     def _output(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,
-                keep_text: bool) -> pd.DataFrame:
+                keep_text: bool, rechecked: np.ndarray | None = None) -> pd.DataFrame:
         out = {"doc_id": frame["doc_id"].to_numpy()}
         for c in frame.columns:
             if c == "doc_id" or (c == "text" and not keep_text):
                 continue
             out[c] = frame[c].to_numpy()
         out.update(self.task.columns(probs, missing))
-        # which backend produced the rows (issue 16): torch, onnx fp32 or onnx int8
+        # which backend produced each row (issue 16): torch, onnx fp32 or onnx int8
         onnx = getattr(self.model, "backend", "torch") == "onnx"
         out["backend"] = self.model.label if onnx else "torch"
+        if rechecked is not None:  # int8 rows predicted again in fp32
+            from .onnx_recheck import RECHECK_LABEL
+
+            out["backend"] = np.where(rechecked, RECHECK_LABEL, out["backend"])
         return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
+
+
+def _recheck(path, margin):
+    """The fp32 recheck of an int8 classifier (:class:`quantformer.onnx_recheck.Recheck`)."""
+    from .onnx_backend import open_model
+    from .onnx_recheck import RECHECK_MARGIN, Recheck
+
+    return Recheck(RECHECK_MARGIN if margin is None else margin,
+                   lambda: open_model(str(path), use="proba", fn=softmax_logits,
+                                      loader=_load_torch, quantize="none"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -346,7 +382,7 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
 
     Returns:
         See :meth:`Classifier.predict`: a last column ``backend`` says which backend
-        produced the rows (``torch``, ``onnx fp32`` or ``onnx int8``).
+        produced each row (``torch``, ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
     """
     clf = model if isinstance(model, Classifier) else Classifier.from_dir(
         model, device=device, backend=backend, quantize=quantize)
@@ -372,7 +408,7 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
  ``backend`` and ``quantize``
     (used when ``model`` is a path) choose torch or ONNX Runtime (see
     :meth:`Classifier.from_dir`); outputs end with a ``backend`` column (``torch``,
-    ``onnx fp32`` or ``onnx int8``).
+    ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
 
     Returns:
         The number of documents written.
@@ -400,12 +436,13 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer:
         for chunk in chunks:
-            probs, missing = clf._proba(chunk["text"].tolist(), batch_size, False, counts)
+            probs, missing, rechecked = clf._scored(chunk["text"].tolist(), batch_size, False,
+                                                    counts)
             if temperature is not None:
                 from .calibration import apply_temperature
 
                 probs = apply_temperature(probs, temperature)
-            writer.write(clf._output(chunk, probs, missing, keep_text))
+            writer.write(clf._output(chunk, probs, missing, keep_text, rechecked))
             n += len(chunk)
             n_missing += int(missing.sum())
             bar.update(len(chunk))

@@ -160,6 +160,23 @@ def test_partitioned_equals_one_file_default_ids_across_partitions(tmp_path, mod
     assert code == 2 and "pass --resume" in capsys.readouterr().err
 
 
+def test_partitioned_int8_keeps_the_fp32_recheck_rows(tmp_path, model_dir, monkeypatch):
+    """int8 partitions carry the per-row backend of the fp32 recheck as one file does."""
+    monkeypatch.setenv("QUANTFORMER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("quantformer.onnx_recheck.RECHECK_MARGIN", 0.5)  # some rows, not all
+    whole = _corpus(40)
+    whole.to_parquet(tmp_path / "all.parquet", index=False)
+    kw = {"quiet": True, "backend": "onnx", "quantize": "int8"}
+    predict_file(model_dir, tmp_path / "all.parquet", tmp_path / "one.parquet", **kw)
+    want = pd.read_parquet(tmp_path / "one.parquet")
+    _write_parts(whole, tmp_path / "in", 2)
+    predict_partitions(model_dir, tmp_path / "in", tmp_path / "out", **kw)
+    got = _read_out(tmp_path / "out")
+    _assert_same_predictions(got, want)
+    assert got["backend"].tolist() == want["backend"].tolist()
+    assert set(want["backend"]) == {"onnx int8", "onnx fp32 recheck"}
+
+
 def test_resume_recomputes_only_the_deleted_partitions(tmp_path, model_dir):
     _write_parts(_corpus(100), tmp_path / "in", 5)
     out = tmp_path / "out"

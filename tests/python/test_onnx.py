@@ -126,14 +126,76 @@ def test_predict_onnx_equals_torch(clf_dir):
     probs = ref.filter(like="prob_").to_numpy()
     np.testing.assert_allclose(got.filter(like="prob_").to_numpy(), probs, atol=1e-4)
     assert got["predicted"].fillna("-").tolist() == ref["predicted"].fillna("-").tolist()
-    with pytest.warns(PredictionWarning):
-        q = Classifier.from_dir(clf_dir, backend="onnx", quantize="int8").predict(docs)
+    with pytest.warns(PredictionWarning):  # pure int8: no fp32 recheck
+        q = Classifier.from_dir(clf_dir, backend="onnx", quantize="int8",
+                                recheck_margin=0).predict(docs)
     assert set(q["backend"]) == {"onnx int8"}
     scored = ref["predicted"].notna()
     assert q["predicted"].notna().tolist() == scored.tolist()
     assert (q["predicted"][scored] == ref["predicted"][scored]).mean() >= 0.99
     assert np.nanmax(np.abs(q.filter(like="prob_").to_numpy() - probs)) < 0.02
     assert (clf_dir / "onnx" / "proba-fp32" / "model.onnx").is_file()
+
+
+def test_int8_near_ties_are_rechecked_in_fp32(clf_dir):
+    """Rows whose int8 top-two margin is under recheck_margin carry fp32's probabilities
+    and the backend 'onnx fp32 recheck'; the others int8's; missing texts are not rechecked."""
+    from quantformer.onnx_recheck import RECHECK_LABEL, near_ties
+
+    docs = _docs()
+    with pytest.warns(PredictionWarning):
+        fp32 = Classifier.from_dir(clf_dir, backend="onnx").predict(docs)
+    with pytest.warns(PredictionWarning):
+        pure = Classifier.from_dir(clf_dir, backend="onnx", quantize="int8",
+                                   recheck_margin=0).predict(docs)
+    p32, p8 = fp32.filter(like="prob_").to_numpy(), pure.filter(like="prob_").to_numpy()
+    scored = fp32["predicted"].notna().to_numpy()
+    # a margin between the smallest and the largest int8 margin: some rows rechecked, not all
+    top2 = np.sort(p8[scored], axis=1)[:, -2:]
+    margin = float(np.median(top2[:, 1] - top2[:, 0]))
+    with pytest.warns(PredictionWarning):
+        got = Classifier.from_dir(clf_dir, backend="onnx", quantize="int8",
+                                  recheck_margin=margin).predict(docs)
+    again = near_ties(p8, margin)
+    assert 0 < again.sum() < scored.sum()
+    assert (got["backend"] == RECHECK_LABEL).tolist() == again.tolist()
+    assert set(got["backend"][~again]) == {"onnx int8"}
+    pg = got.filter(like="prob_").to_numpy()
+    np.testing.assert_allclose(pg[again], p32[again], atol=1e-6)
+    np.testing.assert_allclose(pg[~again & scored], p8[~again & scored], atol=1e-6)
+    assert got["predicted"].isna().tolist() == fp32["predicted"].isna().tolist()
+    # a margin of (almost) 1 rechecks every scored row: fp32's labels exactly
+    with pytest.warns(PredictionWarning):
+        every = Classifier.from_dir(clf_dir, backend="onnx", quantize="int8",
+                                    recheck_margin=0.999999).predict(docs)
+    assert (every["backend"] == RECHECK_LABEL).tolist() == scored.tolist()
+    assert every["predicted"].fillna("-").tolist() == fp32["predicted"].fillna("-").tolist()
+    texts = toy_frame(12)["text"]
+    proba = Classifier.from_dir(clf_dir, backend="onnx", quantize="int8",
+                                recheck_margin=0.999999).predict_proba(texts)
+    np.testing.assert_allclose(proba, Classifier.from_dir(clf_dir, backend="onnx")
+                               .predict_proba(texts), atol=1e-6)
+
+
+@pytest.mark.parametrize("margin", [-0.1, 1, 1.5, "a lot", float("nan")])
+def test_recheck_margin_is_checked(clf_dir, margin):
+    with pytest.raises(InputError, match="recheck_margin must be a number from 0"):
+        Classifier.from_dir(clf_dir, backend="onnx", quantize="int8", recheck_margin=margin)
+
+
+def test_recheck_margin_needs_int8(clf_dir):
+    for kw in ({"backend": "onnx"}, {}):
+        with pytest.raises(InputError, match="recheck_margin applies to quantize='int8' only"):
+            Classifier.from_dir(clf_dir, recheck_margin=0.1, **kw)
+
+
+def test_near_ties():
+    from quantformer.onnx_recheck import near_ties
+
+    p = np.array([[0.5, 0.49, 0.01], [0.9, 0.05, 0.05], [np.nan] * 3, [0.3, 0.3, 0.4]])
+    assert near_ties(p, 0.05).tolist() == [True, False, False, False]
+    assert near_ties(p, 0.11).tolist() == [True, False, False, True]
+    assert near_ties(p, 0).tolist() == [False] * 4
 
 
 def test_rust_tokenizer_gives_the_hugging_face_ids(clf_dir):
@@ -157,7 +219,7 @@ def test_cli_predict_onnx_int8(clf_dir, tmp_path):
                "--out", str(out), "--backend", "onnx", "--quantize", "int8", "--quiet"])
     assert rc == 0
     got = pd.read_csv(out)
-    assert got["backend"].tolist() == ["onnx int8"] * 12
+    assert set(got["backend"]) <= {"onnx int8", "onnx fp32 recheck"} and len(got) == 12
     assert got["doc_id"].tolist() == toy_frame(12)["doc_id"].tolist()
     bad = main(["predict", "--model", str(clf_dir), "--input", str(tmp_path / "in.csv"),
                 "--out", str(tmp_path / "b.csv"), "--quantize", "int8"])
