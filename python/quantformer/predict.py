@@ -152,6 +152,9 @@ class Classifier:
         use_onnx = check_backend(backend, quantize, device) == "onnx"
         if recheck_margin is not None and quantize != "int8":
             raise InputError("recheck_margin applies to quantize='int8' only; leave it out")
+        if record.get("method") == "nli" and recheck_margin is not None:
+            raise InputError("recheck_margin applies to classifiers fine-tuned the standard "
+                             "way; an NLI model's int8 has no fp32 recheck: leave it out")
         if record.get("method") == "nli":  # an NLI model fine-tuned on hypotheses
             from .nli_finetune import NLIClassifier
 

@@ -306,6 +306,8 @@ def test_onnx_backend_matches_torch(nli_model, tmp_path):
     assert onnx_pred["backend"].unique().tolist() == ["onnx fp32"]
     np.testing.assert_allclose(onnx_pred[["prob_econ", "prob_other"]].to_numpy(),
                                torch_pred[["prob_econ", "prob_other"]].to_numpy(), atol=1e-4)
+    with pytest.raises(InputError, match="an NLI model's int8 has no fp32 recheck"):
+        Classifier.from_dir(copy, backend="onnx", quantize="int8", recheck_margin=0.1)
 
 
 def test_compare_knows_nli(tiny_roberta_nli_dir):
