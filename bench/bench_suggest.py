@@ -64,7 +64,8 @@ def light_f1(vecs, labels, test_vecs, test_labels, seed) -> float:
     return float(f1_score(test_labels, clf.predict(test_vecs), average="macro"))
 
 
-FINETUNE = {"max_length": 512}  # package defaults except what --ft-max-length/--ft-epochs set
+FINETUNE = {"max_length": 512}  # package defaults except what --ft-max-length/--ft-epochs/
+# --ft-oversample set
 
 
 def finetune_f1(pool, coded_rows, test, seed, pool_probs=False):
@@ -317,6 +318,9 @@ def main(argv=None) -> int:
                         "as many by the fine-tuned model (100)")
     p.add_argument("--ft-epochs", type=int, default=None,
                    help="fine-tuning epochs (default: the package's, 4 for MiniLM)")
+    p.add_argument("--ft-oversample", type=float, default=None,
+                   help="fine-tune with random oversampling to this minority:majority ratio, "
+                        "e.g. 1 (Wankmueller 2022, section 6.2; default: none, the package's)")
     p.add_argument("--cv", type=int, default=0,
                    help="compare on K-fold cross-validation within the pool instead of the "
                         "test set (to choose a strategy without the test set)")
@@ -340,7 +344,8 @@ def main(argv=None) -> int:
         return 0
     FT_EVERY = args.ft_every
     FINETUNE.update(max_length=args.ft_max_length,
-                    **({"epochs": args.ft_epochs} if args.ft_epochs else {}))
+                    **({"epochs": args.ft_epochs} if args.ft_epochs else {}),
+                    **({"oversample": args.ft_oversample} if args.ft_oversample else {}))
     bench_compare.DATA = Path(args.data)
     if not bench_compare.DATA.is_dir():
         sys.exit(f"{args.data} is absent; the benchmark needs the shared data")
