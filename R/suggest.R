@@ -12,7 +12,7 @@
 #' the model fine-tuned on 200 suggested codes matched it fine-tuned on 300 random codes, and
 #' on 175 when the final fine-tuning oversampled the rare class to balance
 #' (`textmodel_finetune(..., oversample = 1)`; without it 175 codes gave macro-F1 0.79, with it
-#' 0.84, as 300 random codes); on
+#' 0.84, as 300 random codes; worth doing below about 200 codes); on
 #' abortion stance tweets (three classes, none rare) it was below random (macro-F1 0.53 vs
 #' 0.58 at 300 codes). Active learning pays off most when a class is rare.
 #'

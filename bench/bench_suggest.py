@@ -320,7 +320,7 @@ def main(argv=None) -> int:
                    help="fine-tuning epochs (default: the package's, 4 for MiniLM)")
     p.add_argument("--ft-oversample", type=float, default=None,
                    help="fine-tune with random oversampling to this minority:majority ratio, "
-                        "e.g. 1 (Wankmueller 2022, section 6.2; default: none, the package's)")
+                        "e.g. 1 (Wankmueller 2022, section 6.4; default: none, the package's)")
     p.add_argument("--cv", type=int, default=0,
                    help="compare on K-fold cross-validation within the pool instead of the "
                         "test set (to choose a strategy without the test set)")

@@ -152,6 +152,10 @@ class Classifier:
         use_onnx = check_backend(backend, quantize, device) == "onnx"
         if recheck_margin is not None and quantize != "int8":
             raise InputError("recheck_margin applies to quantize='int8' only; leave it out")
+        if recheck_margin is not None:  # before an export that may take minutes
+            from .onnx_recheck import check_margin
+
+            check_margin(recheck_margin)
         if record.get("method") == "nli" and recheck_margin is not None:
             raise InputError("recheck_margin applies to classifiers fine-tuned the standard "
                              "way; an NLI model's int8 has no fp32 recheck: leave it out")

@@ -164,6 +164,7 @@ def test_partitioned_int8_keeps_the_fp32_recheck_rows(tmp_path, model_dir, monke
     """int8 partitions carry the per-row backend of the fp32 recheck as one file does."""
     monkeypatch.setenv("QUANTFORMER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr("quantformer.onnx_recheck.RECHECK_MARGIN", 0.5)  # some rows, not all
+    monkeypatch.setattr(distributed, "_CACHE", {})  # no classifier cached with another margin
     whole = _corpus(40)
     whole.to_parquet(tmp_path / "all.parquet", index=False)
     kw = {"quiet": True, "backend": "onnx", "quantize": "int8"}

@@ -177,7 +177,27 @@ def test_int8_near_ties_are_rechecked_in_fp32(clf_dir):
                                .predict_proba(texts), atol=1e-6)
 
 
-@pytest.mark.parametrize("margin", [-0.1, 1, 1.5, "a lot", float("nan")])
+def test_chunked_predict_file_rechecks_as_one_frame(clf_dir, tmp_path, monkeypatch):
+    """Near ties in later chunks of a streamed file are rechecked row by row, as in one frame."""
+    from quantformer.predict import predict_file
+
+    docs = _docs()
+    monkeypatch.setattr("quantformer.onnx_recheck.RECHECK_MARGIN", 0.3)
+    with pytest.warns(PredictionWarning):
+        want = Classifier.from_dir(clf_dir, backend="onnx", quantize="int8").predict(docs)
+    docs.to_parquet(tmp_path / "in.parquet", index=False)
+    with pytest.warns(PredictionWarning):
+        predict_file(clf_dir, tmp_path / "in.parquet", tmp_path / "out.parquet", chunk_rows=7,
+                     quiet=True, backend="onnx", quantize="int8")
+    got = pd.read_parquet(tmp_path / "out.parquet")
+    assert got["doc_id"].tolist() == want["doc_id"].tolist()
+    assert got["backend"].tolist() == want["backend"].tolist()
+    assert "onnx fp32 recheck" in set(want["backend"][7:])  # a near tie after the first chunk
+    np.testing.assert_allclose(got.filter(like="prob_").to_numpy(),
+                               want.filter(like="prob_").to_numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("margin", [-0.1, 1, 1.5, "0.1", True, float("nan")])
 def test_recheck_margin_is_checked(clf_dir, margin):
     with pytest.raises(InputError, match="recheck_margin must be a number from 0"):
         Classifier.from_dir(clf_dir, backend="onnx", quantize="int8", recheck_margin=margin)
@@ -212,7 +232,7 @@ def test_rust_tokenizer_gives_the_hugging_face_ids(clf_dir):
         assert a.truncated.tolist() == b.truncated.tolist() and a.truncated.any()
 
 
-def test_cli_predict_onnx_int8(clf_dir, tmp_path):
+def test_cli_predict_onnx_int8(clf_dir, tmp_path, monkeypatch):
     toy_frame(12).to_csv(tmp_path / "in.csv", index=False)
     out = tmp_path / "out.csv"
     rc = main(["predict", "--model", str(clf_dir), "--input", str(tmp_path / "in.csv"),
@@ -221,6 +241,13 @@ def test_cli_predict_onnx_int8(clf_dir, tmp_path):
     got = pd.read_csv(out)
     assert set(got["backend"]) <= {"onnx int8", "onnx fp32 recheck"} and len(got) == 12
     assert got["doc_id"].tolist() == toy_frame(12)["doc_id"].tolist()
+    # the CLI rechecks: with a margin of almost 1, every row comes from fp32
+    monkeypatch.setattr("quantformer.onnx_recheck.RECHECK_MARGIN", 0.999999)
+    rc = main(["predict", "--model", str(clf_dir), "--input", str(tmp_path / "in.csv"),
+               "--out", str(tmp_path / "all.csv"), "--backend", "onnx", "--quantize", "int8",
+               "--quiet"])
+    assert rc == 0
+    assert pd.read_csv(tmp_path / "all.csv")["backend"].tolist() == ["onnx fp32 recheck"] * 12
     bad = main(["predict", "--model", str(clf_dir), "--input", str(tmp_path / "in.csv"),
                 "--out", str(tmp_path / "b.csv"), "--quantize", "int8"])
     assert bad == 2 and not (tmp_path / "b.csv").exists()
