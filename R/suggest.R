@@ -169,7 +169,9 @@ read_suggestions <- function(file, code = "code") {
 #'   [suggest_documents()].
 #' @param coded a data frame with `doc_id` and `code` (from [read_suggestions()]); uncoded
 #'   rows (`NA`) are ignored.
-#' @param y the codes so far (one per document, `NA` = uncoded, or a docvar name), or `NULL`.
+#' @param y the codes so far (one per document, `NA` = uncoded, or a docvar name), or `NULL`
+#'   (default: none). Pass the codes of earlier rounds here: with `NULL` the result holds only
+#'   the codes in `coded`.
 #' @return A character vector of codes, one per document of `x` in its order, named by
 #'   docnames (`NA` = not coded yet): pass it as `y` to [suggest_documents()] or
 #'   [textmodel_finetune()].
