@@ -64,8 +64,8 @@ def light_f1(vecs, labels, test_vecs, test_labels, seed) -> float:
     return float(f1_score(test_labels, clf.predict(test_vecs), average="macro"))
 
 
-FINETUNE = {"max_length": 512}  # package defaults except what --ft-max-length/--ft-epochs/
-# --ft-oversample set
+#: package defaults except what --ft-max-length, --ft-epochs and --ft-oversample set
+FINETUNE = {"max_length": 512}
 
 
 def finetune_f1(pool, coded_rows, test, seed, pool_probs=False):

@@ -150,15 +150,15 @@ class Classifier:
 
         record = read_record(path)
         use_onnx = check_backend(backend, quantize, device) == "onnx"
-        if recheck_margin is not None and quantize != "int8":
-            raise InputError("recheck_margin applies to quantize='int8' only; leave it out")
-        if recheck_margin is not None:  # before an export that may take minutes
+        if recheck_margin is not None:  # checked before an export that may take minutes
             from .onnx_recheck import check_margin
 
+            if quantize != "int8":
+                raise InputError("recheck_margin applies to quantize='int8' only; leave it out")
+            if record.get("method") == "nli":
+                raise InputError("recheck_margin applies to classifiers fine-tuned the standard "
+                                 "way; an NLI model's int8 has no fp32 recheck: leave it out")
             check_margin(recheck_margin)
-        if record.get("method") == "nli" and recheck_margin is not None:
-            raise InputError("recheck_margin applies to classifiers fine-tuned the standard "
-                             "way; an NLI model's int8 has no fp32 recheck: leave it out")
         if record.get("method") == "nli":  # an NLI model fine-tuned on hypotheses
             from .nli_finetune import NLIClassifier
 
@@ -233,9 +233,9 @@ class Classifier:
     def _proba(self, texts: list, batch_size: int, progress: bool,
                counts: dict | None = None, model=None) -> tuple[np.ndarray, np.ndarray]:
         from .inference import run_batches
+        from .tokenization import encode
 
         model = self.model if model is None else model
-        from .tokenization import encode
 
         # an ONNX model's config is config.json alone (classifiers only: one column a label)
         k = getattr(self.model.config, "num_labels", None) or len(self.labels)
