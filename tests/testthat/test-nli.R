@@ -43,7 +43,7 @@ test_that("textmodel_finetune(method = \"nli\") fine-tunes an NLI model that pre
   probs <- suppressWarnings(predict(fit, newdata = sotu[1:5, ], type = "probability"))
   expect_equal(unname(rowSums(probs)), rep(1, 5), tolerance = 1e-6)
   expect_equal(colnames(probs), c("Democratic", "Republican"))
-  expect_equal(as.character(p), colnames(probs)[max.col(probs)])
+  expect_equal(as.character(p), colnames(probs)[max.col(probs, "first")])
   # textstat_subwords counts each document with its longest hypothesis, as predict() cuts
   sub <- textstat_subwords(sotu[1:5, ], model = fit)
   expect_equal(sum(sub$truncated), 1)

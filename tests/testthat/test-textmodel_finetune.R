@@ -66,7 +66,7 @@ test_that("predict gives a factor named by docnames, or a probability matrix", {
   expect_equal(dimnames(pr), list(new$doc_id, c("Republican", "Democratic")))
   expect_equal(unname(rowSums(pr)), rep(1, 6), tolerance = 1e-5)
   # the class is the most probable one
-  expect_equal(unname(as.character(p)), unname(colnames(pr)[max.col(pr)]))
+  expect_equal(unname(as.character(p)), unname(colnames(pr)[max.col(pr, "first")]))
   # newdata = NULL: every training document, the uncoded ones too
   p0 <- predict(fit)
   expect_equal(names(p0), train_docs()$doc_id)
