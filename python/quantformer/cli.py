@@ -235,6 +235,9 @@ def print_json(obj) -> None:
 def _add_info(sub) -> None:
     p = sub.add_parser("info", help="versions, default model and devices (--json for machines)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--model", default=None,
+                   help="a model directory written by finetune: print its checked run record "
+                        "(quantformer.json) instead of the versions")
     p.set_defaults(func=_run_info)
 
 
@@ -243,6 +246,16 @@ def _run_info(args) -> int:
 
     from .models import DEFAULT_MODEL_NAME, default_model_path
 
+    if args.model is not None:
+        from .modeldir import read_record
+
+        record = read_record(args.model)
+        if args.json:
+            print_json(record)
+        else:
+            for k, v in record.items():
+                print(f"{k:20s} {v}")
+        return 0
     info = {"quantformer": __version__, "python": sys.version.split()[0],
             "executable": sys.executable, "default_model": DEFAULT_MODEL_NAME,
             "default_model_path": default_model_path()}

@@ -130,3 +130,14 @@ def test_model_card_and_record_fields(clf, tmp_path):
         assert key in rec
     assert set(rec["hyperparameters"]) >= {"epochs", "lr", "batch_size", "max_length",
                                            "truncation", "oversample", "seed"}
+
+
+def test_info_model_prints_the_checked_record(clf, tmp_path, capsys):
+    path = clf.save(tmp_path / "m")
+    assert cli.main(["info", "--model", str(path), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record == read_record(path)
+    assert record["labels"] == clf.labels and record["max_length"] == 64
+    assert cli.main(["info", "--model", str(tmp_path / "nothing"), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "model directory not found" in err
