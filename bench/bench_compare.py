@@ -78,8 +78,8 @@ def main(argv=None) -> int:
         print(f"data folder {DATA} absent", file=sys.stderr)
         return 1
 
-    from quantformer.baselines import training_rows
-    from quantformer.compare import (CompareResult, build_table, describe, draw_sample,
+    from quantformer.train.baselines import training_rows
+    from quantformer.select.compare import (CompareResult, build_table, describe, draw_sample,
                                      margins, parse_models, run_one)
 
     models = parse_models(args.models)

@@ -24,7 +24,7 @@ import pandas as pd
 
 def task_frame(name: str) -> pd.DataFrame:
     """The labelled SOTU frame of a candidate task."""
-    from quantformer.datasets import sotu
+    from quantformer.io.datasets import sotu
 
     if name.startswith("party"):
         return sotu(since=int(name[5:]), parties=("Democratic", "Republican"), label="party")
@@ -42,10 +42,10 @@ def task_frame(name: str) -> pd.DataFrame:
 
 
 def run(spec: str, seed: int, svm_only: bool = False) -> None:
-    from quantformer.baselines import fit_baseline
-    from quantformer.datasets import split_by_group
-    from quantformer.evaluate import evaluate
-    from quantformer.finetune import finetune
+    from quantformer.train.baselines import fit_baseline
+    from quantformer.io.datasets import split_by_group
+    from quantformer.score.evaluate import evaluate
+    from quantformer.train.finetune import finetune
 
     parts = spec.split(":")
     name, n, length = parts[0], int(parts[1]), int(parts[2])

@@ -53,7 +53,7 @@ def write_partitions(n: int, rows: int, folder: Path) -> Path:
 
 
 def make_model(root: Path) -> Path:
-    from quantformer.finetune import finetune
+    from quantformer.train.finetune import finetune
 
     docs = tweets(32, seed=2)
     docs["label"] = ["pos" if "great" in t or "win" in t else "neg" for t in docs["text"]]
@@ -73,7 +73,7 @@ def cpu_seconds() -> float:
 
 
 def timed(model, inputs, out, scheduler) -> float:
-    from quantformer.distributed import predict_partitions
+    from quantformer.scale.dask import predict_partitions
 
     t0 = time.perf_counter()
     s = predict_partitions(model, inputs, out, scheduler=scheduler, device="cpu", quiet=True)
@@ -83,7 +83,7 @@ def timed(model, inputs, out, scheduler) -> float:
 def bench_cluster(model, sizes, folders, root, workers: int) -> dict:
     from distributed import Client
 
-    from quantformer.distributed import local_cluster
+    from quantformer.scale.dask import local_cluster
 
     with local_cluster(workers) as lc, Client(lc) as client:
         warm = write_partitions(workers * 64, 64, root / f"warm{workers}")

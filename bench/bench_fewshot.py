@@ -5,7 +5,7 @@ class is drawn (seeded), and each model is trained on it and scored on the test 
 (macro-F1), through the same ``run_one`` as ``quantformer compare``:
 
 * ``setfit``: ``finetune(method="setfit")`` with quantformer's defaults
-  (:data:`quantformer.fewshot.DEFAULTS`), or a variant ``setfit:it=5,ep=2,lr=3e-5,bs=16``
+  (:data:`quantformer.train.setfit.DEFAULTS`), or a variant ``setfit:it=5,ep=2,lr=3e-5,bs=16``
   (num_iterations, epochs, body learning rate, batch size) given in ``--models``;
 * ``default``: standard fine-tuning of the bundled MiniLM with its default settings;
 * ``svm-bow``: the paper's SVM on bag-of-words (5-fold CV grid, so k >= 5).
@@ -59,7 +59,7 @@ def per_class_sample(train: pd.DataFrame, k: int, seed: int) -> pd.DataFrame:
 
 def setfit_variant(spec: str):
     """A fitter for ``setfit:it=5,ep=2,lr=3e-5,bs=16`` (any subset of the keys)."""
-    from quantformer.fewshot import setfit_finetune
+    from quantformer.train.setfit import setfit_finetune
 
     keys = {"it": "num_iterations", "ep": "epochs", "lr": "lr", "bs": "batch_size"}
     kw = {}
@@ -93,7 +93,7 @@ def append_row(row: dict, out) -> None:
 
 
 def run(tasks, per_class, seeds, models, out=None) -> pd.DataFrame:
-    from quantformer.compare import run_one
+    from quantformer.select.compare import run_one
 
     fitters = {m: setfit_variant(m) for m in models if m.startswith("setfit:")}
     rows = []

@@ -119,7 +119,7 @@ def run_throughput(n_train: int = 640, epochs: int = 1, model: str | None = None
                               DataCollatorWithPadding, Trainer, TrainingArguments, pipeline)
 
     import quantformer as qf
-    from quantformer.models import default_model_path
+    from quantformer.models.hub import default_model_path
 
     train, test = abortion()
     train = train.iloc[:n_train]

@@ -40,8 +40,8 @@ def minilm_with_nli_head(folder: str) -> str:
     """The bundled MiniLM saved with a random 3-way NLI head (an NLI config, untrained head)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from quantformer.modeldir import hf_quiet
-    from quantformer.models import default_model_path
+    from quantformer.io.modeldir import hf_quiet
+    from quantformer.models.hub import default_model_path
 
     path = default_model_path()
     with hf_quiet():
@@ -55,7 +55,7 @@ def minilm_with_nli_head(folder: str) -> str:
 
 def one_run(name: str, model: str, train, test, args, seed: int) -> dict:
     from quantformer import finetune
-    from quantformer.evaluate import evaluate
+    from quantformer.score.evaluate import evaluate
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

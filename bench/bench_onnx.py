@@ -10,7 +10,7 @@ the start and end of each part.
    tweets) and the Toxic test set (1,000 comments): ``pipeline("text-classification")`` with its
    defaults (``truncation=True`` added for Toxic, whose longest comments exceed 512 tokens and
    make the pipeline fail otherwise), quantformer torch fp32, ONNX fp32, ONNX int8 without and
-   with (the default) the fp32 recheck of near ties (``quantformer.onnx_recheck``). For each:
+   with (the default) the fp32 recheck of near ties (``quantformer.models.onnx.recheck``). For each:
    documents per wall second and per CPU second, their ratios to the pipeline, top-1 agreement
    with torch fp32 and macro-F1 against the hand-coded labels.
 2. NLI zero-shot on a tiny random RoBERTa-NLI model (built here): torch vs ONNX fp32/int8,
@@ -97,7 +97,7 @@ def bench_predict(name: str, model_dir: Path, test: pd.DataFrame, pipeline_kw: d
     interleaved rounds."""
     from transformers import pipeline
 
-    from quantformer.predict import Classifier
+    from quantformer.infer.classifier import Classifier
 
     texts = test["text"].tolist()
     pipe = pipeline("text-classification", model=str(model_dir), device=-1)
@@ -130,7 +130,7 @@ def bench_nli(tmp: Path) -> list[dict]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
     import tiny_models
 
-    from quantformer.zeroshot import zeroshot
+    from quantformer.infer.zeroshot import zeroshot
 
     model = tiny_models.build_tiny_roberta_nli(tmp / "nli")
     docs = pd.DataFrame({"text": [tiny_models.TINY_CORPUS[i % len(tiny_models.TINY_CORPUS)]
@@ -153,8 +153,8 @@ def bench_embed(texts: list[str]) -> list[dict]:
     """Bundled all-MiniLM-L6-v2: sentence-transformers encode vs quantformer backends."""
     from sentence_transformers import SentenceTransformer
 
-    from quantformer.embed import embed
-    from quantformer.models import default_model_path
+    from quantformer.infer.embed import embed
+    from quantformer.models.hub import default_model_path
 
     st = SentenceTransformer(default_model_path(), device="cpu")
     st.encode(texts[:8])
@@ -190,9 +190,9 @@ def bench_int8_variants(name: str, model_dir: Path, test: pd.DataFrame,
                         rounds: int) -> list[dict]:
     """int8 variants of one task's fp32 export, run in interleaved rounds with ONNX fp32:
     speed vs fp32, agreement with fp32, macro-F1."""
-    from quantformer import onnx_backend
-    from quantformer.onnx_backend import OnnxModel, quantize_int8
-    from quantformer.predict import Classifier
+    from quantformer.models.onnx import backend as onnx_backend
+    from quantformer.models.onnx.backend import OnnxModel, quantize_int8
+    from quantformer.infer.classifier import Classifier
 
     fp32 = Classifier.from_dir(model_dir, backend="onnx")
     src = fp32.model.folder

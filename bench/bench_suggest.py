@@ -42,7 +42,7 @@ from bench_compare import load_abortion, load_toxic  # noqa: E402
 
 def embed_task(pool: pd.DataFrame, test: pd.DataFrame, cache_dir: Path):
     """Unit-length MiniLM embeddings of pool and test (cached in ``cache_dir``)."""
-    from quantformer.suggest import embed_corpus
+    from quantformer.label.suggest import embed_corpus
 
     out = []
     for name, frame in (("pool", pool), ("test", test)):
@@ -56,7 +56,7 @@ def embed_task(pool: pd.DataFrame, test: pd.DataFrame, cache_dir: Path):
 def light_f1(vecs, labels, test_vecs, test_labels, seed) -> float:
     from sklearn.metrics import f1_score
 
-    from quantformer.suggest import light_classifier
+    from quantformer.label.suggest import light_classifier
 
     if len(set(labels)) < 2:
         return float("nan")
@@ -74,7 +74,7 @@ def finetune_f1(pool, coded_rows, test, seed, pool_probs=False):
     which a ``-ft`` strategy chooses the next codes by (else None)."""
     from sklearn.metrics import f1_score
 
-    from quantformer.finetune import finetune
+    from quantformer.train.finetune import finetune
 
     t0 = time.time()
     train = pool.iloc[coded_rows][["doc_id", "text", "label"]].reset_index(drop=True)
@@ -113,7 +113,7 @@ def curve(pool, vecs, test, test_vecs, strategy, seed, batch, total):
     """One learning curve of the light classifier: rows (codes, light macro-F1, rarest
     class's codes, the coded pool positions) for a bench strategy name (see
     :func:`strategy_options`)."""
-    from quantformer.suggest import suggest
+    from quantformer.label.suggest import suggest
 
     options, cold_until, ft = strategy_options(strategy)
     frame = pool[["doc_id", "text"]].copy()

@@ -38,7 +38,7 @@ LABELS = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate
 
 
 def sotu_split(seed: int = 1, n_train: int = 800, n_held: int = 20):
-    from quantformer.datasets import sotu
+    from quantformer.io.datasets import sotu
 
     frame = sotu(since=1900, label="year")
     rng = np.random.default_rng(seed)
@@ -61,8 +61,8 @@ def ridge_bow(train, test) -> np.ndarray:
 
 
 def run_sotu(seed: int, which: str = "recipe,defaults") -> dict:
-    from quantformer.finetune import finetune
-    from quantformer.metrics import regression_metrics
+    from quantformer.train.finetune import finetune
+    from quantformer.score.metrics import regression_metrics
 
     train, test = sotu_split(seed)
     truth = test["label"].astype(float)
@@ -109,7 +109,7 @@ def binary_f1(train, test, label: str, seed: int, epochs: int, max_length: int) 
     the two-class macro-F1 on the test comments."""
     from sklearn.metrics import f1_score
 
-    from quantformer.finetune import finetune
+    from quantformer.train.finetune import finetune
 
     started = time.process_time()
     frame = train.assign(label=np.where(train[label] == 1, "yes", "no"))
@@ -130,8 +130,8 @@ def run_jigsaw(seed: int, n_train: int, n_test: int, epochs: int, max_length: in
     from sklearn.metrics import f1_score
     from sklearn.multiclass import OneVsRestClassifier
 
-    from quantformer.finetune import finetune
-    from quantformer.metrics import multilabel_metrics
+    from quantformer.train.finetune import finetune
+    from quantformer.score.metrics import multilabel_metrics
 
     train, test = jigsaw_split(data, seed, n_train, n_test, lead_split)
     labels = [lab for lab in LABELS if 0 < train[lab].sum() < len(train)]

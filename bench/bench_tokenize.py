@@ -38,9 +38,9 @@ def main() -> None:
     args = ap.parse_args()
     import warnings
 
-    from quantformer.frames import read_frame
-    from quantformer.models import load_tokenizer
-    from quantformer.tokenization import encode
+    from quantformer.io.frames import read_frame
+    from quantformer.models.hub import load_tokenizer
+    from quantformer.models.tokenize import encode
 
     tok = load_tokenizer(None)
     print(f"{'corpus':34s} {'read s':>7s} {'docs':>6s} {'trunc %':>7s} "

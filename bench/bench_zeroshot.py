@@ -66,7 +66,7 @@ def abortion_test() -> pd.DataFrame:
 
 
 def toxic_sample(n: int = 1000, seed: int = 1) -> pd.DataFrame:
-    from quantformer.frames import read_frame
+    from quantformer.io.frames import read_frame
 
     f = read_frame(DATA / "jigsaw_toxic" / "jigsaw_5k.csv", text_col="comment_text",
                    label_col="toxic", id_col="id")
@@ -96,8 +96,8 @@ def chance_rows(task: str, truth: np.ndarray, draws: int = 200) -> list[dict]:
 
 def bench_embedding() -> pd.DataFrame:
     import quantformer
-    from quantformer.embed import embed_texts, load_encoder
-    from quantformer.zeroshot import CALIBRATIONS, embedding_probabilities
+    from quantformer.infer.embed import embed_texts, load_encoder
+    from quantformer.infer.zeroshot import CALIBRATIONS, embedding_probabilities
 
     enc = load_encoder(None, "cpu")
     rows = []
@@ -139,7 +139,7 @@ def bench_nli(n_docs: int = 1000, batch_size: int = 32) -> dict:
     import quantformer
     import tiny_models
 
-    from quantformer.frames import read_frame
+    from quantformer.io.frames import read_frame
 
     tweets = read_frame(DATA / "semeval2016_raw" / "semeval2016-task6-trainingdata.txt",
                         fmt="tsv", text_col="Tweet", id_col="ID")

@@ -71,7 +71,7 @@ def train_body(sample: pd.DataFrame, body: dict | None, seed: int, max_length: i
     from setfit import SetFitModel, Trainer, TrainingArguments
     from transformers import set_seed
 
-    from quantformer.models import resolve_model
+    from quantformer.models.hub import resolve_model
 
     set_seed(seed)
     logging.getLogger("setfit").setLevel(logging.ERROR)

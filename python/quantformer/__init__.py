@@ -12,34 +12,33 @@ under reticulate.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .errors import InputError, ModelDirError, QuantformerError  # noqa: E402
-from .frames import read_frame, write_frame  # noqa: E402
+from ._core.errors import InputError, ModelDirError, QuantformerError
+from ._core.version import __version__
+from .io.frames import read_frame, write_frame
 
 # name -> "module:attribute", resolved on first use (PEP 562)
 _LAZY = {
-    "tokenize": "quantformer.tokenization:token_stats",
-    "encode": "quantformer.tokenization:encode",
-    "sotu": "quantformer.datasets:sotu",
-    "datasets": "quantformer.datasets",
-    "finetune": "quantformer.finetune",
-    "predict": "quantformer.predict",
-    "evaluate": "quantformer.evaluate",
-    "load": "quantformer.predict:load",
-    "estimate": "quantformer.estimate",
-    "regress": "quantformer.regress",
-    "calibrate": "quantformer.calibration:calibrate",
-    "Classifier": "quantformer.predict:Classifier",
-    "zeroshot": "quantformer.zeroshot:zeroshot",
-    "embed": "quantformer.embed:embed",
-    "tune": "quantformer.tune",
-    "compare": "quantformer.compare",
-    "baselines": "quantformer.baselines",
-    "predict_partitions": "quantformer.distributed:predict_partitions",
-    "zeroshot_partitions": "quantformer.distributed:zeroshot_partitions",
-    "embed_partitions": "quantformer.distributed:embed_partitions",
-    "suggest": "quantformer.suggest",
+    "tokenize": "quantformer.models.tokenize:token_stats",
+    "encode": "quantformer.models.tokenize:encode",
+    "sotu": "quantformer.io.datasets:sotu",
+    "datasets": "quantformer.io.datasets",
+    "finetune": "quantformer.train.finetune",
+    "predict": "quantformer.infer.classifier",
+    "evaluate": "quantformer.score.evaluate",
+    "load": "quantformer.infer.classifier:load",
+    "estimate": "quantformer.measure.prevalence",
+    "regress": "quantformer.measure.regress",
+    "calibrate": "quantformer.score.calibration:calibrate",
+    "Classifier": "quantformer.infer.classifier:Classifier",
+    "zeroshot": "quantformer.infer.zeroshot:zeroshot",
+    "embed": "quantformer.infer.embed:embed",
+    "tune": "quantformer.select.tune",
+    "compare": "quantformer.select.compare",
+    "baselines": "quantformer.train.baselines",
+    "predict_partitions": "quantformer.scale.dask:predict_partitions",
+    "zeroshot_partitions": "quantformer.scale.dask:zeroshot_partitions",
+    "embed_partitions": "quantformer.scale.dask:embed_partitions",
+    "suggest": "quantformer.label.suggest",
 }
 
 
@@ -56,5 +55,5 @@ def __getattr__(name: str):
     return value
 
 
-__all__ = ["InputError", "ModelDirError", "QuantformerError", "read_frame", "write_frame",
+__all__ = ["__version__", "InputError", "ModelDirError", "QuantformerError", "read_frame", "write_frame",
            *_LAZY]

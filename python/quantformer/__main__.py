@@ -2,11 +2,11 @@
 
 import sys
 
-from .serve import die_with_parent
+from .cli.serve import die_with_parent
 
 if __name__ == "__main__":  # not when a Dask worker process re-imports the main module
     die_with_parent()  # started by R: end with R, even when R is killed (issue 17)
 
-    from .cli import main
+    from .cli.main import main
 
     sys.exit(main())

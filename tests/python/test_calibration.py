@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from toydata import toy_frame
 
-from quantformer import cli
-from quantformer.calibration import (apply_temperature, calibrate,
+from quantformer.cli import main as cli
+from quantformer.score.calibration import (apply_temperature, calibrate,
                                      expected_calibration_error, fit_temperature)
-from quantformer.errors import InputError, ModelDirError
-from quantformer.finetune import finetune
+from quantformer._core.errors import InputError, ModelDirError
+from quantformer.train.finetune import finetune
 
 
 def _overconfident(n=3000, temperature=3.0, seed=0):
@@ -104,7 +104,7 @@ def test_evaluate_reports_ece_and_writes_reliability_diagram(tmp_path, capsys):
 
 
 def test_calibrated_is_refused_for_a_regression_or_multilabel_record():
-    from quantformer.calibration import stored_temperature
+    from quantformer.score.calibration import stored_temperature
 
     for task in ("regression", "multilabel"):
         with pytest.raises(InputError, match=f"is a {task} model: predict without --calibrated"):

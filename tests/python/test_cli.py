@@ -10,8 +10,8 @@ import sys
 import pandas as pd
 import pytest
 
-from quantformer.cli import main
-from quantformer.frames import read_frame
+from quantformer.cli.main import main
+from quantformer.io.frames import read_frame
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -100,7 +100,7 @@ def test_info_json_and_help(capsys):
 
 
 def test_help_is_light_and_python_m_works():
-    code = ("import sys, quantformer.cli as c; c.build_parser(); "
+    code = ("import sys, quantformer.cli.main as c; c.build_parser(); "
             "print(sorted(m for m in ('torch', 'transformers', 'sklearn', 'xgboost', "
             "'matplotlib') if m in sys.modules))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -131,7 +131,7 @@ def test_usage_errors_exit_2(capsys, tmp_path):
 def test_abbreviated_flags_are_refused_in_every_verb(capsys, tmp_path):
     """Review finding: `tune --epochs 2` was taken as `--epochs-grid 2` (argparse's
     abbreviations). Every parser refuses them now and names the flag meant."""
-    from quantformer.cli import build_parser
+    from quantformer.cli.main import build_parser
 
     def parsers(p):
         yield p
@@ -227,7 +227,7 @@ def test_label_column_all_missing(capsys, tmp_path):
 
 
 def test_internal_errors_exit_1(capsys, monkeypatch, tmp_path):
-    import quantformer.tokenization as tokenization
+    import quantformer.models.tokenize as tokenization
 
     def boom(*a, **k):
         raise RuntimeError("kaput")
@@ -256,7 +256,7 @@ def test_warnings_show_on_every_in_process_run(capsys, tmp_path):
 def test_positive_names_the_expected_kind():
     import argparse
 
-    from quantformer.cli import positive
+    from quantformer.cli.main import positive
 
     assert positive(int)("3") == 3 and positive(float)("0.25") == 0.25
     for kind, value, msg in [(int, "1.5", "'1.5' is not an integer"),

@@ -10,9 +10,9 @@ import pytest
 from toydata import toy_frame
 
 import quantformer
-from quantformer import cli
-from quantformer.compare import MODELS, check_sizes, compare, draw_sample, parse_models
-from quantformer.errors import InputError
+from quantformer.cli import main as cli
+from quantformer.select.compare import MODELS, check_sizes, compare, draw_sample, parse_models
+from quantformer._core.errors import InputError
 
 RESULT_COLS = ["model", "train_size", "repeat", "macro_f1", "accuracy", "seconds"]
 
@@ -42,7 +42,7 @@ def toy(n=60):
 
 def test_api_names_are_callable():
     assert callable(quantformer.compare) and callable(quantformer.tune)
-    assert quantformer.baselines.BASELINES == ("svm-bow", "svm-vec", "xgb-bow", "xgb-vec")
+    assert quantformer.train.baselines.BASELINES == ("svm-bow", "svm-vec", "xgb-bow", "xgb-vec")
 
 
 def test_parse_models_and_sizes():
@@ -193,7 +193,7 @@ def _compare_args(tmp_path, out, *extra):
 
 def test_cli_out_refused_overwrite_replaces_and_errors_leave_the_old_folder(
         tmp_path, capsys, monkeypatch):
-    from quantformer.compare import CompareResult
+    from quantformer.select.compare import CompareResult
 
     out = tmp_path / "cmp"
     out.mkdir()
@@ -229,7 +229,7 @@ def test_cli_quiet_prints_only_the_closing_line_and_verbose_no_blank_line(
         tmp_path, capfd, quiet):
     from transformers.utils import logging as hf_logging
 
-    from quantformer.baselines import _input_embeddings
+    from quantformer.train.baselines import _input_embeddings
 
     _input_embeddings.cache_clear()  # load the embeddings again: no "Loading weights" bar
     bars = hf_logging.is_progress_bar_enabled()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from quantformer.datasets import sotu, split_by_group
-from quantformer.errors import InputError
+from quantformer.io.datasets import sotu, split_by_group
+from quantformer._core.errors import InputError
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pandas as pd
 import pyreadr
 import pytest
 
-from quantformer import cli
+from quantformer.cli import main as cli
 
 
 def test_demo_writes_predictions_and_report(tmp_path, tiny_bert_dir, capsys):
@@ -42,9 +42,9 @@ def test_demo_writes_predictions_and_report(tmp_path, tiny_bert_dir, capsys):
     rec = json.loads((out / "model" / "quantformer.json").read_text())
     assert rec["n_train"] == 40 and rec["labels"] == ["Democratic", "Republican"]
     # no held-out address was seen in training: the split is by address
-    from quantformer.datasets import sotu, split_by_group
+    from quantformer.io.datasets import sotu, split_by_group
 
-    from quantformer.demo import SINCE
+    from quantformer.select.demo import SINCE
 
     frame = sotu(since=SINCE, parties=("Democratic", "Republican"), label="party")
     train, test = split_by_group(frame, "address", test_share=0.2, seed=1)
@@ -64,8 +64,8 @@ def test_demo_rejects_bad_counts(tmp_path, capsys):
 def test_comparison_table_and_plot(tmp_path):
     from sklearn.metrics import f1_score
 
-    from quantformer.demo import baseline_reports, comparison_table, plot_comparison
-    from quantformer.evaluate import evaluate
+    from quantformer.select.demo import baseline_reports, comparison_table, plot_comparison
+    from quantformer.score.evaluate import evaluate
 
     train = pd.DataFrame({"doc_id": [f"t{i}" for i in range(30)],
                           "text": ["taxes and the budget deficit"] * 20 + ["war and peace"] * 10,

@@ -16,12 +16,13 @@ import pandas as pd
 import pytest
 from toydata import toy_frame
 
-from quantformer import cli, distributed
-from quantformer.distributed import (check_out_dir, list_partitions, output_names,
+from quantformer.cli import main as cli
+from quantformer.scale import dask as distributed
+from quantformer.scale.dask import (check_out_dir, list_partitions, output_names,
                                      parse_scheduler, predict_partitions)
-from quantformer.errors import InputError
-from quantformer.finetune import finetune
-from quantformer.predict import predict_file
+from quantformer._core.errors import InputError
+from quantformer.train.finetune import finetune
+from quantformer.infer.classifier import predict_file
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def test_partitioned_equals_one_file_default_ids_across_partitions(tmp_path, mod
 def test_partitioned_int8_keeps_the_fp32_recheck_rows(tmp_path, model_dir, monkeypatch):
     """int8 partitions carry the per-row backend of the fp32 recheck as one file does."""
     monkeypatch.setenv("QUANTFORMER_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr("quantformer.onnx_recheck.RECHECK_MARGIN", 0.5)  # some rows, not all
+    monkeypatch.setattr("quantformer.models.onnx.recheck.RECHECK_MARGIN", 0.5)  # some rows, not all
     monkeypatch.setattr(distributed, "_CACHE", {})  # no classifier cached with another margin
     whole = _corpus(40)
     whole.to_parquet(tmp_path / "all.parquet", index=False)
@@ -205,7 +206,7 @@ def test_resume_recomputes_only_the_deleted_partitions(tmp_path, model_dir):
 
 
 def test_partitioned_predict_counts_truncated_documents_as_one_file(tmp_path, model_dir):
-    from quantformer.tokenization import TruncationWarning
+    from quantformer.models.tokenize import TruncationWarning
 
     f = _corpus(30)
     long = " ".join(toy_frame(40)["text"])  # far above the model's max_length of 64 tokens
@@ -252,8 +253,8 @@ def test_bad_partition_fails_the_job_by_name_others_stay(tmp_path, model_dir, mo
 
 
 def test_embed_on_local_cluster_and_zeroshot_equal_one_process(tmp_path, tiny_bert_dir):
-    from quantformer.embed import embed
-    from quantformer.zeroshot import zeroshot
+    from quantformer.infer.embed import embed
+    from quantformer.infer.zeroshot import zeroshot
 
     f = _corpus(40)
     _write_parts(f, tmp_path / "in", 2)
@@ -285,7 +286,7 @@ def test_embed_on_local_cluster_and_zeroshot_equal_one_process(tmp_path, tiny_be
 def test_zeroshot_partitions_load_the_model_once_per_process(tmp_path, tiny_bert_dir,
                                                              monkeypatch):
     """Issue 14: the model is loaded once per worker, not once per partition (zeroshot too)."""
-    from quantformer import embed, zeroshot
+    from quantformer.infer import embed, zeroshot
 
     loads = []
     real = embed.load_encoder
@@ -363,7 +364,7 @@ def test_worker_killed_mid_job_every_document_once(tmp_path, model_dir, cluster)
 
 
 def test_tune_on_cluster_equals_serial(tiny_bert_dir, cluster):
-    from quantformer.tune import tune
+    from quantformer.select.tune import tune
 
     address, _ = cluster
     kw = dict(model=str(tiny_bert_dir), lrs=[1e-3, 5e-4], epochs_grid=[1], folds=2, seed=3,
@@ -379,7 +380,7 @@ def test_compare_nli_on_cluster_equals_serial(tiny_roberta_nli_dir, cluster):
     """Issue 13: the nli model's hypothesis, label phrases and pairs reach the Dask workers."""
     import warnings
 
-    from quantformer.compare import compare
+    from quantformer.select.compare import compare
 
     address, _ = cluster
     kw = dict(models="nli", model=str(tiny_roberta_nli_dir), train_sizes=[12, 16], repeats=1,

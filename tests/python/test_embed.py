@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quantformer.cli import main
-from quantformer.embed import embed
-from quantformer.errors import InputError
+from quantformer.cli.main import main
+from quantformer.infer.embed import embed
+from quantformer._core.errors import InputError
 
 DOCS = [
     "The President spoke to the Congress about the economy, taxes and the war.",
@@ -90,7 +90,7 @@ def test_python_api_bad_input(tiny_bert_dir):
 
 
 def test_cli_embed_layouts(tmp_path, tiny_bert_dir, capsys):
-    from quantformer.frames import write_frame
+    from quantformer.io.frames import write_frame
 
     inp = tmp_path / "in.csv"
     write_frame(frame([DOCS[0], None, DOCS[2]]), inp)
@@ -138,8 +138,8 @@ def test_cli_embed_layouts(tmp_path, tiny_bert_dir, capsys):
 
 @pytest.mark.parametrize("out_name", ["emb.parquet", "emb.csv"])
 def test_cli_embed_streams_in_chunks(tmp_path, tiny_bert_dir, monkeypatch, capsys, out_name):
-    import quantformer.embed as qe
-    from quantformer.frames import write_frame
+    import quantformer.infer.embed as qe
+    from quantformer.io.frames import write_frame
 
     texts = [DOCS[0], DOCS[1], None, "", DOCS[2], DOCS[3], DOCS[0]]
     inp = tmp_path / "in.parquet"
@@ -172,7 +172,7 @@ def test_cli_embed_streams_in_chunks(tmp_path, tiny_bert_dir, monkeypatch, capsy
     (["--text-col", "body"], "e.parquet", "text column 'body' is not in"),
 ])
 def test_cli_embed_bad_input_exits_2(tmp_path, tiny_bert_dir, capsys, extra, out_name, message):
-    from quantformer.frames import write_frame
+    from quantformer.io.frames import write_frame
 
     inp = tmp_path / "in.parquet"
     write_frame(frame(), inp)

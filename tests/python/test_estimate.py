@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 import quantformer
-from quantformer.errors import InputError
-from quantformer.gold import GoldWarning
+from quantformer._core.errors import InputError
+from quantformer.io.gold import GoldWarning
 
 DRAWS = 300
 N_GOLD = 200

@@ -11,9 +11,9 @@ from sklearn.metrics import f1_score
 from toydata import toy_frame
 
 import quantformer
-from quantformer import cli
-from quantformer.errors import InputError
-from quantformer.evaluate import EvaluationWarning, apply_label_map, evaluate, parse_label_map
+from quantformer.cli import main as cli
+from quantformer._core.errors import InputError
+from quantformer.score.evaluate import EvaluationWarning, apply_label_map, evaluate, parse_label_map
 
 TRUTH = ["a", "a", "a", "b", "b", "c", "c", "c", "c", "a"]
 PRED = ["a", "b", "a", "b", "b", "c", "a", "c", "b", "a"]

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from quantformer import cli
+from quantformer.cli import main as cli
 
 PRED = pd.DataFrame({"doc_id": ["a", "b", "c", "d"],
                      "prob_econ": [0.9, 0.2, 0.7, None], "prob_health": [0.1, 0.8, 0.6, None],

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from toydata import toy_frame
 
-from quantformer.cli import main
-from quantformer.errors import InputError, ModelDirError
-from quantformer.fewshot import SetFitClassifier, head_in_order, head_proba, setfit_finetune
+from quantformer.cli.main import main
+from quantformer._core.errors import InputError, ModelDirError
+from quantformer.train.setfit import SetFitClassifier, head_in_order, head_proba, setfit_finetune
 
 
 def test_head_matches_sklearn_logistic_regression():
@@ -112,7 +112,7 @@ def test_setfit_bad_arguments(kwargs, message):
 
 
 def test_setfit_refuses_one_class_and_unsupported_options():
-    from quantformer.finetune import finetune
+    from quantformer.train.finetune import finetune
 
     with pytest.raises(InputError, match="at least two classes"):
         setfit_finetune(toy_frame(8).assign(label="econ"))
@@ -177,7 +177,7 @@ def test_cli_finetune_method_setfit_on_tiny_bert(tiny_bert_dir, tmp_path, capsys
 
 
 def test_compare_knows_setfit(tiny_bert_dir):
-    from quantformer.compare import compare, parse_models
+    from quantformer.select.compare import compare, parse_models
 
     assert parse_models("setfit,default") == ["setfit", "default"]
     train = toy_frame(16)
@@ -200,8 +200,8 @@ def test_cli_setfit_iterations_reach_the_record_and_need_setfit(tiny_bert_dir, t
 
 
 def test_tune_method_setfit_grids_body_rates_and_refits(tiny_bert_dir, tmp_path, capsys):
-    from quantformer.fewshot import GRID
-    from quantformer.tune import default_grid, tune
+    from quantformer.train.setfit import GRID
+    from quantformer.select.tune import default_grid, tune
 
     assert default_grid(str(tiny_bert_dir), "setfit") == (list(GRID[0]), list(GRID[1]))
     train = toy_frame(12)
@@ -227,7 +227,7 @@ def test_tune_method_setfit_grids_body_rates_and_refits(tiny_bert_dir, tmp_path,
 def test_cli_tune_setfit_iterations_reach_every_run_and_the_record(tiny_bert_dir, tmp_path,
                                                                   capsys, monkeypatch):
     """Review finding: `tune` had no --setfit-iterations (only the Python API's fit_fn)."""
-    from quantformer import fewshot
+    from quantformer.train import setfit as fewshot
 
     seen = []
     real = fewshot.setfit_finetune

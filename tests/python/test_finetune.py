@@ -11,9 +11,9 @@ import pytest
 from toydata import toy_frame
 
 import quantformer
-from quantformer import cli
-from quantformer.errors import InputError
-from quantformer.finetune import (TrainingWarning, default_hyperparameters, finetune,
+from quantformer.cli import main as cli
+from quantformer._core.errors import InputError
+from quantformer.train.finetune import (TrainingWarning, default_hyperparameters, finetune,
                                   length_grouped_batches, oversample_indices)
 
 FAST = {"epochs": 1, "quiet": True, "device": "cpu", "max_length": 64}
@@ -35,7 +35,7 @@ def test_default_hyperparameters_by_model_size(tmp_path, tiny_bert_dir):
     assert (base["lr"], base["epochs"], base["size"]) == (3e-5, 4, "base")
     assert (large["lr"], large["epochs"], large["size"]) == (1e-5, 4, "large")
     # the package attribute is the module and the function at once
-    assert quantformer.finetune.default_hyperparameters is default_hyperparameters
+    assert quantformer.train.finetune.default_hyperparameters is default_hyperparameters
     assert callable(quantformer.finetune)
 
 

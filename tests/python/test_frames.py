@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quantformer.errors import InputError
-from quantformer.frames import (FrameWarning, FrameWriter, check_output_path, detect_format,
+from quantformer._core.errors import InputError
+from quantformer.io.frames import (FrameWarning, FrameWriter, check_output_path, detect_format,
                                 iter_frames, read_frame, to_frame, write_frame)
 
 CSV_BODY = ('doc_id,text,label,year\n'
@@ -284,7 +284,7 @@ def test_rds_is_quanteda_style_with_lists_as_json(tmp_path):
 
 @pytest.mark.parametrize("ext", ["parquet", "csv", "jsonl", "rds"])
 def test_write_is_atomic(tmp_path, monkeypatch, ext):
-    import quantformer.frames as frames
+    import quantformer.io.frames as frames
 
     real = frames._write_to
 
@@ -352,7 +352,7 @@ def test_frame_writer_leaves_nothing_on_error(tmp_path):
 
 
 def test_seen_ids_finds_repeats_across_many_chunks():
-    from quantformer.frames import _SeenIds
+    from quantformer.io.frames import _SeenIds
 
     seen = _SeenIds()
     for k in range(37):  # 37 chunks of 10: runs are merged, at most log2(37) + 1 remain
@@ -477,7 +477,7 @@ def test_tsv_quote_that_would_merge_lines_is_refused_with_the_fix(tmp_path):
     with pytest.raises(InputError, match=r"5 lines of data.*3 rows.*line 3.*--quoting none"):
         read_frame(f)
     # the same through the CLI: exit 2, nothing written
-    from quantformer import cli
+    from quantformer.cli import main as cli
 
     out = tmp_path / "t.csv"
     assert cli.main(["tokenize", "--input", str(f), "--out", str(out)]) == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from quantformer.inference import length_batches, mean_pool, pad_batch, run_batches
+from quantformer.models.batching import length_batches, mean_pool, pad_batch, run_batches
 
 
 def test_pad_batch_right_pads_with_mask_and_types():
@@ -64,7 +64,7 @@ def test_run_batches_matches_unbatched_forward(tiny_bert_dir):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from quantformer.tokenization import encode
+    from quantformer.models.tokenize import encode
 
     tok = AutoTokenizer.from_pretrained(tiny_bert_dir)
     model = AutoModel.from_pretrained(tiny_bert_dir).eval()

@@ -10,10 +10,10 @@ import pytest
 from toydata import toy_frame
 
 import quantformer
-from quantformer import cli
-from quantformer.errors import InputError, ModelDirError
-from quantformer.finetune import finetune
-from quantformer.modeldir import RECORD, read_record
+from quantformer.cli import main as cli
+from quantformer._core.errors import InputError, ModelDirError
+from quantformer.train.finetune import finetune
+from quantformer.io.modeldir import RECORD, read_record
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ def test_info_model_prints_the_checked_record(clf, tmp_path, capsys):
     assert cli.main(["info", "--model", str(path), "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record == read_record(path)
-    assert record["labels"] == clf.labels and record["max_length"] == 64
+    assert record["labels"] == clf.labels and record["hyperparameters"]["max_length"] == 64
     assert cli.main(["info", "--model", str(tmp_path / "nothing"), "--json"]) == 2
     err = capsys.readouterr().err
     assert "model directory not found" in err

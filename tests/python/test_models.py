@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from quantformer.errors import InputError
-from quantformer.models import (DEFAULT_MODEL_NAME, check_max_length, default_model_path,
+from quantformer._core.errors import InputError
+from quantformer.models.hub import (DEFAULT_MODEL_NAME, check_max_length, default_model_path,
                                 load_config, load_tokenizer, max_positions, model_label,
                                 resolve_device, resolve_model)
 
@@ -67,7 +67,7 @@ def test_hub_probe_has_a_hard_timeout(monkeypatch):
     import socket
     import threading
 
-    from quantformer import models
+    from quantformer.models import hub as models
 
     release = threading.Event()
 

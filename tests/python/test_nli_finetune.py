@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from toydata import toy_frame
 
-from quantformer.cli import main
-from quantformer.errors import InputError
-from quantformer.finetune import finetune
-from quantformer.nli_finetune import (NLIClassifier, parse_label_phrases, phrases_for,
+from quantformer.cli.main import main
+from quantformer._core.errors import InputError
+from quantformer.train.finetune import finetune
+from quantformer.train.nli import (NLIClassifier, parse_label_phrases, phrases_for,
                                       training_pairs)
 
 PHRASES = {"econ": "money and taxes", "other": "something else"}
@@ -145,7 +145,7 @@ def test_load_round_trip_and_predict_columns(nli_model):
 def test_predictions_are_zero_shot_nli_with_the_fine_tuned_model(nli_model):
     """predict = the softmax of the entailment logits across the class hypotheses, i.e.
     zero-shot NLI (itself equal to Hugging Face's pipeline) run on the fine-tuned folder."""
-    from quantformer.zeroshot import zeroshot
+    from quantformer.infer.zeroshot import zeroshot
 
     _, out = nli_model
     docs = toy_frame(8)
@@ -160,8 +160,8 @@ def test_predictions_are_zero_shot_nli_with_the_fine_tuned_model(nli_model):
 def test_training_pairs_reach_the_network(tiny_roberta_nli_dir, monkeypatch):
     """Every pair the loop sees is (document text, its class's filled hypothesis) with target
     entailment, or another class's hypothesis with target contradiction."""
-    import quantformer.finetune as ft
-    from quantformer.models import load_tokenizer
+    import quantformer.train.finetune as ft
+    from quantformer.models.hub import load_tokenizer
 
     seen = {}
     real = ft._train
@@ -295,7 +295,7 @@ def test_cli_bad_nli_input_exit_2_and_no_output(tiny_bert_dir, tiny_roberta_nli_
 def test_onnx_backend_matches_torch(nli_model, tmp_path):
     import shutil
 
-    from quantformer.predict import Classifier
+    from quantformer.infer.classifier import Classifier
 
     _, out = nli_model
     copy = tmp_path / "m"
@@ -311,7 +311,7 @@ def test_onnx_backend_matches_torch(nli_model, tmp_path):
 
 
 def test_compare_knows_nli(tiny_roberta_nli_dir):
-    from quantformer.compare import compare, parse_models
+    from quantformer.select.compare import compare, parse_models
 
     assert parse_models("nli,default") == ["nli", "default"]
     with warnings.catch_warnings():
@@ -326,8 +326,8 @@ def test_compare_knows_nli(tiny_roberta_nli_dir):
 
 
 def test_compare_passes_the_nli_options_to_every_nli_run(tiny_roberta_nli_dir, monkeypatch):
-    import quantformer.finetune as ft
-    from quantformer.compare import compare
+    import quantformer.train.finetune as ft
+    from quantformer.select.compare import compare
 
     records, real = [], ft.finetune
 
@@ -357,7 +357,7 @@ def test_compare_passes_the_nli_options_to_every_nli_run(tiny_roberta_nli_dir, m
 
 
 def test_compare_nli_options_belong_to_compare_not_finetune_kwargs(tiny_roberta_nli_dir):
-    from quantformer.compare import compare
+    from quantformer.select.compare import compare
 
     with pytest.raises(InputError, match="give hypothesis, nli_pairs to compare itself "
                        r"\(hypothesis=, nli_pairs=; --hypothesis, --nli-pairs\)"):
@@ -366,7 +366,7 @@ def test_compare_nli_options_belong_to_compare_not_finetune_kwargs(tiny_roberta_
 
 
 def test_nli_label_phrases_follow_the_compare_sample():
-    from quantformer.tune_methods import sample_kwargs
+    from quantformer.select.methods import sample_kwargs
 
     kwargs = {"method": "nli", "label_phrases": {"a": "x", "b": "y", "c": "z"}}
     assert sample_kwargs(kwargs, ["c", "a"])["label_phrases"] == {"a": "x", "c": "z"}
@@ -429,7 +429,7 @@ def test_evaluate_calibrate_and_predict_calibrated_on_an_nli_model(nli_model, tm
                                                                    capsys):
     import shutil
 
-    from quantformer.calibration import apply_temperature
+    from quantformer.score.calibration import apply_temperature
 
     _, out = nli_model
     model = tmp_path / "m"
@@ -454,8 +454,8 @@ def test_evaluate_calibrate_and_predict_calibrated_on_an_nli_model(nli_model, tm
 
 
 def test_tune_method_nli_grids_rates_and_passes_the_hypotheses(tiny_roberta_nli_dir):
-    from quantformer.tune import default_grid, tune
-    from quantformer.tune_methods import GRID_NLI
+    from quantformer.select.tune import default_grid, tune
+    from quantformer.select.methods import GRID_NLI
 
     assert default_grid(str(tiny_roberta_nli_dir), "nli") == ([1e-5, 2e-5, 5e-5], [7, 10])
     assert GRID_NLI == ((1e-5, 2e-5, 5e-5), (7, 10))
@@ -521,7 +521,7 @@ def test_cli_tokenize_counts_the_pairs_prediction_cuts(nli_model, tiny_roberta_n
                                                        capsys):
     import shutil
 
-    from quantformer.zeroshot import nli_pair_logits
+    from quantformer.infer.zeroshot import nli_pair_logits
 
     _, out = nli_model
     model = tmp_path / "m"

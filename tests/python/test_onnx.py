@@ -18,13 +18,13 @@ import pandas as pd
 import pytest
 from toydata import toy_frame
 
-from quantformer import onnx_backend
-from quantformer.cli import main
-from quantformer.embed import embed, load_encoder
-from quantformer.errors import InputError
-from quantformer.predict import Classifier, PredictionWarning
-from quantformer.tokenization import encode
-from quantformer.zeroshot import zeroshot
+from quantformer.models.onnx import backend as onnx_backend
+from quantformer.cli.main import main
+from quantformer.infer.embed import embed, load_encoder
+from quantformer._core.errors import InputError
+from quantformer.infer.classifier import Classifier, PredictionWarning
+from quantformer.models.tokenize import encode
+from quantformer.infer.zeroshot import zeroshot
 
 LONG = " ".join(toy_frame(40)["text"])  # far above max_length 64: head+tail truncation
 
@@ -50,7 +50,7 @@ def _docs(n: int = 40) -> pd.DataFrame:
 
 
 def _classifier_dir(src: Path, root: Path) -> Path:
-    from quantformer.finetune import finetune
+    from quantformer.train.finetune import finetune
 
     clf = finetune(toy_frame(32), model=str(src), epochs=1, lr=1e-3, quiet=True,
                    device="cpu", max_length=64)
@@ -140,7 +140,7 @@ def test_predict_onnx_equals_torch(clf_dir):
 def test_int8_near_ties_are_rechecked_in_fp32(clf_dir):
     """Rows whose int8 top-two margin is under recheck_margin carry fp32's probabilities
     and the backend 'onnx fp32 recheck'; the others int8's; missing texts are not rechecked."""
-    from quantformer.onnx_recheck import RECHECK_LABEL, near_ties
+    from quantformer.models.onnx.recheck import RECHECK_LABEL, near_ties
 
     docs = _docs()
     with pytest.warns(PredictionWarning):
@@ -179,10 +179,10 @@ def test_int8_near_ties_are_rechecked_in_fp32(clf_dir):
 
 def test_chunked_predict_file_rechecks_as_one_frame(clf_dir, tmp_path, monkeypatch):
     """Near ties in later chunks of a streamed file are rechecked row by row, as in one frame."""
-    from quantformer.predict import predict_file
+    from quantformer.infer.classifier import predict_file
 
     docs = _docs()
-    monkeypatch.setattr("quantformer.onnx_recheck.RECHECK_MARGIN", 0.3)
+    monkeypatch.setattr("quantformer.models.onnx.recheck.RECHECK_MARGIN", 0.3)
     with pytest.warns(PredictionWarning):
         want = Classifier.from_dir(clf_dir, backend="onnx", quantize="int8").predict(docs)
     docs.to_parquet(tmp_path / "in.parquet", index=False)
@@ -210,7 +210,7 @@ def test_recheck_margin_needs_int8(clf_dir):
 
 
 def test_near_ties():
-    from quantformer.onnx_recheck import near_ties
+    from quantformer.models.onnx.recheck import near_ties
 
     p = np.array([[0.5, 0.49, 0.01], [0.9, 0.05, 0.05], [np.nan] * 3, [0.3, 0.3, 0.4]])
     assert near_ties(p, 0.05).tolist() == [True, False, False, False]
@@ -242,7 +242,7 @@ def test_cli_predict_onnx_int8(clf_dir, tmp_path, monkeypatch):
     assert set(got["backend"]) <= {"onnx int8", "onnx fp32 recheck"} and len(got) == 12
     assert got["doc_id"].tolist() == toy_frame(12)["doc_id"].tolist()
     # the CLI rechecks: with a margin of almost 1, every row comes from fp32
-    monkeypatch.setattr("quantformer.onnx_recheck.RECHECK_MARGIN", 0.999999)
+    monkeypatch.setattr("quantformer.models.onnx.recheck.RECHECK_MARGIN", 0.999999)
     rc = main(["predict", "--model", str(clf_dir), "--input", str(tmp_path / "in.csv"),
                "--out", str(tmp_path / "all.csv"), "--backend", "onnx", "--quantize", "int8",
                "--quiet"])
@@ -341,7 +341,7 @@ def _never(path):  # a loader that fails: the cached export must be used
 
 
 def test_cache_reused_and_damaged_export_rebuilt(bert_copy):
-    from quantformer.embed import _pool
+    from quantformer.infer.embed import _pool
 
     load_encoder(str(bert_copy), backend="onnx", quantize="int8")  # fp32 + int8 in the cache
     int8 = bert_copy / "onnx" / "mean_pool-int8"
@@ -367,7 +367,7 @@ def test_cache_reused_and_damaged_export_rebuilt(bert_copy):
 def test_int8_settings_enter_the_key_and_an_old_int8_cache_is_rebuilt(bert_copy, monkeypatch):
     import onnx
 
-    from quantformer.embed import _pool
+    from quantformer.infer.embed import _pool
 
     def int8_matmuls(folder):
         return sum(n.op_type == "MatMulInteger"
@@ -442,7 +442,7 @@ def test_fp32_export_is_fused(bert_copy, tmp_path, monkeypatch):
 
 
 def test_a_fusion_that_changes_the_outputs_is_refused(tiny_bert_dir, tmp_path, monkeypatch):
-    from quantformer import onnx_fusion
+    from quantformer.models.onnx import fusion as onnx_fusion
 
     model = _copy(tiny_bert_dir, tmp_path, "bert")
     docs = ["taxes and jobs", "schools and roads, hospitals", None]

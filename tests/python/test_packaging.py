@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from quantformer.cli import VERB_MODULES
+from quantformer.cli.main import VERB_MODULES
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "python" / "quantformer"
@@ -53,7 +53,7 @@ def test_wheel_carries_every_module_and_the_console_script(dist):
         scripts = z.read(entry).decode()
         meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert _modules() <= names, sorted(_modules() - names)
-    for verb_module in VERB_MODULES + ["quantformer.cli", "quantformer.__main__"]:
+    for verb_module in VERB_MODULES + ["quantformer.cli.main", "quantformer.__main__"]:
         assert verb_module.replace(".", "/") + ".py" in names
     assert "quantformer = quantformer.cli:main" in scripts
     assert not any(n.startswith("tests/") for n in names)

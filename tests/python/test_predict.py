@@ -9,9 +9,9 @@ import pytest
 from toydata import toy_frame
 
 import quantformer
-from quantformer import cli
-from quantformer.finetune import finetune
-from quantformer.predict import PredictionWarning, predict_file
+from quantformer.cli import main as cli
+from quantformer.train.finetune import finetune
+from quantformer.infer.classifier import PredictionWarning, predict_file
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def _long_docs():
 
 
 def test_predict_reports_truncated_documents_everywhere(model_dir, tmp_path, capsys):
-    from quantformer.tokenization import TruncationWarning
+    from quantformer.models.tokenize import TruncationWarning
 
     docs = _long_docs()
     clf = quantformer.load(model_dir, device="cpu")

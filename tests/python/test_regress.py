@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import quantformer
-from quantformer.errors import InputError
+from quantformer._core.errors import InputError
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
 

@@ -8,8 +8,8 @@ import krippendorff
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
-from quantformer.evaluate import evaluate
-from quantformer.reliability import agreement, agreement_lines
+from quantformer.score.evaluate import evaluate
+from quantformer.score.reliability import agreement, agreement_lines
 
 
 def _codes(n=300, seed=0, accuracy=0.8):

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from toydata import toy_frame
 
-from quantformer.finetune import finetune
-from quantformer.serve import ModelCache, _argv
+from quantformer.train.finetune import finetune
+from quantformer.cli.serve import ModelCache, _argv
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -204,7 +204,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux only")
 def test_die_with_parent_when_r_is_already_gone_or_is_not_the_parent():
-    code = "from quantformer.serve import die_with_parent; print(die_with_parent())"
+    code = "from quantformer.cli.serve import die_with_parent; print(die_with_parent())"
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that no longer exists: R died before the child got going
     gone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

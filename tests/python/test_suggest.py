@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from toydata import toy_frame
 
-from quantformer.cli import main
-from quantformer.errors import InputError
-from quantformer.suggest import (SuggestWarning, allocate, cache_path, read_cache, suggest,
+from quantformer.cli.main import main
+from quantformer._core.errors import InputError
+from quantformer.label.suggest import (SuggestWarning, allocate, cache_path, read_cache, suggest,
                                  uncertainty)
 
 
@@ -205,7 +205,7 @@ def test_cli_rounds_with_cache(corpus_file, tiny_bert_dir, tmp_path, monkeypatch
     def no_load(*args, **kwargs):
         raise AssertionError("the encoder was loaded although the cache holds the vectors")
 
-    monkeypatch.setattr("quantformer.embed.load_encoder", no_load)
+    monkeypatch.setattr("quantformer.infer.embed.load_encoder", no_load)
     r1["code"] = ["econ", "other", "econ", "other"]
     r1.to_csv(tmp_path / "coded1.csv", index=False)
     assert run([*common, "--labelled", tmp_path / "coded1.csv", "--out", tmp_path / "r2.csv"]) == 0
@@ -250,7 +250,7 @@ def test_cli_bad_input_exit_2_and_nothing_written(corpus_file, tiny_bert_dir, tm
 
 
 def test_cli_with_a_finetuned_model(corpus_file, tiny_bert_dir, tmp_path):
-    from quantformer.finetune import finetune
+    from quantformer.train.finetune import finetune
 
     clf = finetune(toy_frame(16), model=str(tiny_bert_dir), epochs=1, max_length=32,
                    quiet=True, device="cpu")

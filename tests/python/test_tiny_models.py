@@ -5,7 +5,7 @@ import hashlib
 import pytest
 import tiny_models
 
-from quantformer.models import max_positions
+from quantformer.models.hub import max_positions
 
 
 def _digest(folder):

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quantformer.errors import InputError
-from quantformer.tokenization import (encode, head_size, special_template, summarise,
+from quantformer._core.errors import InputError
+from quantformer.models.tokenize import (encode, head_size, special_template, summarise,
                                       token_stats, truncate_ids)
 
 LONG = " ".join(f"item {i} of the list, number{i}" for i in range(400))
@@ -29,7 +29,7 @@ def roberta_tok(tiny_roberta_dir):
 
 @pytest.fixture(scope="module")
 def minilm_tok(default_model_dir):
-    from quantformer.models import load_tokenizer
+    from quantformer.models.hub import load_tokenizer
 
     return load_tokenizer(str(default_model_dir))
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from toydata import toy_frame
 
-from quantformer.finetune import finetune
+from quantformer.train.finetune import finetune
 
 # probabilities of 'econ' for the first 6 documents, loss per epoch, validation macro-F1:
 # measured with the single-function finetune() of commit 5a6a1eb, before the split

@@ -11,9 +11,9 @@ import pytest
 from toydata import toy_frame
 
 import quantformer
-from quantformer import cli
-from quantformer.errors import InputError
-from quantformer.finetune import finetune
+from quantformer.cli import main as cli
+from quantformer._core.errors import InputError
+from quantformer.train.finetune import finetune
 from quantformer.train.loop import Batches, train_loop
 
 FAST = {"epochs": 1, "quiet": True, "device": "cpu", "max_length": 32, "lr": 1e-3}
@@ -107,7 +107,7 @@ def test_cli_regression_finetune_predict_evaluate(tmp_path, tiny_bert_dir, capsy
 
 
 def test_regression_metrics_against_hand_computed_values():
-    from quantformer.metrics import regression_metrics
+    from quantformer.score.metrics import regression_metrics
 
     m = regression_metrics([1, 2, 3, 4, None], [1.5, 2, 2.5, 5, 3])
     assert m["n"] == 4 and m["n_missing"] == 1
@@ -159,7 +159,7 @@ def test_multilabel_separator_and_default_thresholds(tiny_bert_dir):
 
 
 def test_multilabel_metrics_against_hand_computed_values():
-    from quantformer.metrics import multilabel_metrics
+    from quantformer.score.metrics import multilabel_metrics
 
     truth = np.array([[1, 0], [1, 1], [0, 1], [0, 0]])
     pred = np.array([[1, 0], [0, 1], [0, 1], [1, 0]])
@@ -225,7 +225,7 @@ def test_train_loop_restores_the_best_epoch_on_a_crafted_curve(tiny_bert_dir):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from quantformer.tokenization import encode
+    from quantformer.models.tokenize import encode
 
     torch.manual_seed(0)
     network = AutoModelForSequenceClassification.from_pretrained(str(tiny_bert_dir),
@@ -298,8 +298,8 @@ def test_grad_accum_steps_less_often(tiny_bert_dir):
 
 
 def test_tune_and_compare_check_arguments_before_any_work():
-    from quantformer.compare import compare
-    from quantformer.tune import tune
+    from quantformer.select.compare import compare
+    from quantformer.select.tune import tune
 
     frame = toy_frame(40)
     with pytest.raises(InputError, match="--oversample must be a ratio in \\(0, 1\\]"):

@@ -10,9 +10,9 @@ import pytest
 from toydata import toy_frame
 
 import quantformer
-from quantformer import cli
-from quantformer.errors import InputError
-from quantformer.tune import default_grid, estimate_seconds, summarise_cv, tune
+from quantformer.cli import main as cli
+from quantformer._core.errors import InputError
+from quantformer.select.tune import default_grid, estimate_seconds, summarise_cv, tune
 
 
 class FakeClassifier:
@@ -36,7 +36,7 @@ class FakeClassifier:
 
 
 def fake_fit(log, score_of=None):
-    from quantformer.finetune import oversample_indices
+    from quantformer.train.finetune import oversample_indices
 
     def fit(frame, *, lr, epochs, oversample=None, seed=1, **kw):
         if oversample:  # what finetune does with the frame it is given
@@ -152,7 +152,7 @@ def test_cli_bad_input_exit_2_and_no_output(tmp_path, capsys, extra, msg):
 
 
 def test_real_tiny_finetune_through_cli(tmp_path, tiny_bert_dir, capsys, monkeypatch):
-    import quantformer.finetune as ft
+    import quantformer.train.finetune as ft
 
     sizes = []
     real = ft.oversample_indices
@@ -203,7 +203,7 @@ def test_real_tiny_finetune_through_cli(tmp_path, tiny_bert_dir, capsys, monkeyp
 @pytest.fixture
 def fake_cli(monkeypatch):
     """Make the tune CLI fine-tune with :func:`fake_fit` (no model, no time estimate)."""
-    import quantformer.tune as tune_mod
+    import quantformer.select.tune as tune_mod
 
     log = []
     monkeypatch.setattr(tune_mod, "_finetune_fit", fake_fit(log))
@@ -285,7 +285,7 @@ def test_cli_out_refused_overwrite_replaces_stale_files(tmp_path, capsys, fake_c
 
 def test_cli_error_mid_run_leaves_the_old_folder_or_nothing(tmp_path, capsys, monkeypatch,
                                                             fake_cli):
-    import quantformer.tune as tune_mod
+    import quantformer.select.tune as tune_mod
 
     train = _csv(tmp_path, imbalanced(), "train.csv")
     old = tmp_path / "old"

@@ -11,9 +11,9 @@ import pytest
 from test_train_tasks import multilabel_frame, regression_frame
 
 import quantformer
-from quantformer import cli
-from quantformer.errors import InputError
-from quantformer.tune import summarise_cv, tune
+from quantformer.cli import main as cli
+from quantformer._core.errors import InputError
+from quantformer.select.tune import summarise_cv, tune
 
 FT = {"epochs": 1, "lr": 1e-3, "max_length": 32, "device": "cpu"}
 
@@ -102,7 +102,7 @@ def test_tune_multilabel_label_with_one_value_in_the_data_is_refused():
 
 
 def test_ridge_baseline_recovers_a_linear_outcome():
-    from quantformer.task_baselines import fit_task_baseline
+    from quantformer.train.task_baselines import fit_task_baseline
     from quantformer.train.scoring import TaskScoring
 
     rng = np.random.default_rng(1)
@@ -120,7 +120,7 @@ def test_ridge_baseline_recovers_a_linear_outcome():
 
 
 def test_compare_multilabel_baselines_and_per_label_columns(tmp_path):
-    from quantformer.compare import compare
+    from quantformer.select.compare import compare
 
     frame = multilabel_frame(60)
     frame["text"] = [t + (" money" if e else "") + (" lengthy" if g else "")

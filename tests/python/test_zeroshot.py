@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quantformer.cli import main
-from quantformer.errors import InputError
-from quantformer.zeroshot import (calibrate, check_hypothesis, check_labels, describe,
+from quantformer.cli.main import main
+from quantformer._core.errors import InputError
+from quantformer.infer.zeroshot import (calibrate, check_hypothesis, check_labels, describe,
                                   embedding_probabilities, nli_label_ids, nli_probabilities,
                                   parse_labels, zeroshot)
 
@@ -269,7 +269,7 @@ def test_labels_parsing():
 
 
 def test_cli_zeroshot_end_to_end(tmp_path, tiny_roberta_nli_dir, capsys):
-    from quantformer.frames import read_frame, write_frame
+    from quantformer.io.frames import read_frame, write_frame
 
     inp = tmp_path / "in.parquet"
     write_frame(corpus([DOCS[0] * 40, *DOCS[1:]]), inp)
@@ -309,7 +309,7 @@ def test_cli_zeroshot_end_to_end(tmp_path, tiny_roberta_nli_dir, capsys):
 
 
 def test_cli_zeroshot_output_evaluates(tmp_path, tiny_bart_nli_dir, capsys):
-    from quantformer.frames import write_frame
+    from quantformer.io.frames import write_frame
 
     inp = tmp_path / "in.csv"
     write_frame(corpus(), inp)
@@ -341,7 +341,7 @@ def test_cli_zeroshot_output_evaluates(tmp_path, tiny_bart_nli_dir, capsys):
 ])
 def test_cli_bad_input_exits_2_and_leaves_no_file(tmp_path, tiny_bert_dir, capsys, extra,
                                                    message):
-    from quantformer.frames import write_frame
+    from quantformer.io.frames import write_frame
 
     inp = tmp_path / "in.parquet"
     write_frame(corpus(), inp)
@@ -356,7 +356,7 @@ def test_cli_bad_input_exits_2_and_leaves_no_file(tmp_path, tiny_bert_dir, capsy
 
 
 def test_cli_embedding_method_counts_missing(tmp_path, tiny_bert_dir, capsys):
-    from quantformer.frames import write_frame
+    from quantformer.io.frames import write_frame
 
     inp = tmp_path / "in.parquet"
     write_frame(corpus([DOCS[0], None, DOCS[2], "", DOCS[4]]), inp)
@@ -378,14 +378,14 @@ def test_cli_embedding_method_counts_missing(tmp_path, tiny_bert_dir, capsys):
 
 def test_public_api_is_callable_as_module_and_function(tiny_bert_dir):
     import quantformer
-    import quantformer.embed
-    import quantformer.zeroshot  # binds the submodules to the package attributes
+    import quantformer.infer.embed
+    import quantformer.infer.zeroshot  # binds the submodules to the package attributes
 
     res = quantformer.zeroshot(DOCS[:2], ["schools", "abortion"], model=str(tiny_bert_dir),
                                device="cpu", quiet=True)
     assert res["doc_id"].tolist() == ["text1", "text2"]
     assert quantformer.embed(DOCS[:2], model=str(tiny_bert_dir), quiet=True).shape == (2, 32)
-    assert quantformer.zeroshot.DEFAULT_HYPOTHESIS == "This text is about {}."
+    assert quantformer.infer.zeroshot.DEFAULT_HYPOTHESIS == "This text is about {}."
 
 
 def test_describe_names_the_method():

@@ -1,7 +1,7 @@
 """Training arguments: defaults by model size and one table of checks shared by finetune, tune
 and compare.
 
-Each check raises :class:`~quantformer.errors.InputError` with one message shape ("--NAME must
+Each check raises :class:`~quantformer._core.errors.InputError` with one message shape ("--NAME must
 be ..., not VALUE"); the flag name is the CLI's, which R maps back to its argument names.
 """
 
@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..errors import InputError
+from .._core.errors import InputError
 
 DROPOUT = 0.1
 BATCH_SIZE = 16
@@ -29,7 +29,7 @@ SIZE_DEFAULTS = (
 
 def model_size(model: str | None) -> str:
     """``small``, ``base`` or ``large`` from the model's hidden size (config only, no weights)."""
-    from ..models import load_config
+    from ..models.hub import load_config
 
     config = load_config(model)
     hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 768

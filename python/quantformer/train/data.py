@@ -15,9 +15,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from .._core.errors import InputError
 from .arguments import _check_ratio
-from .tasks import TrainingWarning
+from ..models.tasks import TrainingWarning
 
 MEGABATCH = 50
 
@@ -83,7 +83,7 @@ def prepare(frame: pd.DataFrame, what: str, task) -> tuple[pd.DataFrame, int, in
     Raises:
         InputError: not a corpus frame, no label column (named by the task), bad label values.
     """
-    from ..tokenization import _is_missing
+    from ..models.tokenize import _is_missing
 
     if not isinstance(frame, pd.DataFrame) or "text" not in frame.columns:
         raise InputError(f"the {what} data must be a corpus frame with 'text' and 'label' "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
+from .._core.errors import InputError
 from .arguments import MAX_GRAD_NORM
 from .data import length_grouped_batches
 
@@ -81,7 +81,7 @@ class Batches:
     def tensors(self, b, device: str) -> tuple[dict, object]:
         import torch
 
-        from ..inference import pad_batch
+        from ..models.batching import pad_batch
 
         rows = self.rows[b]
         enc = self.encodings

@@ -24,7 +24,7 @@ def training_record(*, task, settings: dict, size: str, data, counts: dict, n_ro
     """The ``quantformer.json`` record of a training run (validation is added after)."""
     import time
 
-    from ..modeldir import versions
+    from ..io.modeldir import versions
 
     record = {
         **task.record(),

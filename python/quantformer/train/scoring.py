@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from .._core.errors import InputError
 
 
 class ClassificationScoring:
@@ -37,18 +37,18 @@ class ClassificationScoring:
 
     def rows(self, frame: pd.DataFrame, what: str = "training data",
              left_out: str = "left out") -> pd.DataFrame:
-        from ..baselines import training_rows
+        from .baselines import training_rows
 
         return training_rows(frame, what, left_out)
 
     def check(self, rows: pd.DataFrame, folds: int, oversample=None,
               where: str = "the training data") -> None:
-        from ..baselines import check_folds
+        from .baselines import check_folds
 
         check_folds(rows["label"], folds, where)
 
     def splits(self, rows: pd.DataFrame, folds: int, seed: int) -> list:
-        from ..baselines import stratified_folds
+        from .baselines import stratified_folds
 
         splitter = stratified_folds(rows["label"], folds, seed)
         return list(splitter.split(np.zeros(len(rows)), rows["label"].to_numpy()))
@@ -63,7 +63,7 @@ class ClassificationScoring:
         return rows
 
     def score(self, clf, rows: pd.DataFrame, labels: list) -> dict:
-        from ..tune import macro_f1, predicted_labels
+        from ..select.tune import macro_f1, predicted_labels
 
         return {"macro_f1": macro_f1(rows["label"].astype(str), predicted_labels(clf, rows),
                                      labels)}
@@ -73,7 +73,7 @@ class TaskScoring(ClassificationScoring):
     """Regression and multi-label (see the module table)."""
 
     def __init__(self, task: str, label_cols=None, label_sep=None):
-        from .tasks import make_task
+        from ..models.tasks import make_task
 
         self.kind = make_task(task, None, label_cols, label_sep)
         self.task, self.label_cols, self.label_sep = task, label_cols, label_sep

@@ -1,0 +1,2 @@
+"""Layer 0: what every layer uses and nothing else: errors, the version, the atomic writer,
+printing tables. Imports no other quantformer layer."""

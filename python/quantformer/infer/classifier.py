@@ -1,0 +1,532 @@
+"""Prediction with fine-tuned classifiers: in memory and streamed over large corpus files.
+
+:class:`Classifier` wraps a sequence-classification model, its tokenizer and its label order.
+Prediction tokenises with the model's truncation (head+tail by default, Wankmüller 2022 section
+6.3), runs length-sorted batches with dynamic padding under ``torch.inference_mode()``
+(:mod:`quantformer.models.batching`) and returns rows in input order. Missing or empty texts are kept:
+their ``predicted`` is missing, their probabilities NaN, and a warning counts them.
+
+:func:`predict_file` reads the input in record batches (Parquet row groups, CSV chunks) and
+appends to the output as it goes, so memory does not grow with the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.callable import make_callable
+from .._core.errors import InputError, ModelDirError
+
+CHUNK_ROWS = 4096
+
+
+class PredictionWarning(UserWarning):
+    """Documents that got no prediction (missing or empty texts)."""
+
+
+def _is_longformer(config) -> bool:
+    return getattr(config, "model_type", "") in ("longformer", "led")
+
+
+def global_attention_hook(config):
+    """Batch hook that puts global attention on the first token for Longformer models, else None.
+
+    Longformer classifies from the first token, which must see the whole document
+    (Beltagy et al. 2020); other models need nothing.
+    """
+    if not _is_longformer(config):
+        return None
+
+    def hook(batch: dict) -> dict:
+        import torch
+
+        g = torch.zeros_like(batch["attention_mask"])
+        g[:, 0] = 1
+        batch["global_attention_mask"] = g
+        return batch
+
+    return hook
+
+
+def warn_missing(n_missing: int, n: int) -> None:
+    """Warn that ``n_missing`` of ``n`` documents had no text and got no prediction."""
+    if n_missing:
+        warnings.warn(
+            f"{n_missing} of {n} document(s) have a missing or empty text; they are kept with a "
+            "missing prediction",
+            PredictionWarning,
+            stacklevel=3,
+        )
+
+
+def softmax_logits(model, batch):
+    """Class probabilities of one padded batch: softmax of the logits (what is exported)."""
+    import torch
+
+    return torch.softmax(model(**batch).logits.float(), dim=-1)
+
+
+def _load_torch(path):
+    """(sequence-classification model in eval mode, fast tokenizer) of a model directory.
+
+    Raises:
+        ModelDirError: the weights or tokenizer files are missing or damaged.
+    """
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from ..io.modeldir import hf_quiet
+
+    try:
+        with hf_quiet():
+            tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
+            model = AutoModelForSequenceClassification.from_pretrained(str(path))
+    except Exception as exc:  # weights or tokenizer files missing, truncated or damaged
+        # (OSError, ValueError, safetensors' SafetensorError, tokenizers' exceptions...)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelDirError(
+            f"'{path}' has a completion record but its model files cannot be loaded "
+            f"({first}); the folder was changed after training. Fine-tune again, or copy "
+            "the whole folder again"
+        ) from exc
+    return model.eval(), tok
+
+
+class Classifier:
+    """A fine-tuned sequence classifier: model, tokenizer and label order.
+
+    Attributes:
+        labels: class labels as strings, in the order of the model's outputs.
+        model: the ``transformers`` ``...ForSequenceClassification`` module (eval mode).
+        tokenizer: its fast tokenizer.
+        device: torch device string the model is on.
+        max_length, truncation: how documents are cut at prediction (as at training).
+        record: the ``quantformer.json`` record (training arguments, counts, versions).
+    """
+
+    def __init__(self, model, tokenizer, labels, *, max_length: int = 512,
+                 truncation: str = "head_tail", device: str = "cpu",
+                 record: dict | None = None, task=None):
+        from ..models.tasks import Classification
+
+        self.task = task if task is not None else Classification(labels)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.labels = [str(x) for x in labels]
+        self.max_length = int(max_length)
+        self.truncation = truncation
+        self.device = device
+        self.record = dict(record or {})
+        self.recheck = None  # int8: the fp32 recheck of near ties (from_dir sets it)
+        self.model.eval()
+
+    # ---------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
+                 quantize: str = "none", recheck_margin: float | None = None) -> Classifier:
+        """Load a model directory (see :func:`load`).
+
+        Args:
+            backend: ``torch`` or ``onnx`` (ONNX Runtime on the CPU; the export is cached in
+                ``<path>/onnx/``, see :mod:`quantformer.models.onnx.backend`).
+            quantize: ``none`` or ``int8`` (onnx only).
+            recheck_margin: with ``int8``, documents whose int8 top-two probability margin is
+                below this are predicted again in fp32 (float in [0, 1); None:
+                :data:`quantformer.models.onnx.recheck.RECHECK_MARGIN`, 0.05; 0: pure int8).
+
+        Raises:
+            ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
+            InputError: a bad backend/quantize/device combination, or a model ONNX cannot
+                export (Longformer).
+        """
+        from ..io.modeldir import read_record
+        from ..models.onnx.backend import check_backend
+        from ..models.tasks import from_record
+
+        record = read_record(path)
+        use_onnx = check_backend(backend, quantize, device) == "onnx"
+        if recheck_margin is not None:  # checked before an export that may take minutes
+            from ..models.onnx.recheck import check_margin
+
+            if quantize != "int8":
+                raise InputError("recheck_margin applies to quantize='int8' only; leave it out")
+            if record.get("method") == "nli":
+                raise InputError("recheck_margin applies to classifiers fine-tuned the standard "
+                                 "way; an NLI model's int8 has no fp32 recheck: leave it out")
+            check_margin(recheck_margin)
+        if record.get("method") == "nli":  # an NLI model fine-tuned on hypotheses
+            from ..train.nli import NLIClassifier
+
+            return NLIClassifier.from_dir(path, device=device, backend=backend,
+                                          quantize=quantize)
+        if record.get("method") == "setfit":
+            if use_onnx:
+                raise InputError("--backend onnx is not supported for SetFit models yet; use "
+                                 "--backend torch")
+            from ..train.setfit import SetFitClassifier
+
+            return SetFitClassifier.from_dir(path, device=device)
+        task = from_record(record)
+        hp = record.get("hyperparameters", {})
+        if use_onnx:
+            from ..models.onnx.backend import open_model
+
+            if task.name != "classification":
+                raise InputError(f"--backend onnx supports classification models only; this "
+                                 f"is a {task.name} model: use --backend torch")
+            net = open_model(str(path), use="proba", fn=softmax_logits, loader=_load_torch,
+                             quantize=quantize)
+            clf = cls(net, net.tokenizer, record["labels"], max_length=hp.get("max_length", 512),
+                      truncation=hp.get("truncation", "head_tail"), device="cpu", record=record)
+            if quantize == "int8":
+                clf.recheck = _recheck(path, recheck_margin)
+            return clf
+        from ..models.hub import resolve_device
+
+        dev = resolve_device(device)
+        model, tok = _load_torch(path)
+        model = model.to(dev)
+        return cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
+                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record,
+                   task=from_record(record))
+
+    def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Write the model directory (model, tokenizer, ``quantformer.json``, README.md).
+
+        Raises:
+            InputError: ``path`` exists and ``overwrite`` is False.
+        """
+        from ..io.modeldir import write_model_dir
+
+        return write_model_dir(self.model, self.tokenizer, self.record, path,
+                               overwrite=overwrite)
+
+    def to(self, device: str) -> Classifier:
+        """Move the model to ``device`` (``auto``, ``cpu``, ``cuda``, ``mps``); returns self."""
+        from ..models.hub import resolve_device
+
+        self.device = resolve_device(device)
+        self.model.to(self.device)
+        return self
+
+    def __repr__(self) -> str:
+        return (f"Classifier(task={self.task.name!r}, labels={self.labels}, model={self.record.get('model')!r}, "
+                f"max_length={self.max_length}, device={self.device!r})")
+
+    # ---------------------------------------------------------------------------------------
+
+    def _texts(self, frame_or_texts) -> list:
+        if isinstance(frame_or_texts, pd.DataFrame):
+            if "text" not in frame_or_texts.columns:
+                raise InputError("the frame has no 'text' column; read it with "
+                                 "quantformer.read_frame or name the text column")
+            return frame_or_texts["text"].tolist()
+        if isinstance(frame_or_texts, str):
+            return [frame_or_texts]
+        return list(frame_or_texts)
+
+    def _proba(self, texts: list, batch_size: int, progress: bool,
+               counts: dict | None = None, model=None) -> tuple[np.ndarray, np.ndarray]:
+        from ..models.batching import run_batches
+        from ..models.tokenize import encode
+
+        model = self.model if model is None else model
+
+        # an ONNX model's config is config.json alone (classifiers only: one column a label)
+        k = getattr(self.model.config, "num_labels", None) or len(self.labels)
+        enc = encode(self.tokenizer, texts, max_length=self.max_length,
+                     truncation=self.truncation)
+        if counts is not None:  # adds up the documents cut, for warn_truncated
+            counts["truncated"] = counts.get("truncated", 0) + int(enc.truncated.sum())
+        probs = np.full((len(texts), k), np.nan, dtype=np.float64)
+        keep = np.flatnonzero(~enc.missing)
+        if keep.size:
+            ids = [enc.input_ids[i] for i in keep]
+            types = [enc.token_type_ids[i] for i in keep] if enc.token_type_ids else None
+            out = run_batches(
+                model, ids, types,
+                fn=lambda m, b: self.task.activation(m(**b).logits),
+                batch_size=batch_size, device=self.device,
+                pad_id=self.tokenizer.pad_token_id or 0,
+                extra=global_attention_hook(model.config), progress=progress,
+            )
+            probs[keep] = out
+        return probs, enc.missing
+
+    def _scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
+        """(probabilities, missing mask, rechecked mask or None): :meth:`_proba`, then for
+        int8 the fp32 recheck of near ties (:mod:`quantformer.models.onnx.recheck`)."""
+        probs, missing = self._proba(texts, batch_size, progress, counts)
+        if self.recheck is None:
+            return probs, missing, None
+        return probs, missing, self.recheck(
+            lambda m, t: self._proba(t, batch_size, False, model=m)[0], texts, probs)
+
+    def predict_proba(self, frame_or_texts, batch_size: int = 64,
+                      progress: bool = False) -> np.ndarray:
+        """Class probabilities (softmax of the logits).
+
+        Args:
+            frame_or_texts: a corpus frame (its ``text`` column) or a sequence of str/None.
+            batch_size: documents per forward pass at most (default 64; long documents go
+                in smaller batches, :data:`quantformer.models.batching.MAX_TOKENS`).
+            progress: show a tqdm bar.
+
+        Returns:
+            float64 array of shape (n, len(labels)), columns in :attr:`labels` order; rows of
+            NaN for missing or empty texts.
+        """
+        texts = self._texts(frame_or_texts)
+        counts: dict = {}
+        probs, missing, _ = self._scored(texts, batch_size, progress, counts)
+        warn_missing(int(missing.sum()), len(texts))
+        self._warn_truncated(counts, len(texts))
+        return probs
+
+    def predict(self, frame, batch_size: int = 64, keep_text: bool = False,
+                progress: bool = False, warn: bool = True) -> pd.DataFrame:
+        """Predict a corpus frame.
+
+        Args:
+            frame: a corpus frame (``doc_id``, ``text``, docvars) or a sequence of texts.
+            batch_size: documents per forward pass at most (default 64; long documents go
+                in smaller batches, :data:`quantformer.models.batching.MAX_TOKENS`).
+            keep_text: keep the ``text`` column in the output.
+            progress: show a tqdm bar.
+            warn: warn when documents have missing or empty texts, or were truncated to
+                :attr:`max_length` tokens (how many; :func:`quantformer.models.tokenize.token_stats`
+                says which).
+
+        Returns:
+            A frame in input row order: ``doc_id``, the docvars (a ``label`` column included),
+            [``text``], ``predicted`` (label string; missing for missing/empty texts),
+            ``prob_<label>`` per class, ``backend`` (``torch``, ``onnx fp32``, ``onnx int8``
+            or, for int8 rows predicted again in fp32, ``onnx fp32 recheck``: which backend
+            produced each row, issue 16).
+        """
+        if not isinstance(frame, pd.DataFrame):
+            texts = self._texts(frame)
+            frame = pd.DataFrame({"doc_id": [f"text{i + 1}" for i in range(len(texts))],
+                                  "text": texts})
+        counts: dict = {}
+        texts = self._texts(frame)
+        probs, missing, rechecked = self._scored(texts, batch_size, progress, counts)
+        if warn:
+            warn_missing(int(missing.sum()), len(frame))
+            self._warn_truncated(counts, len(frame))
+        return self._output(frame, probs, missing, keep_text, rechecked)
+
+    def _warn_truncated(self, counts: dict, n: int) -> None:
+        from ..models.tokenize import warn_truncated
+
+        warn_truncated(counts.get("truncated", 0), n, self.max_length, self.truncation)
+
+    def _output(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,
+                keep_text: bool, rechecked: np.ndarray | None = None) -> pd.DataFrame:
+        out = {"doc_id": frame["doc_id"].to_numpy()}
+        for c in frame.columns:
+            if c == "doc_id" or (c == "text" and not keep_text):
+                continue
+            out[c] = frame[c].to_numpy()
+        out.update(self.task.columns(probs, missing))
+        # which backend produced each row (issue 16): torch, onnx fp32 or onnx int8
+        onnx = getattr(self.model, "backend", "torch") == "onnx"
+        out["backend"] = self.model.label if onnx else "torch"
+        if rechecked is not None:  # int8 rows predicted again in fp32
+            from ..models.onnx.recheck import RECHECK_LABEL
+
+            out["backend"] = np.where(rechecked, RECHECK_LABEL, out["backend"])
+        return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
+
+
+def _recheck(path, margin):
+    """The fp32 recheck of an int8 classifier (:class:`quantformer.models.onnx.recheck.Recheck`)."""
+    from ..models.onnx.backend import open_model
+    from ..models.onnx.recheck import RECHECK_MARGIN, Recheck
+
+    return Recheck(RECHECK_MARGIN if margin is None else margin,
+                   lambda: open_model(str(path), use="proba", fn=softmax_logits,
+                                      loader=_load_torch, quantize="none"))
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def load(path: str | os.PathLike, device: str = "auto") -> Classifier:
+    """Load a fine-tuned model directory as a :class:`Classifier` (``quantformer.load``).
+
+    Args:
+        path: a folder written by :func:`quantformer.train.finetune` / ``quantformer finetune``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``mps`` (see
+            :func:`quantformer.models.hub.resolve_device`).
+
+    Raises:
+        ModelDirError: missing, incomplete or not a classifier (see
+            :func:`quantformer.io.modeldir.read_record`).
+    """
+    return Classifier.from_dir(path, device=device)
+
+
+def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
+            device: str = "auto", quiet: bool = True, backend: str = "torch",
+            quantize: str = "none") -> pd.DataFrame:
+    """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
+
+    Args:
+        model: a :class:`Classifier` or a model directory path.
+        frame: a corpus frame or a sequence of texts.
+        batch_size: documents per forward pass at most (default 64; fewer for long documents).
+        keep_text: keep the ``text`` column.
+        device: used when ``model`` is a path.
+        quiet: no progress bar.
+        backend, quantize: used when ``model`` is a path: ``torch`` (default) or ``onnx``;
+            ``none`` or ``int8`` (see :meth:`Classifier.from_dir`).
+
+    Returns:
+        See :meth:`Classifier.predict`: a last column ``backend`` says which backend
+        produced each row (``torch``, ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
+    """
+    clf = model if isinstance(model, Classifier) else Classifier.from_dir(
+        model, device=device, backend=backend, quantize=quantize)
+    return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
+
+
+def predict_file(model, input_path, out_path, *, text_col: str | None = None,
+                 id_col: str | None = None, label_col: str | None = None,
+                 fmt: str | None = None, batch_size: int = 64, keep_text: bool = False,
+                 device: str = "auto", quiet: bool = False,
+                 chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
+                 labels_file: str | None = None, calibrated: bool = False,
+                 backend: str = "torch", quantize: str = "none") -> int:
+    """Stream a corpus file through a classifier into an output file.
+
+    The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
+    and each chunk's predictions are appended to a temporary output file, renamed to
+    ``out_path`` at the end; on an error nothing is left behind. ``quoting`` and
+    ``labels_file`` are passed to :func:`quantformer.io.frames.iter_frames`. Warns how many
+    documents were missing (no prediction) and how many were truncated to the model's
+    ``max_length``. ``calibrated``: apply the temperature stored by ``quantformer calibrate``
+    (see :mod:`quantformer.score.calibration`).
+ ``backend`` and ``quantize``
+    (used when ``model`` is a path) choose torch or ONNX Runtime (see
+    :meth:`Classifier.from_dir`); outputs end with a ``backend`` column (``torch``,
+    ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
+
+    Returns:
+        The number of documents written.
+
+    Raises:
+        InputError: bad input file or columns, unknown output format; ModelDirError.
+    """
+    from tqdm.auto import tqdm
+
+    from ..io.frames import FrameWriter, check_output_path, iter_frames
+
+    check_output_path(out_path)
+    clf = model if isinstance(model, Classifier) else Classifier.from_dir(
+        model, device=device, backend=backend, quantize=quantize)
+    temperature = None
+    if calibrated:
+        from ..score.calibration import stored_temperature
+
+        temperature = stored_temperature(clf.record or {}, model)
+    n = n_missing = 0
+    counts: dict = {}
+    chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
+                         label_col=label_col, fmt=fmt, quoting=quoting,
+                         labels_file=labels_file)
+    bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
+    with FrameWriter(out_path) as writer:
+        for chunk in chunks:
+            probs, missing, rechecked = clf._scored(chunk["text"].tolist(), batch_size, False,
+                                                    counts)
+            if temperature is not None:
+                from ..score.calibration import apply_temperature
+
+                probs = apply_temperature(probs, temperature)
+            writer.write(clf._output(chunk, probs, missing, keep_text, rechecked))
+            n += len(chunk)
+            n_missing += int(missing.sum())
+            bar.update(len(chunk))
+        if n == 0:
+            raise InputError(f"'{input_path}' has no documents")
+    bar.close()
+    warn_missing(n_missing, n)
+    clf._warn_truncated(counts, n)
+    return n
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from ..cli.main import add_corpus_options, add_device_option, add_quiet_option
+
+    p = sub.add_parser(
+        "predict",
+        help="classify a corpus with a fine-tuned model directory",
+        description="Classify every document of a corpus file with a model written by "
+                    "`quantformer finetune`. Streams the input in chunks. Output: doc_id, the "
+                    "docvars, [text], predicted (label; missing for empty texts), prob_<label>. "
+                    "Warns how many documents were longer than the model's max_length and "
+                    "truncated (`quantformer tokenize --model` shows which).",
+    )
+    from ..cli.main import add_partition_options
+
+    p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
+    add_partition_options(p)
+    add_corpus_options(p)
+    from ..cli.main import add_labels_file_option, positive
+
+    add_labels_file_option(p)
+    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...); a "
+                                                "folder for a partitioned --input")
+
+    p.add_argument("--batch-size", type=positive(int), default=64,
+                   help="documents per forward pass at most (64; fewer for long documents: "
+                        "at most 4096 padded tokens per pass)")
+    p.add_argument("--keep-text", action="store_true", help="keep the text column in the output")
+    p.add_argument("--calibrated", action="store_true",
+                   help="apply the temperature stored by `quantformer calibrate`")
+    add_device_option(p)
+    add_quiet_option(p)
+    from ..models.onnx.backend import add_cli_options
+
+    add_cli_options(p)
+    p.set_defaults(func=_run_predict)
+
+
+def _run_predict(args) -> int:
+    from ..cli.main import corpus_kwargs, partitioned
+
+    kw = corpus_kwargs(args)
+    if partitioned(args):
+        from ..scale.dask import describe, predict_partitions
+
+        if args.calibrated or args.labels_file:
+            flag = "--calibrated" if args.calibrated else "--labels-file"
+            raise InputError(f"{flag} is not supported with a partitioned --input yet; predict "
+                             "each file on its own")
+
+        print(describe(predict_partitions(
+            args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
+            batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
+            quiet=args.quiet, backend=args.backend, quantize=args.quantize, **kw)))
+        return 0
+    n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
+                     id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
+                     batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
+                     quiet=args.quiet, quoting=kw["quoting"], labels_file=args.labels_file,
+                     calibrated=args.calibrated, backend=args.backend,
+                     quantize=args.quantize)
+    print(f"wrote predictions for {n} documents to {args.out}")
+    return 0
+
+
+make_callable(__name__, "predict")

@@ -1,0 +1,389 @@
+"""Mean-pooled document embeddings (the ``embed`` verb), also used by embedding zero-shot.
+
+Each document is tokenised (long documents truncated on token ids, ``head_tail`` by default),
+run through the encoder, and its last-layer token vectors are averaged over the attention mask:
+the pooling of sentence-transformers models such as the bundled all-MiniLM-L6-v2, so the
+vectors equal ``SentenceTransformer.encode()`` (with ``normalize=True``, which that model's
+pipeline applies). Encoder-decoder models (BART, T5) are pooled over their encoder.
+
+Output shape: ``(n_docs, hidden)`` float32, one row per input document in input order
+(hidden = 384 for the default model). Missing or empty documents are kept as rows of NaN and
+counted in a warning, never dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
+
+LAYOUTS = ("auto", "list", "wide")
+EMBEDDING_COL = "embedding"
+DIM_PREFIX = "dim_"
+CHUNK_ROWS = 4096  # documents the embed verb reads, embeds and writes at a time
+
+
+# ------------------------------------------------------------------------------------------
+# inputs
+
+
+def as_frame(x) -> pd.DataFrame:
+    """A corpus frame from a corpus frame, any DataFrame with a ``text`` column, or a sequence
+    of strings (ids ``text1..textN``).
+
+    Raises:
+        InputError: a single string, or a table without a text column.
+    """
+    from ..io.frames import to_frame
+
+    if isinstance(x, str):
+        raise InputError("give a list of documents (or a corpus frame), not a single string")
+    if isinstance(x, pd.DataFrame):
+        if "doc_id" in x.columns and "text" in x.columns:
+            return x.reset_index(drop=True)
+        return to_frame(x)
+    if isinstance(x, pd.Series):
+        x = x.tolist()
+    return to_frame(pd.DataFrame({"text": list(x)}))
+
+
+def missing_warning(n_missing: int, n_docs: int, consequence: str) -> None:
+    """Warn that ``n_missing`` of ``n_docs`` documents are missing or empty (kept, not dropped)."""
+    if n_missing:
+        from ..io.frames import FrameWarning
+
+        warnings.warn(f"{n_missing} of {n_docs} document(s) have missing or empty text; they are "
+                      f"kept with {consequence}", FrameWarning, stacklevel=3)
+
+
+# ------------------------------------------------------------------------------------------
+# the encoder
+
+
+@dataclass
+class Encoder:
+    """A loaded encoder: the torch module (in eval mode, on ``device``), its tokenizer, config."""
+
+    model: object
+    tokenizer: object
+    config: object
+    device: str
+    path: str
+
+
+def load_encoder(model: str | None = None, device: str = "auto", backend: str = "torch",
+                 quantize: str = "none") -> Encoder:
+    """Load a model's encoder (``AutoModel``; any classification head is not used).
+
+    Args:
+        backend: ``torch`` or ``onnx`` (ONNX Runtime on the CPU, mean pooling inside the
+            exported graph; see :mod:`quantformer.models.onnx.backend` for the cache).
+        quantize: ``none`` or ``int8`` (onnx only).
+
+    Raises:
+        InputError: the model cannot be resolved, the device is unavailable, or a bad
+            backend/quantize combination.
+    """
+    from ..models.hub import resolve_model
+    from ..models.onnx.backend import check_backend
+
+    path = resolve_model(model)
+    if check_backend(backend, quantize, device) == "onnx":
+        from ..models.onnx.backend import open_model
+
+        net = open_model(model, use="mean_pool", fn=_pool, loader=_load_torch_encoder,
+                         quantize=quantize)
+        return Encoder(model=net, tokenizer=net.tokenizer, config=net.config, device="cpu",
+                       path=path)
+    from ..models.hub import load_config, resolve_device
+
+    dev = resolve_device(device)
+    net, tok = _load_torch_encoder(path)
+    net.to(dev)
+    return Encoder(model=net, tokenizer=tok, config=load_config(model), device=dev, path=path)
+
+
+def _load_torch_encoder(path: str):
+    """(encoder module in eval mode, fast tokenizer); encoder-decoders give their encoder."""
+    from transformers import AutoModel
+
+    from ..io.modeldir import hf_quiet
+    from ..models.hub import load_tokenizer
+
+    with hf_quiet():  # "unused weights of the head" is expected here
+        net = AutoModel.from_pretrained(path)
+    if getattr(net.config, "is_encoder_decoder", False) and hasattr(net, "get_encoder"):
+        net = net.get_encoder()
+    return net.eval(), load_tokenizer(path)
+
+
+def default_max_length(enc: Encoder) -> int:
+    """The token limit used when none is given: the model's sentence-transformers
+    ``max_seq_length`` (256 for all-MiniLM-L6-v2) when it has one, else 512, never above the
+    model's position limit."""
+    from ..models.hub import max_positions
+
+    limit = max_positions(enc.config) or 512
+    want = 512
+    st = Path(enc.path) / "sentence_bert_config.json"
+    if st.is_file():
+        try:
+            want = int(json.loads(st.read_text()).get("max_seq_length") or 512)
+        except (ValueError, OSError):
+            pass
+    return min(want, limit)
+
+
+def check_length(enc: Encoder, max_length: int | None) -> int:
+    """``max_length`` validated against the model (None -> :func:`default_max_length`)."""
+    from ..models.hub import check_max_length
+
+    if max_length is None:
+        return default_max_length(enc)
+    return check_max_length(max_length, enc.config)
+
+
+def _pool(model, batch):
+    from ..models.batching import mean_pool
+
+    return mean_pool(model(**batch).last_hidden_state, batch["attention_mask"])
+
+
+def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head_tail",
+                batch_size: int = 32, normalize: bool = False, progress: bool = False):
+    """Mean-pooled embeddings of a list of texts with a loaded encoder.
+
+    Args:
+        texts: sequence of n str or None.
+        max_length: token limit, special tokens included.
+        normalize: scale each vector to unit length (cosine similarity = dot product).
+
+    Returns:
+        ``(vectors, encoded)``: float32 array (n, hidden) with NaN rows for missing/empty
+        texts, and the :class:`~quantformer.models.tokenize.Encoded` (``truncated``, ``missing``).
+    """
+    from ..models.batching import run_batches
+    from ..models.tokenize import encode
+
+    encoded = encode(enc.tokenizer, texts, max_length=max_length, truncation=truncation)
+    hidden = int(getattr(enc.config, "hidden_size", 0) or getattr(enc.config, "d_model", 0))
+    out = np.full((len(encoded.input_ids), hidden), np.nan, dtype=np.float32)
+    keep = np.flatnonzero(~encoded.missing)
+    if keep.size:
+        ids = [encoded.input_ids[i] for i in keep]
+        types = [encoded.token_type_ids[i] for i in keep] if encoded.token_type_ids else None
+        pad = enc.tokenizer.pad_token_id if enc.tokenizer.pad_token_id is not None else 0
+        vecs = run_batches(enc.model, ids, types, fn=_pool, batch_size=batch_size,
+                           device=enc.device, pad_id=pad, progress=progress, desc="embedding")
+        if normalize:
+            vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        out = np.full((len(encoded.input_ids), vecs.shape[1]), np.nan, dtype=np.float32)
+        out[keep] = vecs
+    return out, encoded
+
+
+def embed(frame, model: str | None = None, *, batch_size: int = 32,
+          max_length: int | None = None, truncation: str = "head_tail",
+          normalize: bool = False, device: str = "auto", quiet: bool = False,
+          backend: str = "torch", quantize: str = "none") -> np.ndarray:
+    """Mean-pooled document embeddings.
+
+    Args:
+        frame: a corpus frame (``doc_id``, ``text``, ...), a DataFrame with a ``text`` column,
+            or a list of strings.
+        model: hub id or local folder (default: the bundled all-MiniLM-L6-v2).
+        batch_size: documents per forward pass at most (32); batches are length-sorted and hold
+            at most :data:`quantformer.models.batching.MAX_TOKENS` padded tokens.
+        max_length: token limit, special tokens included (default: the model's
+            sentence-transformers ``max_seq_length``, 256 for the default model, else 512).
+        truncation: ``head_tail`` (default; Wankmüller 2022 section 6.3), ``head`` or ``tail``.
+        normalize: unit-length vectors (what sentence-transformers' all-MiniLM-L6-v2 returns).
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+        quiet: no progress bar.
+        backend: ``torch`` (default) or ``onnx`` (ONNX Runtime; the bundled model's export is
+            cached in ``$XDG_CACHE_HOME/quantformer``, see :mod:`quantformer.models.onnx.backend`).
+        quantize: ``none`` (default) or ``int8`` (onnx only).
+
+    Returns:
+        float32 array of shape (n_docs, hidden), rows in input order; missing or empty texts
+        give rows of NaN (counted in a warning). The ``embed`` verb also prints how many
+        documents were truncated.
+
+    Raises:
+        InputError: bad model, device, truncation or ``max_length``.
+    """
+    vecs, _ = _embed(frame, model, batch_size=batch_size, max_length=max_length,
+                     truncation=truncation, normalize=normalize, device=device, quiet=quiet,
+                     backend=backend, quantize=quantize)
+    return vecs
+
+
+def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet,
+           backend="torch", quantize="none"):
+    from ..models.tokenize import check_strategy
+
+    check_strategy(truncation)
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, not {batch_size}")
+    frame = as_frame(frame)
+    enc = load_encoder(model, device, backend, quantize)
+    length = check_length(enc, max_length)
+    vecs, encoded = embed_texts(enc, frame["text"].tolist(), max_length=length,
+                                truncation=truncation, batch_size=batch_size,
+                                normalize=normalize, progress=not quiet)
+    missing_warning(int(encoded.missing.sum()), len(frame), "an embedding of NaN")
+    info = {"model": model, "max_length": length, "truncation": truncation,
+            "normalize": normalize, "n_docs": len(frame),
+            "n_missing": int(encoded.missing.sum()),
+            "n_truncated": int(encoded.truncated.sum()), "hidden": int(vecs.shape[1]),
+            "backend": getattr(enc.model, "label", "torch")}
+    return vecs, info
+
+
+def embedding_frame(frame: pd.DataFrame, vectors: np.ndarray, layout: str = "list",
+                    keep_text: bool = False, backend: str | None = None) -> pd.DataFrame:
+    """A table of embeddings: ``doc_id``, [``text``], the other input columns, [``backend``
+    (``torch``, ``onnx fp32`` or ``onnx int8``; the CLI always gives it)], then either one
+    list column ``embedding`` (``layout="list"``; None for missing documents) or one float32
+    column per dimension ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
+    if layout not in ("list", "wide"):
+        raise InputError(f"unknown --layout '{layout}'; use one of: {', '.join(LAYOUTS)}")
+    cols = [c for c in frame.columns if keep_text or c != "text"]
+    out = frame[cols].copy()
+    if backend is not None:
+        out["backend"] = backend
+    if layout == "list":
+        out[EMBEDDING_COL] = [None if np.isnan(v).all() else v for v in vectors]
+    else:
+        wide = pd.DataFrame(vectors, columns=[f"{DIM_PREFIX}{j + 1}"
+                                              for j in range(vectors.shape[1])])
+        out = pd.concat([out.reset_index(drop=True), wide], axis=1)
+    return out
+
+
+def resolve_layout(layout: str, out_path) -> str:
+    """``auto``: a list column for Parquet and JSONL, one column per dimension for CSV, TSV and
+    RDS (which have no list columns R reads back as numbers)."""
+    if layout not in LAYOUTS:
+        raise InputError(f"unknown --layout '{layout}'; use one of: {', '.join(LAYOUTS)}")
+    from ..io.frames import detect_format
+
+    kind = detect_format(out_path, write=True)
+    if layout == "list" and kind in ("csv", "tsv"):
+        raise InputError(f"--layout list cannot be written to {kind.upper()} (no list columns); "
+                         "use --layout wide (one column per dimension) or a .parquet output")
+    if layout != "auto":
+        return layout
+    return "list" if kind in ("parquet", "jsonl") else "wide"
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from ..cli.main import add_corpus_options, add_model_option, positive
+
+    p = sub.add_parser(
+        "embed",
+        help="mean-pooled document embeddings (one vector per document)",
+        description="Embed every document as the mean of the encoder's last-layer token "
+                    "vectors (sentence-transformers pooling). Output: doc_id, docvars, then a "
+                    "float32 list column 'embedding' (Parquet, JSONL) or columns dim_1..dim_H "
+                    "(CSV, TSV, RDS); H = 384 for the default model. Missing or empty texts "
+                    "get NaN.",
+    )
+    from ..cli.main import add_partition_options
+
+    add_partition_options(p)
+    add_corpus_options(p, label=False)
+    add_model_option(p)
+    p.add_argument("--batch-size", type=positive(int), default=32,
+                   help="documents per forward pass at most (32; fewer for long documents: "
+                        "at most 4096 padded tokens per pass)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit, special tokens included (default: the model's "
+                        "sentence-transformers max_seq_length, 256 for the default model, "
+                        "else 512)")
+    p.add_argument("--normalize", action="store_true",
+                   help="unit-length vectors (cosine similarity = dot product)")
+    p.add_argument("--layout", default="auto", choices=LAYOUTS,
+                   help="'list': one list column 'embedding'; 'wide': one column per "
+                        "dimension dim_1..dim_H; 'auto' (default): list for .parquet/.jsonl, "
+                        "wide for .csv/.tsv/.rds")
+    add_run_options(p)
+    p.set_defaults(func=_run_embed)
+
+
+def add_run_options(p) -> None:
+    """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
+    --device, --quiet, --backend, --quantize and --out."""
+    from ..cli.main import add_device_option, add_quiet_option
+    from ..models.tokenize import STRATEGIES
+
+    p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
+                   help="how long documents are cut (head_tail)")
+    p.add_argument("--keep-text", action="store_true", help="keep the text column")
+    add_device_option(p)
+    add_quiet_option(p)
+    from ..models.onnx.backend import add_cli_options
+
+    add_cli_options(p)
+    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
+
+
+def _run_embed(args) -> int:
+    """Stream the input in chunks (memory stays flat for large corpora) through one encoder."""
+    from ..cli.main import corpus_kwargs, partitioned
+    from ..io.frames import FrameWriter, check_output_path, iter_frames
+    from ..models.hub import model_label
+    from ..models.tokenize import check_strategy
+
+    if partitioned(args):
+        from ..scale.dask import describe, embed_partitions
+
+        print(describe(embed_partitions(
+            args.input, args.out, args.model, scheduler=args.scheduler, resume=args.resume,
+            batch_size=args.batch_size, max_length=args.max_length, layout=args.layout,
+            truncation=args.truncation, normalize=args.normalize, keep_text=args.keep_text,
+            device=args.device, quiet=args.quiet, backend=args.backend, quantize=args.quantize,
+            **corpus_kwargs(args, label=False))))
+        return 0
+    check_output_path(args.out)
+    layout = resolve_layout(args.layout, args.out)
+    check_strategy(args.truncation)
+    chunks = iter_frames(args.input, chunk_rows=CHUNK_ROWS, **corpus_kwargs(args, label=False))
+    first = next(chunks)  # input errors surface before the model loads
+    enc = load_encoder(args.model, args.device, args.backend, args.quantize)
+    length = check_length(enc, args.max_length)
+    label = getattr(enc.model, "label", "torch")  # the onnx backend names itself
+    n = n_missing = n_truncated = hidden = 0
+    with FrameWriter(args.out) as writer:
+        for chunk in itertools.chain([first], chunks):
+            vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
+                                        truncation=args.truncation, batch_size=args.batch_size,
+                                        normalize=args.normalize, progress=not args.quiet)
+            writer.write(embedding_frame(chunk, vecs, layout, keep_text=args.keep_text,
+                                         backend=label))
+            n += len(chunk)
+            n_missing += int(encoded.missing.sum())
+            n_truncated += int(encoded.truncated.sum())
+            hidden = vecs.shape[1]
+    missing_warning(n_missing, n, "a null embedding" if layout == "list"
+                    else "NaN in every dim_ column")
+    print(f"embedded {n} documents with {model_label(args.model)} (mean pooling, {hidden} "
+          f"dimensions, max {length} tokens): {n_missing} missing or empty, {n_truncated} "
+          f"truncated ({args.truncation}); wrote {args.out}")
+    return 0
+
+
+from .._core.callable import make_callable  # noqa: E402
+
+make_callable(__name__, "embed")  # quantformer.embed(...) works as module and function

@@ -1,0 +1,639 @@
+"""Zero-shot classification: NLI entailment, or embedding similarity for encoders without NLI.
+
+Researchers without coded documents classify with label descriptions only (Wankmüller 2022,
+Appendix J; Yin et al. 2019). Each label is filled into a hypothesis template, e.g.
+``"The text is {} legalization of abortion."`` with ``in favor of``, ``neutral toward``,
+``against``. Two different methods score the labels, and every output names the one used:
+
+**NLI entailment** (``method="nli"``; the paper's method)
+    The document is the premise, each filled template a hypothesis; a model fine-tuned on
+    natural language inference (e.g. ``facebook/bart-large-mnli``) scores every
+    (premise, hypothesis) pair. Single-label: softmax of the entailment logits across the
+    labels. Multi-label: for each label on its own, softmax over (contradiction, entailment).
+    These are the semantics and the scores (to 1e-5) of Hugging Face's
+    ``pipeline("zero-shot-classification")``, but the pairs of all documents and labels are
+    batched together, sorted by length, with dynamic padding; the premise is truncated
+    (``head_tail`` by default, section 6.3), the hypothesis never is. The entailment and
+    contradiction outputs are found by name in the config's ``id2label`` (case-insensitive).
+
+**Embedding similarity** (``method="embedding"``; works with any encoder, offline, and is
+what the bundled all-MiniLM-L6-v2 uses)
+    Cosine similarity between the mean-pooled embedding of the document and of each filled
+    hypothesis (:mod:`quantformer.infer.embed`). Sentence embeddings capture topic more than stance,
+    and some label phrases are closer to every document than others, so by default each
+    label's similarities are *standardised over the corpus* (``calibration="standardise"``:
+    minus the label's mean, divided by its standard deviation across the input's documents)
+    before the softmax. This removes the label's prior pull, so a document gets the label it is
+    unusually close to. It makes each document's scores depend on the other documents in the
+    input (classify the whole corpus at once, not one document at a time); ``"centre"``
+    subtracts the mean only, ``"none"`` uses plain cosines. Probabilities are
+    ``softmax(score / temperature)`` (multi-label: ``sigmoid(score / temperature)`` of the
+    calibrated score, so above 0.5 means closer than the label's corpus average). Default
+    temperature: 1 for standardised scores (z units), 0.05 for raw or centred cosines (the
+    scale 20 that all-MiniLM-L6-v2 was trained with in sentence-transformers'
+    MultipleNegativesRankingLoss). ``bench/RESULTS.md`` reports each variant on the paper's
+    Abortion and Toxic tasks.
+
+``method="auto"`` picks NLI when the model's config has an entailment label, else embedding.
+
+For stance the embedding method is weak: with the paper's Abortion templates it stays below
+chance even when calibrated (``bench/RESULTS.md``), because "in favor of X" and "against X"
+embed close together. Prefer an NLI model for stance; the embedding method suits topics.
+"""
+
+from __future__ import annotations
+
+import string
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
+
+METHODS = ("auto", "nli", "embedding")
+CALIBRATIONS = ("standardise", "centre", "none")
+DEFAULT_HYPOTHESIS = "This text is about {}."
+METHOD_NAMES = {"nli": "NLI entailment", "embedding": "embedding similarity"}
+METHOD_COL = "zeroshot_method"
+PROB_PREFIX = "prob_"
+#: softmax temperatures of the embedding method, by calibration
+EMBED_TEMPERATURE = {"standardise": 1.0, "centre": 0.05, "none": 0.05}
+
+
+class ZeroShotWarning(UserWarning):
+    """Something the zero-shot run worked around (e.g. too few documents to calibrate)."""
+
+
+# ------------------------------------------------------------------------------------------
+# validation
+
+
+def check_hypothesis(hypothesis: str) -> str:
+    """Validate a hypothesis template: a string with exactly one ``{}`` placeholder.
+
+    Raises:
+        InputError: no placeholder, more than one, a named one (``{label}``), or unbalanced
+            braces.
+    """
+    if not isinstance(hypothesis, str) or not hypothesis.strip():
+        raise InputError("the hypothesis template is empty; give one with a {} for the label, "
+                         "e.g. --hypothesis 'This text is about {}.'")
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(hypothesis) if f is not None]
+    except ValueError as exc:
+        raise InputError(f"the hypothesis template '{hypothesis}' has unbalanced braces ({exc}); "
+                         "write exactly one {} where the label goes, and {{ }} for a literal "
+                         "brace") from None
+    if not fields:
+        raise InputError(f"the hypothesis template '{hypothesis}' has no {{}} placeholder for the "
+                         "label; write it like 'This text is about {}.'")
+    if len(fields) > 1:
+        raise InputError(f"the hypothesis template '{hypothesis}' has {len(fields)} placeholders; "
+                         "it needs exactly one {} where the label goes")
+    if fields[0] != "":
+        raise InputError(f"the hypothesis template '{hypothesis}' has a named placeholder "
+                         f"{{{fields[0]}}}; write {{}} where the label goes")
+    return hypothesis
+
+
+def parse_labels(labels) -> list[str]:
+    """Labels from a list of strings, or one comma-separated string (``"a,b,c"``).
+
+    Surrounding whitespace is stripped. Use a list (or ``--labels-file``) for labels that
+    contain commas.
+    """
+    if isinstance(labels, str):
+        labels = labels.split(",")
+    if labels is None:
+        return []
+    return [str(x).strip() if x is not None else "" for x in labels]
+
+
+def read_labels_file(path: str | Path) -> list[str]:
+    """Labels from a UTF-8 text file, one a line; blank lines are skipped.
+
+    Raises:
+        InputError: the file is missing.
+    """
+    from ..io.frames import read_text_file
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"labels file not found: '{path}'")
+    return [ln.strip() for ln in read_text_file(p).split("\n") if ln.strip()]
+
+
+def check_labels(labels, multi_label: bool = False) -> list[str]:
+    """Validate candidate labels.
+
+    Raises:
+        InputError: an empty label, a duplicate, or fewer than two labels in single-label
+            mode (one label is allowed with ``multi_label``).
+    """
+    labels = parse_labels(labels)
+    empty = [i + 1 for i, x in enumerate(labels) if x == ""]
+    if empty:
+        raise InputError(f"label {', '.join(map(str, empty))} of {len(labels)} is empty; give "
+                         "each label as a phrase, e.g. --labels 'in favor of,against' (no empty "
+                         "items or trailing commas)")
+    seen, dups = set(), []
+    for x in labels:
+        if x in seen and x not in dups:
+            dups.append(x)
+        seen.add(x)
+    if dups:
+        raise InputError(f"duplicate label(s): {', '.join(map(repr, dups))}; give each label once "
+                         "(zeroshot's labels are the candidate class descriptions, one per "
+                         "line in --labels-file, not one label per document)")
+    if not labels:
+        raise InputError("no labels given; pass --labels 'a,b' or --labels-file")
+    if len(labels) < 2 and not multi_label:
+        raise InputError(f"single-label zero-shot needs at least two labels to choose between, "
+                         f"got only {labels[0]!r}; add labels, or pass --multi-label to score "
+                         "each label on its own")
+    return labels
+
+
+def nli_label_ids(config) -> tuple[int, int] | None:
+    """(entailment index, contradiction index) from a config's ``id2label``, or None.
+
+    The entailment output is the label whose name starts with ``entail`` (case-insensitive);
+    the contradiction output the one starting with ``contradict``, else (two-way heads) the
+    other output, else the rule of Hugging Face's pipeline (index 0, or the last when
+    entailment is 0).
+    """
+    id2label = {int(k): str(v) for k, v in (getattr(config, "id2label", None) or {}).items()}
+    entail = [i for i, name in id2label.items() if name.lower().startswith("entail")]
+    if not entail:
+        return None
+    e = entail[0]
+    contra = [i for i, name in id2label.items() if name.lower().startswith("contradict")]
+    if contra:
+        c = contra[0]
+    elif len(id2label) == 2:
+        c = next(i for i in id2label if i != e)
+    else:
+        c = max(id2label) if e == 0 else 0
+    return e, c
+
+
+def choose_method(method: str, config) -> str:
+    """``nli`` or ``embedding`` for ``method`` (``auto`` decides by the config's labels).
+
+    Raises:
+        InputError: unknown method, or ``nli`` with a model that has no entailment label.
+    """
+    if method not in METHODS:
+        raise InputError(f"unknown --method '{method}'; use one of: {', '.join(METHODS)}")
+    has_nli = nli_label_ids(config) is not None
+    if method == "auto":
+        return "nli" if has_nli else "embedding"
+    if method == "nli" and not has_nli:
+        names = ", ".join(map(str, (getattr(config, "id2label", None) or {}).values()))
+        raise InputError(
+            f"this model has no 'entailment' label (its labels: {names or 'none'}), so it is not "
+            "an NLI model; use --method embedding (cosine similarity of embeddings, works with "
+            "any encoder) or an NLI model such as facebook/bart-large-mnli"
+        )
+    return method
+
+
+# ------------------------------------------------------------------------------------------
+# scoring
+
+
+def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    x = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def nli_probabilities(logits: np.ndarray, entail: int, contra: int,
+                      multi_label: bool = False) -> np.ndarray:
+    """Label probabilities from NLI logits of shape (n_docs, n_labels, n_outputs).
+
+    Single-label: softmax of the entailment logits across labels (rows sum to 1).
+    Multi-label: per label, softmax over (contradiction, entailment), entailment share.
+
+    Returns:
+        float64 array (n_docs, n_labels).
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    if multi_label or logits.shape[1] == 1:
+        return _softmax(logits[..., [contra, entail]], axis=-1)[..., 1]
+    return _softmax(logits[..., entail], axis=-1)
+
+
+def calibrate(sims: np.ndarray, calibration: str = "standardise") -> np.ndarray:
+    """Per-label calibration of a (n_docs, n_labels) similarity matrix over its documents.
+
+    ``standardise``: (s - label mean) / label standard deviation; ``centre``: s - label mean;
+    ``none``: s unchanged. A label whose similarities do not vary keeps standard deviation 1.
+    """
+    if calibration not in CALIBRATIONS:
+        raise InputError(f"unknown calibration '{calibration}'; use one of: "
+                         f"{', '.join(CALIBRATIONS)}")
+    sims = np.asarray(sims, dtype=np.float64)
+    if calibration == "none" or sims.shape[0] == 0:
+        return sims
+    out = sims - sims.mean(axis=0, keepdims=True)
+    if calibration == "standardise":
+        sd = sims.std(axis=0, keepdims=True)
+        out = out / np.where(sd > 1e-12, sd, 1.0)
+    return out
+
+
+def embedding_probabilities(sims: np.ndarray, calibration: str = "standardise",
+                            temperature: float | None = None,
+                            multi_label: bool = False) -> np.ndarray:
+    """Label probabilities from cosine similarities (n_docs, n_labels).
+
+    ``softmax(calibrate(sims) / temperature)`` across labels, or with ``multi_label`` an
+    independent ``sigmoid`` per label (which needs a calibration: a raw cosine has no
+    natural zero). ``temperature`` defaults to :data:`EMBED_TEMPERATURE` for the calibration.
+
+    Raises:
+        InputError: a temperature <= 0, or multi-label without calibration.
+    """
+    t = EMBED_TEMPERATURE[calibration] if temperature is None else float(temperature)
+    if not t > 0:
+        raise InputError(f"--temperature must be greater than 0, not {temperature}")
+    if multi_label and calibration == "none":
+        raise InputError("multi-label embedding zero-shot needs a calibration (standardise or "
+                         "centre): a raw cosine has no natural threshold")
+    z = calibrate(sims, calibration) / t
+    if multi_label:
+        return 1.0 / (1.0 + np.exp(-z))
+    return _softmax(z, axis=-1) if z.size else z
+
+
+# ------------------------------------------------------------------------------------------
+# the two methods
+
+
+def _load_nli(path):
+    """(sequence-classification model in eval mode, fast tokenizer) of an NLI model."""
+    from transformers import AutoModelForSequenceClassification
+
+    from ..io.modeldir import hf_quiet
+    from ..models.hub import load_tokenizer
+
+    with hf_quiet():
+        net = AutoModelForSequenceClassification.from_pretrained(path)
+    return net.eval(), load_tokenizer(path)
+
+
+def _nli_model(model, device, backend, quantize):
+    """(network, tokenizer, device) for NLI scoring: a torch module or an ONNX export."""
+    if backend == "onnx":
+        from ..models.onnx.backend import open_model
+
+        net = open_model(model, use="logits", fn=_logits, loader=_load_nli, quantize=quantize)
+        return net, net.tokenizer, "cpu"
+    from ..models.hub import resolve_device, resolve_model
+
+    dev = resolve_device(device)
+    net, tok = _load_nli(resolve_model(model))
+    return net.to(dev), tok, dev
+
+
+def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
+                max_length, truncation, device, progress, config, backend="torch",
+                quantize="none"):
+    from ..models.hub import check_max_length, max_positions
+
+    length = (min(512, max_positions(config) or 512) if max_length is None
+              else check_max_length(max_length, config))
+    net, tok, dev = _nli_model(model, device, backend, quantize)
+    entail, contra = nli_label_ids(config)
+    k = len(labels)
+    info = {"max_length": length, "n_pairs": len(present) * k,
+            "entailment_id": entail, "contradiction_id": contra}
+    if not len(present):  # every document missing or empty
+        return np.zeros((0, k)), np.zeros(0, dtype=bool), info
+    logits, truncated = nli_pair_logits(net, tok, [texts[i] for i in present],
+                                        [hypothesis.format(lab) for lab in labels],
+                                        max_length=length, truncation=truncation,
+                                        batch_size=batch_size, device=dev, progress=progress)
+    return nli_probabilities(logits, entail, contra, multi_label), truncated, info
+
+
+def nli_pair_logits(net, tokenizer, texts: list, hypotheses: list, *, max_length: int,
+                    truncation: str, batch_size: int, device: str, progress: bool,
+                    desc: str = "zero-shot NLI") -> tuple[np.ndarray, np.ndarray]:
+    """Logits of every (text, hypothesis) pair: each text is the premise of every hypothesis.
+
+    The premise is truncated (``truncation``) and gives way to the hypothesis, which is never
+    cut (:func:`quantformer.models.tokenize.encode`); pairs run in length-sorted batches.
+
+    Args:
+        net: an NLI sequence-classification model on ``device`` (or an ONNX export of it).
+        texts: the premises (no missing texts).
+        hypotheses: the filled hypothesis templates, one per label.
+
+    Returns:
+        (float array (n_texts, n_hypotheses, n_outputs), bool array (n_texts,): the texts cut
+        in at least one of their pairs).
+    """
+    from ..models.batching import run_batches
+    from ..models.tokenize import encode
+
+    k = len(hypotheses)
+    enc = encode(tokenizer, [t for t in texts for _ in range(k)], max_length=max_length,
+                 truncation=truncation, pairs=list(hypotheses) * len(texts))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    logits = run_batches(net, enc.input_ids, enc.token_type_ids, fn=_logits,
+                         batch_size=batch_size, device=device, pad_id=pad, progress=progress,
+                         desc=desc)
+    return (logits.reshape(len(texts), k, -1),
+            enc.truncated.reshape(len(texts), k).any(axis=1))
+
+
+def _logits(model, batch):
+    return model(**batch).logits
+
+
+def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
+                      max_length, truncation, device, progress, calibration, temperature,
+                      backend="torch", quantize="none"):
+    from .embed import check_length, embed_texts, load_encoder
+
+    enc = load_encoder(model, device, backend, quantize)
+    length = check_length(enc, max_length)
+    docs, encoded = embed_texts(enc, [texts[i] for i in present], max_length=length,
+                                truncation=truncation, batch_size=batch_size, normalize=True,
+                                progress=progress)
+    hyps, _ = embed_texts(enc, [hypothesis.format(lab) for lab in labels], max_length=length,
+                          truncation=truncation, batch_size=batch_size, normalize=True)
+    sims = docs.astype(np.float64) @ hyps.astype(np.float64).T
+    used = calibration
+    if calibration != "none" and len(present) == 1:
+        if multi_label:
+            raise InputError("multi-label embedding zero-shot calibrates each label over the "
+                             "corpus and needs at least 2 non-empty documents")
+        warnings.warn(f"calibration '{calibration}' needs at least 2 documents, got 1; used "
+                      "plain cosine similarity", ZeroShotWarning, stacklevel=3)
+        used = "none"
+        if temperature is None:
+            temperature = EMBED_TEMPERATURE["none"]
+    probs = embedding_probabilities(sims, used, temperature, multi_label)
+    t = EMBED_TEMPERATURE[used] if temperature is None else float(temperature)
+    info = {"max_length": length, "calibration": used, "temperature": t,
+            "similarity": sims}
+    return probs, encoded.truncated, info
+
+
+def zeroshot(
+    frame,
+    labels,
+    hypothesis: str = DEFAULT_HYPOTHESIS,
+    *,
+    model: str | None = None,
+    method: str = "auto",
+    multi_label: bool = False,
+    batch_size: int = 32,
+    max_length: int | None = None,
+    truncation: str = "head_tail",
+    device: str = "auto",
+    quiet: bool = False,
+    calibration: str = "standardise",
+    temperature: float | None = None,
+    keep_text: bool = False,
+    backend: str = "torch",
+    quantize: str = "none",
+) -> pd.DataFrame:
+    """Classify documents with label descriptions only (no training).
+
+    Args:
+        frame: a corpus frame (``doc_id``, ``text``, [``label``], docvars), any DataFrame with
+            a ``text`` column, or a list of strings.
+        labels: candidate label phrases, a list or one comma-separated string; each is filled
+            into ``hypothesis``.
+        hypothesis: template with exactly one ``{}`` (default ``"This text is about {}."``;
+            the paper's Abortion templates are ``"The text is {} legalization of abortion."``
+            and ``"The text expresses a {} stance toward legalization of abortion."``).
+        model: hub id or local folder (default: the bundled all-MiniLM-L6-v2, which has no NLI
+            head and so uses the embedding method).
+        method: ``auto`` (NLI when the config has an entailment label, else embedding),
+            ``nli`` or ``embedding``. See the module docstring for both.
+        multi_label: score each label independently (probabilities need not sum to 1);
+            ``predicted`` is then the highest-scoring label: threshold the ``prob_`` columns
+            for several labels per document.
+        batch_size: inputs per forward pass (32): (document, label) pairs for NLI, documents
+            for embeddings; batches are sorted by length and hold at most
+            :data:`quantformer.models.batching.MAX_TOKENS` padded tokens.
+        max_length: token limit per input, special tokens included. Default: 512 (or the
+            model's limit when lower) for NLI, where it bounds premise + hypothesis; for
+            embeddings the model's sentence-transformers ``max_seq_length`` (256 for the
+            default model), else 512. Longer documents are truncated by ``truncation``.
+        truncation: ``head_tail`` (default; Wankmüller 2022 section 6.3), ``head``, ``tail``.
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+        quiet: no progress bar.
+        calibration: embedding method only: ``standardise`` (default), ``centre`` or ``none``.
+        temperature: embedding method only: softmax temperature (default 1 for
+            ``standardise``, 0.05 otherwise).
+        keep_text: keep the ``text`` column in the output.
+        backend: ``torch`` (default) or ``onnx`` (ONNX Runtime on the CPU, both methods; the
+            export is cached, see :mod:`quantformer.models.onnx.backend`).
+        quantize: ``none`` (default) or ``int8`` (onnx only).
+
+    Returns:
+        A DataFrame in input order with ``doc_id``, the input's other columns (``label`` and
+        docvars; ``text`` only with ``keep_text``), ``predicted`` (the label phrase; None for
+        missing or empty texts, counted in a warning), ``prob_<label>`` for each label (float64,
+        NaN for missing texts) and ``zeroshot_method`` ("NLI entailment" or "embedding
+        similarity"; None for missing texts), and a last column ``backend`` (``torch``,
+        ``onnx fp32`` or ``onnx int8``). ``result.attrs["quantformer"]`` holds the method,
+        model, hypothesis, labels, counts of missing and truncated documents and the
+        method's settings.
+
+    Raises:
+        InputError: a template without exactly one ``{}``; empty or duplicate labels; fewer
+            than two labels without ``multi_label``; ``method="nli"`` with a model that has no
+            entailment label; bad ``max_length``, ``truncation``, ``batch_size``, ``device``,
+            ``calibration`` or ``temperature``.
+    """
+    from .embed import as_frame, missing_warning
+    from ..models.hub import model_label
+    from ..models.onnx.backend import backend_label, check_backend
+    from ..models.tokenize import _is_missing, check_strategy
+
+    check_backend(backend, quantize, device)
+    hypothesis = check_hypothesis(hypothesis)
+    labels = check_labels(labels, multi_label)
+    check_strategy(truncation)
+    if calibration not in CALIBRATIONS:
+        raise InputError(f"unknown --calibration '{calibration}'; use one of: "
+                         f"{', '.join(CALIBRATIONS)}")
+    if temperature is not None and not float(temperature) > 0:
+        raise InputError(f"--temperature must be greater than 0, not {temperature}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"--batch-size must be a whole number of at least 1, not {batch_size}")
+    frame = as_frame(frame)
+    config = _config(model, backend)
+    chosen = choose_method(method, config)
+    texts = frame["text"].tolist()
+    missing = np.array([_is_missing(t) for t in texts], dtype=bool)
+    present = np.flatnonzero(~missing)
+    common = dict(model=model, multi_label=multi_label, batch_size=batch_size,
+                  max_length=max_length, truncation=truncation, device=device,
+                  progress=not quiet, backend=backend, quantize=quantize)
+    if chosen == "nli":
+        probs, truncated, info = _nli_scores(texts, present, labels, hypothesis, config=config,
+                                             **common)
+    else:
+        probs, truncated, info = _embedding_scores(texts, present, labels, hypothesis,
+                                                   calibration=calibration,
+                                                   temperature=temperature, **common)
+    missing_warning(int(missing.sum()), len(frame), "a missing prediction")
+
+    full = np.full((len(frame), len(labels)), np.nan, dtype=np.float64)
+    full[present] = probs
+    predicted = np.full(len(frame), None, dtype=object)
+    if len(present):
+        predicted[present] = np.asarray(labels, dtype=object)[probs.argmax(axis=1)]
+    cols = [c for c in frame.columns if keep_text or c != "text"]
+    out = frame[cols].copy()
+    out["predicted"] = predicted
+    for j, lab in enumerate(labels):
+        out[f"{PROB_PREFIX}{lab}"] = full[:, j]
+    # the method that scored the row; missing for rows without text (nothing was scored)
+    method = np.full(len(frame), None, dtype=object)
+    method[present] = METHOD_NAMES[chosen]
+    out[METHOD_COL] = method
+    out["backend"] = backend_label(backend, quantize)
+    meta = {"backend": backend_label(backend, quantize), "method": METHOD_NAMES[chosen], "model": model_label(model),
+            "hypothesis": hypothesis, "labels": labels, "multi_label": multi_label,
+            "truncation": truncation, "n_docs": len(frame), "n_missing": int(missing.sum()),
+            "n_truncated": int(np.asarray(truncated).sum())}
+    meta.update({k: v for k, v in info.items() if k != "similarity"})
+    out.attrs["quantformer"] = meta
+    return out
+
+
+def _config(model, backend: str):
+    """The model's config: transformers' ``AutoConfig``, or (onnx) its config.json read
+    without importing torch."""
+    from ..models.hub import load_config, resolve_model
+    from ..models.onnx.backend import read_config
+
+    return read_config(resolve_model(model)) if backend == "onnx" else load_config(model)
+
+
+def describe(meta: dict) -> str:
+    """One line naming the method and its settings (what the CLI prints)."""
+    if meta["method"] == METHOD_NAMES["nli"]:
+        how = (f"{meta['method']} ({meta['n_pairs']} premise-hypothesis pairs, "
+               f"{'independent entailment vs contradiction per label' if meta['multi_label'] else 'softmax of entailment across labels'})")
+    else:
+        how = (f"{meta['method']} (cosine of mean-pooled embeddings, calibration "
+               f"{meta['calibration']}, {'sigmoid' if meta['multi_label'] else 'softmax'} at "
+               f"temperature {meta['temperature']:g})")
+    return (f"zero-shot by {how} with {meta['model']}: {meta['n_docs']} documents x "
+            f"{len(meta['labels'])} labels, hypothesis '{meta['hypothesis']}'; "
+            f"{meta['n_missing']} missing or empty (no prediction), {meta['n_truncated']} "
+            f"truncated to {meta['max_length']} tokens ({meta['truncation']})"
+            + (f"; backend {meta['backend']}" if meta.get("backend", "torch") != "torch" else ""))
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from ..cli.main import add_corpus_options, add_model_option, positive
+    from .embed import add_run_options
+
+    p = sub.add_parser(
+        "zeroshot",
+        help="classify with label descriptions only (NLI entailment or embedding similarity)",
+        description="Zero-shot classification (Wankmüller 2022, Appendix J). Each label is "
+                    "filled into --hypothesis. NLI models (an 'entailment' label in their "
+                    "config) score premise-hypothesis pairs like Hugging Face's zero-shot "
+                    "pipeline; other encoders, including the default all-MiniLM-L6-v2, use "
+                    "embedding similarity (cosine of mean-pooled embeddings, standardised per "
+                    "label over the corpus). Output: doc_id, docvars, predicted, prob_<label>, "
+                    "zeroshot_method.",
+    )
+    from ..cli.main import add_partition_options
+
+    add_partition_options(p)
+    add_corpus_options(p, label=False)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--labels", help="comma-separated label phrases, e.g. "
+                                    "'in favor of,neutral toward,against'")
+    g.add_argument("--labels-file", help="text file with one label phrase a line")
+    p.add_argument("--hypothesis", default=DEFAULT_HYPOTHESIS,
+                   help="template with one {} for the label (default: 'This text is about {}.')")
+    add_model_option(p, "; NLI models such as facebook/bart-large-mnli use the NLI method")
+    p.add_argument("--method", default="auto", choices=METHODS,
+                   help="auto (NLI when the model has an entailment label, else embedding), "
+                        "nli or embedding")
+    p.add_argument("--multi-label", action="store_true",
+                   help="score each label on its own (probabilities need not sum to 1)")
+    p.add_argument("--batch-size", type=positive(int), default=32,
+                   help="inputs per forward pass at most (32; fewer for long inputs: at most "
+                        "4096 padded tokens per pass)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit per input (NLI: 512 or the model's limit; embedding: the "
+                        "model's sentence-transformers max_seq_length, 256 for the default)")
+    p.add_argument("--calibration", default="standardise", choices=CALIBRATIONS,
+                   help="embedding method: per-label calibration of cosines over the corpus "
+                        "(standardise)")
+    p.add_argument("--temperature", type=positive(float), default=None,
+                   help="embedding method: softmax temperature (1 when standardised, else 0.05)")
+    add_run_options(p)
+    p.set_defaults(func=_run_zeroshot)
+
+
+def _run_zeroshot(args) -> int:
+    from ..cli.main import corpus_kwargs, partitioned, print_table
+    from ..io.frames import check_output_path, read_frame, write_frame
+
+    labels = read_labels_file(args.labels_file) if args.labels_file else args.labels
+    if partitioned(args):
+        return _run_zeroshot_partitions(args, labels)
+    check_output_path(args.out)
+    hypothesis = check_hypothesis(args.hypothesis)
+    labels = check_labels(labels, args.multi_label)
+    frame = read_frame(args.input, **corpus_kwargs(args, label=False))
+    result = zeroshot(frame, labels, hypothesis, model=args.model, method=args.method,
+                      multi_label=args.multi_label, batch_size=args.batch_size,
+                      max_length=args.max_length, truncation=args.truncation,
+                      device=args.device, quiet=args.quiet, calibration=args.calibration,
+                      temperature=args.temperature, keep_text=args.keep_text,
+                      backend=args.backend, quantize=args.quantize)
+    meta = result.attrs["quantformer"]
+    print(describe(meta))
+    from ..models.tokenize import warn_truncated
+
+    warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"], meta["truncation"])
+    counts = result["predicted"].value_counts().reindex(labels, fill_value=0)
+    table = pd.DataFrame({"documents": counts.to_numpy(),
+                          "share": counts.to_numpy() / max(1, int(counts.sum()))},
+                         index=pd.Index(labels, name="predicted"))
+    print_table(table, floatfmt="{:.3f}")
+    write_frame(result, args.out)
+    print(f"wrote {len(result)} rows to {args.out}")
+    return 0
+
+
+def _run_zeroshot_partitions(args, labels) -> int:
+    from ..cli.main import corpus_kwargs
+    from ..scale.dask import describe, zeroshot_partitions
+
+    print(describe(zeroshot_partitions(
+        args.input, args.out, labels, args.hypothesis, model=args.model,
+        scheduler=args.scheduler, resume=args.resume, quiet=args.quiet, method=args.method,
+        multi_label=args.multi_label, batch_size=args.batch_size, max_length=args.max_length,
+        truncation=args.truncation, device=args.device, calibration=args.calibration,
+        temperature=args.temperature, keep_text=args.keep_text, backend=args.backend,
+        quantize=args.quantize, **corpus_kwargs(args, label=False))))
+    return 0
+
+
+from .._core.callable import make_callable  # noqa: E402
+
+make_callable(__name__, "zeroshot")  # quantformer.zeroshot(...) works as module and function

@@ -1,0 +1,230 @@
+"""A prediction file joined with a hand-coded gold sample: what ``estimate`` and ``regress`` read.
+
+The gold sample is a random sample of the predicted corpus whose documents were coded by hand
+(``doc_id``, ``label``), optionally drawn with unequal, known inclusion probabilities (a
+stratified sample; a column of probabilities in (0, 1], weighted by their inverse as in
+Horvitz-Thompson estimation). Every check here refuses bad input with an
+:class:`~quantformer._core.errors.InputError` naming the problem and the fix, or warns with a count:
+never a silent number.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
+
+MIN_GOLD = 10  # fewer hand-coded documents than this: no interval is worth printing
+
+
+class GoldWarning(UserWarning):
+    """Documents left out of an estimate, or a group estimated with few or no gold documents."""
+
+
+@dataclass
+class GoldPair:
+    """Predictions for a corpus and the hand-coded sample, aligned by row.
+
+    Attributes:
+        frame: the prediction frame (``doc_id``, docvars, ``predicted``, ``prob_<class>``),
+            documents without a prediction left out.
+        classes: the model's classes, in ``prob_*`` column order.
+        yhat: float array (n_total, n_classes): ``prob_<class>`` when the file has them, else
+            the 0/1 indicator of ``predicted``.
+        predicted: the predicted label of each row (argmax of ``yhat`` when absent).
+        gold_rows: row positions in ``frame`` of the gold documents.
+        gold_labels: their hand-coded labels (strings).
+        gold_weights: their weights, 1 / inclusion probability (all 1 for a simple random
+            sample).
+    """
+
+    frame: pd.DataFrame
+    classes: list
+    yhat: np.ndarray
+    predicted: np.ndarray
+    gold_rows: np.ndarray
+    gold_labels: np.ndarray
+    gold_weights: np.ndarray
+
+    @property
+    def n_total(self) -> int:
+        return len(self.frame)
+
+    def indicator(self, cls: str) -> np.ndarray:
+        """1.0 where a gold document is coded ``cls``, else 0.0 (gold-row order)."""
+        return (self.gold_labels == cls).astype(float)
+
+    def column(self, cls: str) -> np.ndarray:
+        """The prediction of class ``cls`` for every document (probability or 0/1)."""
+        return self.yhat[:, self.classes.index(cls)]
+
+
+def ppi_py():
+    """The ppi-python module, imported without its side effect: its ``ppi.py`` calls
+    ``warnings.simplefilter("ignore")`` at import, which would silence every later warning of
+    the session (ours included); the filters are restored after the import."""
+    import sys
+
+    if "ppi_py" not in sys.modules:
+        with warnings.catch_warnings():
+            import ppi_py  # noqa: F401
+    return sys.modules["ppi_py"]
+
+
+def read_table(obj, what: str, fmt: str | None = None) -> pd.DataFrame:
+    """A DataFrame as is, or a file (any frame format; no text column needed)."""
+    if isinstance(obj, pd.DataFrame):
+        return obj.reset_index(drop=True)
+    from .frames import _read_raw, detect_format
+
+    p = Path(obj)
+    if not p.is_file():
+        raise InputError(f"{what} file not found: '{obj}'")
+    df = _read_raw(p, detect_format(p, fmt), None)
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def _classes(pred: pd.DataFrame) -> list:
+    classes = [c[5:] for c in pred.columns if c.startswith("prob_")]
+    if classes:
+        return classes
+    if "predicted" not in pred.columns:
+        raise InputError("the prediction file has neither 'predicted' nor 'prob_<class>' "
+                         f"columns (it has: {', '.join(pred.columns)}); give the output of "
+                         "`quantformer predict` or `zeroshot`")
+    return sorted(pred["predicted"].dropna().astype(str).unique())
+
+
+def _predictions(pred: pd.DataFrame, classes: list) -> tuple[np.ndarray, np.ndarray]:
+    if any(c.startswith("prob_") for c in pred.columns):
+        yhat = pred[[f"prob_{c}" for c in classes]].to_numpy(dtype=float)
+    else:
+        yhat = np.column_stack([(pred["predicted"].astype(str) == c).to_numpy(float)
+                                for c in classes])
+        yhat[pred["predicted"].isna().to_numpy()] = np.nan
+    if "predicted" in pred.columns:
+        predicted = pred["predicted"].astype(object).where(pred["predicted"].notna(), None)
+        predicted = np.array([None if v is None else str(v) for v in predicted], dtype=object)
+    else:
+        predicted = np.asarray(classes, dtype=object)[np.nan_to_num(yhat, nan=-1).argmax(1)]
+    return yhat, predicted
+
+
+def _with_ids(df: pd.DataFrame, name: str) -> pd.DataFrame:
+    from .frames import _as_str_series
+
+    if "doc_id" not in df.columns:
+        raise InputError(f"the {name} file has no doc_id column (it has: "
+                         f"{', '.join(df.columns)}); name it with --id-col")
+    return df.assign(doc_id=np.asarray(_as_str_series(df["doc_id"]).to_numpy(), dtype=object))
+
+
+def _check_ids(pred: pd.DataFrame, gold: pd.DataFrame) -> None:
+    dup = gold["doc_id"][gold["doc_id"].duplicated()]
+    if len(dup):
+        raise InputError(f"the gold sample codes {len(dup)} document(s) twice (e.g. "
+                         f"{', '.join(dup.head(3))}); keep one code per document")
+    unknown = gold.loc[pd.Index(pred["doc_id"]).get_indexer(gold["doc_id"]) < 0, "doc_id"]
+    if len(unknown):
+        raise InputError(
+            f"{len(unknown)} gold document(s) are not in the prediction file (e.g. "
+            f"{', '.join(unknown.head(5))}); the gold sample must be drawn from the predicted "
+            "corpus: predict those documents too, or check --id-col")
+
+
+def _weights(gold: pd.DataFrame, weight_col: str | None) -> np.ndarray:
+    if weight_col is None:
+        return np.ones(len(gold))
+    if weight_col not in gold.columns:
+        raise InputError(f"the gold sample has no '{weight_col}' column (it has: "
+                         f"{', '.join(gold.columns)}); name the inclusion probabilities "
+                         "with --weight-col")
+    p = pd.to_numeric(gold[weight_col], errors="coerce").to_numpy(float)
+    if np.isnan(p).any() or (p <= 0).any() or (p > 1).any():
+        raise InputError(f"the inclusion probabilities in '{weight_col}' must be numbers in "
+                         "(0, 1] (the chance that each document was drawn into the gold "
+                         "sample), not missing, 0 or above 1")
+    return 1.0 / p
+
+
+def _gold_labels(gold: pd.DataFrame, label_col: str, classes: list) -> pd.DataFrame:
+    from .frames import _as_str_series
+
+    if label_col not in gold.columns:
+        raise InputError(f"the gold sample has no '{label_col}' column (it has: "
+                         f"{', '.join(gold.columns)}); name it with --label-col")
+    labels = _as_str_series(gold[label_col])
+    if labels.isna().any():
+        warnings.warn(f"{int(labels.isna().sum())} gold document(s) have no label and are "
+                      "left out", GoldWarning, stacklevel=4)
+    unknown = sorted(set(labels.dropna()) - set(classes))
+    if unknown:
+        raise InputError(
+            f"the gold sample has label(s) the model does not know: {', '.join(unknown)} "
+            f"(the model's classes: {', '.join(classes)}); recode them to the model's classes "
+            "(e.g. with a mapping) or predict with a model trained on them")
+    return gold.assign(**{label_col: labels}).loc[labels.notna()]
+
+
+def _drop_unpredicted(pred: pd.DataFrame, yhat: np.ndarray, predicted: np.ndarray):
+    bad = np.isnan(yhat).any(axis=1) | pd.isna(predicted)
+    if bad.any():
+        warnings.warn(f"{int(bad.sum())} document(s) have no prediction (empty text) and are "
+                      "left out of the estimate", GoldWarning, stacklevel=4)
+    keep = ~bad
+    return pred.loc[keep].reset_index(drop=True), yhat[keep], predicted[keep]
+
+
+def join_gold(pred, gold, *, label_col: str = "label", weight_col: str | None = None,
+              id_col: str | None = None) -> GoldPair:
+    """Read and check a prediction frame and a gold sample, and align them.
+
+    Args:
+        pred: prediction DataFrame or file (``doc_id``, docvars, ``predicted`` and/or
+            ``prob_<class>``), the output of ``predict`` or ``zeroshot``.
+        gold: gold DataFrame or file: ``doc_id`` and ``label_col``, a random sample of ``pred``.
+        label_col: the hand-coded label column of ``gold`` (default ``label``).
+        weight_col: optional column of ``gold`` with each document's inclusion probability.
+        id_col: the id column of both (default ``doc_id``).
+
+    Raises:
+        InputError: gold doc_ids not in ``pred``, labels the model does not know, fewer than
+            10 gold documents, bad inclusion probabilities, missing columns.
+    """
+    pred = read_table(pred, "prediction")
+    gold = read_table(gold, "gold")
+    if id_col and id_col != "doc_id":
+        pred = pred.rename(columns={id_col: "doc_id"})
+        gold = gold.rename(columns={id_col: "doc_id"})
+    pred, gold = _with_ids(pred, "prediction"), _with_ids(gold, "gold")
+    _check_ids(pred, gold)
+    classes = _classes(pred)
+    yhat, predicted = _predictions(pred, classes)
+    pred, yhat, predicted = _drop_unpredicted(pred, yhat, predicted)
+    gold = gold.assign(_w=_weights(gold, weight_col))
+    gold = _gold_labels(gold, label_col, classes)
+    position = pd.Index(pred["doc_id"]).get_indexer(gold["doc_id"])
+    if (position < 0).any():
+        warnings.warn(f"{int((position < 0).sum())} gold document(s) have no prediction and "
+                      "are left out", GoldWarning, stacklevel=3)
+    gold, position = gold[position >= 0], position[position >= 0]
+    if len(gold) < MIN_GOLD:
+        raise InputError(f"the gold sample has {len(gold)} usable hand-coded document(s); "
+                         f"an interval needs at least {MIN_GOLD} (a few hundred for a useful "
+                         "one): code more documents")
+    coded = pd.unique(gold[label_col].dropna())
+    if len(coded) == 1:
+        warnings.warn(f"every gold document is coded {coded[0]!r}: the intervals of the shares "
+                      "rest on one class and are degenerate (often zero width); code a random "
+                      "sample of the corpus, which will include the other classes",
+                      GoldWarning, stacklevel=3)
+    return GoldPair(frame=pred, classes=classes, yhat=yhat, predicted=predicted,
+                    gold_rows=position,
+                    gold_labels=gold[label_col].to_numpy(dtype=object),
+                    gold_weights=gold["_w"].to_numpy(float))

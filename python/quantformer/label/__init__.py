@@ -1,0 +1,1 @@
+"""Layer 7: helping people code: which documents to code next (active learning)."""

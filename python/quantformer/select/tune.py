@@ -1,0 +1,751 @@
+"""Cross-validated grid search over learning rate x epochs for fine-tuning (paper section 6.4).
+
+Every (learning rate, epochs) pair is its own fine-tuning run with its own linear schedule, on
+each of ``folds`` stratified folds of the training data (shuffled with ``seed``), scored by
+macro-F1 on the held-out fold. Oversampling, when asked for, is done by
+:func:`quantformer.train.finetune.finetune` on the training folds only; the validation fold is scored
+as it is. The configuration with the best mean macro-F1 wins; ties go to fewer epochs, then to
+the lower rate. It is then refit on all training data and, when a test set is given, scored on
+it. With ``task="regression"`` the lowest mean RMSE wins, with ``task="multilabel"`` the best
+macro-F1 over labels, on plain shuffled folds (:mod:`quantformer.train.scoring`).
+
+Default grid, by model size (:func:`quantformer.train.finetune.model_size`, from the hidden size):
+
+=======  ====================  ===========
+size     learning rates        epochs
+=======  ====================  ===========
+small    5e-5, 8e-5, 1e-4      3, 4, 5
+base     1e-5, 2e-5, 3e-5      2, 3, 4
+large    5e-6, 1e-5, 2e-5      2, 3, 4
+=======  ====================  ===========
+
+The base grid is the paper's. Small models such as the bundled all-MiniLM-L6-v2 underfit at the
+paper's rates (on Abortion: 2e-5 x 3 epochs -> macro-F1 0.44, 8e-5 x 4 -> 0.62), so their grid is
+centred on the small-model default of 8e-5 x 4.
+
+``method="setfit"`` (``tune --method setfit``) tunes SetFit (:mod:`quantformer.train.setfit`) the same
+way: the learning rate is the body's, the epochs are epochs over the contrastive pairs, and the
+default grid is :data:`quantformer.train.setfit.GRID` (body rates 2e-5, 5e-5, 1e-4 x 1, 2 epochs:
+from Tunstall et al. 2022's 2e-5 to quantformer's default 1e-4); ``setfit_iterations`` is passed
+to every run. ``method="nli"`` (``tune --method nli``) tunes an NLI model fine-tuned on the
+classes as hypotheses (Laurer et al. 2023, :mod:`quantformer.train.nli`) over
+:data:`quantformer.select.methods.GRID_NLI` (1e-5, 2e-5, 5e-5 x 7, 10 epochs), with the same
+``hypothesis``, ``label_phrases`` and ``nli_pairs`` in every run (:mod:`quantformer.select.methods`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.atomic import atomic_dir, write_json
+from .._core.callable import make_callable
+from .._core.errors import InputError
+
+GRIDS = {
+    "small": ((5e-5, 8e-5, 1e-4), (3, 4, 5)),
+    "base": ((1e-5, 2e-5, 3e-5), (2, 3, 4)),
+    "large": ((5e-6, 1e-5, 2e-5), (2, 3, 4)),
+}
+
+
+def default_grid(model: str | None = None,
+                 method: str = "standard") -> tuple[list[float], list[int]]:
+    """``(learning rates, epochs)`` of the default grid for a model and fine-tuning method
+    (see the module table and :mod:`quantformer.select.methods`)."""
+    from ..train.finetune import model_size
+    from .methods import method_grid
+
+    grid = method_grid(method)
+    lrs, epochs = grid if grid is not None else GRIDS[model_size(model)]
+    return list(lrs), list(epochs)
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared with compare
+
+
+def predicted_labels(clf, frame: pd.DataFrame) -> np.ndarray:
+    """Labels predicted by anything with ``labels`` and ``predict_proba(frame) -> (n, k)``
+    (a :class:`~quantformer.infer.classifier.Classifier`); None where a row of scores is all NaN."""
+    probs = np.asarray(clf.predict_proba(frame), dtype=float)
+    labels = np.asarray(clf.labels, dtype=object)
+    out = labels[np.nan_to_num(probs, nan=-np.inf).argmax(axis=1)] if len(probs) else labels[:0]
+    out = out.astype(object)
+    out[np.isnan(probs).all(axis=1)] = None
+    return out
+
+
+def macro_f1(truth, predicted, labels) -> float:
+    """Macro-F1 over ``labels`` (scikit-learn, zero_division=0); missing predictions are wrong."""
+    from sklearn.metrics import f1_score
+
+    pred = ["\0missing" if p is None else p for p in predicted]
+    return float(f1_score(list(truth), pred, labels=list(labels), average="macro",
+                          zero_division=0))
+
+
+def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Validate a results folder (``--out`` of ``tune`` and ``compare``) before any work.
+
+    A folder that does not exist yet, or an empty one, is fine; a non-empty folder is replaced
+    only when ``overwrite`` is True (see :func:`results_dir`).
+
+    Args:
+        out: the folder path.
+        overwrite: allow replacing an existing non-empty folder (default False).
+
+    Returns:
+        ``Path(out)``.
+
+    Raises:
+        InputError: ``out`` is a file (never replaced), or a non-empty folder and
+            ``overwrite`` is False.
+    """
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"--out '{out}' is a file, not a folder; choose another --out for the "
+                         "results folder")
+    if p.is_dir() and not overwrite and any(p.iterdir()):
+        raise InputError(f"--out '{out}' exists and is not empty; pass --overwrite "
+                         "(overwrite=True) or choose another --out")
+    return p
+
+
+@contextlib.contextmanager
+def results_dir(out: str | os.PathLike, overwrite: bool = False):
+    """Write a results folder atomically: ``with results_dir(out) as tmp: <write into tmp>``.
+
+    The files are written into a temporary sibling folder (``.<name>.*.part``) that replaces
+    ``out`` only when the ``with`` block ends without an error, as
+    :func:`quantformer.io.modeldir.write_model_dir` does for model directories. So no file of an
+    earlier run survives an ``overwrite``, and an error or interruption leaves the old folder
+    (or nothing) as it was.
+
+    Args:
+        out: the folder to write.
+        overwrite: replace an existing non-empty folder (default False).
+
+    Raises:
+        InputError: see :func:`check_results_dir` (checked before the block runs).
+    """
+    target = Path(os.path.abspath(check_results_dir(out, overwrite)))
+    with atomic_dir(target) as tmp:
+        yield tmp
+
+
+def write_table(df: pd.DataFrame, out_dir: Path, stem: str, kinds=("csv", "rds")) -> None:
+    """Write ``df`` as ``out_dir/stem.csv`` and ``.rds`` (atomically)."""
+    from ..io.frames import write_frame
+
+    for k in kinds:
+        write_frame(df, out_dir / f"{stem}.{k}")
+
+
+def parse_list(text: str | None, kind, flag: str) -> list | None:
+    """Parse a comma-separated CLI list of positive numbers (``"1e-5,2e-5"``).
+
+    Raises:
+        InputError: an item that is not a ``kind`` greater than 0.
+    """
+    if text is None:
+        return None
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        try:
+            v = kind(item)
+        except ValueError:
+            v = None
+        if v is None or not v > 0 or (kind is float and not math.isfinite(v)):
+            what = "whole numbers" if kind is int else "numbers"
+            raise InputError(f"{flag} must be comma-separated {what} greater than 0; "
+                             f"'{item}' is not")
+        out.append(v)
+    if not out:
+        raise InputError(f"{flag} is empty")
+    return out
+
+
+def format_seconds(s: float) -> str:
+    """``"45 s"``, ``"12 min"``, ``"2 h 05 min"``."""
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+# --------------------------------------------------------------------------------------------
+# time estimate
+
+
+def step_seconds(model: str | None, texts: list, *, batch_size: int, max_length: int,
+                 truncation: str, n_labels: int, device: str) -> float:
+    """Measured seconds of one training step (forward + backward + update) on ``texts``.
+
+    Loads the model once, runs three steps on one batch of up to ``batch_size`` of the given
+    documents, and returns the faster of the last two (the first warms up).
+    """
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from ..models.batching import pad_batch
+    from ..io.modeldir import hf_quiet
+    from ..models.hub import load_tokenizer, resolve_device, resolve_model
+    from ..models.tokenize import encode
+
+    dev = resolve_device(device)
+    tok = load_tokenizer(model)
+    with hf_quiet():
+        m = AutoModelForSequenceClassification.from_pretrained(
+            resolve_model(model), num_labels=n_labels).to(dev)
+    enc = encode(tok, texts[:batch_size], max_length=max_length, truncation=truncation)
+    batch = pad_batch(enc.input_ids, enc.token_type_ids, tok.pad_token_id or 0, dev)
+    y = torch.zeros(len(enc.input_ids), dtype=torch.long, device=dev)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-5)
+    m.train()
+    took = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        m(**batch, labels=y).loss.backward()
+        opt.step()
+        opt.zero_grad()
+        took.append(time.perf_counter() - t0)
+    return min(took[1:])
+
+
+def estimate_seconds(plan: list[tuple[int, int]], step: float, batch_size: int) -> float:
+    """Seconds for runs given as ``(training documents, epochs)`` pairs at ``step`` s a step.
+
+    Prediction of the held-out fold is counted as a third of a training step per batch.
+    """
+    total = 0.0
+    for n_docs, epochs in plan:
+        steps = math.ceil(n_docs / batch_size)
+        total += steps * epochs * step + steps / 3 * step / 4
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+# the search
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` returns.
+
+    Attributes:
+        cv_results: one row per configuration x fold: ``lr``, ``epochs``, ``fold`` (1-based),
+            the task's metric (``macro_f1``; regression ``rmse``, ``pearson``; multilabel
+            ``macro_f1``, ``micro_f1``), ``seconds``.
+        cv_summary: one row per configuration: ``lr``, ``epochs``, ``mean_<metric>``,
+            ``sd_<metric>`` (sample sd over folds; metric ``macro_f1`` or, for regression,
+            ``rmse``), ``mean_pearson`` (regression) or ``mean_micro_f1`` (multilabel),
+            ``folds``, ``rank`` (1 = chosen).
+        best: ``{"lr", "epochs", "mean_<metric>", "sd_<metric>"}`` (+ the other mean).
+        model: the classifier refit on all training data with the best configuration (None
+            when ``refit=False``).
+        test_predictions: predictions on the test set (``doc_id``, docvars incl. ``label``,
+            ``predicted``, ``prob_<label>``), or None.
+        test_report: :class:`quantformer.score.evaluate.Report` on the test set (regression and
+            multilabel: the dict of :mod:`quantformer.score.metrics`), or None.
+        info: settings and counts (model, folds, seed, grid, runs, seconds).
+    """
+
+    cv_results: pd.DataFrame
+    cv_summary: pd.DataFrame
+    best: dict
+    model: object = None
+    test_predictions: pd.DataFrame | None = None
+    test_report: object = None
+    info: dict = field(default_factory=dict)
+
+    def save(self, out: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Write the results into folder ``out``, atomically (see :func:`results_dir`).
+
+        Files: ``cv_results.csv/.rds``, ``cv_summary.csv/.rds``, ``best.json``, ``model/``
+        (when refit) and, with a test set, ``test_predictions.csv/.rds`` and
+        ``test_report.json``.
+
+        Args:
+            out: the results folder.
+            overwrite: replace an existing non-empty ``out`` (default False); no file of the
+                earlier run is kept.
+
+        Returns:
+            The path of the folder.
+
+        Raises:
+            InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
+        """
+        with results_dir(out, overwrite) as d:
+            write_table(self.cv_results, d, "cv_results")
+            write_table(self.cv_summary, d, "cv_summary")
+            best = {**self.best, **self.info}
+            if isinstance(self.test_report, dict):  # regression and multi-label
+                best["test"] = {k: v for k, v in self.test_report.items()
+                                if k not in ("per_label", "task")}
+            elif self.test_report is not None:
+                best["test"] = {"macro_f1": self.test_report.macro_f1,
+                                "accuracy": self.test_report.accuracy,
+                                "n": self.test_report.n}
+            write_json(best, d / "best.json")
+            if self.model is not None and hasattr(self.model, "save"):
+                self.model.save(d / "model")
+            if self.test_predictions is not None:
+                write_table(self.test_predictions, d, "test_predictions")
+            if isinstance(self.test_report, dict):
+                write_json(self.test_report, d / "test_report.json")
+            elif self.test_report is not None:
+                self.test_report.save(d / "test_report.json")
+        return Path(out)
+
+
+def _finetune_fit(frame, *, lr, epochs, **kw):
+    from ..train.finetune import finetune
+
+    return finetune(frame, lr=lr, epochs=epochs, **kw)
+
+
+def summarise_cv(cv: pd.DataFrame, metric: str = "macro_f1", higher_is_better: bool = True,
+                 also=()) -> pd.DataFrame:
+    """Mean and sd of ``metric`` (and the mean of each of ``also``) per (lr, epochs), ranked:
+    best mean first (highest, or lowest when ``higher_is_better`` is False, as for RMSE); ties
+    (equal to 1e-9) go to fewer epochs, then to the lower learning rate."""
+    groups = cv.groupby(["lr", "epochs"], sort=True)
+    g = groups[metric]
+    s = pd.DataFrame({f"mean_{metric}": g.mean(), f"sd_{metric}": g.std(ddof=1),
+                      **{f"mean_{k}": groups[k].mean() for k in also},
+                      "folds": g.size()}).reset_index()
+    s["_key"] = (-1 if higher_is_better else 1) * s[f"mean_{metric}"].round(9)
+    s = s.sort_values(["_key", "epochs", "lr"], kind="stable").drop(columns="_key")
+    s["rank"] = np.arange(1, len(s) + 1)
+    return s.reset_index(drop=True)
+
+
+def tune(
+    train: pd.DataFrame,
+    test: pd.DataFrame | None = None,
+    *,
+    model: str | None = None,
+    lrs=None,
+    epochs_grid=None,
+    folds: int = 5,
+    oversample: float | None = None,
+    max_runs: int | None = None,
+    seed: int = 1,
+    batch_size: int = 16,
+    max_length: int = 512,
+    truncation: str = "head_tail",
+    device: str = "auto",
+    quiet: bool = False,
+    refit: bool = True,
+    estimate: bool = True,
+    fit_fn=None,
+    scheduler: str | None = None,
+    method: str = "standard",
+    task: str = "classification",
+    label_cols: list[str] | None = None,
+    label_sep: str | None = None,
+    setfit_iterations: int | None = None,
+    hypothesis: str | None = None,
+    label_phrases=None,
+    nli_pairs: str = "balanced",
+) -> TuneResult:
+    """Stratified k-fold grid search over learning rate x epochs, refit, test (section 6.4).
+
+    Args:
+        train: labelled corpus frame (``doc_id``, ``text``, ``label``); documents without a
+            label or text are left out with a warning.
+        test: optional labelled frame predicted and scored by the refit model. Every row is
+            predicted, in order (``predicted`` is missing for a missing or empty text); rows
+            without a label or text are left out of the test report only; one warning counts
+            both.
+        model: model name or folder (``None`` = the bundled all-MiniLM-L6-v2).
+        lrs, epochs_grid: the grid; default by model size (module docstring).
+        folds: stratified CV folds (5), shuffled with ``seed``.
+        oversample: minority:majority ratio for random oversampling of each *training* fold
+            and of the refit (the paper's 0.25); None for none.
+        max_runs: refuse to start when the grid needs more fine-tuning runs than this
+            (configurations x folds + 1 refit); None for no limit.
+        seed: CV split and every run's seed.
+        batch_size, max_length, truncation, device: passed to fine-tuning.
+        quiet: no progress lines and no transformers progress bars (the plan and estimate
+            are printed unless quiet).
+        refit: refit the best configuration on all training data (default True).
+        estimate: measure one training step to print a time estimate (default True).
+        fit_fn: ``fit_fn(frame, *, lr, epochs, **finetune_kwargs)`` returning an object with
+            ``labels`` and ``predict_proba``; default :func:`quantformer.train.finetune.finetune`.
+        scheduler: ``None`` (runs one after another here), ``"local:N"`` or
+            ``"tcp://host:port"``: the cross-validation runs are Dask tasks
+            (:func:`quantformer.scale.dask.map_runs`); each run is seeded with ``seed``, so
+            the table equals the serial one. The refit runs here.
+        task: ``classification`` (default: stratified folds, macro-F1), ``regression``
+            (plain shuffled folds; selects the lowest RMSE, reports Pearson r) or
+            ``multilabel`` (plain shuffled folds; macro-F1 over labels, reports micro-F1);
+            see :mod:`quantformer.train.scoring`. ``oversample`` is refused for the latter two.
+        label_cols, label_sep: multilabel labels, as in :func:`quantformer.train.finetune.finetune`.
+        method: ``standard`` (this recipe), ``setfit`` (SetFit, :mod:`quantformer.train.setfit`:
+            ``lrs`` are body learning rates, ``epochs_grid`` epochs over the pairs; no
+            oversampling; ``max_length`` and ``truncation`` do not apply) or ``nli`` (an NLI
+            ``model`` fine-tuned on the classes as hypotheses, Laurer et al. 2023; no
+            oversampling; ``batch_size`` counts premise-hypothesis pairs).
+        setfit_iterations: ``method="setfit"`` only: pairs per training document and
+            direction in every run (default 5, :mod:`quantformer.train.setfit`).
+        hypothesis, label_phrases, nli_pairs: ``method="nli"`` only, the same in every run:
+            the template with one ``{}`` (default ``"This text is about {}."``), class ->
+            phrase (a dict or ``"a=x,b=y"``; default the class names) and the training pairs
+            (``balanced`` or ``all``); see :func:`quantformer.train.nli.nli_finetune`.
+
+    Returns:
+        :class:`TuneResult`.
+
+    Raises:
+        InputError: a class with fewer documents than ``folds`` (names it, suggests fewer
+            folds), a multi-label label or a regression outcome with one value only,
+            ``oversample`` with regression or multilabel, a bad grid value, more runs than
+            ``max_runs``, a test set without a label column or without a document that has a
+            text and a label, an option of another method, for ``nli`` a model without an
+            entailment output or a class without a label phrase, and anything fine-tuning
+            rejects (checked on the first run).
+    """
+    from ..io.modeldir import hf_quiet
+
+    with hf_quiet() if quiet else contextlib.nullcontext():
+        return _tune(train, test, model=model, lrs=lrs, epochs_grid=epochs_grid, folds=folds,
+                     oversample=oversample, max_runs=max_runs, seed=seed,
+                     batch_size=batch_size, max_length=max_length, truncation=truncation,
+                     device=device, quiet=quiet, refit=refit, estimate=estimate,
+                     fit_fn=fit_fn, scheduler=scheduler, method=method, task=task,
+                     label_cols=label_cols, label_sep=label_sep,
+                     method_options=dict(setfit_iterations=setfit_iterations,
+                                         hypothesis=hypothesis, label_phrases=label_phrases,
+                                         nli_pairs=nli_pairs))
+
+
+def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, seed,
+          batch_size, max_length, truncation, device, quiet, refit, estimate,
+          fit_fn, scheduler=None, method="standard", task="classification",
+          label_cols=None, label_sep=None, method_options=None) -> TuneResult:
+    from ..models.hub import model_label
+    from ..train.arguments import check_arguments
+    from ..train.scoring import make_scoring
+    from .methods import check_nli_model, method_kwargs
+
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    t_start = time.perf_counter()
+    # the parameter table finetune uses
+    method_kw = method_kwargs(method, task=task, oversample=oversample,
+                              **(method_options or {}))
+    check_arguments(batch_size=batch_size, max_length=max_length, oversample=oversample,
+                    seed=seed, task=task)
+    scoring = make_scoring(task, label_cols, label_sep)
+    data = scoring.rows(train)
+    labels = scoring.labels(data)
+    scoring.check(data, folds, oversample)
+    if method == "nli" and fit_fn is None:
+        check_nli_model(model, labels, method_kw["label_phrases"])
+    if lrs is None or epochs_grid is None:
+        d_lrs, d_epochs = default_grid(model, method)
+        lrs = d_lrs if lrs is None else lrs
+        epochs_grid = d_epochs if epochs_grid is None else epochs_grid
+    lrs = sorted(set(float(x) for x in parse_list(",".join(map(str, lrs)), float, "--lrs")))
+    epochs_grid = sorted(set(parse_list(",".join(map(str, epochs_grid)), int,
+                                        "--epochs-grid")))
+    configs = [(lr, ep) for ep in epochs_grid for lr in lrs]
+    n_runs = len(configs) * folds + (1 if refit else 0)
+    if max_runs is not None and n_runs > max_runs:
+        raise InputError(
+            f"the grid needs {n_runs} fine-tuning runs ({len(lrs)} learning rates x "
+            f"{len(epochs_grid)} epochs x {folds} folds{' + 1 refit' if refit else ''}), more "
+            f"than --max-runs {max_runs}; shrink --lrs or --epochs-grid, use fewer --folds, or "
+            "raise --max-runs")
+    if test is not None:  # checked before any run; every row is predicted after the refit
+        test = test.reset_index(drop=True)
+        test_rows = _test_rows(scoring, test)
+    kw = dict(model=model, batch_size=batch_size, max_length=max_length, truncation=truncation,
+              oversample=oversample, seed=seed, device=device, quiet=True,
+              **scoring.fit_kwargs(), **method_kw)
+    fit = fit_fn or _finetune_fit
+    splits = scoring.splits(data, folds, seed)
+    plan = [(len(tr), ep) for _, ep in configs for tr, _ in splits]
+    if refit:
+        plan.append((len(data), max(epochs_grid)))
+    msg = (f"tune: {len(lrs)} learning rates x {len(epochs_grid)} epochs x {folds} folds"
+           f"{' + 1 refit' if refit else ''} = {n_runs} fine-tuning runs of "
+           f"{model_label(model)} on {len(data)} documents")
+    if estimate and fit_fn is None and method == "standard":
+        rng = np.random.default_rng(seed)
+        sample = data["text"].to_numpy()[rng.permutation(len(data))[:batch_size]].tolist()
+        step = step_seconds(model, sample, batch_size=batch_size, max_length=max_length,
+                            truncation=truncation, device=device,
+                            n_labels=max(len(labels), 2))  # the head hardly changes the time
+        msg += (f"; estimated {format_seconds(estimate_seconds(plan, step, batch_size))} "
+                f"({step:.2f} s per training step of {batch_size} documents)")
+    say(msg)
+    cv_runs = [(lr, ep, k, tr, va) for lr, ep in configs
+               for k, (tr, va) in enumerate(splits, start=1)]
+    rows = _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs, scoring)
+    cv = pd.DataFrame(rows)
+    summary = summarise_cv(cv, scoring.metric, scoring.higher_is_better, scoring.also)
+    best = _best(summary.iloc[0], scoring)
+    m = scoring.metric
+    say(f"best: lr {best['lr']:g}, {best['epochs']} epochs, mean {METRIC_NAMES[m]} "
+        f"{best[f'mean_{m}']:.4f} over {folds} folds")
+    result = TuneResult(cv_results=cv, cv_summary=summary, best=best)
+    if refit:
+        say(f"  run {n_runs}/{n_runs}: refit on all {len(data)} training documents")
+        result.model = fit(scoring.fit_frame(data), lr=best["lr"], epochs=best["epochs"], **kw)
+        if test is not None:
+            _score_test(result, scoring, test, test_rows, say)
+    result.info = {"model": model_label(model), "method": method, "folds": folds, "seed": seed,
+                   "oversample": oversample, "lrs": lrs, "epochs_grid": epochs_grid,
+                   "runs": n_runs, "n_train": len(data),
+                   "n_test": None if test is None else len(test), "labels": labels,
+                   "task": task, "metric": scoring.metric,
+                   **{k: v for k, v in method_kw.items() if k != "method"},
+                   "seconds": time.perf_counter() - t_start}
+    if task == "classification":
+        del result.info["task"], result.info["metric"]  # best.json as before for classifiers
+    return result
+
+
+METRIC_NAMES = {"macro_f1": "macro-F1", "rmse": "RMSE", "pearson": "Pearson r",
+                "micro_f1": "micro-F1"}
+
+
+def _best(top: pd.Series, scoring) -> dict:
+    """``best`` of :class:`TuneResult` from the top row of the summary."""
+    m = scoring.metric
+    best = {"lr": float(top["lr"]), "epochs": int(top["epochs"]),
+            f"mean_{m}": float(top[f"mean_{m}"]),
+            f"sd_{m}": float(top[f"sd_{m}"]) if pd.notna(top[f"sd_{m}"]) else None}
+    best.update({f"mean_{k}": float(top[f"mean_{k}"]) for k in scoring.also})
+    return best
+
+
+def _test_rows(scoring, test: pd.DataFrame):
+    """Which test rows have no label and no text (classification), or the scorable rows and
+    their mask (other tasks); checked before any run."""
+    from ..train.baselines import is_missing_text, unusable_rows
+
+    if scoring.task == "classification":
+        return unusable_rows(test, "test data")
+    no_label = scoring.kind.missing_labels(test, "test data")
+    no_text = is_missing_text(test["text"])
+    rows = scoring.rows(test.loc[~no_label & ~no_text].reset_index(drop=True), "test data")
+    return no_label, no_text, rows
+
+
+def _score_test(result: TuneResult, scoring, test: pd.DataFrame, test_rows, say) -> None:
+    """Predict every test row with the refit model and score the scorable ones."""
+    no_label, no_text = test_rows[:2]
+    result.test_predictions = _predict_frame(result.model, test, no_text)
+    _warn_test_rows(no_label, no_text)
+    if scoring.task == "classification":
+        from ..score.evaluate import evaluate
+
+        scored = ~(no_label | no_text)
+        result.test_report = evaluate(
+            test["label"][scored], result.test_predictions["predicted"][scored],
+            labels=result.model.labels)
+        say(f"test: macro-F1 {result.test_report.macro_f1:.4f}, accuracy "
+            f"{result.test_report.accuracy:.4f} on {result.test_report.n} documents")
+        return
+    result.test_report = {"task": scoring.task,
+                          **scoring.score(result.model, test_rows[2])}
+    m = scoring.metric
+    say(f"test: {METRIC_NAMES[m]} {result.test_report[m]:.4f} on {result.test_report['n']} "
+        "documents")
+
+
+def _cv_run(run: tuple, *, data: pd.DataFrame, labels: list, fit, kw: dict,
+            scoring=None) -> dict:
+    """One cross-validation run: fine-tune on the training folds, score the held-out fold by
+    the task's metrics (macro-F1 for classification; a Dask task with ``scheduler``)."""
+    from ..train.scoring import ClassificationScoring
+
+    scoring = scoring or ClassificationScoring()
+    lr, ep, k, tr, va = run
+    t0 = time.perf_counter()
+    clf = fit(scoring.fit_frame(data.iloc[tr].reset_index(drop=True)), lr=lr, epochs=ep, **kw)
+    score = scoring.score(clf, data.iloc[va].reset_index(drop=True), labels)
+    return {"lr": lr, "epochs": ep, "fold": k,
+            **{key: score[key] for key in (scoring.metric, *scoring.also)},
+            "seconds": time.perf_counter() - t0}
+
+
+def _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs,
+            scoring=None) -> list[dict]:
+    """The cross-validation runs, in order, serially or over ``scheduler``
+    (:func:`quantformer.scale.dask.map_runs`), with a progress line as each finishes."""
+    import functools
+
+    from ..scale.dask import map_runs
+
+    done: list[int] = []
+    t0 = time.perf_counter()
+
+    def report(i: int, row: dict) -> None:
+        done.append(i)
+        # remaining time scaled by training work (documents x epochs) still to do
+        work_done = sum(plan[j][0] * plan[j][1] for j in done)
+        work_left = sum(n * e for n, e in plan) - work_done
+        left = (time.perf_counter() - t0) / max(work_done, 1) * work_left
+        m = scoring.metric if scoring is not None else "macro_f1"
+        say(f"  run {len(done)}/{n_runs}: lr {row['lr']:g}, {row['epochs']} epochs, fold "
+            f"{row['fold']}: {METRIC_NAMES[m]} {row[m]:.4f} ({row['seconds']:.0f} s; about "
+            f"{format_seconds(left)} left)")
+
+    task = functools.partial(_cv_run, data=data, labels=labels, fit=fit, kw=kw,
+                             scoring=scoring)
+    return map_runs(task, cv_runs, scheduler, on_result=report)
+
+
+def _predict_frame(clf, frame: pd.DataFrame, no_text: np.ndarray) -> pd.DataFrame:
+    """Predictions for every row of ``frame`` in order; ``predicted`` missing where
+    ``no_text``. A :class:`~quantformer.infer.classifier.Classifier` gives its full output (docvars,
+    ``prob_<label>``); any other ``fit_fn`` result gives ``doc_id``, ``label``, ``predicted``."""
+    if hasattr(clf, "predict") and hasattr(clf, "_output"):
+        return clf.predict(frame, warn=False)
+    pred = np.full(len(frame), None, dtype=object)
+    if (~no_text).any():
+        pred[~no_text] = predicted_labels(clf, frame.loc[~no_text].reset_index(drop=True))
+    return pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(),
+                         "label": frame["label"].to_numpy(),
+                         "predicted": pd.Series(pred, dtype="string").to_numpy()})
+
+
+def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:
+    """One warning counting the test documents that get no prediction or no score."""
+    n_text, n_out = int(no_text.sum()), int((no_label | no_text).sum())
+    if not n_out:
+        return
+    parts = []
+    if n_text:
+        parts.append(f"{n_text} have a missing or empty text and are kept in test_predictions "
+                     "with a missing prediction")
+    parts.append(f"{n_out} ({int(no_label.sum())} without a label, "
+                 f"{int((no_text & ~no_label).sum())} labelled but without a text) are left "
+                 f"out of the test report, which scores the other {len(no_label) - n_out}")
+    warnings.warn(f"of the {len(no_label)} test document(s), " + "; ".join(parts),
+                  stacklevel=3)
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(sub) -> None:
+    from ..cli.main import (add_corpus_options, add_device_option, add_model_option,
+        add_quiet_option, add_results_dir_options, add_scheduler_option, add_task_options,
+        positive)
+
+    p = sub.add_parser(
+        "tune",
+        help="cross-validated grid search over learning rate x epochs, refit, test",
+        description="Stratified k-fold grid search for fine-tuning (Wankmüller 2022, section "
+                    "6.4): every learning rate x epochs pair is fine-tuned on each training "
+                    "fold and scored by macro-F1 on the held-out fold; the best (ties: fewer "
+                    "epochs, then lower rate) is refit on all training data and scored on "
+                    "--test. Writes cv_results.csv/.rds, cv_summary.csv/.rds, best.json, "
+                    "model/ and, with --test, test_predictions.csv/.rds (every test document, "
+                    "in order) and test_report.json into --out (a new or empty folder, or "
+                    "--overwrite).",
+    )
+    p.add_argument("--train", required=True, help="labelled training corpus file")
+    p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
+    add_corpus_options(p)
+    add_model_option(p)
+    p.add_argument("--method", default="standard", choices=("standard", "setfit", "nli"),
+                   help="standard fine-tuning; setfit (few-shot; the grid is then over body "
+                        "learning rates x pair epochs, default 2e-5,5e-5,1e-4 x 1,2); or nli "
+                        "(an NLI --model fine-tuned on the classes as hypotheses, Laurer et al. "
+                        "2023; default grid 1e-5,2e-5,5e-5 x 7,10)")
+    p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
+                   help="setfit: pairs drawn per training document and direction, in every "
+                        "run (5)")
+    from ..train.nli import add_cli_options
+
+    add_cli_options(p)
+    p.add_argument("--lrs", default=None,
+                   help="comma-separated learning rates (default by model size: small "
+                        "5e-5,8e-5,1e-4; base 1e-5,2e-5,3e-5; large 5e-6,1e-5,2e-5)")
+    p.add_argument("--epochs-grid", default=None,
+                   help="comma-separated epochs (default: small 3,4,5; base/large 2,3,4)")
+    p.add_argument("--folds", type=int, default=5, help="stratified CV folds (5)")
+    p.add_argument("--oversample", type=float, default=None,
+                   help="oversample training folds to this minority:majority ratio (e.g. "
+                        "0.25); validation folds are never oversampled")
+    p.add_argument("--max-runs", type=int, default=None,
+                   help="refuse to start when the grid needs more fine-tuning runs than this")
+    p.add_argument("--seed", type=int, default=1, help="seed of the folds and the runs (1)")
+    add_task_options(p, "regression selects the lowest RMSE, multilabel the best macro-F1 "
+                        "over labels; both use plain shuffled folds")
+    p.add_argument("--batch-size", type=positive(int), default=16,
+                   help="training batch size (16)")
+    p.add_argument("--max-length", type=positive(int), default=512,
+                   help="tokens per document, special tokens included (512)")
+    p.add_argument("--truncation", default="head_tail", choices=("head_tail", "head", "tail"),
+                   help="how long documents are cut (head_tail)")
+    add_device_option(p)
+    add_quiet_option(p)
+    add_scheduler_option(p)
+    add_results_dir_options(p)
+    p.set_defaults(func=_run_tune)
+
+
+def _run_tune(args) -> int:
+    from ..cli.main import corpus_kwargs, print_table, task_kwargs
+    from ..io.frames import read_frame
+    from ..train.nli import cli_kwargs as nli_kwargs
+
+    out = check_results_dir(args.out, args.overwrite)
+    lrs = parse_list(args.lrs, float, "--lrs")
+    epochs = parse_list(args.epochs_grid, int, "--epochs-grid")
+    task = task_kwargs(args)
+    needs_label = task["label_cols"] is None
+    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
+    test = (read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
+            if args.test else None)
+    res = tune(train, test, model=args.model, lrs=lrs, epochs_grid=epochs, folds=args.folds,
+               oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
+               batch_size=args.batch_size, max_length=args.max_length,
+               truncation=args.truncation, device=args.device, quiet=args.quiet,
+               scheduler=args.scheduler, method=args.method,
+               setfit_iterations=args.setfit_iterations, **nli_kwargs(args), **task)
+    res.info["train"] = str(args.train)
+    if args.test:
+        res.info["test"] = str(args.test)
+    res.save(out, overwrite=args.overwrite)
+    if not args.quiet:
+        # learning rates as written (5e-05), not rounded to the table's 4 decimals
+        table = res.cv_summary.assign(lr=[f"{v:g}" for v in res.cv_summary["lr"]])
+        name = METRIC_NAMES[res.info.get("metric", "macro_f1")]
+        print_table(table.set_index(["lr", "epochs"]),
+                    title=f"cross-validated {name} per configuration")
+    print(f"wrote {written_files(out)} to {out}")
+    return 0
+
+
+def written_files(folder: str | os.PathLike) -> str:
+    """``"a.csv, b.rds and model/"``: the files and folders in ``folder``, sorted (for the
+    CLI's closing line)."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in Path(folder).iterdir()
+                   if not p.name.startswith("."))
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+make_callable(__name__, "tune")

@@ -1,0 +1,494 @@
+"""Fine-tuning an NLI model on the task written as hypotheses (``finetune --method nli``).
+
+Laurer, van Atteveldt, Casas & Welbers (2023), "Less Annotating, More Classifying: Addressing
+the Data Scarcity Issue of Supervised Machine Learning with Deep Transfer Learning and
+BERT-NLI", *Political Analysis*: a classifier trained from few codes does better when the task
+is rewritten as natural language inference, so that the model starts from what it learned on
+NLI data instead of a new, random head. Each class gets a *label phrase* filled into a
+*hypothesis template* (``"This text is about {}."`` with ``economy``); the document is the
+premise. Training pairs say "entailment" for the document's own class and "not entailment"
+(the head's contradiction output) for other classes; the model's own 2- or 3-way NLI head is
+kept and fine-tuned (the entailment and contradiction outputs are found by name in the config,
+as in :mod:`quantformer.infer.zeroshot`). Prediction scores every class's hypothesis and returns the
+softmax of the entailment logits across the classes (``prob_<class>``), the class with the
+highest one being ``predicted``: exactly zero-shot NLI (:func:`quantformer.infer.zeroshot`) with the
+fine-tuned model.
+
+Training pairs (``pairs``):
+
+``balanced`` (default; Laurer et al.'s ``format_nli_trainset`` in their replication code,
+    ``helpers.py``): for each class, every document of the class with that class's hypothesis
+    (entailment), and as many documents of *other* classes, drawn at random without
+    replacement (at most all of them), with the same hypothesis (not entailment). Every
+    hypothesis sees as many entailment as not-entailment pairs; about 2 pairs per document.
+``all``
+    every document with every class's hypothesis: 1 entailment and k - 1 not-entailment pairs
+    per document (k classes), k times the cost, and (k - 1):1 imbalanced.
+
+Laurer et al.'s code trains the 3-way DeBERTa-v3-base-mnli-fever-anli with label id 1 as
+"not entailment" (its ``neutral``); here the contradiction output is used (for a 2-way
+``entailment``/``not_entailment`` head, the other output).
+
+The loop is the standard one (:mod:`quantformer.train.loop`: AdamW without weight decay,
+linear decay, no warm-up, gradient clipping; ``--early-stopping``, ``--precision``,
+``--grad-accum`` as for the standard method) over pairs instead of documents. Defaults
+(:data:`DEFAULTS`): learning rate 2e-5 and 7 epochs, the typical values Laurer et al. tuned
+for DeBERTa-v3-base-NLI at 100-500 codes (their appendix table of hyperparameters: 1.2e-5 to
+6.7e-5, 7-11 epochs, batch 8-32). ``--oversample`` is refused (``balanced`` pairs balance
+the hypotheses already).
+
+The model directory is a plain Hugging Face NLI model (``config.json`` keeps its NLI
+``id2label``, so ``quantformer zeroshot --model DIR`` also runs on it) with ``quantformer.json``
+recording ``"method": "nli"``, ``hypothesis``, ``label_phrases`` (class -> phrase), ``labels``
+(the class order), ``nli_pairs``, ``n_pairs``, ``entailment_id`` and ``contradiction_id``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError, ModelDirError
+from ..infer.classifier import Classifier
+
+METHOD = "nli"
+PAIRS = ("balanced", "all")
+#: lr and epochs when not given (Laurer et al. 2023's tuned values at 100-500 codes)
+DEFAULTS = {"lr": 2e-5, "epochs": 7}
+EXAMPLE_MODEL = "MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli"
+
+
+class NLIClassifier(Classifier):
+    """A fine-tuned NLI model used as a classifier: each class is a hypothesis.
+
+    Same interface as :class:`~quantformer.infer.classifier.Classifier`; ``predict`` writes
+    ``predicted`` and ``prob_<class>`` (softmax of the entailment logits across classes).
+
+    Attributes:
+        hypothesis: the template with one ``{}``.
+        phrases: the label phrase of each class, in :attr:`labels` order.
+        entailment_id, contradiction_id: the NLI head's outputs used.
+    """
+
+    def __init__(self, model, tokenizer, labels, *, hypothesis: str, phrases: list,
+                 entailment_id: int, contradiction_id: int, max_length: int = 512,
+                 truncation: str = "head_tail", device: str = "cpu",
+                 record: dict | None = None):
+        self.hypothesis = hypothesis
+        self.phrases = [str(p) for p in phrases]
+        self.entailment_id, self.contradiction_id = int(entailment_id), int(contradiction_id)
+        super().__init__(model, tokenizer, labels, max_length=max_length, truncation=truncation,
+                         device=device, record=record)
+
+    @classmethod
+    def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
+                 quantize: str = "none") -> NLIClassifier:
+        """Load a model directory written by :func:`nli_finetune` (torch or ONNX Runtime).
+
+        Raises:
+            ModelDirError: missing record fields, or model files that cannot be loaded.
+        """
+        from ..io.modeldir import read_record
+        from ..infer.classifier import _load_torch
+
+        record = read_record(path)
+        missing = [k for k in ("hypothesis", "label_phrases", "entailment_id",
+                               "contradiction_id") if k not in record]
+        if missing:
+            raise ModelDirError(f"'{path}' is not a complete NLI model directory: its "
+                                f"quantformer.json lacks {', '.join(missing)}; fine-tune again")
+        if backend == "onnx":
+            from ..models.onnx.backend import open_model
+            from ..infer.zeroshot import _logits
+
+            net = open_model(str(path), use="logits", fn=_logits, loader=_load_torch,
+                             quantize=quantize)
+            tokenizer, dev = net.tokenizer, "cpu"
+        else:
+            from ..models.hub import resolve_device
+
+            dev = resolve_device(device)
+            net, tokenizer = _load_torch(path)
+            net = net.to(dev)
+        hp = record.get("hyperparameters", {})
+        return cls(net, tokenizer, record["labels"], hypothesis=record["hypothesis"],
+                   phrases=[record["label_phrases"][c] for c in record["labels"]],
+                   entailment_id=record["entailment_id"],
+                   contradiction_id=record["contradiction_id"],
+                   max_length=hp.get("max_length", 512),
+                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
+
+    def hypotheses(self) -> list[str]:
+        """The filled hypothesis of each class, in :attr:`labels` order."""
+        return [self.hypothesis.format(p) for p in self.phrases]
+
+    def _proba(self, texts: list, batch_size: int, progress: bool,
+               counts: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Class probabilities (NaN rows for missing texts) and the missing mask; batches hold
+        ``batch_size`` (document, hypothesis) pairs."""
+        from ..models.tokenize import _is_missing
+        from ..infer.zeroshot import nli_pair_logits, nli_probabilities
+
+        missing = np.array([_is_missing(t) for t in texts], dtype=bool)
+        present = np.flatnonzero(~missing)
+        probs = np.full((len(texts), len(self.labels)), np.nan, dtype=np.float64)
+        if present.size:
+            logits, truncated = nli_pair_logits(
+                self.model, self.tokenizer, [texts[i] for i in present], self.hypotheses(),
+                max_length=self.max_length, truncation=self.truncation, batch_size=batch_size,
+                device=self.device, progress=progress, desc="predicting (NLI)")
+            probs[present] = nli_probabilities(logits, self.entailment_id,
+                                               self.contradiction_id)
+            if counts is not None:
+                counts["truncated"] = counts.get("truncated", 0) + int(truncated.sum())
+        return probs, missing
+
+
+# ------------------------------------------------------------------------------------------
+# label phrases
+
+
+def parse_label_phrases(value) -> dict:
+    """Class -> phrase from a dict, a list of ``"class=phrase"`` items, or one string of
+    comma-separated ``class=phrase`` items (``"pro=in favor of,con=against"``; use a list or
+    :func:`read_label_phrases_file` for phrases with commas). Each item is split at its first
+    ``=``; surrounding whitespace is stripped.
+
+    Raises:
+        InputError: an item without ``=``, an empty class or phrase, a class given twice.
+    """
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        items = [(str(k), str(v)) for k, v in value.items()]
+    else:
+        parts = value.split(",") if isinstance(value, str) else list(value)
+        items = []
+        for part in parts:
+            if "=" not in str(part):
+                raise InputError(f"label phrase {str(part)!r} has no '='; write each as "
+                                 "CLASS=PHRASE, e.g. --label-phrases 'pro=in favor of,"
+                                 "con=against'")
+            items.append(tuple(str(part).split("=", 1)))
+    phrases: dict = {}
+    for cls, phrase in items:
+        cls, phrase = cls.strip(), phrase.strip()
+        if not cls or not phrase:
+            raise InputError(f"label phrase '{cls}={phrase}' has an empty class or phrase; "
+                             "write each as CLASS=PHRASE")
+        if cls in phrases:
+            raise InputError(f"class {cls!r} has two label phrases; give each class once")
+        phrases[cls] = phrase
+    return phrases
+
+
+def read_label_phrases_file(path: str | Path) -> dict:
+    """Class -> phrase from a UTF-8 file with one ``class=phrase`` a line (blank lines skipped;
+    phrases may contain commas).
+
+    Raises:
+        InputError: the file is missing, or a line as in :func:`parse_label_phrases`.
+    """
+    from ..io.frames import read_text_file
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"label phrases file not found: '{path}'")
+    return parse_label_phrases([ln for ln in read_text_file(p).split("\n") if ln.strip()])
+
+
+def record_hypotheses(record: dict) -> list[str] | None:
+    """The filled hypothesis of every class (``labels`` order) of an NLI model directory's
+    ``quantformer.json`` record; None for a model of another method."""
+    if record.get("method") != METHOD:
+        return None
+    return [record["hypothesis"].format(record["label_phrases"][c]) for c in record["labels"]]
+
+
+def phrases_for(classes: list, phrases: dict) -> dict:
+    """The phrase of every class (the class name itself when no phrases are given).
+
+    Raises:
+        InputError: a class without a phrase, or a phrase for a class that does not exist.
+    """
+    if not phrases:
+        return {c: c for c in classes}
+    unknown = [c for c in phrases if c not in classes]
+    if unknown:
+        raise InputError(f"--label-phrases names class(es) {', '.join(map(repr, unknown))} that "
+                         f"are not among the classes ({', '.join(classes)}); fix the name")
+    lacking = [c for c in classes if c not in phrases]
+    if lacking:
+        raise InputError(f"class(es) {', '.join(map(repr, lacking))} have no label phrase; add "
+                         f"them to --label-phrases (e.g. '{lacking[0]}=PHRASE'), or leave "
+                         "--label-phrases out to use the class names as phrases")
+    return {c: phrases[c] for c in classes}
+
+
+def nli_outputs(model) -> tuple[int, int]:
+    """(entailment id, contradiction id) of an NLI model's head (from its config's labels).
+
+    Raises:
+        InputError: the model has no ``entailment`` label (not an NLI model).
+    """
+    from ..models.hub import load_config, model_label
+    from ..infer.zeroshot import nli_label_ids
+
+    config = load_config(model)
+    ids = nli_label_ids(config)
+    if ids is None:
+        names = ", ".join(map(str, (getattr(config, "id2label", None) or {}).values()))
+        raise InputError(f"--method nli needs an NLI model (one with an 'entailment' label), but "
+                         f"{model_label(model)} has labels: {names or 'none'}; pass --model with "
+                         f"an NLI model such as {EXAMPLE_MODEL}, or use --method standard")
+    return ids
+
+
+# ------------------------------------------------------------------------------------------
+# training pairs
+
+
+def training_pairs(targets: np.ndarray, k: int, scheme: str,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which (document, class hypothesis) pairs train the model (see the module docstring).
+
+    Args:
+        targets: class index of each training document.
+        k: number of classes.
+        scheme: ``balanced`` or ``all``.
+
+    Returns:
+        (document index, class index, entailment flag), one entry per pair.
+    """
+    targets = np.asarray(targets, dtype=np.int64)
+    if scheme == "all":
+        docs = np.repeat(np.arange(len(targets)), k)
+        classes = np.tile(np.arange(k), len(targets))
+        return docs, classes, classes == targets[docs]
+    docs, classes, entail = [], [], []
+    for c in range(k):
+        own, other = np.flatnonzero(targets == c), np.flatnonzero(targets != c)
+        drawn = np.sort(rng.choice(other, size=min(len(own), len(other)), replace=False))
+        docs += [own, drawn]
+        classes.append(np.full(len(own) + len(drawn), c))
+        entail += [np.ones(len(own), bool), np.zeros(len(drawn), bool)]
+    return np.concatenate(docs), np.concatenate(classes), np.concatenate(entail)
+
+
+# ------------------------------------------------------------------------------------------
+# training
+
+
+def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
+                 hypothesis: str | None = None, label_phrases=None, pairs: str = "balanced",
+                 epochs: int | None = None, lr: float | None = None, batch_size: int = 16,
+                 max_length: int = 512, truncation: str = "head_tail",
+                 valid: pd.DataFrame | None = None, valid_fraction: float = 0.0,
+                 labels: list | None = None, seed: int = 1, device: str = "auto",
+                 quiet: bool = False, source: str | None = None,
+                 early_stopping: int | None = None, precision: str = "auto",
+                 grad_accum: int = 1, oversample: float | None = None) -> NLIClassifier:
+    """Fine-tune an NLI model on labelled documents written as hypotheses (Laurer et al. 2023).
+
+    Args:
+        frame: corpus frame with ``text`` and ``label``; rows with a missing label or text are
+            left out (counted in the record).
+        model: an NLI model (hub id or folder) whose config has an ``entailment`` label, e.g.
+            ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli``. Required in practice: the
+            bundled default is not an NLI model.
+        hypothesis: template with exactly one ``{}`` (default ``"This text is about {}."``).
+        label_phrases: class -> phrase (a dict, ``"a=x,b=y"`` or a list of ``"a=x"``); default:
+            each class name is its own phrase. Every class needs one.
+        pairs: ``balanced`` (default, Laurer et al.) or ``all`` (see the module docstring).
+        epochs, lr: default 7 and 2e-5 (:data:`DEFAULTS`).
+        batch_size: pairs per step (16).
+        max_length: tokens per pair (premise + hypothesis, special tokens included; 512); the
+            premise is cut by ``truncation`` (``head_tail``, ``head``, ``tail``).
+        valid, valid_fraction: validation documents, or the share of ``frame`` held out
+            (stratified): macro-F1 after every epoch and in the record.
+        labels: class order (default: the sorted training labels).
+        seed: fixes the pair sampling, the data order and dropout (identical CPU runs).
+        device: ``auto``, ``cpu``, ``cuda``, ``mps``.
+        quiet: no progress bars or messages.
+        source: where the data came from, for the record.
+        early_stopping, precision, grad_accum: as in :func:`quantformer.train.finetune`.
+        oversample: refused (the pairs are balanced per hypothesis already).
+
+    Returns:
+        An :class:`NLIClassifier` whose ``record`` has ``"method": "nli"``.
+
+    Raises:
+        InputError: a model without an ``entailment`` label (naming the fix: an NLI model), a
+            bad template, a class without a label phrase or a phrase for an unknown class, an
+            unknown ``pairs``, oversampling, fewer than two classes, and the standard
+            method's bad arguments (non-positive epochs, lr, batch size, ...).
+    """
+    from .finetune import _train, _validate  # the standard method's loop and scoring
+    from ..io.modeldir import now_utc
+    from ..models.hub import resolve_device
+    from .data import set_seed, training_data
+    from .loop import resolve_precision
+    from .record import training_record
+    from ..models.tasks import Classification
+
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    started, created = time.time(), now_utc()
+    hypothesis, phrases, outputs, settings = _check(
+        model, hypothesis, label_phrases, pairs, oversample,
+        valid is not None or bool(valid_fraction), epochs=epochs, lr=lr,
+        batch_size=batch_size, max_length=max_length, truncation=truncation, seed=seed,
+        valid_fraction=valid_fraction, early_stopping=early_stopping, precision=precision,
+        grad_accum=grad_accum)
+    dev = resolve_device(device)
+    settings["precision"] = resolve_precision(precision, dev)
+    kind = Classification(labels)
+    data, valid_data, counts = training_data(frame, valid, valid_fraction, int(seed), kind, say)
+    kind.fit(data)
+    phrases = phrases_for(kind.labels, phrases)
+    set_seed(int(seed))
+    rng = np.random.default_rng(int(seed))
+    clf, batches, n_truncated = _setup(model, data, kind, phrases, hypothesis, pairs,
+                                       outputs, settings, dev, rng, say)
+    say(f"fine-tuning NLI model {clf.record['model']} on {len(data)} documents "
+        f"({kind.describe()}) as {len(batches.rows)} premise-hypothesis pairs ({pairs}), "
+        f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {batch_size}, "
+        f"device {dev}")
+    loop = _train(clf, batches, valid_data, kind, settings, dev, rng, quiet)
+    clf.record = training_record(
+        task=kind, settings=settings, size=settings.pop("size"), data=data, counts=counts,
+        n_rows=len(frame), n_oversampled=len(data), n_truncated=n_truncated, source=source,
+        model=clf.record, device=dev, loop=loop, started=started, created=created)
+    clf.record["hyperparameters"].update(defaults_by_size=None, batch_size_unit="pairs")
+    if valid_data is not None:
+        _validate(clf, kind, valid_data, "valid" if valid is not None
+                  else f"valid_fraction {valid_fraction}", False, say)
+    clf.record["finished"] = now_utc()
+    return clf
+
+
+def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **settings):
+    """Every argument, checked before any work: returns (template, class -> phrase as given,
+    (entailment id, contradiction id), settings with the NLI defaults filled in)."""
+    from .finetune import _check as check_standard, _check_needs_validation
+    from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
+
+    hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
+    phrases = parse_label_phrases(label_phrases)
+    if pairs not in PAIRS:
+        raise InputError(f"--nli-pairs must be one of {', '.join(PAIRS)}, not {pairs!r}")
+    if oversample is not None:
+        raise InputError("--oversample cannot be used with --method nli: its training pairs are "
+                         "balanced per class hypothesis already (--nli-pairs balanced); leave "
+                         "it out")
+    outputs = nli_outputs(model)
+    for name, value in DEFAULTS.items():
+        settings[name] = value if settings[name] is None else settings[name]
+    settings = check_standard(model, **settings, oversample=None, task="classification")
+    _check_needs_validation(has_valid, settings["early_stopping"], False, "classification")
+    return hypothesis, phrases, outputs, settings
+
+
+def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, device, rng, say):
+    """Build the pairs, tokenise them, load the NLI model; returns (NLIClassifier, Batches,
+    number of truncated documents)."""
+    from transformers import AutoModelForSequenceClassification
+
+    from ..io.modeldir import hf_quiet
+    from ..models.hub import load_config, load_tokenizer, model_label, resolve_model
+    from ..infer.classifier import global_attention_hook
+    from ..models.tokenize import encode
+    from .arguments import DROPOUT
+    from .loop import Batches
+
+    entail, contra = outputs
+    base_path, config = resolve_model(model), load_config(model)
+    tokenizer = load_tokenizer(model)
+    docs, classes, is_entail = training_pairs(task.targets(data), len(task.labels), pairs, rng)
+    hyps = [hypothesis.format(phrases[c]) for c in task.labels]
+    texts = data["text"].tolist()
+    enc = encode(tokenizer, [texts[d] for d in docs], max_length=int(settings["max_length"]),
+                 truncation=settings["truncation"], pairs=[hyps[c] for c in classes])
+    n_truncated = len(np.unique(docs[enc.truncated]))
+    if n_truncated:
+        say(f"{n_truncated} of {len(data)} training documents are longer than "
+            f"{settings['max_length']} tokens with their hypothesis and were truncated "
+            f"({settings['truncation']})")
+    overrides = {k: DROPOUT for k in ("hidden_dropout_prob", "attention_probs_dropout_prob",
+                                      "dropout", "attention_dropout") if hasattr(config, k)}
+    with hf_quiet():
+        network = AutoModelForSequenceClassification.from_pretrained(base_path, **overrides)
+    network.to(device)
+    record = {"model": model_label(model), "base_model_path": base_path,
+              "model_type": getattr(config, "model_type", None), "method": METHOD,
+              "hypothesis": hypothesis, "label_phrases": phrases, "nli_pairs": pairs,
+              "n_pairs": int(len(docs)), "n_pairs_entailment": int(is_entail.sum()),
+              "entailment_id": int(entail), "contradiction_id": int(contra)}
+    clf = NLIClassifier(network, tokenizer, task.labels, hypothesis=hypothesis,
+                        phrases=[phrases[c] for c in task.labels], entailment_id=entail,
+                        contradiction_id=contra, max_length=int(settings["max_length"]),
+                        truncation=settings["truncation"], device=device, record=record)
+    targets = np.where(is_entail, entail, contra).astype(np.int64)
+    batches = Batches(enc, np.arange(len(docs)), targets,
+                      tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
+                      global_attention_hook(network.config))
+    return clf, batches, n_truncated
+
+
+# ------------------------------------------------------------------------------------------
+# CLI (the options `finetune` adds for --method nli)
+
+
+def add_cli_options(p, used_by: str = "--method nli") -> None:
+    """``--hypothesis``, ``--label-phrases``/``--label-phrases-file``, ``--nli-pairs`` (their
+    help group names ``used_by``: what they are for)."""
+    g = p.add_argument_group(f"{used_by} (Laurer et al. 2023): classes as NLI hypotheses")
+    g.add_argument("--hypothesis", default=None,
+                   help="template with one {} for the class's label phrase (default: 'This "
+                        "text is about {}.')")
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--label-phrases", default=None,
+                   help="comma-separated CLASS=PHRASE items, e.g. 'pro=in favor of,con=against' "
+                        "(default: each class name is its phrase)")
+    x.add_argument("--label-phrases-file", default=None,
+                   help="file with one CLASS=PHRASE a line (phrases may contain commas)")
+    g.add_argument("--nli-pairs", default="balanced", choices=PAIRS,
+                   help="training pairs: balanced (each class's documents with its hypothesis "
+                        "plus as many documents of other classes; Laurer et al.) or all "
+                        "(every document with every hypothesis)")
+
+
+def cli_kwargs(args) -> dict:
+    """The :func:`quantformer.train.finetune` arguments of the ``--method nli`` options.
+
+    Raises:
+        InputError: NLI options given with another method.
+    """
+    phrases = (read_label_phrases_file(args.label_phrases_file) if args.label_phrases_file
+               else parse_label_phrases(args.label_phrases))
+    return {"hypothesis": args.hypothesis, "label_phrases": phrases or None,
+            "nli_pairs": args.nli_pairs}
+
+
+def check_method_options(method: str, hypothesis, label_phrases, nli_pairs,
+                         where: str = "--method nli; add --method nli") -> None:
+    """Refuse the NLI options with another method.
+
+    Args:
+        where: what the options are for and the fix, e.g. ``compare``'s ``"the nli model;
+            add nli to --models"``.
+
+    Raises:
+        InputError: naming the option and the fix.
+    """
+    if method == METHOD:
+        return
+    used = [flag for flag, v in (("--hypothesis", hypothesis is not None),
+                                 ("--label-phrases", bool(label_phrases)),
+                                 ("--nli-pairs", nli_pairs != "balanced")) if v]
+    if used:
+        raise InputError(f"{', '.join(used)} is for {where} (with an NLI --model) or leave it "
+                         "out")
