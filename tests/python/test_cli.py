@@ -256,7 +256,7 @@ def test_warnings_show_on_every_in_process_run(capsys, tmp_path):
 def test_positive_names_the_expected_kind():
     import argparse
 
-    from quantformer.cli.main import positive
+    from quantformer.cli._options import positive
 
     assert positive(int)("3") == 3 and positive(float)("0.25") == 0.25
     for kind, value, msg in [(int, "1.5", "'1.5' is not an integer"),
@@ -301,3 +301,18 @@ def test_compare_and_tune_check_numbers_before_any_work(capsys, tmp_path, verb, 
     assert f"argument {flag}: {msg}" in err.err
     assert "runs" not in err.out  # refused before the plan is printed
     assert not (tmp_path / "o").exists()
+
+
+def test_errors_name_the_flag_or_the_r_argument(capsys, tmp_path):
+    """One table (quantformer._core.parameters) names a library parameter as a flag, or as the
+    R argument of the calling function when R passes --r-names."""
+    from quantformer._core.errors import InputError
+    from quantformer._core.parameters import cli_flag, r_argument
+
+    error = InputError("{label_col} names no column; {max_length} too small",
+                       params=["label_col", "max_length"])
+    assert str(error) == "label_col names no column; max_length too small"
+    assert error.render(cli_flag) == "--label-col names no column; --max-length too small"
+    assert error.render(lambda p: r_argument(p, ["x", "y", "max_length"])) == \
+        "`y` names no column; `max_length` too small"
+    assert r_argument("overwrite", ["x", "..."]) == "`overwrite = TRUE`"

@@ -1,10 +1,18 @@
-"""Exceptions raised by quantformer.
+"""Exceptions raised by quantformer, and the one table that names their parameters.
 
 The CLI maps them to exit codes: :class:`InputError` (bad arguments, files or data the user can
 fix) exits with 2, every other exception with 1.
+
+An error about a parameter names it as a field in its message, ``"{max_length} must be at
+least 8, not 4"``, and lists it in ``params``. ``str(error)`` shows the library's own parameter
+name (``max_length``); the CLI shows the flag (``--max-length``) and, for R, the R argument of
+the calling function (``max_length``, or ``y`` for ``label_col``), all from
+:data:`quantformer._core.parameters.PARAMETERS`. No message is searched for names.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 
 
 class QuantformerError(Exception):
@@ -15,7 +23,25 @@ class InputError(QuantformerError, ValueError):
     """Bad input the user can fix: a missing file, an unknown column, an invalid option value.
 
     The message names the problem and the fix. The CLI exits with code 2.
+
+    Args:
+        message: the text; each parameter it names is written ``{name}``.
+        params: the parameter names written as fields in ``message`` (default: none).
     """
+
+    def __init__(self, message: str = "", *, params: Iterable[str] = ()):
+        super().__init__(message)
+        self.params = tuple(params)
+
+    def render(self, name: Callable[[str], str]) -> str:
+        """The message with each parameter field written as ``name(parameter)``."""
+        text = str(self.args[0]) if self.args else ""
+        for p in self.params:
+            text = text.replace("{" + p + "}", name(p))
+        return text
+
+    def __str__(self) -> str:
+        return self.render(lambda p: p)
 
 
 class ModelDirError(InputError):

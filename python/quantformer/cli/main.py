@@ -27,6 +27,8 @@ import warnings
 
 from .._core.version import __version__
 from .._core.errors import InputError
+from .._core.parameters import cli_flag, r_argument
+from .._core.show import print_json
 
 # modules that define add_cli(sub), in the order their verbs are listed in --help
 VERB_MODULES = [
@@ -46,186 +48,6 @@ VERB_MODULES = [
     "quantformer.label.suggest",
     "quantformer.cli.serve",
 ]
-
-
-# ------------------------------------------------------------------------------------------
-# shared options
-
-
-def add_corpus_options(p: argparse.ArgumentParser, *, label: bool = True) -> None:
-    """--text-col, --label-col, --id-col and --format, identical for every verb."""
-    g = p.add_argument_group("corpus columns")
-    g.add_argument("--text-col", default=None, help="text column (default: text)")
-    if label:
-        g.add_argument("--label-col", default=None,
-                       help="label column (default: label, when it exists)")
-    g.add_argument("--id-col", default=None,
-                   help="document id column (default: doc_id when it exists, else text1..textN)")
-    g.add_argument("--format", dest="in_format", default=None,
-                   help="input format when the extension does not tell: parquet, csv, tsv, "
-                        "txt (sniffed), lines (one document a line), jsonl, rds")
-    g.add_argument("--quoting", default="auto", choices=["auto", "csv", "none"],
-                   help="quotes in CSV/TSV: csv (RFC 4180), none (every line is one row, "
-                        "quotes are text: files made with paste or exported unquoted), auto "
-                        "(csv, but refuses a TSV where a quote would merge lines) (auto)")
-
-
-def add_labels_file_option(p: argparse.ArgumentParser, corpus: str = "--input") -> None:
-    """--labels-file: labels one a line in a file of their own (train_text.txt +
-    train_labels.txt), for the corpus given with ``corpus``."""
-    p.add_argument("--labels-file", default=None,
-                   help=f"labels of the {corpus} documents in a file of their own, one a line "
-                        f"in document order (e.g. {corpus} train_text.txt --labels-file "
-                        "train_labels.txt); instead of --label-col")
-
-
-def corpus_kwargs(args, *, label: bool = True) -> dict:
-    """The read_frame keyword arguments from the shared corpus options (``labels_file`` is
-    left out: it belongs to one input of the verb, which passes it itself)."""
-    kw = {"text_col": args.text_col, "id_col": args.id_col, "fmt": args.in_format,
-          "quoting": args.quoting}
-    if label:
-        kw["label_col"] = getattr(args, "label_col", None)
-    return kw
-
-
-def add_task_options(p: argparse.ArgumentParser, how: str) -> None:
-    """--task, --label-cols, --label-sep (tune, compare, evaluate; see
-    :mod:`quantformer.models.tasks`); ``how`` says what the task changes for the verb."""
-    from ..train.arguments import TASKS
-
-    g = p.add_argument_group("what is measured")
-    g.add_argument("--task", default="classification", choices=TASKS,
-                   help=f"classification (default), regression or multilabel; {how}")
-    g.add_argument("--label-cols", default=None,
-                   help="multilabel: comma-separated 0/1 columns, one per label")
-    g.add_argument("--label-sep", default=None,
-                   help="multilabel: separator of the labels in one label column (e.g. '|')")
-
-
-def task_kwargs(args) -> dict:
-    """``task``, ``label_cols`` (a list) and ``label_sep`` from :func:`add_task_options`,
-    checked by :func:`check_task_flags`."""
-    cols = check_task_flags(args)
-    return {"task": args.task, "label_cols": cols, "label_sep": args.label_sep}
-
-
-def check_task_flags(args) -> list[str] | None:
-    """``--label-cols`` as a list, after checking that ``--task multilabel`` has exactly one of
-    ``--label-cols`` and ``--label-sep``: checked before any file is read, so the error names
-    them rather than a missing ``--label-col``.
-
-    Raises:
-        InputError: naming ``--label-cols`` and ``--label-sep``.
-    """
-    cols = [c.strip() for c in args.label_cols.split(",") if c.strip()] \
-        if args.label_cols else None
-    if args.task == "multilabel":
-        from ..models.multilabel import Multilabel
-
-        Multilabel.for_training(None, cols, args.label_sep)
-    return cols
-
-
-def add_partition_options(p: argparse.ArgumentParser) -> None:
-    """--input (one file, or a folder / glob / several files = a partitioned corpus),
-    --scheduler and --resume, identical for predict, zeroshot and embed
-    (see :mod:`quantformer.scale.dask`)."""
-    p.add_argument("--input", required=True, nargs="+",
-                   help="corpus file; or a folder, a quoted glob ('tweets/*.parquet') or "
-                        "several files: a partitioned corpus, then --out is a folder with one "
-                        "Parquet file per partition and a manifest.json (also with one file "
-                        "when --out is a folder or has no extension)")
-    g = add_scheduler_option(p, "partitions")
-    g.add_argument("--resume", action="store_true",
-                   help="continue a partitioned run in --out: skip partitions whose output is "
-                        "complete (without it a non-empty --out is refused)")
-
-
-def add_scheduler_option(p: argparse.ArgumentParser, what: str = "runs"):
-    """--scheduler (``local:N`` or a Dask scheduler address); returns its argument group."""
-    g = p.add_argument_group("Dask")
-    g.add_argument("--scheduler", default=None,
-                   help="local:N (N worker processes here) or tcp://host:8786 (a running Dask "
-                        f"scheduler); default: {what} one after another in this process")
-    return g
-
-
-def partitioned(args) -> bool:
-    """True when the verb's arguments ask for a partitioned run; else sets ``args.input`` to
-    the one corpus file (today's single-file path)."""
-    from ..scale.dask import is_partitioned
-
-    if is_partitioned(args.input, args.scheduler, args.resume, args.out):
-        return True
-    args.input = args.input[0]
-    return False
-
-
-def add_model_option(p: argparse.ArgumentParser, help_extra: str = "") -> None:
-    p.add_argument("--model", default=None,
-                   help="hub id or local model folder (default: the bundled all-MiniLM-L6-v2)"
-                        + help_extra)
-
-
-def add_device_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default="auto",
-                   help="auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:N or mps (auto)")
-
-
-def add_quiet_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
-def add_results_dir_options(p: argparse.ArgumentParser) -> None:
-    """``--out`` (a results folder, new or empty) and ``--overwrite`` (tune, compare)."""
-    p.add_argument("--out", required=True, help="output folder (new or empty)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing --out folder (no earlier file is kept)")
-
-
-def positive(kind):
-    """argparse type: a number > 0 of ``kind`` (int or float).
-
-    Args:
-        kind: ``int`` or ``float``.
-
-    Returns:
-        A converter that raises ``argparse.ArgumentTypeError`` ("'1.5' is not an integer",
-        "'x' is not a number", "must be greater than 0, not 0") for a bad value.
-    """
-    noun = {int: "an integer", float: "a number"}.get(kind, f"a {kind.__name__}")
-
-    def conv(s: str):
-        try:
-            v = kind(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{s}' is not {noun}") from None
-        if v <= 0:
-            raise argparse.ArgumentTypeError(f"must be greater than 0, not {s}")
-        return v
-
-    conv.__name__ = f"positive {kind.__name__}"
-    return conv
-
-
-def print_table(df, title: str | None = None, file=None, floatfmt: str = "{:.4f}") -> None:
-    """Print a DataFrame as an aligned plain-text table (what the CLI shows users)."""
-    import pandas as pd
-
-    out = file or sys.stdout
-    if title:
-        print(title, file=out)
-    with pd.option_context("display.width", 200, "display.max_columns", 50,
-                           "display.max_rows", 200,
-                           "display.float_format", lambda x: floatfmt.format(x)):
-        # missing cells (e.g. precision in the accuracy row) print blank, not "NaN"
-        print(df.to_string(na_rep=""), file=out)
-    out.flush()
-
-
-def print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=str))
 
 
 # ------------------------------------------------------------------------------------------
@@ -343,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"quantformer {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="show Python tracebacks on errors")
+    # R passes the calling function's arguments: errors then name them instead of flags
+    parser.add_argument("--r-names", default=None, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="verb", metavar="<verb>")
     sub.required = True
     for name in VERB_MODULES:
@@ -377,13 +201,22 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args, debug)
 
 
+def _namer(args):
+    """How an error names a library parameter: its flag, or the R argument when R called."""
+    if args.r_names is None:
+        return cli_flag
+    r_args = [a for a in args.r_names.split(",") if a]
+    return lambda name: r_argument(name, r_args)
+
+
 def _run(args, debug: bool) -> int:
     try:
         code = args.func(args)
     except InputError as exc:
         if debug:
             traceback.print_exc()
-        print(f"quantformer {args.verb}: error: {exc}", file=sys.stderr, flush=True)
+        print(f"quantformer {args.verb}: error: {exc.render(_namer(args))}", file=sys.stderr,
+              flush=True)
         return 2
     except KeyboardInterrupt:
         print(f"quantformer {args.verb}: interrupted", file=sys.stderr, flush=True)

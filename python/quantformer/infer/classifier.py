@@ -466,7 +466,7 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import add_corpus_options, add_device_option, add_quiet_option
+    from ..cli._options import add_corpus_options, add_device_option, add_quiet_option
 
     p = sub.add_parser(
         "predict",
@@ -477,12 +477,12 @@ def add_cli(sub) -> None:
                     "Warns how many documents were longer than the model's max_length and "
                     "truncated (`quantformer tokenize --model` shows which).",
     )
-    from ..cli.main import add_partition_options
+    from ..cli._options import add_partition_options
 
     p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
     add_partition_options(p)
     add_corpus_options(p)
-    from ..cli.main import add_labels_file_option, positive
+    from ..cli._options import add_labels_file_option, positive
 
     add_labels_file_option(p)
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...); a "
@@ -503,7 +503,7 @@ def add_cli(sub) -> None:
 
 
 def _run_predict(args) -> int:
-    from ..cli.main import corpus_kwargs, partitioned
+    from ..cli._options import corpus_kwargs, partitioned
 
     kw = corpus_kwargs(args)
     if partitioned(args):

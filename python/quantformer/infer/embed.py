@@ -289,7 +289,7 @@ def resolve_layout(layout: str, out_path) -> str:
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import add_corpus_options, add_model_option, positive
+    from ..cli._options import add_corpus_options, add_model_option, positive
 
     p = sub.add_parser(
         "embed",
@@ -300,7 +300,7 @@ def add_cli(sub) -> None:
                     "(CSV, TSV, RDS); H = 384 for the default model. Missing or empty texts "
                     "get NaN.",
     )
-    from ..cli.main import add_partition_options
+    from ..cli._options import add_partition_options
 
     add_partition_options(p)
     add_corpus_options(p, label=False)
@@ -325,7 +325,7 @@ def add_cli(sub) -> None:
 def add_run_options(p) -> None:
     """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
     --device, --quiet, --backend, --quantize and --out."""
-    from ..cli.main import add_device_option, add_quiet_option
+    from ..cli._options import add_device_option, add_quiet_option
     from ..models.tokenize import STRATEGIES
 
     p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
@@ -341,7 +341,7 @@ def add_run_options(p) -> None:
 
 def _run_embed(args) -> int:
     """Stream the input in chunks (memory stays flat for large corpora) through one encoder."""
-    from ..cli.main import corpus_kwargs, partitioned
+    from ..cli._options import corpus_kwargs, partitioned
     from ..io.frames import FrameWriter, check_output_path, iter_frames
     from ..models.hub import model_label
     from ..models.tokenize import check_strategy

@@ -543,7 +543,7 @@ def describe(meta: dict) -> str:
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import add_corpus_options, add_model_option, positive
+    from ..cli._options import add_corpus_options, add_model_option, positive
     from .embed import add_run_options
 
     p = sub.add_parser(
@@ -557,7 +557,7 @@ def add_cli(sub) -> None:
                     "label over the corpus). Output: doc_id, docvars, predicted, prob_<label>, "
                     "zeroshot_method.",
     )
-    from ..cli.main import add_partition_options
+    from ..cli._options import add_partition_options
 
     add_partition_options(p)
     add_corpus_options(p, label=False)
@@ -589,7 +589,8 @@ def add_cli(sub) -> None:
 
 
 def _run_zeroshot(args) -> int:
-    from ..cli.main import corpus_kwargs, partitioned, print_table
+    from .._core.show import print_table
+    from ..cli._options import corpus_kwargs, partitioned
     from ..io.frames import check_output_path, read_frame, write_frame
 
     labels = read_labels_file(args.labels_file) if args.labels_file else args.labels
@@ -621,7 +622,7 @@ def _run_zeroshot(args) -> int:
 
 
 def _run_zeroshot_partitions(args, labels) -> int:
-    from ..cli.main import corpus_kwargs
+    from ..cli._options import corpus_kwargs
     from ..scale.dask import describe, zeroshot_partitions
 
     print(describe(zeroshot_partitions(

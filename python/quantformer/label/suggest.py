@@ -546,7 +546,7 @@ def model_probs(model_dir: str, frame: pd.DataFrame, device: str = "auto",
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import add_corpus_options, add_device_option, add_quiet_option, positive
+    from ..cli._options import add_corpus_options, add_device_option, add_quiet_option, positive
     from ..models.tokenize import STRATEGIES as TRUNCATIONS
 
     p = sub.add_parser(
@@ -602,7 +602,7 @@ def add_cli(sub) -> None:
 
 
 def _run_suggest(args) -> int:
-    from ..cli.main import corpus_kwargs
+    from ..cli._options import corpus_kwargs
     from ..io.frames import check_output_path, read_frame, write_frame
 
     check_output_path(args.out)

@@ -214,7 +214,7 @@ def add_gold_options(p) -> None:
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import positive
+    from ..cli._options import positive
 
     p = sub.add_parser(
         "estimate",
@@ -238,7 +238,7 @@ def add_cli(sub) -> None:
 
 
 def _run_estimate(args) -> int:
-    from ..cli.main import print_table
+    from .._core.show import print_table
     from ..io.frames import check_output_path, write_frame
 
     if args.out:

@@ -166,7 +166,7 @@ def add_cli(sub) -> None:
 
 
 def _run_regress(args) -> int:
-    from ..cli.main import print_table
+    from .._core.show import print_table
     from ..io.frames import check_output_path, write_frame
 
     if args.out:

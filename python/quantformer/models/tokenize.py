@@ -377,7 +377,7 @@ def _model_record(model: str | None) -> dict:
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import add_corpus_options, add_labels_file_option, add_model_option
+    from ..cli._options import add_corpus_options, add_labels_file_option, add_model_option
 
     p = sub.add_parser(
         "tokenize",
@@ -407,7 +407,8 @@ def add_cli(sub) -> None:
 
 
 def _run_tokenize(args) -> int:
-    from ..cli.main import corpus_kwargs, print_table
+    from .._core.show import print_table
+    from ..cli._options import corpus_kwargs
     from ..io.frames import check_output_path, read_frame, write_frame
     from .hub import check_max_length, load_config, load_tokenizer, model_label
 

@@ -96,7 +96,7 @@ class Report:
 
     def print(self, file=None, title: str | None = None) -> None:
         """Print the summary and confusion matrix as plain-text tables."""
-        from ..cli.main import print_table
+        from .._core.show import print_table
 
         print_table(self.summary(), title=title or f"evaluation on {self.n} documents",
                     file=file)
@@ -268,7 +268,7 @@ def apply_label_map(values, mapping: dict | None) -> list:
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import add_corpus_options, add_device_option, add_quiet_option, positive
+    from ..cli._options import add_corpus_options, add_device_option, add_quiet_option, positive
 
     p = sub.add_parser(
         "evaluate",
@@ -291,7 +291,7 @@ def add_cli(sub) -> None:
     p.add_argument("--model", default=None, help="model directory (with --input)")
     p.add_argument("--input", default=None, help="labelled test corpus (with --model)")
     add_corpus_options(p)
-    from ..cli.main import add_labels_file_option
+    from ..cli._options import add_labels_file_option
 
     add_labels_file_option(p)
     p.add_argument("--batch-size", type=positive(int), default=64,
@@ -301,7 +301,7 @@ def add_cli(sub) -> None:
     add_quiet_option(p)
     p.add_argument("--out", default=None, help="write the report as JSON here")
     p.add_argument("--plot", default=None, help="write the confusion matrix as a PNG here")
-    from ..cli.main import add_task_options
+    from ..cli._options import add_task_options
 
     add_task_options(p, "with --pred: regression scores numbers (RMSE, MAE, Pearson, "
                         "Spearman, R^2; --plot: a scatter), multilabel the predicted_<label> "
@@ -361,7 +361,7 @@ def _run_evaluate(args) -> int:
             return 0
         from ..infer.classifier import Classifier
 
-        from ..cli.main import corpus_kwargs
+        from ..cli._options import corpus_kwargs
 
         frame = read_frame(args.input, require_label=True, labels_file=args.labels_file,
                            **corpus_kwargs(args))

@@ -150,7 +150,7 @@ def comparison_table(report, train_seconds: float, baselines: dict):
 
 
 def _print_comparison(table, n_train: int, say) -> None:
-    from ..cli.main import print_table
+    from .._core.show import print_table
 
     print_table(table, title=f"the same {n_train} training paragraphs, the same test "
                              "paragraphs:", floatfmt="{:.3f}")
@@ -206,7 +206,7 @@ def _count_or_all(s: str) -> int | None:
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import add_device_option, add_model_option, add_quiet_option, positive
+    from ..cli._options import add_device_option, add_model_option, add_quiet_option, positive
 
     p = sub.add_parser(
         "demo",

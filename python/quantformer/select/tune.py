@@ -649,7 +649,7 @@ def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import (add_corpus_options, add_device_option, add_model_option,
+    from ..cli._options import (add_corpus_options, add_device_option, add_model_option,
         add_quiet_option, add_results_dir_options, add_scheduler_option, add_task_options,
         positive)
 
@@ -708,7 +708,8 @@ def add_cli(sub) -> None:
 
 
 def _run_tune(args) -> int:
-    from ..cli.main import corpus_kwargs, print_table, task_kwargs
+    from .._core.show import print_table
+    from ..cli._options import corpus_kwargs, task_kwargs
     from ..io.frames import read_frame
     from ..train.nli import cli_kwargs as nli_kwargs
 

@@ -299,7 +299,7 @@ def _validate(clf, task, valid_data, source: str, tune_thresholds: bool, say) ->
 
 
 def add_cli(sub) -> None:
-    from ..cli.main import (add_corpus_options, add_device_option, add_model_option,
+    from ..cli._options import (add_corpus_options, add_device_option, add_model_option,
         add_quiet_option, positive)
     from ..models.tokenize import STRATEGIES
 
@@ -313,7 +313,7 @@ def add_cli(sub) -> None:
     )
     p.add_argument("--train", required=True, help="labelled corpus file")
     add_corpus_options(p)
-    from ..cli.main import add_labels_file_option
+    from ..cli._options import add_labels_file_option
 
     add_labels_file_option(p, "--train")
     add_model_option(p)
@@ -358,7 +358,7 @@ def add_cli(sub) -> None:
 
 
 def _add_task_options(p) -> None:
-    from ..cli.main import positive
+    from ..cli._options import positive
     from .arguments import PRECISIONS, TASKS
 
     g = p.add_argument_group("what is measured, and how training runs")
@@ -387,7 +387,7 @@ def _split_list(value: str | None) -> list | None:
 
 
 def _run_finetune(args) -> int:
-    from ..cli.main import check_task_flags, corpus_kwargs
+    from ..cli._options import check_task_flags, corpus_kwargs
     from ..io.frames import read_frame
     from ..io.modeldir import check_out_dir
     from .nli import cli_kwargs as nli_kwargs
