@@ -496,7 +496,7 @@ def add_cli(sub) -> None:
                    help="apply the temperature stored by `quantformer calibrate`")
     add_device_option(p)
     add_quiet_option(p)
-    from ..models.onnx.backend import add_cli_options
+    from ..cli._options import add_backend_options as add_cli_options
 
     add_cli_options(p)
     p.set_defaults(func=_run_predict)

@@ -333,7 +333,7 @@ def add_run_options(p) -> None:
     p.add_argument("--keep-text", action="store_true", help="keep the text column")
     add_device_option(p)
     add_quiet_option(p)
-    from ..models.onnx.backend import add_cli_options
+    from ..cli._options import add_backend_options as add_cli_options
 
     add_cli_options(p)
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")

@@ -598,7 +598,7 @@ def add_cli(sub) -> None:
     add_quiet_option(p)
     add_scheduler_option(p)
     add_results_dir_options(p)
-    from ..train.nli import add_cli_options
+    from ..cli._options import add_nli_options as add_cli_options
 
     add_cli_options(p, "the nli model of --models")
     p.set_defaults(func=_run_compare)
@@ -608,7 +608,7 @@ def _run_compare(args) -> int:
     from .._core.show import print_table
     from ..cli._options import corpus_kwargs, task_kwargs
     from ..io.frames import read_frame
-    from ..train.nli import cli_kwargs as nli_kwargs
+    from ..cli._options import nli_kwargs
     from .tune import check_results_dir, written_files
 
     out = check_results_dir(args.out, args.overwrite)

@@ -677,7 +677,7 @@ def add_cli(sub) -> None:
     p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
                    help="setfit: pairs drawn per training document and direction, in every "
                         "run (5)")
-    from ..train.nli import add_cli_options
+    from ..cli._options import add_nli_options as add_cli_options
 
     add_cli_options(p)
     p.add_argument("--lrs", default=None,
@@ -711,7 +711,7 @@ def _run_tune(args) -> int:
     from .._core.show import print_table
     from ..cli._options import corpus_kwargs, task_kwargs
     from ..io.frames import read_frame
-    from ..train.nli import cli_kwargs as nli_kwargs
+    from ..cli._options import nli_kwargs
 
     out = check_results_dir(args.out, args.overwrite)
     lrs = parse_list(args.lrs, float, "--lrs")

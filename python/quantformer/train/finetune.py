@@ -345,7 +345,7 @@ def add_cli(sub) -> None:
                         "class; --epochs, --lr, --batch-size apply to the body), or nli: an NLI "
                         "--model fine-tuned on the classes written as hypotheses (Laurer et "
                         "al. 2023; default 7 epochs, lr 2e-5)")
-    from .nli import add_cli_options
+    from ..cli._options import add_nli_options as add_cli_options
 
     add_cli_options(p)
     p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
@@ -390,7 +390,7 @@ def _run_finetune(args) -> int:
     from ..cli._options import check_task_flags, corpus_kwargs
     from ..io.frames import read_frame
     from ..io.modeldir import check_out_dir
-    from .nli import cli_kwargs as nli_kwargs
+    from ..cli._options import nli_kwargs
 
     check_out_dir(args.out, args.overwrite)
     check_task_flags(args)

@@ -442,37 +442,6 @@ def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, dev
 # CLI (the options `finetune` adds for --method nli)
 
 
-def add_cli_options(p, used_by: str = "--method nli") -> None:
-    """``--hypothesis``, ``--label-phrases``/``--label-phrases-file``, ``--nli-pairs`` (their
-    help group names ``used_by``: what they are for)."""
-    g = p.add_argument_group(f"{used_by} (Laurer et al. 2023): classes as NLI hypotheses")
-    g.add_argument("--hypothesis", default=None,
-                   help="template with one {} for the class's label phrase (default: 'This "
-                        "text is about {}.')")
-    x = g.add_mutually_exclusive_group()
-    x.add_argument("--label-phrases", default=None,
-                   help="comma-separated CLASS=PHRASE items, e.g. 'pro=in favor of,con=against' "
-                        "(default: each class name is its phrase)")
-    x.add_argument("--label-phrases-file", default=None,
-                   help="file with one CLASS=PHRASE a line (phrases may contain commas)")
-    g.add_argument("--nli-pairs", default="balanced", choices=PAIRS,
-                   help="training pairs: balanced (each class's documents with its hypothesis "
-                        "plus as many documents of other classes; Laurer et al.) or all "
-                        "(every document with every hypothesis)")
-
-
-def cli_kwargs(args) -> dict:
-    """The :func:`quantformer.train.finetune` arguments of the ``--method nli`` options.
-
-    Raises:
-        InputError: NLI options given with another method.
-    """
-    phrases = (read_label_phrases_file(args.label_phrases_file) if args.label_phrases_file
-               else parse_label_phrases(args.label_phrases))
-    return {"hypothesis": args.hypothesis, "label_phrases": phrases or None,
-            "nli_pairs": args.nli_pairs}
-
-
 def check_method_options(method: str, hypothesis, label_phrases, nli_pairs,
                          where: str = "--method nli; add --method nli") -> None:
     """Refuse the NLI options with another method.

@@ -127,20 +127,6 @@ def backend_label(backend: str = "torch", quantize: str = "none") -> str:
     return f"onnx {'int8' if quantize == 'int8' else 'fp32'}"
 
 
-def add_cli_options(p) -> None:
-    """``--backend`` and ``--quantize`` for the inference verbs (predict, zeroshot, embed)."""
-    p.add_argument("--backend", default="torch", choices=BACKENDS,
-                   help="torch (default) or onnx: ONNX Runtime on the CPU, exported once and "
-                        "cached (faster; outputs get a 'backend' column)")
-    p.add_argument("--quantize", default="none", choices=QUANTIZE,
-                   help="with --backend onnx: int8 = dynamic int8 quantization (about 1.2x "
-                        "faster than fp32 on a CPU without VNNI; labels agreed with fp32 on "
-                        "98.2-98.9%% of the Abortion test tweets and 99.3-99.7%% of Toxic "
-                        "comments; predict runs documents whose int8 top-two margin is under "
-                        "0.05 again in fp32, backend 'onnx fp32 recheck': fewer changed labels, "
-                        "about fp32's speed)")
-
-
 # ------------------------------------------------------------------------------------------
 # cache location and key
 
