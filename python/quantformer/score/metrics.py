@@ -1,4 +1,5 @@
-"""Metrics for continuous scores and multiple labels per document (issue 15).
+"""Metrics: macro-F1 of predicted classes, and metrics for continuous scores and multiple labels
+per document (issue 15). They score arrays and know no model.
 
 Regression: root mean squared error and mean absolute error (in the outcome's units), Pearson
 and Spearman correlation (scipy), R^2 (scikit-learn's ``r2_score``: 1 - SSE/SST, negative when
@@ -18,6 +19,26 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+
+
+def macro_f1(truth, predicted, labels) -> float:
+    """Macro-F1 over ``labels`` (scikit-learn, zero_division=0); missing predictions are wrong."""
+    from sklearn.metrics import f1_score
+
+    pred = ["\0missing" if p is None else p for p in predicted]
+    return float(f1_score(list(truth), pred, labels=list(labels), average="macro",
+                          zero_division=0))
+
+
+def predicted_labels(clf, frame: pd.DataFrame) -> np.ndarray:
+    """Labels predicted by anything with ``labels`` and ``predict_proba(frame) -> (n, k)``
+    (a :class:`~quantformer.infer.classifier.Classifier`); None where a row of scores is all NaN."""
+    probs = np.asarray(clf.predict_proba(frame), dtype=float)
+    labels = np.asarray(clf.labels, dtype=object)
+    out = labels[np.nan_to_num(probs, nan=-np.inf).argmax(axis=1)] if len(probs) else labels[:0]
+    out = out.astype(object)
+    out[np.isnan(probs).all(axis=1)] = None
+    return out
 
 
 def regression_metrics(truth, predicted) -> dict:

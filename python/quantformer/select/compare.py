@@ -295,7 +295,7 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
     """
     from sklearn.metrics import accuracy_score
 
-    from .tune import macro_f1, predicted_labels
+    from ..score.metrics import macro_f1, predicted_labels
 
     labels = sorted(set(sample["label"]) | set(test["label"]))
     t0 = time.perf_counter()

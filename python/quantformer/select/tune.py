@@ -52,6 +52,7 @@ import pandas as pd
 from .._core.atomic import atomic_dir, write_json
 from .._core.callable import make_callable
 from .._core.errors import InputError
+from ..score.metrics import macro_f1, predicted_labels
 
 GRIDS = {
     "small": ((5e-5, 8e-5, 1e-4), (3, 4, 5)),
@@ -74,26 +75,6 @@ def default_grid(model: str | None = None,
 
 # --------------------------------------------------------------------------------------------
 # helpers shared with compare
-
-
-def predicted_labels(clf, frame: pd.DataFrame) -> np.ndarray:
-    """Labels predicted by anything with ``labels`` and ``predict_proba(frame) -> (n, k)``
-    (a :class:`~quantformer.infer.classifier.Classifier`); None where a row of scores is all NaN."""
-    probs = np.asarray(clf.predict_proba(frame), dtype=float)
-    labels = np.asarray(clf.labels, dtype=object)
-    out = labels[np.nan_to_num(probs, nan=-np.inf).argmax(axis=1)] if len(probs) else labels[:0]
-    out = out.astype(object)
-    out[np.isnan(probs).all(axis=1)] = None
-    return out
-
-
-def macro_f1(truth, predicted, labels) -> float:
-    """Macro-F1 over ``labels`` (scikit-learn, zero_division=0); missing predictions are wrong."""
-    from sklearn.metrics import f1_score
-
-    pred = ["\0missing" if p is None else p for p in predicted]
-    return float(f1_score(list(truth), pred, labels=list(labels), average="macro",
-                          zero_division=0))
 
 
 def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:

@@ -63,7 +63,7 @@ class ClassificationScoring:
         return rows
 
     def score(self, clf, rows: pd.DataFrame, labels: list) -> dict:
-        from ..select.tune import macro_f1, predicted_labels
+        from ..score.metrics import macro_f1, predicted_labels
 
         return {"macro_f1": macro_f1(rows["label"].astype(str), predicted_labels(clf, rows),
                                      labels)}
