@@ -61,7 +61,7 @@ python_candidates <- function() {
 # What a candidate Python says about its core: `quantformer <version> <serve|->`.
 HANDSHAKE <- paste0("import importlib.util, quantformer; print('quantformer', ",
                     "quantformer.__version__, 'serve' if ",
-                    "importlib.util.find_spec('quantformer.serve') else '-')")
+                    "importlib.util.find_spec('quantformer.cli.serve') else '-')")
 
 # list(version, serve) when `python` runs and imports quantformer; else a one-line reason.
 python_imports_quantformer <- function(python) {

@@ -22,7 +22,8 @@ from quantformer.scale.dask import (check_out_dir, list_partitions, output_names
                                      parse_scheduler, predict_partitions)
 from quantformer._core.errors import InputError
 from quantformer.train.finetune import finetune
-from quantformer.infer.classifier import predict_file
+from quantformer.infer.cache import MODELS
+from quantformer.infer.predict import predict_file
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +166,7 @@ def test_partitioned_int8_keeps_the_fp32_recheck_rows(tmp_path, model_dir, monke
     """int8 partitions carry the per-row backend of the fp32 recheck as one file does."""
     monkeypatch.setenv("QUANTFORMER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr("quantformer.models.onnx.recheck.RECHECK_MARGIN", 0.5)  # some rows, not all
-    monkeypatch.setattr(distributed, "_CACHE", {})  # no classifier cached with another margin
+    MODELS.clear()  # no classifier cached with another margin
     whole = _corpus(40)
     whole.to_parquet(tmp_path / "all.parquet", index=False)
     kw = {"quiet": True, "backend": "onnx", "quantize": "int8"}
@@ -286,20 +287,20 @@ def test_embed_on_local_cluster_and_zeroshot_equal_one_process(tmp_path, tiny_be
 def test_zeroshot_partitions_load_the_model_once_per_process(tmp_path, tiny_bert_dir,
                                                              monkeypatch):
     """Issue 14: the model is loaded once per worker, not once per partition (zeroshot too)."""
-    from quantformer.infer import embed, zeroshot
+    from quantformer.infer import embed
 
     loads = []
-    real = embed.load_encoder
-    monkeypatch.setattr(embed, "load_encoder",
+    real = embed._read_encoder
+    monkeypatch.setattr(embed, "_read_encoder",
                         lambda *a, **k: loads.append(a) or real(*a, **k))
-    monkeypatch.setattr(distributed, "_CACHE", {})
+    MODELS.clear()
     _write_parts(_corpus(30), tmp_path / "in", 3)
     distributed.zeroshot_partitions(tmp_path / "in", tmp_path / "zs", ["the economy", "war"],
                                     model=str(tiny_bert_dir), calibration="none",
                                     device="cpu", quiet=True)
     assert len(_read_out(tmp_path / "zs")) == 30
     assert len(loads) == 1  # three partitions, one load
-    assert embed.load_encoder.__name__ == "<lambda>"  # the cache is active only during the job
+    assert len(MODELS.models) == 1 and MODELS.size == distributed.WORKER_CACHE
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from toydata import toy_frame
 
 from quantformer.cli.main import main
 from quantformer._core.errors import InputError, ModelDirError
-from quantformer.train.setfit import SetFitClassifier, head_in_order, head_proba, setfit_finetune
+from quantformer.infer.setfit import SetFitClassifier, head_proba
+from quantformer.train.setfit import head_in_order, setfit_finetune
 
 
 def test_head_matches_sklearn_logistic_regression():

@@ -16,7 +16,9 @@ from toydata import toy_frame
 from quantformer.cli.main import main
 from quantformer._core.errors import InputError
 from quantformer.train.finetune import finetune
-from quantformer.train.nli import (NLIClassifier, parse_label_phrases, phrases_for,
+from quantformer.infer.load import load_model
+from quantformer.infer.nli import NLIClassifier
+from quantformer.train.nli import (parse_label_phrases, phrases_for,
                                       training_pairs)
 
 PHRASES = {"econ": "money and taxes", "other": "something else"}
@@ -301,13 +303,15 @@ def test_onnx_backend_matches_torch(nli_model, tmp_path):
     copy = tmp_path / "m"
     shutil.copytree(out, copy)  # the export is cached inside the model folder
     docs = toy_frame(6)
-    torch_pred = Classifier.from_dir(copy).predict(docs)
-    onnx_pred = Classifier.from_dir(copy, backend="onnx").predict(docs)
+    torch_pred = load_model(copy).predict(docs)
+    onnx_pred = load_model(copy, backend="onnx").predict(docs)
     assert onnx_pred["backend"].unique().tolist() == ["onnx fp32"]
     np.testing.assert_allclose(onnx_pred[["prob_econ", "prob_other"]].to_numpy(),
                                torch_pred[["prob_econ", "prob_other"]].to_numpy(), atol=1e-4)
     with pytest.raises(InputError, match="an NLI model's int8 has no fp32 recheck"):
-        Classifier.from_dir(copy, backend="onnx", quantize="int8", recheck_margin=0.1)
+        load_model(copy, backend="onnx", quantize="int8", recheck_margin=0.1)
+    with pytest.raises(InputError, match=r"method 'nli'; load it with quantformer.load"):
+        Classifier.from_dir(copy)  # the standard loader knows one method
 
 
 def test_compare_knows_nli(tiny_roberta_nli_dir):

@@ -179,7 +179,7 @@ def test_int8_near_ties_are_rechecked_in_fp32(clf_dir):
 
 def test_chunked_predict_file_rechecks_as_one_frame(clf_dir, tmp_path, monkeypatch):
     """Near ties in later chunks of a streamed file are rechecked row by row, as in one frame."""
-    from quantformer.infer.classifier import predict_file
+    from quantformer.infer.predict import predict_file
 
     docs = _docs()
     monkeypatch.setattr("quantformer.models.onnx.recheck.RECHECK_MARGIN", 0.3)

@@ -55,7 +55,7 @@ def test_wheel_carries_every_module_and_the_console_script(dist):
     assert _modules() <= names, sorted(_modules() - names)
     for verb_module in VERB_MODULES + ["quantformer.cli.main", "quantformer.__main__"]:
         assert verb_module.replace(".", "/") + ".py" in names
-    assert "quantformer = quantformer.cli:main" in scripts
+    assert "quantformer = quantformer.cli.main:main" in scripts
     assert not any(n.startswith("tests/") for n in names)
     assert "Provides-Extra: all" in meta and "Requires-Dist: torch" in meta
 

@@ -11,7 +11,8 @@ from toydata import toy_frame
 import quantformer
 from quantformer.cli import main as cli
 from quantformer.train.finetune import finetune
-from quantformer.infer.classifier import PredictionWarning, predict_file
+from quantformer.infer.classifier import PredictionWarning
+from quantformer.infer.predict import predict_file
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ import pytest
 from toydata import toy_frame
 
 from quantformer.train.finetune import finetune
-from quantformer.cli.serve import ModelCache, _argv
+from quantformer.cli.serve import _argv
+from quantformer.infer.cache import ModelCache
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -120,32 +121,33 @@ def test_replies_on_stdout_move_the_verbs_output_to_stderr(tmp_path):
 
 def test_model_cache_keeps_the_last_two_and_reloads_a_rewritten_folder(tmp_path):
     loaded = []
-
-    def loader(path, device="auto"):
-        loaded.append(os.path.basename(path))
-        return object()
-
     dirs = []
     for name in "abc":
         (tmp_path / name).mkdir()
         (tmp_path / name / "quantformer.json").write_text("{}")
         dirs.append(tmp_path / name)
     cache = ModelCache(2)
-    from_dir = cache.wrap(loader).__get__(None, object)
-    first = from_dir(dirs[0])
-    assert from_dir(dirs[0]) is first
-    from_dir(dirs[1]), from_dir(dirs[2])  # "a" is dropped: only 2 kept
-    from_dir(dirs[0])
+
+    def get(path, device="auto"):
+        return cache.get("classifier", path, device,
+                         lambda: loaded.append(os.path.basename(path)) or object())
+
+    first = get(dirs[0])
+    assert get(dirs[0]) is first
+    get(dirs[1]), get(dirs[2])  # "a" is dropped: only 2 kept
+    get(dirs[0])
     assert loaded == ["a", "b", "c", "a"]
     assert (cache.loads, cache.hits, len(cache.models)) == (4, 1, 2)
-    from_dir(dirs[0], device="cpu")  # another device: another entry
+    get(dirs[0], device="cpu")  # another device: another entry
     assert loaded[-1] == "a"
     stat = os.stat(dirs[2] / "quantformer.json")
     os.utime(dirs[2] / "quantformer.json", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-    from_dir(dirs[2])  # the folder was written again: reloaded
+    get(dirs[2])  # the folder was written again: reloaded
     assert loaded == ["a", "b", "c", "a", "a", "c"]
-    assert ModelCache(0).wrap(loader).__get__(None, object)(dirs[1]) is not None
-    assert len(ModelCache(0).models) == 0
+    none = ModelCache(0)
+    assert none.get("classifier", dirs[1], "auto", object) is not none.get(
+        "classifier", dirs[1], "auto", object)
+    assert len(none.models) == 0 and none.loads == 2
 
 
 @pytest.mark.parametrize("request_, message", [

@@ -6,7 +6,7 @@ nli_test_model <- function(dir) {
   code <- paste(
     "import sys",
     "from transformers import AutoModelForSequenceClassification, AutoTokenizer",
-    "from quantformer.models import default_model_path",
+    "from quantformer.models.hub import default_model_path",
     "ids = {0: 'contradiction', 1: 'neutral', 2: 'entailment'}",
     "path = default_model_path()",
     "m = AutoModelForSequenceClassification.from_pretrained(path, num_labels=3, id2label=ids,",

@@ -277,7 +277,7 @@ test_that("the Python core imports under reticulate", {
   # in a fresh R process, so this session does not bind reticulate to a Python
   code <- sprintf(paste0("reticulate::use_python('%s', required = TRUE); ",
                          "qf <- reticulate::import('quantformer'); cat(qf$`__version__`); ",
-                         "cat('', reticulate::import('quantformer.models')$DEFAULT_MODEL_NAME)"), py)
+                         "cat('', reticulate::import('quantformer.models.hub')$DEFAULT_MODEL_NAME)"), py)
   rscript <- file.path(R.home("bin"), "Rscript")
   res <- processx::run(rscript, c("-e", code), error_on_status = FALSE,
                        env = c("current", RETICULATE_PYTHON = py))

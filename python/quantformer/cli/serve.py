@@ -17,9 +17,10 @@ Protocol (JSON lines; the reply channel is kept apart from the verbs' own output
   ``{"id": null, "status": 0, "ready": true, "version": "...", "pid": ...}``;
 * end of file on stdin ends the worker (exit status 0).
 
-Fine-tuned models loaded through :meth:`quantformer.infer.classifier.Classifier.from_dir` are kept in a
-small least-recently-used cache (``--cache-size``, default 2 models), keyed by the folder, the
-device and the modification times of its files, so a model folder written again is reloaded.
+Models are kept in the process's least-recently-used model cache
+(:data:`quantformer.infer.cache.MODELS`, ``--cache-size``, default 2 models), keyed by the
+folder, the device and the modification times of its files, so a model folder written again is
+reloaded.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .._core.version import __version__
+from ..infer.cache import MODELS, ModelCache
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
@@ -80,62 +82,6 @@ def _pid_exists(pid: int) -> bool:
         return False
     except OSError:  # pragma: no cover - no /proc
         return True
-
-
-# ------------------------------------------------------------------------------------------
-# the model cache
-
-
-def _folder_key(path, device: str) -> tuple:
-    """(folder, device, (name, mtime_ns, size) of each file): changes when the folder is rewritten."""
-    folder = Path(path).resolve()
-    try:
-        stamp = tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size)
-                             for e in os.scandir(folder) if e.is_file()))
-    except OSError:
-        stamp = ()
-    return (str(folder), device, stamp)
-
-
-class ModelCache:
-    """The last ``size`` models loaded by ``Classifier.from_dir``, least recently used dropped.
-
-    Args:
-        size: models kept (default 2; 0 turns caching off).
-    """
-
-    def __init__(self, size: int = 2):
-        self.size = int(size)
-        self.models: OrderedDict = OrderedDict()
-        self.loads = 0  # models actually read from disk
-        self.hits = 0
-
-    def wrap(self, loader):
-        """A ``from_dir(cls, path, device, **options)`` (options: ``backend``, ``quantize``)
-        that looks in the cache before calling ``loader``."""
-        cache = self
-
-        def from_dir(cls, path, device="auto", **options):
-            key = _folder_key(path, device) + tuple(sorted(options.items()))
-            if key in cache.models:
-                cache.models.move_to_end(key)
-                cache.hits += 1
-                return cache.models[key]
-            clf = loader(path, device=device, **options)
-            cache.loads += 1
-            if cache.size > 0:
-                cache.models[key] = clf
-                while len(cache.models) > cache.size:
-                    cache.models.popitem(last=False)
-            return clf
-
-        return classmethod(from_dir)
-
-    def install(self) -> None:
-        """Route :meth:`quantformer.infer.classifier.Classifier.from_dir` through this cache."""
-        from ..infer.classifier import Classifier
-
-        Classifier.from_dir = self.wrap(Classifier.from_dir)
 
 
 # ------------------------------------------------------------------------------------------
@@ -228,8 +174,8 @@ def serve(stdin=None, reply=None, cache_size: int = 2) -> int:
     stdin = stdin or sys.stdin
     reply = reply or sys.stdout
     verb_stdout = sys.stderr if reply is sys.stdout else sys.stdout
-    cache = ModelCache(cache_size)
-    cache.install()
+    cache = MODELS
+    cache.resize(cache_size)
 
     def send(obj: dict) -> None:
         line = json.dumps(obj) + "\n"

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._core.callable import make_callable
 from .._core.errors import InputError, ModelDirError
 
 CHUNK_ROWS = 4096
@@ -129,7 +128,8 @@ class Classifier:
     @classmethod
     def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
                  quantize: str = "none", recheck_margin: float | None = None) -> Classifier:
-        """Load a model directory (see :func:`load`).
+        """Load a model directory fine-tuned the standard way (every method:
+        :func:`quantformer.infer.load.load_model`, ``quantformer.load``).
 
         Args:
             backend: ``torch`` or ``onnx`` (ONNX Runtime on the CPU; the export is cached in
@@ -149,28 +149,18 @@ class Classifier:
         from ..models.tasks import from_record
 
         record = read_record(path)
+        if record.get("method", "standard") != "standard":
+            raise ModelDirError(f"'{path}' holds a model fine-tuned with method "
+                                f"'{record.get('method')}'; load it with quantformer.load(path), "
+                                "which knows every method")
         use_onnx = check_backend(backend, quantize, device) == "onnx"
         if recheck_margin is not None:  # checked before an export that may take minutes
             from ..models.onnx.recheck import check_margin
 
             if quantize != "int8":
-                raise InputError("recheck_margin applies to quantize='int8' only; leave it out")
-            if record.get("method") == "nli":
-                raise InputError("recheck_margin applies to classifiers fine-tuned the standard "
-                                 "way; an NLI model's int8 has no fp32 recheck: leave it out")
+                raise InputError("{recheck_margin} applies to quantize='int8' only; leave it "
+                                 "out", params=["recheck_margin"])
             check_margin(recheck_margin)
-        if record.get("method") == "nli":  # an NLI model fine-tuned on hypotheses
-            from ..train.nli import NLIClassifier
-
-            return NLIClassifier.from_dir(path, device=device, backend=backend,
-                                          quantize=quantize)
-        if record.get("method") == "setfit":
-            if use_onnx:
-                raise InputError("--backend onnx is not supported for SetFit models yet; use "
-                                 "--backend torch")
-            from ..train.setfit import SetFitClassifier
-
-            return SetFitClassifier.from_dir(path, device=device)
         task = from_record(record)
         hp = record.get("hyperparameters", {})
         if use_onnx:
@@ -258,7 +248,7 @@ class Classifier:
             probs[keep] = out
         return probs, enc.missing
 
-    def _scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
+    def scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
         """(probabilities, missing mask, rechecked mask or None): :meth:`_proba`, then for
         int8 the fp32 recheck of near ties (:mod:`quantformer.models.onnx.recheck`)."""
         probs, missing = self._proba(texts, batch_size, progress, counts)
@@ -283,9 +273,9 @@ class Classifier:
         """
         texts = self._texts(frame_or_texts)
         counts: dict = {}
-        probs, missing, _ = self._scored(texts, batch_size, progress, counts)
+        probs, missing, _ = self.scored(texts, batch_size, progress, counts)
         warn_missing(int(missing.sum()), len(texts))
-        self._warn_truncated(counts, len(texts))
+        self.warn_truncated(counts, len(texts))
         return probs
 
     def predict(self, frame, batch_size: int = 64, keep_text: bool = False,
@@ -315,18 +305,18 @@ class Classifier:
                                   "text": texts})
         counts: dict = {}
         texts = self._texts(frame)
-        probs, missing, rechecked = self._scored(texts, batch_size, progress, counts)
+        probs, missing, rechecked = self.scored(texts, batch_size, progress, counts)
         if warn:
             warn_missing(int(missing.sum()), len(frame))
-            self._warn_truncated(counts, len(frame))
-        return self._output(frame, probs, missing, keep_text, rechecked)
+            self.warn_truncated(counts, len(frame))
+        return self.output_frame(frame, probs, missing, keep_text, rechecked)
 
-    def _warn_truncated(self, counts: dict, n: int) -> None:
+    def warn_truncated(self, counts: dict, n: int) -> None:
         from ..models.tokenize import warn_truncated
 
         warn_truncated(counts.get("truncated", 0), n, self.max_length, self.truncation)
 
-    def _output(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,
+    def output_frame(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,
                 keep_text: bool, rechecked: np.ndarray | None = None) -> pd.DataFrame:
         out = {"doc_id": frame["doc_id"].to_numpy()}
         for c in frame.columns:
@@ -355,110 +345,6 @@ def _recheck(path, margin):
 
 
 # ------------------------------------------------------------------------------------------
-
-
-def load(path: str | os.PathLike, device: str = "auto") -> Classifier:
-    """Load a fine-tuned model directory as a :class:`Classifier` (``quantformer.load``).
-
-    Args:
-        path: a folder written by :func:`quantformer.train.finetune` / ``quantformer finetune``.
-        device: ``auto``, ``cpu``, ``cuda`` or ``mps`` (see
-            :func:`quantformer.models.hub.resolve_device`).
-
-    Raises:
-        ModelDirError: missing, incomplete or not a classifier (see
-            :func:`quantformer.io.modeldir.read_record`).
-    """
-    return Classifier.from_dir(path, device=device)
-
-
-def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
-            device: str = "auto", quiet: bool = True, backend: str = "torch",
-            quantize: str = "none") -> pd.DataFrame:
-    """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
-
-    Args:
-        model: a :class:`Classifier` or a model directory path.
-        frame: a corpus frame or a sequence of texts.
-        batch_size: documents per forward pass at most (default 64; fewer for long documents).
-        keep_text: keep the ``text`` column.
-        device: used when ``model`` is a path.
-        quiet: no progress bar.
-        backend, quantize: used when ``model`` is a path: ``torch`` (default) or ``onnx``;
-            ``none`` or ``int8`` (see :meth:`Classifier.from_dir`).
-
-    Returns:
-        See :meth:`Classifier.predict`: a last column ``backend`` says which backend
-        produced each row (``torch``, ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
-    """
-    clf = model if isinstance(model, Classifier) else Classifier.from_dir(
-        model, device=device, backend=backend, quantize=quantize)
-    return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
-
-
-def predict_file(model, input_path, out_path, *, text_col: str | None = None,
-                 id_col: str | None = None, label_col: str | None = None,
-                 fmt: str | None = None, batch_size: int = 64, keep_text: bool = False,
-                 device: str = "auto", quiet: bool = False,
-                 chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
-                 labels_file: str | None = None, calibrated: bool = False,
-                 backend: str = "torch", quantize: str = "none") -> int:
-    """Stream a corpus file through a classifier into an output file.
-
-    The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
-    and each chunk's predictions are appended to a temporary output file, renamed to
-    ``out_path`` at the end; on an error nothing is left behind. ``quoting`` and
-    ``labels_file`` are passed to :func:`quantformer.io.frames.iter_frames`. Warns how many
-    documents were missing (no prediction) and how many were truncated to the model's
-    ``max_length``. ``calibrated``: apply the temperature stored by ``quantformer calibrate``
-    (see :mod:`quantformer.score.calibration`).
- ``backend`` and ``quantize``
-    (used when ``model`` is a path) choose torch or ONNX Runtime (see
-    :meth:`Classifier.from_dir`); outputs end with a ``backend`` column (``torch``,
-    ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
-
-    Returns:
-        The number of documents written.
-
-    Raises:
-        InputError: bad input file or columns, unknown output format; ModelDirError.
-    """
-    from tqdm.auto import tqdm
-
-    from ..io.frames import FrameWriter, check_output_path, iter_frames
-
-    check_output_path(out_path)
-    clf = model if isinstance(model, Classifier) else Classifier.from_dir(
-        model, device=device, backend=backend, quantize=quantize)
-    temperature = None
-    if calibrated:
-        from ..score.calibration import stored_temperature
-
-        temperature = stored_temperature(clf.record or {}, model)
-    n = n_missing = 0
-    counts: dict = {}
-    chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
-                         label_col=label_col, fmt=fmt, quoting=quoting,
-                         labels_file=labels_file)
-    bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
-    with FrameWriter(out_path) as writer:
-        for chunk in chunks:
-            probs, missing, rechecked = clf._scored(chunk["text"].tolist(), batch_size, False,
-                                                    counts)
-            if temperature is not None:
-                from ..score.calibration import apply_temperature
-
-                probs = apply_temperature(probs, temperature)
-            writer.write(clf._output(chunk, probs, missing, keep_text, rechecked))
-            n += len(chunk)
-            n_missing += int(missing.sum())
-            bar.update(len(chunk))
-        if n == 0:
-            raise InputError(f"'{input_path}' has no documents")
-    bar.close()
-    warn_missing(n_missing, n)
-    clf._warn_truncated(counts, n)
-    return n
 
 
 # ------------------------------------------------------------------------------------------
@@ -519,6 +405,8 @@ def _run_predict(args) -> int:
             batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
             quiet=args.quiet, backend=args.backend, quantize=args.quantize, **kw)))
         return 0
+    from .predict import predict_file
+
     n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
                      id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
                      batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
@@ -529,4 +417,3 @@ def _run_predict(args) -> int:
     return 0
 
 
-make_callable(__name__, "predict")

@@ -91,6 +91,15 @@ def load_encoder(model: str | None = None, device: str = "auto", backend: str = 
         InputError: the model cannot be resolved, the device is unavailable, or a bad
             backend/quantize combination.
     """
+    from .cache import MODELS
+
+    return MODELS.get("encoder", model, device,
+                      lambda: _read_encoder(model, device, backend, quantize),
+                      backend=backend, quantize=quantize)
+
+
+def _read_encoder(model, device: str, backend: str, quantize: str) -> Encoder:
+    """The encoder of :func:`load_encoder`, read from disk."""
     from ..models.hub import resolve_model
     from ..models.onnx.backend import check_backend
 

@@ -286,6 +286,15 @@ def _load_nli(path):
 
 
 def _nli_model(model, device, backend, quantize):
+    """(network, tokenizer, device) for NLI scoring, through the process's model cache."""
+    from .cache import MODELS
+
+    return MODELS.get("zeroshot-nli", model, device,
+                      lambda: _read_nli_model(model, device, backend, quantize),
+                      backend=backend, quantize=quantize)
+
+
+def _read_nli_model(model, device, backend, quantize):
     """(network, tokenizer, device) for NLI scoring: a torch module or an ONNX export."""
     if backend == "onnx":
         from ..models.onnx.backend import open_model

@@ -249,3 +249,10 @@ def read_record(path: str | os.PathLike) -> dict:
         )
     return record
 
+
+def record_hypotheses(record: dict) -> list[str] | None:
+    """The filled hypothesis of every class (``labels`` order) of an NLI model directory's
+    ``quantformer.json`` record; None for a model of another method."""
+    if record.get("method") != "nli":
+        return None
+    return [record["hypothesis"].format(record["label_phrases"][c]) for c in record["labels"]]

@@ -532,9 +532,9 @@ def combine_codes(frames: list[pd.DataFrame], sources: list[str]) -> pd.DataFram
 def model_probs(model_dir: str, frame: pd.DataFrame, device: str = "auto",
                 quiet: bool = True) -> tuple[np.ndarray, list[str]]:
     """Class probabilities of every document from a fine-tuned model directory."""
-    from ..infer.classifier import load
+    from ..infer.load import load_model
 
-    clf = load(model_dir, device=device)
+    clf = load_model(model_dir, device=device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing texts are never suggested anyway
         probs = clf.predict_proba(frame, progress=not quiet)

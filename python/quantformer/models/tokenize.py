@@ -443,7 +443,7 @@ def _run_tokenize(args) -> int:
 def _nli_hypotheses(model: str | None, tokenizer) -> list[str] | None:
     """The class hypotheses of a model fine-tuned with ``--method nli`` (None for others),
     with a line saying which one the counts include."""
-    from ..train.nli import record_hypotheses
+    from ..io.modeldir import record_hypotheses
 
     hypotheses = record_hypotheses(_model_record(model))
     if hypotheses:

@@ -28,10 +28,9 @@ The engine (``scheduler``): ``None`` runs the partitions one after another in th
 ``"local:N"`` starts a :class:`distributed.LocalCluster` of N worker processes with one Dask
 thread each and ``cores // N`` torch threads; ``"tcp://host:8786"`` uses a running Dask
 scheduler (e.g. one started by dask-jobqueue's ``SLURMCluster``). Tasks carry the model's
-*path*; each worker loads a model once and keeps it for later partitions (a per-process cache
-keyed by verb, model path, device and backend) for ``predict``, ``embed`` and ``zeroshot``
-(whose NLI or embedding model goes through the same cache, see
-:func:`cached_zeroshot_models`); a model folder written again is loaded again.
+*path*; each worker loads a model once and keeps it for later partitions (the process's model
+cache, :data:`quantformer.infer.cache.MODELS`, with room for :data:`WORKER_CACHE` models) for
+``predict``, ``embed`` and ``zeroshot``; a model folder written again is loaded again.
 A task whose worker dies is rescheduled by Dask
 (``distributed.scheduler.allowed-failures``, 3 by default) and tasks that raise an internal
 error are retried twice (``Client.submit(retries=2)``). A partition with bad input is not
@@ -60,7 +59,7 @@ MANIFEST = "manifest.json"
 VERBS = ("predict", "zeroshot", "embed")
 TASK_RETRIES = 2
 _GLOB_CHARS = "*?["
-_CACHE: dict = {}  # per worker process: (verb, model, device) -> loaded model
+WORKER_CACHE = 4  # models a worker process keeps loaded (quantformer.infer.cache.MODELS)
 
 
 # ------------------------------------------------------------------------------------------
@@ -349,19 +348,17 @@ def run_partition(spec: dict) -> dict:
 
 def cached_model(verb: str, model, device: str, backend: str = "torch",
                  quantize: str = "none"):
-    """The loaded model for ``verb`` in this process: loaded on first use, then reused."""
-    key = (verb, str(model), folder_stamp(model), device, backend, quantize)
-    if key not in _CACHE:
-        if verb == "predict":
-            from ..infer.classifier import Classifier
+    """The loaded model for ``verb`` in this process, through the process's model cache
+    (:data:`quantformer.infer.cache.MODELS`, given room for :data:`WORKER_CACHE` models)."""
+    from ..infer.cache import MODELS
+    from ..infer.embed import load_encoder
+    from ..infer.load import load_model
 
-            _CACHE[key] = Classifier.from_dir(model, device=device, backend=backend,
-                                              quantize=quantize)
-        else:
-            from ..infer.embed import load_encoder
-
-            _CACHE[key] = load_encoder(model, device, backend=backend, quantize=quantize)
-    return _CACHE[key]
+    if MODELS.size < WORKER_CACHE:
+        MODELS.resize(WORKER_CACHE)
+    if verb == "predict":
+        return load_model(model, device=device, backend=backend, quantize=quantize)
+    return load_encoder(model, device, backend=backend, quantize=quantize)
 
 
 def _chunks(spec: dict):
@@ -388,9 +385,9 @@ def _predict_partition(spec: dict) -> dict:
     counts: dict = {}
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
-            probs, missing, rechecked = clf._scored(chunk["text"].tolist(), opts["batch_size"],
+            probs, missing, rechecked = clf.scored(chunk["text"].tolist(), opts["batch_size"],
                                                     False, counts)
-            writer.write(clf._output(chunk, probs, missing, opts["keep_text"], rechecked))
+            writer.write(clf.output_frame(chunk, probs, missing, opts["keep_text"], rechecked))
             n += len(chunk)
             n_missing += int(missing.sum())
     return _counts(n, n_missing, counts.get("truncated", 0), clf.max_length, clf.truncation)
@@ -427,7 +424,11 @@ def _zeroshot_partition(spec: dict) -> dict:
     from ..infer.zeroshot import zeroshot
 
     frame = pd.concat(list(_chunks(spec)), ignore_index=True)
-    with warnings.catch_warnings(), cached_zeroshot_models():
+    from ..infer.cache import MODELS
+
+    if MODELS.size < WORKER_CACHE:
+        MODELS.resize(WORKER_CACHE)
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # counted per job by the driver, not per partition
         out = zeroshot(frame, model=spec["model"], quiet=True, **spec["options"])
     meta = out.attrs["quantformer"]
@@ -435,44 +436,6 @@ def _zeroshot_partition(spec: dict) -> dict:
     write_frame(out, spec["output"])
     return _counts(len(out), meta["n_missing"], meta["n_truncated"], meta["max_length"],
                    meta["truncation"])
-
-
-@contextlib.contextmanager
-def cached_zeroshot_models():
-    """While active, :mod:`quantformer.infer.zeroshot` loads its model (NLI network or sentence
-    encoder) through this process's model cache, so a worker loads a zero-shot model once, not
-    once per partition."""
-    from ..infer import embed, zeroshot
-
-    load_nli, load_encoder = zeroshot._nli_model, embed.load_encoder
-
-    def nli_model(model, device, backend, quantize):
-        key = ("zeroshot-nli", str(model), folder_stamp(model), device, backend, quantize)
-        if key not in _CACHE:
-            _CACHE[key] = load_nli(model, device, backend, quantize)
-        return _CACHE[key]
-
-    def encoder(model=None, device="auto", backend="torch", quantize="none"):
-        key = ("embed", str(model), folder_stamp(model), device, backend, quantize)
-        if key not in _CACHE:
-            _CACHE[key] = load_encoder(model, device, backend, quantize)
-        return _CACHE[key]
-
-    zeroshot._nli_model, embed.load_encoder = nli_model, encoder
-    try:
-        yield
-    finally:
-        zeroshot._nli_model, embed.load_encoder = load_nli, load_encoder
-
-
-def folder_stamp(model) -> tuple:
-    """(name, mtime, size) of the files of a model folder: a model written again in the same
-    folder is loaded again, not taken from the cache. Empty for hub ids and the default."""
-    try:
-        return tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size)
-                            for e in os.scandir(model) if e.is_file()))
-    except (OSError, TypeError):
-        return ()
 
 
 _RUNNERS = {"predict": _predict_partition, "embed": _embed_partition,

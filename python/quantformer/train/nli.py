@@ -53,99 +53,13 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, ModelDirError
-from ..infer.classifier import Classifier
+from ..infer.nli import NLIClassifier
 
 METHOD = "nli"
 PAIRS = ("balanced", "all")
 #: lr and epochs when not given (Laurer et al. 2023's tuned values at 100-500 codes)
 DEFAULTS = {"lr": 2e-5, "epochs": 7}
 EXAMPLE_MODEL = "MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli"
-
-
-class NLIClassifier(Classifier):
-    """A fine-tuned NLI model used as a classifier: each class is a hypothesis.
-
-    Same interface as :class:`~quantformer.infer.classifier.Classifier`; ``predict`` writes
-    ``predicted`` and ``prob_<class>`` (softmax of the entailment logits across classes).
-
-    Attributes:
-        hypothesis: the template with one ``{}``.
-        phrases: the label phrase of each class, in :attr:`labels` order.
-        entailment_id, contradiction_id: the NLI head's outputs used.
-    """
-
-    def __init__(self, model, tokenizer, labels, *, hypothesis: str, phrases: list,
-                 entailment_id: int, contradiction_id: int, max_length: int = 512,
-                 truncation: str = "head_tail", device: str = "cpu",
-                 record: dict | None = None):
-        self.hypothesis = hypothesis
-        self.phrases = [str(p) for p in phrases]
-        self.entailment_id, self.contradiction_id = int(entailment_id), int(contradiction_id)
-        super().__init__(model, tokenizer, labels, max_length=max_length, truncation=truncation,
-                         device=device, record=record)
-
-    @classmethod
-    def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
-                 quantize: str = "none") -> NLIClassifier:
-        """Load a model directory written by :func:`nli_finetune` (torch or ONNX Runtime).
-
-        Raises:
-            ModelDirError: missing record fields, or model files that cannot be loaded.
-        """
-        from ..io.modeldir import read_record
-        from ..infer.classifier import _load_torch
-
-        record = read_record(path)
-        missing = [k for k in ("hypothesis", "label_phrases", "entailment_id",
-                               "contradiction_id") if k not in record]
-        if missing:
-            raise ModelDirError(f"'{path}' is not a complete NLI model directory: its "
-                                f"quantformer.json lacks {', '.join(missing)}; fine-tune again")
-        if backend == "onnx":
-            from ..models.onnx.backend import open_model
-            from ..infer.zeroshot import _logits
-
-            net = open_model(str(path), use="logits", fn=_logits, loader=_load_torch,
-                             quantize=quantize)
-            tokenizer, dev = net.tokenizer, "cpu"
-        else:
-            from ..models.hub import resolve_device
-
-            dev = resolve_device(device)
-            net, tokenizer = _load_torch(path)
-            net = net.to(dev)
-        hp = record.get("hyperparameters", {})
-        return cls(net, tokenizer, record["labels"], hypothesis=record["hypothesis"],
-                   phrases=[record["label_phrases"][c] for c in record["labels"]],
-                   entailment_id=record["entailment_id"],
-                   contradiction_id=record["contradiction_id"],
-                   max_length=hp.get("max_length", 512),
-                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
-
-    def hypotheses(self) -> list[str]:
-        """The filled hypothesis of each class, in :attr:`labels` order."""
-        return [self.hypothesis.format(p) for p in self.phrases]
-
-    def _proba(self, texts: list, batch_size: int, progress: bool,
-               counts: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Class probabilities (NaN rows for missing texts) and the missing mask; batches hold
-        ``batch_size`` (document, hypothesis) pairs."""
-        from ..models.tokenize import _is_missing
-        from ..infer.zeroshot import nli_pair_logits, nli_probabilities
-
-        missing = np.array([_is_missing(t) for t in texts], dtype=bool)
-        present = np.flatnonzero(~missing)
-        probs = np.full((len(texts), len(self.labels)), np.nan, dtype=np.float64)
-        if present.size:
-            logits, truncated = nli_pair_logits(
-                self.model, self.tokenizer, [texts[i] for i in present], self.hypotheses(),
-                max_length=self.max_length, truncation=self.truncation, batch_size=batch_size,
-                device=self.device, progress=progress, desc="predicting (NLI)")
-            probs[present] = nli_probabilities(logits, self.entailment_id,
-                                               self.contradiction_id)
-            if counts is not None:
-                counts["truncated"] = counts.get("truncated", 0) + int(truncated.sum())
-        return probs, missing
 
 
 # ------------------------------------------------------------------------------------------
@@ -199,14 +113,6 @@ def read_label_phrases_file(path: str | Path) -> dict:
     if not p.is_file():
         raise InputError(f"label phrases file not found: '{path}'")
     return parse_label_phrases([ln for ln in read_text_file(p).split("\n") if ln.strip()])
-
-
-def record_hypotheses(record: dict) -> list[str] | None:
-    """The filled hypothesis of every class (``labels`` order) of an NLI model directory's
-    ``quantformer.json`` record; None for a model of another method."""
-    if record.get("method") != METHOD:
-        return None
-    return [record["hypothesis"].format(record["label_phrases"][c]) for c in record["labels"]]
 
 
 def phrases_for(classes: list, phrases: dict) -> dict:

@@ -1,0 +1,67 @@
+"""The one model loader: a fine-tuned model directory of any method as a classifier.
+
+:func:`load_model` reads the directory's record (``quantformer.json``) and switches on its
+method: ``standard`` (:class:`~quantformer.infer.classifier.Classifier`, torch or ONNX
+Runtime), ``nli`` (:class:`~quantformer.infer.nli.NLIClassifier`, Laurer et al. 2023) or
+``setfit`` (:class:`~quantformer.infer.setfit.SetFitClassifier`, Tunstall et al. 2022). Every
+load goes through the process's bounded model cache (:data:`quantformer.infer.cache.MODELS`),
+so the worker, Dask workers and suggest load a model once.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .._core.errors import InputError
+from ..io.modeldir import read_record
+from ..models.onnx.backend import check_backend
+from .cache import MODELS
+from .classifier import Classifier
+from .nli import NLIClassifier
+from .setfit import SetFitClassifier
+
+
+def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "torch",
+               quantize: str = "none", recheck_margin: float | None = None) -> Classifier:
+    """Load a fine-tuned model directory of any method (``quantformer.load``).
+
+    Args:
+        path: a folder written by :func:`quantformer.train.finetune.finetune` or
+            ``quantformer finetune``.
+        device: ``auto`` (default), ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (see
+            :func:`quantformer.models.hub.resolve_device`).
+        backend: ``torch`` (default) or ``onnx`` (standard and NLI models).
+        quantize: ``none`` (default) or ``int8`` (onnx only).
+        recheck_margin: int8 of a standard model only: see
+            :meth:`~quantformer.infer.classifier.Classifier.from_dir`.
+
+    Returns:
+        A :class:`~quantformer.infer.classifier.Classifier` (or its NLI / SetFit subclass).
+
+    Raises:
+        ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
+        InputError: a backend, quantize or recheck_margin the model's method does not support.
+    """
+    record = read_record(path)
+    method = record.get("method", "standard")
+    use_onnx = check_backend(backend, quantize, device) == "onnx"
+    if method == "nli" and recheck_margin is not None:
+        raise InputError("{recheck_margin} applies to classifiers fine-tuned the standard way; "
+                         "an NLI model's int8 has no fp32 recheck: leave it out",
+                         params=["recheck_margin"])
+    if method == "setfit" and use_onnx:
+        raise InputError("{backend} onnx is not supported for SetFit models yet; use torch",
+                         params=["backend"])
+    options = {"backend": backend, "quantize": quantize, "recheck_margin": recheck_margin}
+    return MODELS.get(f"classifier-{method}", path, device,
+                      lambda: _load(method, path, device, options), **options)
+
+
+def _load(method: str, path, device: str, options: dict) -> Classifier:
+    """The classifier of one method, read from disk."""
+    if method == "nli":
+        return NLIClassifier.from_dir(path, device=device, backend=options["backend"],
+                                      quantize=options["quantize"])
+    if method == "setfit":
+        return SetFitClassifier.from_dir(path, device=device)
+    return Classifier.from_dir(path, device=device, **options)

@@ -1,0 +1,102 @@
+"""Predicting with a fine-tuned model of any method: one corpus frame in memory
+(:func:`predict`, ``quantformer.predict``) or a corpus file streamed in chunks into an output
+file (:func:`predict_file`, the ``predict`` verb)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .._core.callable import make_callable
+from .._core.errors import InputError
+from .classifier import CHUNK_ROWS, Classifier, warn_missing
+from .load import load_model
+
+
+def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
+            device: str = "auto", quiet: bool = True, backend: str = "torch",
+            quantize: str = "none") -> pd.DataFrame:
+    """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
+
+    Args:
+        model: a :class:`~quantformer.infer.classifier.Classifier` or a model directory path.
+        frame: a corpus frame or a sequence of texts.
+        batch_size: documents per forward pass at most (default 64; fewer for long documents).
+        keep_text: keep the ``text`` column.
+        device: used when ``model`` is a path.
+        quiet: no progress bar.
+        backend, quantize: used when ``model`` is a path: ``torch`` (default) or ``onnx``;
+            ``none`` or ``int8`` (see :func:`quantformer.infer.load.load_model`).
+
+    Returns:
+        See :meth:`~quantformer.infer.classifier.Classifier.predict`: a last column ``backend`` says which backend
+        produced each row (``torch``, ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
+    """
+    clf = model if isinstance(model, Classifier) else load_model(
+        model, device=device, backend=backend, quantize=quantize)
+    return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
+
+
+def predict_file(model, input_path, out_path, *, text_col: str | None = None,
+                 id_col: str | None = None, label_col: str | None = None,
+                 fmt: str | None = None, batch_size: int = 64, keep_text: bool = False,
+                 device: str = "auto", quiet: bool = False,
+                 chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
+                 labels_file: str | None = None, calibrated: bool = False,
+                 backend: str = "torch", quantize: str = "none") -> int:
+    """Stream a corpus file through a classifier into an output file.
+
+    The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
+    and each chunk's predictions are appended to a temporary output file, renamed to
+    ``out_path`` at the end; on an error nothing is left behind. ``quoting`` and
+    ``labels_file`` are passed to :func:`quantformer.io.frames.iter_frames`. Warns how many
+    documents were missing (no prediction) and how many were truncated to the model's
+    ``max_length``. ``calibrated``: apply the temperature stored by ``quantformer calibrate``
+    (see :mod:`quantformer.score.calibration`). ``backend`` and ``quantize`` (used when ``model`` is a path) choose torch or ONNX Runtime (see
+    :func:`quantformer.infer.load.load_model`); outputs end with a ``backend`` column (``torch``,
+    ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
+
+    Returns:
+        The number of documents written.
+
+    Raises:
+        InputError: bad input file or columns, unknown output format; ModelDirError.
+    """
+    from tqdm.auto import tqdm
+
+    from ..io.frames import FrameWriter, check_output_path, iter_frames
+
+    check_output_path(out_path)
+    clf = model if isinstance(model, Classifier) else load_model(
+        model, device=device, backend=backend, quantize=quantize)
+    temperature = None
+    if calibrated:
+        from ..score.calibration import stored_temperature
+
+        temperature = stored_temperature(clf.record or {}, model)
+    n = n_missing = 0
+    counts: dict = {}
+    chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
+                         label_col=label_col, fmt=fmt, quoting=quoting,
+                         labels_file=labels_file)
+    bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
+    with FrameWriter(out_path) as writer:
+        for chunk in chunks:
+            probs, missing, rechecked = clf.scored(chunk["text"].tolist(), batch_size, False,
+                                                    counts)
+            if temperature is not None:
+                from ..score.calibration import apply_temperature
+
+                probs = apply_temperature(probs, temperature)
+            writer.write(clf.output_frame(chunk, probs, missing, keep_text, rechecked))
+            n += len(chunk)
+            n_missing += int(missing.sum())
+            bar.update(len(chunk))
+        if n == 0:
+            raise InputError(f"'{input_path}' has no documents")
+    bar.close()
+    warn_missing(n_missing, n)
+    clf.warn_truncated(counts, n)
+    return n
+
+
+make_callable(__name__, "predict")
