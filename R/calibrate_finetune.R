@@ -15,7 +15,7 @@
 #' @param y their true classes (one per document, `NA` for uncoded ones, which are left out)
 #'   or the name of a docvar of `newdata`; every class must be one of `object`'s classes.
 #' @param batch_size,device,text_field,docid_field as in [predict.textmodel_finetune()].
-#' @param verbose see [textmodel_finetune()]; `NULL` uses the model's.
+#' @template verbose
 #' @return `object` with `summary$calibration` updated: `temperature`, `n`, `ece_before`,
 #'   `ece_after` (expected calibration error over 10 equal-width confidence bins) and `method`. The model
 #'   directory is changed in place.
@@ -47,17 +47,14 @@ calibrate_finetune <- function(object, newdata, y, batch_size = 64, device = "au
   label <- resolve_y(y, frame, x_arg = "newdata")$y
   valid <- data.frame(frame[c("doc_id", "text")], label = enc2utf8(as.character(label)),
                       stringsAsFactors = FALSE)
-  in_file <- write_input(valid)
-  pred_file <- out_path()
-  on.exit(unlink(c(in_file, pred_file)), add = TRUE)
   verbose <- model_verbose(verbose, object)
   r_args <- names(formals())
-  run_cli("predict", c("--model", object$model_dir, "--input", in_file, "--label-col", "label",
-                       cli_flags(batch_size = batch_size, device = device),
-                       "--out", pred_file), verbose = verbose, r_args = r_args)
-  run_cli("calibrate", c("--model", object$model_dir, "--pred", pred_file),
-          verbose = verbose, r_args = r_args)
-  object$summary <- jsonlite::read_json(file.path(object$model_dir, "quantformer.json"),
-                                        simplifyVector = TRUE)
+  pred <- call_verb("predict", c("--model", object$model_dir, "--label-col", "label",
+                                 cli_flags(batch_size = batch_size, device = device)),
+                    inputs = list("--input" = valid), output = "rds", doc_id = valid$doc_id,
+                    verbose = verbose, r_args = r_args)$output
+  call_verb("calibrate", c("--model", object$model_dir), inputs = list("--pred" = pred),
+            verbose = verbose, r_args = r_args)
+  object$summary <- model_record(object$model_dir)  # R/load_finetune.R
   object
 }

@@ -43,12 +43,8 @@ classification_report <- function(predicted, truth, verbose = FALSE) {
   frame <- data.frame(doc_id = enc2utf8(ids),
                       predicted = enc2utf8(as.character(predicted)),
                       label = enc2utf8(as.character(truth)), stringsAsFactors = FALSE)
-  in_file <- write_input(frame, prefix = "qf-pred-")
-  out_file <- out_path(".json", "qf-report-")
-  on.exit(unlink(c(in_file, out_file)), add = TRUE)
-  run_cli("evaluate", c("--pred", in_file, "--truth-col", "label", "--out", out_file),
-          verbose = verbose)
-  rep <- jsonlite::read_json(out_file, simplifyVector = TRUE)
+  rep <- call_verb("evaluate", c("--truth-col", "label"), inputs = list("--pred" = frame),
+                   output = "json", verbose = verbose)$output
   labels <- as.character(rep$labels)
   # present the classes in factor order when there is one (Python sorts them)
   pref <- c(if (is.factor(predicted)) levels(predicted), if (is.factor(truth)) levels(truth))
@@ -84,6 +80,11 @@ agreement_table <- function(a) {
              stringsAsFactors = FALSE, row.names = NULL)
 }
 
+#' @rdname classification_report
+#' @param x a `classification_report` object (for `print()`).
+#' @param digits decimal places of the printed numbers (3).
+#' @param ... not used.
+#' @return `print()` returns `x` invisibly.
 #' @export
 print.classification_report <- function(x, digits = 3, ...) {
   cat("Classification report (", x$n, " documents", left_out_note(x), ")\n\n", sep = "")

@@ -155,13 +155,6 @@ label_levels <- function(y) {
   lev
 }
 
-# Write a frame for the CLI; returns the path of a temporary .rds file.
-write_input <- function(frame, dir = tempdir(), prefix = "qf-input-") {
-  path <- tempfile(prefix, tmpdir = dir, fileext = ".rds")
-  saveRDS(frame, path, version = 2)
-  path
-}
-
 # Read a CLI output .rds: a plain data.frame with pyreadr's attributes removed and strings
 # marked as UTF-8; checks that doc_ids come back in input order.
 read_output <- function(path, doc_id = NULL) {
@@ -178,9 +171,6 @@ read_output <- function(path, doc_id = NULL) {
          "input (a bug: please report it)", call. = FALSE)
   out
 }
-
-# A fresh temporary output file path.
-out_path <- function(ext = ".rds", prefix = "qf-output-") tempfile(prefix, fileext = ext)
 
 # Build the result of predict() from the core's one output frame (`predicted` and one
 # `prob_<label>` column per class): a factor (type "class"), a probability matrix
@@ -208,19 +198,15 @@ prediction_result <- function(out, frame, levels, type) {
   m
 }
 
-# Run a classifying verb (predict, zeroshot) on a frame and build the R result: writes the
-# documents, runs `verb` with `args` plus --input/--out, checks the order of the returned
-# doc_ids, warns about empty texts, and returns a factor, probability matrix or data frame.
-classify_via_cli <- function(verb, args, frame, levels, type,
-                             verbose = getOption("quantformer.verbose", TRUE), r_args = NULL) {
-  in_file <- write_input(frame[c("doc_id", "text")])
-  out_file <- out_path()
-  on.exit(unlink(c(in_file, out_file)), add = TRUE)
-  res <- run_cli(verb, c("--input", in_file, args, "--out", out_file), verbose = verbose,
-                 r_args = r_args)
-  out <- read_output(out_file, frame$doc_id)
+# Run a per-document verb (predict, zeroshot) on the documents of `frame` and return its
+# output frame, in document order; warns about empty texts unless the core already did.
+# `inputs`: further input files of the verb (see call_verb()).
+predict_frame <- function(verb, args, frame, inputs = list(),
+                          verbose = getOption("quantformer.verbose", TRUE), r_args = NULL) {
+  res <- call_verb(verb, args, inputs = c(list("--input" = frame[c("doc_id", "text")]), inputs),
+                   output = "rds", doc_id = frame$doc_id, verbose = verbose, r_args = r_args)
   warn_empty(frame, already = any(grepl("empty|missing", res$warnings)))
-  prediction_result(out, frame, levels, type)
+  res$output
 }
 
 # Warn about empty or NA texts (they get NA predictions), unless the core already said so.

@@ -36,8 +36,7 @@
 #' @param text_field,docid_field names of the text and document-id columns in the files
 #'   (defaults `text` and `doc_id`; without an id column ids are `textN`).
 #' @param keep_text logical: keep the text column in the outputs (default `FALSE`).
-#' @param verbose logical: show the progress bar (documents and partitions, with an ETA) and
-#'   one line per finished partition. Default `getOption("quantformer.verbose", TRUE)`.
+#' @template verbose
 #' @return A data frame with one row per partition: `input`, `output` (the Parquet path),
 #'   `rows`, `seconds`, `worker`, `finished` (UTC time) and `run` (which call of the job
 #'   computed it: 1 for the first, 2 for the first `resume`, ...). The manifest's path is the
@@ -79,7 +78,7 @@ predict_files <- function(model, files, output_dir, scheduler = NULL, resume = F
             cli_flags(scheduler = scheduler, resume = isTRUE(resume), batch_size = batch_size,
                       device = device, text_col = text_field, id_col = docid_field,
                       keep_text = isTRUE(keep_text)))
-  run_cli("predict", args, verbose = verbose, r_args = names(formals()))
+  call_verb("predict", args, verbose = verbose, r_args = names(formals()))
   read_manifest(output_dir)
 }
 

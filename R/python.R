@@ -167,12 +167,15 @@ python_not_found_message <- function(tried) {
 #' @export
 quantformer_config <- function() {
   found <- find_python()
-  res <- run_cli("info", "--json", verbose = FALSE)
-  info <- jsonlite::fromJSON(res$stdout, simplifyVector = TRUE)
+  info <- call_verb("info", "--json", output = "stdout", verbose = FALSE)$output
   structure(c(list(python = found$python, source = found$source), info),
             class = "quantformer_config")
 }
 
+#' @rdname quantformer_config
+#' @param x a `quantformer_config` object.
+#' @param ... not used.
+#' @return `print()` returns `x` invisibly.
 #' @export
 print.quantformer_config <- function(x, ...) {
   cat("quantformer configuration\n")
@@ -194,116 +197,22 @@ quantformer_available <- function() {
   !is.null(tryCatch(find_python(error = FALSE), error = function(e) NULL))
 }
 
-# ------------------------------------------------------------------------------------------
-# running a verb
-
-#' Run one CLI verb
-#'
-#' Runs the verb in the session's worker (R/worker.R; `options(quantformer.worker = FALSE)`
-#' runs it as its own `python -m quantformer <verb>` process instead). Streams the child's
-#' stdout and stderr to the console as they arrive (progress bars included) when `verbose`,
-#' turns `quantformer: warning: ...` lines into R warnings (always), kills the child when R is
-#' interrupted, and turns a non-zero exit status into an R error carrying the CLI's one-line
-#' message. Callers read the verb's output files after it returns.
-#'
-#' @param verb the CLI verb, e.g. `"predict"`.
-#' @param args further arguments (character).
-#' @param verbose show the Python side's progress bars and messages live; when `FALSE` the
-#'   verb gets `--quiet` and nothing but warnings and errors reaches the console. Lines that
-#'   name the temporary files R exchanges with the core are never shown.
-#' @param debug pass `--debug` so that Python tracebacks come with internal errors (option
-#'   `quantformer.debug`).
-#' @param r_args the argument names of the calling R function (`names(formals())`): flags in
-#'   the CLI's error message that correspond to one are shown as that R argument.
-#' @return A list (`status`, `stdout`, `stderr`, `warnings`; `reply` from the worker),
-#'   invisibly.
-#' @keywords internal
-#' @noRd
-run_cli <- function(verb, args = character(),
-                    verbose = getOption("quantformer.verbose", TRUE),
-                    debug = isTRUE(getOption("quantformer.debug", FALSE)),
-                    r_args = NULL) {
-  found <- find_python()
-  check_core_version(found)
-  # verbs with progress bars get --quiet when nothing is shown
-  quiet_flag <- if (!isTRUE(verbose) && verb %in% c("finetune", "predict", "evaluate",
-                                                    "compare", "tune", "zeroshot")) "--quiet"
-  stream <- new_stream(echo = isTRUE(verbose))
-  res <- if (worker_wanted(found)) worker_run(found, verb, c(quiet_flag, args), debug, stream)
-         else run_process(found, verb, c(quiet_flag, args), debug, stream)
-  stream_finish(stream)
-  for (w in stream$warnings) warning(w, call. = FALSE)
-  if (res$status != 0) stop(cli_error_message(verb, res, debug, r_args), call. = FALSE)
-  res$warnings <- stream$warnings
-  invisible(res)
-}
-
-# The one-off path (options(quantformer.worker = FALSE)): `python -m quantformer <verb>` as a
-# child process, killed with its children when R is interrupted.
-run_process <- function(found, verb, args, debug, stream) {
-  full <- c("-m", "quantformer", if (debug) "--debug", verb, args)
-  processx::run(found$python, full, error_on_status = FALSE, echo = FALSE,
-                stdout_callback = function(x, proc) stream_stdout(stream, x),
-                stderr_callback = function(x, proc) stream_stderr(stream, x),
-                spinner = FALSE, env = child_env(), cleanup_tree = TRUE)
-}
-
-# ------------------------------------------------------------------------------------------
-# the child's output, as it arrives: shown when `echo`, warnings collected, R's temporary file
-# names hidden ("wrote ... to /tmp/RtmpXXX/qf-out-....rds" is not news). Shared by the one-off
-# process and the worker.
-
-new_stream <- function(echo) {
-  s <- new.env(parent = emptyenv())
-  s$echo <- echo
-  s$partial <- c(out = "", err = "")
-  s$warnings <- character()
-  s$stdout <- ""
-  s$stderr <- ""
-  s$tmp_dir <- normalizePath(tempdir(), winslash = "/", mustWork = FALSE)
-  s
-}
-
-# split a chunk into lines ending in \n or \r; keep an unfinished piece for the next chunk
-stream_lines <- function(s, x, which) {
-  txt <- paste0(s$partial[[which]], x)
-  pieces <- regmatches(txt, gregexpr("[^\r\n]*(\r\n|\r|\n)", txt))[[1]]
-  s$partial[[which]] <- substring(txt, sum(nchar(pieces)) + 1L)
-  pieces
-}
-
-stream_stdout <- function(s, x) {
-  s$stdout <- paste0(s$stdout, x)
-  for (p in stream_lines(s, x, "out")) {
-    if (s$echo && !grepl(s$tmp_dir, p, fixed = TRUE)) cat(p)
-  }
-}
-
-stream_stderr <- function(s, x) {
-  s$stderr <- paste0(s$stderr, x)
-  for (p in stream_lines(s, x, "err")) stream_stderr_line(s, p)
-}
-
-stream_stderr_line <- function(s, p) {
-  line <- sub("(\r\n|\r|\n)$", "", p)
-  if (startsWith(line, "quantformer: warning: ")) {
-    s$warnings <- c(s$warnings, sub("^quantformer: warning: ", "", line))
-  } else if (s$echo && !grepl(CLI_ERROR_LINE, line) && !grepl(s$tmp_dir, line, fixed = TRUE)) {
-    cat(p, file = stderr())
-  }
-}
-
-# a last line without a newline
-stream_finish <- function(s) {
-  last <- s$partial[["out"]]
-  if (s$echo && nzchar(last) && !grepl(s$tmp_dir, last, fixed = TRUE)) cat(last, "\n", sep = "")
-  if (nzchar(s$partial[["err"]])) stream_stderr_line(s, s$partial[["err"]])
-  s$partial <- c(out = "", err = "")
-}
-
 # The CLI's error lines: `quantformer <verb>: error: ...` (exit 2), `... internal error: ...`
 # (exit 1), and argparse's `quantformer [<verb>]: error: ...` for unknown flags.
 CLI_ERROR_LINE <- "^quantformer( [a-z-]+)?: (error|internal error|interrupted)"
+
+# The error of a failed verb, a condition users can catch with tryCatch(): class
+# `quantformer_input_error` for exit status 2 (bad input or arguments: the message says what to
+# fix), else `quantformer_error` (an internal error of the core); both are `error`s and carry
+# `verb`, `status` (the exit status) and `stderr` (everything the core wrote there). A crash of
+# the worker is a `quantformer_worker_crash` (R/worker.R), also a `quantformer_error`.
+cli_error <- function(verb, res, debug = FALSE, r_args = NULL) {
+  status <- as.integer(res$status)
+  structure(class = c(if (identical(status, 2L)) "quantformer_input_error", "quantformer_error",
+                      "error", "condition"),
+            list(message = cli_error_message(verb, res, debug, r_args), call = NULL,
+                 verb = verb, status = status, stderr = res$stderr))
+}
 
 # The message of a failed verb: the CLI's `quantformer <verb>: error: ...` line(s), else the
 # last lines of stderr.
@@ -334,6 +243,7 @@ R_SWITCHES <- c("overwrite", "keep_text", "multi_label")
 R_FLAG_ARGS <- list(out = "output_dir", train = "x", input = c("newdata", "x"),
                     valid = "validation", valid_fraction = "validation", label_col = "y",
                     label_cols = "y", label_sep = "y", labels = "y", labels_file = "y",
+                    lrs = "lr", epochs_grid = "epochs",
                     text_col = "text_field", id_col = "docid_field")
 r_flag_names <- function(msg, r_args) {
   if (is.null(r_args)) return(msg)

@@ -8,7 +8,7 @@
 #' @param predicted numeric predictions, e.g. `predict()` of a
 #'   `textmodel_finetune(task = "regression")` model.
 #' @param truth the true values, in the same order.
-#' @param verbose logical: show the Python core's messages (default `FALSE`).
+#' @template verbose
 #' @return A list of class `regression_report` with `n`, `n_missing`, `rmse`, `mae`,
 #'   `pearson`, `spearman`, `r2`, `mean_truth`, `mean_predicted`.
 #' @seealso [classification_report()], [textmodel_finetune()]
@@ -28,14 +28,16 @@ regression_report <- function(predicted, truth, verbose = FALSE) {
          call. = FALSE)
   frame <- data.frame(doc_id = paste0("text", seq_along(truth)), predicted = predicted,
                       truth = truth)
-  in_file <- write_input(frame, prefix = "qf-pred-")
-  out_file <- out_path(".json", "qf-report-")
-  on.exit(unlink(c(in_file, out_file)), add = TRUE)
-  run_cli("evaluate", c("--pred", in_file, "--truth-col", "truth", "--task", "regression",
-                        "--out", out_file), verbose = verbose)
-  structure(jsonlite::read_json(out_file, simplifyVector = TRUE), class = "regression_report")
+  rep <- call_verb("evaluate", c("--truth-col", "truth", "--task", "regression"),
+                   inputs = list("--pred" = frame), output = "json", verbose = verbose)$output
+  structure(rep, class = "regression_report")
 }
 
+#' @rdname regression_report
+#' @param x a `regression_report` object (for `print()`).
+#' @param digits decimal places of the printed metrics (3).
+#' @param ... not used.
+#' @return `print()` returns `x` invisibly.
 #' @export
 print.regression_report <- function(x, digits = 3, ...) {
   cat("Regression report (", x$n, " documents", if (x$n_missing) paste0(", ", x$n_missing,

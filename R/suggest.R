@@ -45,7 +45,7 @@
 #' @param seed integer: the same inputs and seed give the same suggestions.
 #' @param cache_dir folder for the embedding cache (default: a folder in [tempdir()], which
 #'   lasts for the R session; give a lasting folder to reuse the vectors across sessions).
-#' @param verbose logical: show the Python core's progress and messages.
+#' @template verbose
 #' @return A data frame with one row per suggested document, most informative first:
 #'   `doc_id`, `text`, the docvars of `x`, `rank`, `score` (the uncertainty that chose the
 #'   document; `NA` for cold and random), `strategy` (the one that chose the document),
@@ -83,17 +83,16 @@ suggest_documents <- function(x, y = NULL, n = 50,
     as.character(resolve_y(y, frame)$y)
   if (!is.null(stratify) && !stratify %in% names(frame_docvars(frame)))
     stop("`stratify` = '", stratify, "' is not a docvar of `x`", call. = FALSE)
-  files <- suggest_inputs(frame, codes, stratify)
-  on.exit(unlink(unlist(files)), add = TRUE)
-  args <- c("--input", files$corpus, if (!is.null(files$codes)) c("--labelled", files$codes),
-            cli_flags(n = n, strategy = strategy, stratify = stratify,
-                      no_diversity = !isTRUE(diversity),
-                      random_share = if (random_share > 0) random_share,
-                      model = model_dir_of(model),
-                      seed = seed, cache_dir = cache_dir, quiet = !isTRUE(verbose)),
-            "--out", files$out)
-  run_cli("suggest", args, verbose = verbose, r_args = names(formals()))
-  out <- read_output(files$out)
+  args <- cli_flags(n = n, strategy = strategy, stratify = stratify,
+                    no_diversity = !isTRUE(diversity),
+                    random_share = if (random_share > 0) random_share,
+                    model = model_dir_of(model),
+                    seed = seed, cache_dir = cache_dir, quiet = !isTRUE(verbose))
+  # uncompressed, so the same documents give the same bytes and the embedding cache is reused
+  # across rounds
+  out <- call_verb("suggest", args, inputs = suggest_inputs(frame, codes, stratify),
+                   output = "rds", compress = FALSE, verbose = verbose,
+                   r_args = names(formals()))$output
   added <- c("rank", "score", "strategy", "guess", "guess_prob", "code")
   out <- merge(out[c("doc_id", added)], frame, by = "doc_id", sort = FALSE)
   out <- out[order(out$rank), c("doc_id", "text", setdiff(names(frame), c("doc_id", "text")),
@@ -102,18 +101,14 @@ suggest_documents <- function(x, y = NULL, n = 50,
   out
 }
 
-# The files `quantformer suggest` reads: the corpus (doc_id, text and the stratifying docvar
-# only, uncompressed, so the same documents give the same bytes and the embedding cache is
-# reused across rounds) and the codes; plus the output path.
+# The frames `quantformer suggest` reads, as call_verb() inputs: the corpus (doc_id, text and
+# the stratifying docvar only) and the codes (none when nothing is coded).
 suggest_inputs <- function(frame, codes, stratify) {
-  corpus <- frame[c("doc_id", "text", stratify)]
-  corpus_file <- tempfile("qf-suggest-corpus-", fileext = ".rds")
-  saveRDS(corpus, corpus_file, version = 2, compress = FALSE)
   coded <- !is.na(codes)
-  codes_file <- if (any(coded))
-    write_input(data.frame(doc_id = frame$doc_id[coded], label = enc2utf8(codes[coded]),
-                           stringsAsFactors = FALSE))
-  list(corpus = corpus_file, codes = codes_file, out = out_path())
+  list("--input" = frame[c("doc_id", "text", stratify)],
+       "--labelled" = if (any(coded))
+         data.frame(doc_id = frame$doc_id[coded], label = enc2utf8(codes[coded]),
+                    stringsAsFactors = FALSE))
 }
 
 # The model directory of a textmodel_finetune object, or a path as it is.

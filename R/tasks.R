@@ -2,11 +2,22 @@
 # `textmodel_finetune(task = ...)`, and the R results of `predict()` for those models.
 # No ML logic here: the Python core trains, predicts and scores.
 
-# The training frame and label flags for a regression or multi-label task (`arg`, `x_arg`:
-# the argument names in messages; `name_only`: a length-one character `y` is a docvar name).
-# Returns list(train = <data.frame>, args = <CLI flags>, name = <docvar name or NULL>).
+# The training frame and label flags of a task (`arg`, `x_arg`: the argument names in
+# messages; `name_only`: a length-one character `y` is a docvar name). Returns
+# list(train = <data.frame>, args = <CLI flags>, name = <docvar name or NULL>, and `levels`
+# (classification) or `labels` (multi-label)).
 task_training_frame <- function(task, frame, y, arg = "y", x_arg = "x", name_only = FALSE) {
   base <- frame[c("doc_id", "text")]
+  if (task == "classification") {
+    yy <- resolve_y(y, frame, arg = arg, name_only = name_only, x_arg = x_arg)
+    levels <- label_levels(yy$y)
+    label <- as.character(yy$y)
+    label[!label %in% levels] <- NA
+    # docvars stay in R: the core needs only ids, texts and labels
+    train <- data.frame(base, label = enc2utf8(label), stringsAsFactors = FALSE)
+    return(list(train = train, args = c("--label-col", "label"), name = yy$name,
+                levels = levels))
+  }
   if (task == "regression") {
     yy <- resolve_y(y, frame, arg = arg, name_only = name_only, x_arg = x_arg)
     v <- yy$y
@@ -42,13 +53,32 @@ task_other_frame <- function(task, frame, y, train, arg, x_arg, fallback = NULL)
   other$train
 }
 
-# The training and test files of a regression or multi-label comparison: list(train, test,
-# args) (`test_y` NULL: the docvar(s) that named the training labels).
-task_compare_files <- function(task, frame, y, tframe, test_y) {
+# The labelled training and (optional) test documents of `textmodel_compare()` and
+# `textmodel_tune()`: list(inputs = <"--train" and "--test" frames for call_verb()>, args =
+# <label flags>, train = <task_training_frame()>). `test_y` NULL: the docvar(s) that named the
+# training labels.
+labelled_inputs <- function(task, frame, y, tframe = NULL, test_y = NULL) {
   train <- task_training_frame(task, frame, y)
-  test <- task_other_frame(task, tframe, test_y, train, arg = "test_y", x_arg = "test")
-  list(train = write_input(train$train, prefix = "qf-train-"),
-       test = write_input(test, prefix = "qf-test-"), args = train$args)
+  test <- if (is.null(tframe)) NULL
+          else if (task == "classification") classification_test_frame(tframe, test_y, train)
+          else task_other_frame(task, tframe, test_y, train, arg = "test_y", x_arg = "test")
+  list(inputs = list("--train" = train$train, "--test" = test), args = train$args, train = train)
+}
+
+# The labelled test documents of a classifier: `test_y`, else the docvar named by `y` (even for
+# one test document); classes need not be the training classes.
+classification_test_frame <- function(tframe, test_y, train) {
+  name_only <- is.null(test_y)
+  if (name_only) {
+    if (is.null(train$name))
+      stop("give `test_y`, the classes of the test documents (or name a docvar in `y`)",
+           call. = FALSE)
+    test_y <- train$name
+  }
+  ty <- resolve_y(test_y, tframe, arg = "test_y", name_only = name_only, x_arg = "test")$y
+  if (all(is.na(ty))) stop("`test_y` has no coded test document", call. = FALSE)
+  data.frame(tframe[c("doc_id", "text")], label = enc2utf8(as.character(ty)),
+             stringsAsFactors = FALSE)
 }
 
 # Multi-label `y` as a data frame (documents x labels, NA for uncoded documents):
@@ -81,11 +111,14 @@ multilabel_matrix <- function(y, frame, arg = "y", x_arg = "x") {
             names = colnames(y))
 }
 
-# CLI flags of `validation` for a regression or multi-label task: a fraction, or validation
+# The `args` and `inputs` (for call_verb()) of `validation`: a fraction, or validation
 # documents with the same kind of labels as training (`train` from task_training_frame): a
 # corpus / data frame with the training docvar(s), or list(x = <documents>, y = <labels>).
+# Classifiers: validation_args() (R/textmodel_finetune.R).
 task_validation_args <- function(task, validation, train, text_field = "text",
                                  docid_field = "doc_id") {
+  if (task == "classification")
+    return(validation_args(validation, train$name, text_field, docid_field))
   if (is.null(validation) || is.numeric(validation) && length(validation) == 1)
     return(validation_args(validation, train$name))
   if (is.list(validation) && !is.data.frame(validation) && all(c("x", "y") %in% names(validation))) {
@@ -99,27 +132,27 @@ task_validation_args <- function(task, validation, train, text_field = "text",
   }
   valid <- task_other_frame(task, vframe, vy, train, arg = arg, x_arg = "validation",
                             fallback = "label")
-  file <- write_input(valid, prefix = "qf-valid-")
-  list(args = c("--valid", file), file = file)
+  list(args = character(), inputs = list("--valid" = valid))
 }
 
-# predict() for regression and multi-label models: a numeric vector named by docnames, or a
-# logical (type = "class") / probability (type = "probability") documents x labels matrix.
-predict_task <- function(object, frame, type, batch_size, device, verbose, r_args) {
-  in_file <- write_input(frame[c("doc_id", "text")])
-  out_file <- out_path()
-  on.exit(unlink(c(in_file, out_file)), add = TRUE)
-  res <- run_cli("predict", c("--input", in_file, "--model", object$model_dir,
-                              cli_flags(batch_size = batch_size, device = device),
-                              "--out", out_file), verbose = verbose, r_args = r_args)
-  out <- read_output(out_file, frame$doc_id)
-  warn_empty(frame, already = any(grepl("empty|missing", res$warnings)))
-  if (identical(object$task, "regression")) {
-    if (type == "probability")
-      stop("a regression model predicts numbers, not probabilities: use type = \"class\" ",
-           "(the default)", call. = FALSE)
+# predict() for regression and multi-label models: arguments that do not apply, refused before
+# the core runs.
+check_task_predict <- function(object, type, calibrated) {
+  if (isTRUE(calibrated))
+    stop("`calibrated = TRUE` applies temperature scaling to a classifier's softmax; this is ",
+         "a ", object$task, " model: leave it out", call. = FALSE)
+  if (identical(object$task, "regression") && type == "probability")
+    stop("a regression model predicts numbers, not probabilities: use type = \"class\" ",
+         "(the default)", call. = FALSE)
+  invisible(TRUE)
+}
+
+# The result of predict() for regression and multi-label models from the core's output frame:
+# a numeric vector named by docnames, or a logical (type = "class") / probability (type =
+# "probability") documents x labels matrix.
+task_prediction_result <- function(object, out, frame, type) {
+  if (identical(object$task, "regression"))
     return(stats::setNames(as.numeric(out$predicted), frame$doc_id))
-  }
   if (type == "both") {  # doc_id, predicted_<label> (logical), prob_<label> (number)
     cols <- c(paste0("predicted_", object$levels), paste0("prob_", object$levels))
     both <- data.frame(doc_id = frame$doc_id, out[cols], check.names = FALSE)

@@ -82,44 +82,18 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
   if (task != "classification" && missing(models)) models <- NULL  # the task's models
   frame <- as_frame(x, text_field, docid_field)
   tframe <- as_frame(test, text_field, docid_field, arg = "test")
-  files <- if (task == "classification") {
-    compare_files(frame, y, tframe, test_y)
-  } else {
-    task_compare_files(task, frame, y, tframe, test_y)  # R/tasks.R
-  }
-  on.exit(unlink(c(files$train, files$test)), add = TRUE)
-  nli_args <- nli_phrase_args(label_phrases)  # R/nli.R
-  if (!is.null(nli_args$file)) on.exit(unlink(nli_args$file), add = TRUE)
+  labelled <- labelled_inputs(task, frame, y, tframe, test_y)  # R/tasks.R
   if (is.null(output_dir)) output_dir <- tempfile("quantformer-compare-")
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
-  args <- c("--train", files$train, "--test", files$test, files$args,
+  args <- c(labelled$args,
             cli_flags(models = models, train_sizes = train_sizes, repeats = repeats,
                       seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
                       max_length = max_length, device = device, hypothesis = hypothesis),
-            nli_args$args, "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
-  run_cli("compare", args, verbose = verbose, r_args = names(formals()))
+            "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
+  call_verb("compare", args, inputs = c(labelled$inputs, nli_phrase_inputs(label_phrases)),
+            verbose = verbose, r_args = names(formals()))
   table <- read_output(file.path(output_dir, "table.rds"))
   attr(table, "results") <- read_output(file.path(output_dir, "results.rds"))
   attr(table, "output_dir") <- output_dir
   table
-}
-
-# The training and test files of a classification comparison: list(train, test, args).
-compare_files <- function(frame, y, tframe, test_y) {
-  yy <- resolve_y(y, frame)
-  label_levels(yy$y)
-  name_only <- is.null(test_y)    # the docvar named by `y`, even for one test document
-  if (name_only) {
-    if (is.null(yy$name))
-      stop("give `test_y`, the classes of the test documents (or name a docvar in `y`)",
-           call. = FALSE)
-    test_y <- yy$name
-  }
-  ty <- resolve_y(test_y, tframe, arg = "test_y", name_only = name_only, x_arg = "test")$y
-  if (all(is.na(ty))) stop("`test_y` has no coded test document", call. = FALSE)
-  labelled <- function(f, lab) data.frame(f[c("doc_id", "text")],
-                                          label = enc2utf8(as.character(lab)),
-                                          stringsAsFactors = FALSE)
-  list(train = write_input(labelled(frame, yy$y), prefix = "qf-train-"),
-       test = write_input(labelled(tframe, ty), prefix = "qf-test-"), args = character())
 }

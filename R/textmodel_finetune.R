@@ -67,13 +67,7 @@
 #'   `"text"`) and the one holding the document names (default `"doc_id"`; when absent, row
 #'   names or `text1..n` are used), each by name or number, as in `quanteda::corpus()`.
 #'   Ignored for corpora and character vectors.
-#' @param verbose logical: `TRUE` shows the Python core's progress bars and messages live
-#'   (with an ETA), `FALSE` only its warnings and errors. One rule for every function: the
-#'   default is `getOption("quantformer.verbose", TRUE)`, except for the quick
-#'   [textstat_subwords()] and [classification_report()], which default to `FALSE`; the
-#'   `predict()` methods (default `NULL`) use the `verbose` given when the model was made
-#'   ([textmodel_finetune()], [textmodel_zeroshot()]), else the option. Python tracebacks of
-#'   internal errors: `options(quantformer.debug = TRUE)`.
+#' @template verbose
 #' @param ... further options of `quantformer finetune`, named as R arguments
 #'   (`overwrite = TRUE` gives `--overwrite`; `python -m quantformer finetune --help` lists
 #'   them all; most have an R argument above).
@@ -122,39 +116,21 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   task <- match.arg(task)
   method <- match.arg(method)
   frame <- as_frame(x, text_field, docid_field)
-  if (task == "classification") {
-    yy <- resolve_y(y, frame)
-    levels <- label_levels(yy$y)
-    label <- as.character(yy$y)
-    label[!label %in% levels] <- NA
-    # docvars stay in R: the core needs only ids, texts and labels
-    train <- data.frame(frame[c("doc_id", "text")], label = enc2utf8(label),
-                        stringsAsFactors = FALSE)
-    label_args <- c("--label-col", "label", "--labels", paste(levels, collapse = ","))
-  } else {
-    yy <- task_training_frame(task, frame, y)  # R/tasks.R
-    train <- yy$train
-    label_args <- yy$args
-  }
+  yy <- task_training_frame(task, frame, y)  # R/tasks.R
+  label_args <- c(yy$args, if (task == "classification")
+    c("--labels", paste(yy$levels, collapse = ",")))
   if (is.null(output_dir)) output_dir <- tempfile("quantformer-model-")
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
-  in_file <- write_input(train)
-  on.exit(unlink(in_file), add = TRUE)
-  valid_args <- if (task == "classification") {
-    validation_args(validation, yy$name, text_field, docid_field)
-  } else {
-    task_validation_args(task, validation, yy, text_field, docid_field)  # R/tasks.R
-  }
-  if (!is.null(valid_args$file)) on.exit(unlink(valid_args$file), add = TRUE)
-  nli_args <- nli_phrase_args(label_phrases)  # R/nli.R
-  if (!is.null(nli_args$file)) on.exit(unlink(nli_args$file), add = TRUE)
-  args <- c("--train", in_file, label_args,
+  valid <- task_validation_args(task, validation, yy, text_field, docid_field)  # R/tasks.R
+  args <- c(label_args,
             cli_flags(model = model, epochs = epochs, lr = lr, batch_size = batch_size,
                       max_length = max_length, truncation = truncation,
                       oversample = oversample, seed = seed, device = device,
                       method = if (method != "standard") method, hypothesis = hypothesis),
-            nli_args$args, valid_args$args, "--out", output_dir, cli_flags(...))
-  run_cli("finetune", args, verbose = verbose, r_args = names(formals()))
+            valid$args, "--out", output_dir, cli_flags(...))
+  call_verb("finetune", args, inputs = c(list("--train" = yy$train), valid$inputs,
+                                   nli_phrase_inputs(label_phrases)),  # R/nli.R
+            verbose = verbose, r_args = names(formals()))
   obj <- load_finetune(output_dir)
   obj$call <- call
   obj$x <- frame
@@ -162,16 +138,18 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   obj
 }
 
-# CLI arguments for `validation`: a fraction or labelled documents written to a file. The
+# CLI arguments for `validation`: `args`, a fraction, or `inputs`, labelled documents for
+# call_verb(). The
 # label of validation documents is always a docvar name (`y`'s name, else "label"), even for
 # one document.
 validation_args <- function(validation, yname, text_field = "text", docid_field = "doc_id") {
-  if (is.null(validation)) return(list(args = character()))
+  if (is.null(validation)) return(list(args = character(), inputs = list()))
   if (is.numeric(validation) && length(validation) == 1) {
     if (!(validation > 0 && validation < 1))
       stop("`validation` as a number is the share of coded documents held out: give a value ",
            "between 0 and 1, not ", validation, call. = FALSE)
-    return(list(args = c("--valid-fraction", format(validation, scientific = FALSE))))
+    return(list(args = c("--valid-fraction", format(validation, scientific = FALSE)),
+                inputs = list()))
   }
   if (is.list(validation) && !is.data.frame(validation) && all(c("x", "y") %in% names(validation))) {
     vframe <- as_frame(validation$x, text_field, docid_field, arg = "validation$x")
@@ -184,58 +162,7 @@ validation_args <- function(validation, yname, text_field = "text", docid_field 
   }
   vframe <- data.frame(vframe[c("doc_id", "text")], label = enc2utf8(as.character(vy)),
                        stringsAsFactors = FALSE)
-  file <- write_input(vframe, prefix = "qf-valid-")
-  list(args = c("--valid", file), file = file)
-}
-
-#' Rebuild a fine-tuned model object from its model directory
-#'
-#' Reads the run record (`quantformer.json`) of a model directory written by
-#' [textmodel_finetune()] or `quantformer finetune`, so a model trained elsewhere (or in an
-#' earlier session) can be used with [predict.textmodel_finetune()].
-#'
-#' @param dir the model directory.
-#' @return A `textmodel_finetune` object (see [textmodel_finetune()]) without training
-#'   documents, so `predict()` needs `newdata`; `temporary` is `TRUE` when `dir` is in
-#'   [tempdir()].
-#' @examples
-#' \dontrun{
-#' fit <- load_finetune("models/sotu-party")
-#' predict(fit, newdata = c("We will cut taxes.", "Health care for all."))
-#' }
-#' @export
-load_finetune <- function(dir) {
-  if (!is.character(dir) || length(dir) != 1 || !dir.exists(dir))
-    stop("model directory '", dir, "' does not exist; give the folder written by ",
-         "textmodel_finetune(output_dir = ...)", call. = FALSE)
-  rec_file <- file.path(dir, "quantformer.json")
-  if (!file.exists(rec_file))
-    stop("'", dir, "' is not a quantformer model directory (no quantformer.json); it may be ",
-         "incomplete: fine-tune again", call. = FALSE)
-  rec <- jsonlite::read_json(rec_file, simplifyVector = TRUE)
-  if (!isTRUE(rec$complete))
-    stop("the model in '", dir, "' is incomplete (training did not finish); fine-tune again",
-         call. = FALSE)
-  task <- if (is.null(rec$task)) "classification" else rec$task
-  structure(list(model_dir = normalizePath(dir), levels = as.character(rec$labels),
-                 task = task, call = NULL, summary = rec, x = NULL,
-                 temporary = in_tempdir(dir), verbose = NULL),
-            class = c("textmodel_finetune", "textmodel", "list"))
-}
-
-check_model_dir <- function(object) {
-  if (dir.exists(object$model_dir) &&
-      file.exists(file.path(object$model_dir, "quantformer.json")))
-    return(invisible(TRUE))
-  if (temporary_dir_gone(object))
-    stop("the model directory '", object$model_dir, "' of this model no longer exists: it was ",
-         "in the temporary folder of the R session that fitted the model, which R deleted when ",
-         "that session ended. Fit again with `output_dir` set to a permanent folder (e.g. ",
-         "textmodel_finetune(..., output_dir = \"models/my-model\")); then the saved object ",
-         "works in later sessions", call. = FALSE)
-  stop("the model directory '", object$model_dir, "' of this model no longer exists (or lost ",
-       "its quantformer.json); fine-tune again, or load_finetune() a copy of the directory",
-       call. = FALSE)
+  list(args = character(), inputs = list("--valid" = vframe))
 }
 
 #' Predict classes or class probabilities with a fine-tuned model
@@ -249,8 +176,7 @@ check_model_dir <- function(object) {
 #' @param type `"class"` (a factor), `"probability"` (a matrix) or `"both"` (a data frame).
 #' @param batch_size,device inference batch size (64) and device (`"auto"`).
 #' @inheritParams textmodel_finetune
-#' @param verbose `NULL` (default: the `verbose` given to [textmodel_finetune()], else
-#'   `getOption("quantformer.verbose", TRUE)`), `TRUE` or `FALSE`; see [textmodel_finetune()].
+#' @template verbose
 #' @param ... not used: unknown arguments (e.g. a misspelt `tpye`) give a warning.
 #' @param backend,quantize `"torch"` (default) or `"onnx"` (ONNX Runtime on the CPU, faster;
 #'   the export is cached in the model directory), and `"none"` or `"int8"` (onnx only): see
@@ -292,18 +218,14 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
   if (is.null(frame))
     stop("this model was loaded from its directory and holds no training documents; give ",
          "`newdata`", call. = FALSE)
-  if (!is.null(object$task) && object$task != "classification") {
-    if (isTRUE(calibrated))
-      stop("`calibrated = TRUE` applies temperature scaling to a classifier's softmax; this is ",
-           "a ", object$task, " model: leave it out", call. = FALSE)
-    return(predict_task(object, frame, type, batch_size, device, model_verbose(verbose, object),
-                        r_args = names(formals())))  # R/tasks.R
-  }
-  classify_via_cli("predict", c("--model", object$model_dir,
-                                cli_flags(batch_size = batch_size, device = device,
-                                          calibrated = isTRUE(calibrated)), backend),
-                   frame, object$levels, type, verbose = model_verbose(verbose, object),
-                   r_args = names(formals()))
+  classifier <- is.null(object$task) || object$task == "classification"
+  if (!classifier) check_task_predict(object, type, calibrated)  # R/tasks.R
+  out <- predict_frame("predict", c("--model", object$model_dir,
+                                    cli_flags(batch_size = batch_size, device = device,
+                                              calibrated = isTRUE(calibrated)), backend),
+                       frame, verbose = model_verbose(verbose, object), r_args = names(formals()))
+  if (classifier) prediction_result(out, frame, object$levels, type)
+  else task_prediction_result(object, out, frame, type)
 }
 
 #' Print or summarise a fine-tuned model
@@ -338,29 +260,6 @@ print.textmodel_finetune <- function(x, ...) {
   cat("Trained on ", format_or_na(s$n_train), " documents\n", sep = "")
   invisible(x)
 }
-
-print_call <- function(call) {
-  if (!is.null(call)) cat("\nCall:\n", paste(deparse(call), collapse = "\n"), "\n", sep = "")
-}
-
-# "Directory: <path>" and, on the next line, the note on a temporary or missing folder
-print_model_dir <- function(label, object) {
-  cat(label, object$model_dir, "\n", sep = "")
-  note <- model_dir_note(object)
-  if (nzchar(note)) cat(strwrap(note, indent = nchar(label), exdent = nchar(label) + 1),
-                        sep = "\n")
-}
-
-# "name: value" lines under a heading
-print_fields <- function(title, values) {
-  if (!length(values)) return(invisible())
-  cat("\n", title, ":\n", sep = "")
-  vals <- vapply(values, function(v) paste(format(v, digits = 4), collapse = ", "), "")
-  cat(sprintf("  %-*s %s", max(nchar(names(vals))) + 1, paste0(names(vals), ":"), vals),
-      sep = "\n")
-}
-
-format_or_na <- function(v) if (is.null(v) || !length(v)) "NA" else paste(format(v), collapse = ", ")
 
 #' @rdname summary.textmodel_finetune
 #' @export

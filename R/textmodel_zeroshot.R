@@ -19,8 +19,7 @@
 #' @param multi_label if `TRUE`, each label is scored independently (probabilities need not
 #'   sum to one); if `FALSE`, the labels compete (softmax over labels).
 #' @inheritParams textmodel_finetune
-#' @param verbose the default `verbose` of [predict.textmodel_zeroshot()], which does the
-#'   work: `TRUE` or `FALSE` when given, else the option (see [textmodel_finetune()]).
+#' @template verbose
 #' @return An object of class `c("textmodel_zeroshot", "textmodel", "list")` with `x`,
 #'   `labels` (the levels of predictions), `hypothesis`, `model`, `method`, `multi_label`,
 #'   `verbose` (as given, else `NULL`) and `call`. `summary()` gives the label, the
@@ -79,8 +78,7 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 #' @param type `"class"` (a factor), `"probability"` (a matrix) or `"both"` (a data frame).
 #' @param batch_size,device passed to `quantformer zeroshot` when not `NULL`.
 #' @inheritParams predict.textmodel_finetune
-#' @param verbose `NULL` (default: the `verbose` given to [textmodel_zeroshot()], else
-#'   `getOption("quantformer.verbose", TRUE)`), `TRUE` or `FALSE`; see [textmodel_finetune()].
+#' @template verbose
 #' @param backend,quantize `"torch"` (default) or `"onnx"` (ONNX Runtime on the CPU, faster;
 #'   the export is cached), and `"none"` or `"int8"` (onnx only): see [quantformer_backend].
 #'   Defaults from the options `quantformer.backend` and `quantformer.quantize`.
@@ -102,17 +100,14 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
   frame <- if (is.null(newdata)) object$x
            else as_frame(newdata, text_field, docid_field, arg = "newdata")
   # one label a line: label phrases may contain commas, which --labels would split on
-  labels_file <- tempfile("qf-labels-", fileext = ".txt")
-  writeLines(enc2utf8(object$labels), labels_file, useBytes = TRUE)
-  on.exit(unlink(labels_file), add = TRUE)
-  args <- c("--labels-file", labels_file,
-            "--hypothesis", object$hypothesis,
+  args <- c("--hypothesis", object$hypothesis,
             cli_flags(model = object$model, method = object$method,
                       multi_label = object$multi_label, batch_size = batch_size,
                       device = device), backend)
-  classify_via_cli("zeroshot", args, frame, object$labels, type,
-                   verbose = model_verbose(verbose, object),
-                   r_args = c(names(formals()), names(formals(textmodel_zeroshot))))
+  out <- predict_frame("zeroshot", args, frame, inputs = list("--labels-file" = object$labels),
+                       verbose = model_verbose(verbose, object),
+                       r_args = c(names(formals()), names(formals(textmodel_zeroshot))))
+  prediction_result(out, frame, object$labels, type)
 }
 
 #' Print or summarise a zero-shot classifier

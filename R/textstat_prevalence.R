@@ -29,7 +29,7 @@
 #' @param target_halfwidth `NULL`, or a half-width (e.g. `0.02`, two percentage points): adds
 #'   `n_gold_needed`, the number of hand-coded documents that gives intervals that narrow,
 #'   planned from `gold` as a pilot (as `dsl::power_dsl()` does).
-#' @param verbose logical: show the Python core's output (default `FALSE`).
+#' @template verbose
 #' @return A data frame of class `textstat_prevalence`, one row per group and class: the `by`
 #'   columns, `class`, `estimate`, `ci_low`, `ci_high` (proportions), `method`, `n_gold`
 #'   (hand-coded documents used), `n_total` (documents), `note` (why an estimate is pooled or
@@ -64,32 +64,28 @@ textstat_prevalence <- function(pred, gold, by = NULL, data = NULL,
                                 inclusion_prob = NULL, target_halfwidth = NULL,
                                 verbose = FALSE) {
   method <- match.arg(method)
-  files <- write_gold_inputs(pred, gold, by, data, inclusion_prob)
-  out_file <- out_path()
-  on.exit(unlink(c(files$pred, files$gold, out_file)), add = TRUE)
-  run_cli("estimate", c("--pred", files$pred, "--gold", files$gold,
-                        if (length(files$by)) c("--by", paste(files$by, collapse = ",")),
-                        if (!is.null(inclusion_prob)) c("--weight-col", "inclusion_prob"),
-                        cli_flags(method = method, level = level,
-                                  target_halfwidth = target_halfwidth),
-                        "--out", out_file),
-          verbose = verbose, r_args = names(formals()))
-  res <- read_output(out_file)
+  gold_in <- gold_inputs(pred, gold, by, data, inclusion_prob)
+  res <- call_verb("estimate",
+                   c(if (length(gold_in$by)) c("--by", paste(gold_in$by, collapse = ",")),
+                     if (!is.null(inclusion_prob)) c("--weight-col", "inclusion_prob"),
+                     cli_flags(method = method, level = level,
+                               target_halfwidth = target_halfwidth)),
+                   inputs = gold_in$inputs, output = "rds", verbose = verbose,
+                   r_args = names(formals()))$output
   class(res) <- c("textstat_prevalence", "textstat", "data.frame")
   res
 }
 
-# Write the prediction frame (doc_id, group columns, predicted, prob_*) and the gold frame
-# (doc_id, label, [inclusion_prob]) for `estimate` and `regress`; returns their paths and the
-# group column names.
-write_gold_inputs <- function(pred, gold, by = NULL, data = NULL, inclusion_prob = NULL,
-                              extra = NULL) {
+# The prediction frame (doc_id, group columns, predicted, prob_*) and the gold frame (doc_id,
+# label, [inclusion_prob]) of `estimate` and `regress`: list(inputs = <"--pred" and "--gold"
+# frames for call_verb()>, by = <the group column names>).
+gold_inputs <- function(pred, gold, by = NULL, data = NULL, inclusion_prob = NULL,
+                        extra = NULL) {
   frame <- prediction_frame(pred)
   groups <- group_columns(by, data, nrow(frame))
   docvars <- if (is.null(extra)) groups else if (is.null(groups)) extra else cbind(groups, extra)
   if (!is.null(docvars) && ncol(docvars)) frame <- cbind(frame["doc_id"], docvars, frame[-1])
-  list(pred = write_input(frame, prefix = "qf-pred-"),
-       gold = write_input(gold_frame(gold, inclusion_prob), prefix = "qf-gold-"),
+  list(inputs = list("--pred" = frame, "--gold" = gold_frame(gold, inclusion_prob)),
        by = names(groups))
 }
 
@@ -167,6 +163,11 @@ group_columns <- function(by, data, n) {
   groups
 }
 
+#' @rdname textstat_prevalence
+#' @param x a `textstat_prevalence` object (for `print()`).
+#' @param digits decimal places of the estimates and intervals (3).
+#' @param ... further arguments of [print.data.frame()].
+#' @return `print()` returns `x` invisibly.
 #' @export
 print.textstat_prevalence <- function(x, digits = 3, ...) {
   y <- as.data.frame(unclass(x), stringsAsFactors = FALSE)

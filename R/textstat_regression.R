@@ -43,16 +43,14 @@ textstat_regression <- function(pred, gold, formula, data, family = c("ols", "lo
     stop("`formula` must be a two-sided formula such as `economy ~ party`, with a class on ",
          "the left", call. = FALSE)
   covariates <- regression_docvars(formula, data)
-  files <- write_gold_inputs(pred, gold, inclusion_prob = inclusion_prob, extra = covariates)
-  out_file <- out_path()
-  on.exit(unlink(c(files$pred, files$gold, out_file)), add = TRUE)
+  gold_in <- gold_inputs(pred, gold, inclusion_prob = inclusion_prob, extra = covariates)
   spec <- paste(deparse(formula, width.cutoff = 500L), collapse = " ")
-  run_cli("regress", c("--pred", files$pred, "--gold", files$gold, "--formula", spec,
-                       if (!is.null(inclusion_prob)) c("--weight-col", "inclusion_prob"),
-                       cli_flags(family = family, method = method, level = level),
-                       "--out", out_file),
-          verbose = verbose, r_args = names(formals()))
-  res <- read_output(out_file)
+  res <- call_verb("regress",
+                   c("--formula", spec,
+                     if (!is.null(inclusion_prob)) c("--weight-col", "inclusion_prob"),
+                     cli_flags(family = family, method = method, level = level)),
+                   inputs = gold_in$inputs, output = "rds", verbose = verbose,
+                   r_args = names(formals()))$output
   class(res) <- c("textstat_regression", "textstat", "data.frame")
   res
 }
@@ -74,6 +72,11 @@ regression_docvars <- function(formula, data) {
   out
 }
 
+#' @rdname textstat_regression
+#' @param x a `textstat_regression` object (for `print()`).
+#' @param digits decimal places of the estimates and intervals (3).
+#' @param ... further arguments of [print.data.frame()].
+#' @return `print()` returns `x` invisibly.
 #' @export
 print.textstat_regression <- function(x, digits = 3, ...) {
   y <- as.data.frame(unclass(x), stringsAsFactors = FALSE)

@@ -38,13 +38,9 @@ textstat_subwords <- function(x, model = NULL, max_length = NULL, docvars = FALS
                               text_field = "text", docid_field = "doc_id", verbose = FALSE) {
   if (inherits(model, "textmodel_finetune")) model <- model$model_dir
   frame <- as_frame(x, text_field, docid_field)
-  in_file <- write_input(frame[c("doc_id", "text")])
-  out_file <- out_path()
-  on.exit(unlink(c(in_file, out_file)), add = TRUE)
-  run_cli("tokenize", c("--input", in_file, cli_flags(model = model, max_length = max_length),
-                        "--out", out_file), verbose = verbose,
-          r_args = names(formals()))
-  out <- read_output(out_file, frame$doc_id)
+  out <- call_verb("tokenize", cli_flags(model = model, max_length = max_length),
+                   inputs = list("--input" = frame[c("doc_id", "text")]), output = "rds",
+                   doc_id = frame$doc_id, verbose = verbose, r_args = names(formals()))$output
   res <- data.frame(document = frame$doc_id, n_tokens = as.integer(out$n_tokens),
                     truncated = as.logical(out$truncated), stringsAsFactors = FALSE)
   if (docvars) res <- cbind(res, frame_docvars(frame))

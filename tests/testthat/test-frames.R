@@ -115,9 +115,7 @@ test_that("#17: a length-1 y names the docvar of a one-document corpus or data f
 
 test_that("#17: a one-document validation corpus sends its docvar, not the docvar's name", {
   one <- one_document_corpus()
-  va <- quantformer:::validation_args(one, "party")
-  withr::defer(unlink(va$file))
-  sent <- readRDS(va$file)
+  sent <- quantformer:::validation_args(one, "party")$inputs[["--valid"]]
   expect_equal(sent$doc_id, "BNP")
   expect_equal(sent$label, "BNP")
   expect_error(quantformer:::validation_args(one, "Party"),

@@ -1,5 +1,6 @@
-# Conventions shared by the textmodel functions: unused arguments, the `verbose` rule, and
-# model folders in the session's temporary directory.
+# Helpers shared by the textmodel classes (textmodel_finetune, textmodel_zeroshot,
+# textmodel_tune) and their methods: unused arguments, the `verbose` rule, model folders in the
+# session's temporary directory, and the pieces of their print() and summary() output.
 
 # Warn about arguments passed through `...` that a method does not use, as
 # quanteda.textmodels' check_dots() does (predict(fit, tpye = "prob") would otherwise be
@@ -58,3 +59,29 @@ model_dir_note <- function(object) {
 temporary_dir_gone <- function(object) {
   isTRUE(object$temporary) && !dir.exists(object$model_dir) && !in_tempdir(object$model_dir)
 }
+
+# ------------------------------------------------------------------------------------------
+# print() and summary() pieces
+
+print_call <- function(call) {
+  if (!is.null(call)) cat("\nCall:\n", paste(deparse(call), collapse = "\n"), "\n", sep = "")
+}
+
+# "Directory: <path>" and, on the next line, the note on a temporary or missing folder
+print_model_dir <- function(label, object) {
+  cat(label, object$model_dir, "\n", sep = "")
+  note <- model_dir_note(object)
+  if (nzchar(note)) cat(strwrap(note, indent = nchar(label), exdent = nchar(label) + 1),
+                        sep = "\n")
+}
+
+# "name: value" lines under a heading
+print_fields <- function(title, values) {
+  if (!length(values)) return(invisible())
+  cat("\n", title, ":\n", sep = "")
+  vals <- vapply(values, function(v) paste(format(v, digits = 4), collapse = ", "), "")
+  cat(sprintf("  %-*s %s", max(nchar(names(vals))) + 1, paste0(names(vals), ":"), vals),
+      sep = "\n")
+}
+
+format_or_na <- function(v) if (is.null(v) || !length(v)) "NA" else paste(format(v), collapse = ", ")

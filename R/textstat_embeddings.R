@@ -1,0 +1,74 @@
+#' Document embeddings
+#'
+#' One vector per document: the mean of a Transformer encoder's last-layer token vectors over
+#' the document's tokens (the mean pooling of sentence-transformers models such as the bundled
+#' all-MiniLM-L6-v2, whose vectors, with `normalize = TRUE`, equal
+#' `SentenceTransformer.encode()`). Long documents are truncated on their subword tokens (see
+#' [textstat_subwords()]). Use the vectors for similarity, clustering or as features of other
+#' models. Runs `quantformer embed` (its output layout `wide`: one column per dimension).
+#'
+#' @param x documents: a quanteda corpus, a character vector or a data frame with a text
+#'   column (`text_field`).
+#' @param model `NULL` (the bundled all-MiniLM-L6-v2, 384 dimensions), a Hugging Face hub id or
+#'   the path of a local model folder (character scalar).
+#' @param normalize logical: scale each vector to unit length, so that the dot product of two
+#'   rows is their cosine similarity (default `FALSE`: the mean-pooled vectors as they are, as
+#'   `quantformer embed` gives them).
+#' @param max_length the token limit per document, special tokens included (integer); `NULL`
+#'   (default) takes the model's sentence-transformers `max_seq_length` (256 for the default
+#'   model), else 512.
+#' @param truncation which tokens a long document keeps: `"head_tail"` (default), `"head"` or
+#'   `"tail"` (see [textmodel_finetune()]).
+#' @param batch_size documents per forward pass at most (32; fewer for long documents).
+#' @param device `"auto"` (default), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
+#' @param backend,quantize `"torch"` (default) or `"onnx"`, and `"none"` or `"int8"` (onnx
+#'   only): see [quantformer_backend]. Defaults from the options `quantformer.backend` and
+#'   `quantformer.quantize`.
+#' @inheritParams textmodel_finetune
+#' @template verbose
+#' @return A numeric matrix, documents x dimensions (384 for the default model), as a quanteda
+#'   dfm is documents x features: row names are the docnames, in the order of `x`; column
+#'   names `dim_1`, `dim_2`, .... Documents with empty or `NA` text get a row of `NA`, with a
+#'   warning. A `model` that is not found is an error of class `quantformer_input_error`.
+#' @seealso [textstat_subwords()] for the number of tokens per document, [suggest_documents()],
+#'   which ranks documents on these vectors.
+#' @references Reimers, N. and Gurevych, I. (2019). Sentence-BERT: Sentence Embeddings using
+#'   Siamese BERT-Networks. Proceedings of EMNLP-IJCNLP.
+#' @examples
+#' \donttest{
+#' if (quantformer_available()) {
+#'   emb <- textstat_embeddings(c(cat = "The cat sat on the mat.",
+#'                                kitten = "A kitten was sitting on the rug.",
+#'                                stocks = "Stock markets fell sharply today."),
+#'                              normalize = TRUE)
+#'   dim(emb)
+#'   emb %*% t(emb)  # cosine similarities
+#' }
+#' }
+#' @export
+textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length = NULL,
+                                truncation = c("head_tail", "head", "tail"), batch_size = 32,
+                                device = "auto",
+                                backend = getOption("quantformer.backend", "torch"),
+                                quantize = getOption("quantformer.quantize", "none"),
+                                text_field = "text", docid_field = "doc_id",
+                                verbose = getOption("quantformer.verbose", TRUE)) {
+  truncation <- match.arg(truncation)
+  if (!is.logical(normalize) || length(normalize) != 1 || is.na(normalize))
+    stop("`normalize` must be TRUE or FALSE, not ", format(normalize), call. = FALSE)
+  if (!is.null(model) && (!is.character(model) || length(model) != 1 || is.na(model)))
+    stop("`model` must be NULL, a hub id or a model folder (one string)", call. = FALSE)
+  frame <- as_frame(x, text_field, docid_field)
+  args <- c("--layout", "wide",
+            cli_flags(model = model, normalize = normalize, max_length = max_length,
+                      truncation = truncation, batch_size = batch_size, device = device),
+            backend_flags(backend, quantize))  # R/backend.R
+  out <- call_verb("embed", args, inputs = list("--input" = frame[c("doc_id", "text")]),
+                   output = "rds", doc_id = frame$doc_id, verbose = verbose,
+                   r_args = names(formals()))$output
+  dims <- grep("^dim_[0-9]+$", names(out), value = TRUE)
+  m <- as.matrix(out[dims])
+  storage.mode(m) <- "double"
+  dimnames(m) <- list(frame$doc_id, dims)
+  m
+}
