@@ -77,7 +77,7 @@ def check_task_flags(args) -> list[str] | None:
     cols = [c.strip() for c in args.label_cols.split(",") if c.strip()] \
         if args.label_cols else None
     if args.task == "multilabel":
-        from ..models.multilabel import Multilabel
+        from ..models.tasks import Multilabel
 
         Multilabel.for_training(None, cols, args.label_sep)
     return cols

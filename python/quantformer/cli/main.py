@@ -34,7 +34,7 @@ from .._core.show import print_json
 VERB_MODULES = [
     "quantformer.models.tokenize",
     "quantformer.io.datasets",
-    "quantformer.train.finetune",
+    "quantformer.cli.finetune",
     "quantformer.infer.classifier",
     "quantformer.score.evaluate",
     "quantformer.measure.prevalence",

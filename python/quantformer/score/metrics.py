@@ -21,6 +21,18 @@ import pandas as pd
 from .._core.errors import InputError
 
 
+def as_numbers(values) -> np.ndarray:
+    """Float64 array from label values; InputError naming the first value that is no number."""
+    out = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
+    bad = out.isna().to_numpy() & ~pd.isna(pd.Series(values, dtype=object)).to_numpy()
+    if bad.any():
+        first = values[int(np.flatnonzero(bad)[0])]
+        raise InputError("{task} regression needs a numeric label column, but %r is not a "
+                         "number; fix or blank that value, or use {task} classification" % (first,),
+                         params=["task"])
+    return out.to_numpy(dtype=np.float64)
+
+
 def macro_f1(truth, predicted, labels) -> float:
     """Macro-F1 over ``labels`` (scikit-learn, zero_division=0); missing predictions are wrong."""
     from sklearn.metrics import f1_score
@@ -57,8 +69,6 @@ def regression_metrics(truth, predicted) -> dict:
     from scipy.stats import pearsonr, spearmanr
     from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
 
-    from ..models.tasks import as_numbers
-
     t, p = as_numbers(np.asarray(truth, dtype=object)), as_numbers(
         np.asarray(predicted, dtype=object))
     if len(t) != len(p):
@@ -87,8 +97,6 @@ def scatter_plot(truth, predicted, path: str | os.PathLike, title: str | None = 
     import matplotlib.pyplot as plt
 
     from ..io.frames import write_figure
-    from ..models.tasks import as_numbers
-
     t, p = as_numbers(np.asarray(truth, dtype=object)), as_numbers(
         np.asarray(predicted, dtype=object))
     ok = ~np.isnan(t) & ~np.isnan(p)
@@ -223,7 +231,7 @@ def evaluate_pred_multilabel(args) -> dict:
         InputError: neither or both of --label-cols / --label-sep, a missing
             ``predicted_<label>`` or truth column, a truth column that is not 0/1.
     """
-    from ..models.multilabel import _zero_one
+    from ..models.tasks import _zero_one
 
     if args.plot:
         raise InputError("--plot draws a confusion matrix or a regression scatter; "

@@ -33,11 +33,10 @@ import pandas as pd
 from .._core.callable import make_callable
 from ..train.baselines import BASELINES
 from .._core.errors import InputError
+from ._common import (METRIC_LABEL, PREFIX, CompareResult, build_table, check_sizes,
+                      draw_sample, margins)
 
 MODELS = ("default", *BASELINES)
-#: table column prefix of each selection metric (``f1_mean_500``, ``rmse_mean_500``)
-PREFIX = {"macro_f1": "f1", "rmse": "rmse"}
-METRIC_LABEL = {"macro_f1": "macro-F1", "rmse": "RMSE"}
 TRANSFORMERS = ("default", "setfit", "nli")  # fine-tuned: standard, SetFit, NLI (opt-in)
 KNOWN = (*MODELS, "setfit", "nli")
 
@@ -65,59 +64,6 @@ def split_names(models) -> list[str]:
     return [m for m in names if m]
 
 
-def check_sizes(sizes, n_train: int) -> list[int]:
-    """Validate training sizes against the number of labelled training documents.
-
-    ``None`` means one size: all ``n_train`` documents.
-
-    Raises:
-        InputError: a size that is not a whole number > 0, or larger than ``n_train``.
-    """
-    if sizes is None:
-        return [n_train]
-    if isinstance(sizes, str):
-        from .tune import parse_list
-
-        sizes = parse_list(sizes, int, "--train-sizes")
-    out = []
-    for s in sizes:
-        if isinstance(s, bool) or not float(s) == int(s) or int(s) <= 0:
-            raise InputError(f"--train-sizes must be whole numbers greater than 0, not {s!r}")
-        out.append(int(s))
-    too_big = [s for s in out if s > n_train]
-    if too_big:
-        raise InputError(
-            f"--train-sizes {', '.join(map(str, too_big))} "
-            f"{'is' if len(too_big) == 1 else 'are'} larger than the {n_train} labelled "
-            f"training documents; use sizes up to {n_train}, or leave --train-sizes out to "
-            "train on all of them")
-    return sorted(set(out))
-
-
-def draw_sample(data: pd.DataFrame, size: int, repeat: int, seed: int,
-                stratify: bool = True) -> pd.DataFrame:
-    """A stratified random sample of ``size`` rows, the same for the same (seed, size, repeat).
-
-    All rows (in order) when ``size`` equals their number. Falls back to a plain random sample
-    when a class is too small to stratify, or when ``stratify`` is False (regression and
-    multi-label, whose classes are not defined).
-    """
-    from sklearn.model_selection import train_test_split
-
-    if size >= len(data):
-        return data.reset_index(drop=True)
-    state = int(np.random.SeedSequence([int(seed), int(size), int(repeat)]).generate_state(1)[0])
-    idx = np.arange(len(data))
-    try:
-        if not stratify:
-            raise ValueError("plain sample")
-        keep, _ = train_test_split(idx, train_size=size, stratify=data["label"].to_numpy(),
-                                   random_state=state)
-    except ValueError:
-        keep, _ = train_test_split(idx, train_size=size, random_state=state)
-    return data.iloc[np.sort(keep)].reset_index(drop=True)
-
-
 def describe(name: str, model: str | None = None, vectors: str | None = None) -> str:
     """The report name of a model: what it is, naming the vectors and the Transformer."""
     from ..train.baselines import describe as describe_baseline
@@ -130,155 +76,6 @@ def describe(name: str, model: str | None = None, vectors: str | None = None) ->
     if name == "nli":
         return f"{model_label(model)}, NLI on class hypotheses (Laurer et al. 2023)"
     return describe_baseline(name, vectors)
-
-
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class CompareResult:
-    """What :func:`compare` returns.
-
-    Attributes:
-        results: long table, one row per model x train_size x repeat: ``model``,
-            ``train_size``, ``repeat`` (1-based), ``macro_f1``, ``accuracy``, ``seconds``.
-        table: wide Table-1 table, one row per model (in ``models`` order): ``model``,
-            ``description``, then per size ``s``: ``f1_mean_s``, ``f1_min_s``, ``f1_max_s``,
-            ``seconds_s`` (mean training seconds).
-        runs: per run, the hyperparameters used or chosen by CV (list of dicts).
-        summary: settings, counts and per size the best conventional model and the
-            Transformer's margin over it.
-    """
-
-    results: pd.DataFrame
-    table: pd.DataFrame
-    runs: list = field(default_factory=list)
-    summary: dict = field(default_factory=dict)
-
-    def markdown(self, digits: int = 3) -> str:
-        """The table as Markdown: ``mean (min–max)`` per size, then mean training seconds."""
-        sizes = self.summary["train_sizes"]
-        metric = self.summary.get("metric", "macro_f1")
-        pre = PREFIX[metric]
-        head = "| model | " + " | ".join(f"n = {s:,}" for s in sizes) + " | train s |"
-        lines = [head, "|---" * (len(sizes) + 2) + "|"]
-        for _, row in self.table.iterrows():
-            cells = []
-            for s in sizes:
-                m, lo, hi = row[f"{pre}_mean_{s}"], row[f"{pre}_min_{s}"], row[f"{pre}_max_{s}"]
-                cells.append(f"{m:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
-                             if lo != hi else f"{m:.{digits}f}")
-            secs = np.mean([row[f"seconds_{s}"] for s in sizes])
-            lines.append(f"| {row['model']}: {row['description']} | " + " | ".join(cells)
-                         + f" | {secs:.0f} |")
-        rep = self.summary.get("repeats")
-        lines.append("")
-        lines.append(f"{METRIC_LABEL[metric]} on the test set ({self.summary.get('n_test')} "
-                     "documents), mean "
-                     f"and (min–max) over {rep} draw(s) of each training size; train s = mean "
-                     "training seconds (baselines include their CV tuning).")
-        if self.summary.get("nli"):
-            lines.append("")
-            lines.append(nli_note(self.summary["nli"]))
-        return "\n".join(lines)
-
-    def plot(self, path, title: str | None = None) -> Path:
-        """Figure 10 of the paper: macro-F1 (regression: RMSE) against training size, min–max
-        bands per model."""
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        from ..io.frames import write_figure
-
-        sizes = self.summary["train_sizes"]
-        metric = self.summary.get("metric", "macro_f1")
-        pre, name = PREFIX[metric], METRIC_LABEL[metric]
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        for _, row in self.table.iterrows():
-            mean = [row[f"{pre}_mean_{s}"] for s in sizes]
-            lo = [row[f"{pre}_min_{s}"] for s in sizes]
-            hi = [row[f"{pre}_max_{s}"] for s in sizes]
-            line, = ax.plot(sizes, mean, marker="o", label=row["model"])
-            ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
-            if len(sizes) == 1:
-                ax.errorbar(sizes, mean, yerr=[[m - a for m, a in zip(mean, lo)],
-                                               [b - m for m, b in zip(mean, hi)]],
-                            color=line.get_color(), capsize=4)
-        ax.set_xlabel("training documents")
-        ax.set_ylabel(f"{name} (test set)")
-        ax.set_xticks(sizes)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
-        ax.set_title(title or f"{name} by training size (mean, min–max band)")
-        fig.tight_layout()
-        return write_figure(fig, path)
-
-    def save(self, out, overwrite: bool = False) -> Path:
-        """Write results.csv/.rds, table.csv/.rds, table.md, figure10.png, summary.json.
-
-        The folder is written atomically (:func:`quantformer.select.tune.results_dir`): an error
-        leaves an existing ``out`` as it was, and ``overwrite`` keeps no earlier file.
-
-        Args:
-            out: the results folder (str or path).
-            overwrite: replace an existing non-empty ``out`` (default False).
-
-        Returns:
-            The path of the folder.
-
-        Raises:
-            InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
-        """
-        from .._core.atomic import write_json
-        from .tune import results_dir, write_table
-
-        with results_dir(out, overwrite) as d:
-            write_table(self.results, d, "results")
-            write_table(self.table, d, "table")
-            (d / "table.md").write_text(self.markdown() + "\n", encoding="utf-8")
-            self.plot(d / "figure10.png", title=self.summary.get("title"))
-            write_json({**self.summary, "runs": self.runs}, d / "summary.json")
-        return Path(out)
-
-
-def build_table(results: pd.DataFrame, models: list[str], descriptions: dict,
-                metric: str = "macro_f1") -> pd.DataFrame:
-    """The wide Table-1 frame from the long results (see :class:`CompareResult`)."""
-    rows, pre = [], PREFIX[metric]
-    for m in models:
-        row = {"model": m, "description": descriptions[m]}
-        for s in sorted(results["train_size"].unique()):
-            r = results[(results["model"] == m) & (results["train_size"] == s)]
-            row[f"{pre}_mean_{s}"] = r[metric].mean()
-            row[f"{pre}_min_{s}"] = r[metric].min()
-            row[f"{pre}_max_{s}"] = r[metric].max()
-            row[f"seconds_{s}"] = r["seconds"].mean()
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def margins(results: pd.DataFrame, metric: str = "macro_f1",
-            higher_is_better: bool = True) -> dict:
-    """Per training size: mean ``metric`` of each model, the best conventional model, and the
-    Transformer's margin over it (None when either is absent). The margin is positive when the
-    Transformer is better: its macro-F1 minus the baseline's, or for RMSE the baseline's
-    minus its."""
-    out = {}
-    sign = 1 if higher_is_better else -1
-    means = results.groupby(["train_size", "model"])[metric].mean()
-    for s in sorted(results["train_size"].unique()):
-        m = means.loc[s].to_dict()
-        conv = {k: v for k, v in m.items() if k not in TRANSFORMERS}
-        best = max(conv, key=lambda k: sign * conv[k]) if conv else None
-        out[str(s)] = {
-            f"mean_{metric}": m,
-            "best_conventional": best,
-            "transformer_margin": sign * (m["default"] - conv[best]) if best and "default" in m
-            else None,
-        }
-    return out
 
 
 def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int, seed: int,

@@ -23,6 +23,8 @@ import time
 
 import pandas as pd
 
+from ._common import CompareResult, build_table, check_sizes, draw_sample, margins
+
 RESULT_KEYS = {"regression": ("rmse", "mae", "pearson", "spearman", "r2"),
                "multilabel": ("macro_f1", "micro_f1", "subset_accuracy", "hamming_loss")}
 
@@ -67,7 +69,6 @@ def compare_task(train, test, *, scoring, names, model, train_sizes, repeats, se
             a sample in which a label has one value only (or the outcome one number), an
             empty bag-of-words.
     """
-    from .compare import CompareResult, build_table, check_sizes, draw_sample, margins
     from ..scale.dask import map_runs
     from ..models.hub import model_label
     from ..train.task_baselines import check_task_models, describe

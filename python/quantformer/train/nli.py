@@ -54,6 +54,7 @@ import pandas as pd
 
 from .._core.errors import InputError, ModelDirError
 from ..infer.nli import NLIClassifier
+from .standard import check_needs_validation, check_settings, train_epochs, validate
 
 METHOD = "nli"
 PAIRS = ("balanced", "all")
@@ -233,7 +234,6 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
             unknown ``pairs``, oversampling, fewer than two classes, and the standard
             method's bad arguments (non-positive epochs, lr, batch size, ...).
     """
-    from .finetune import _train, _validate  # the standard method's loop and scoring
     from ..io.modeldir import now_utc
     from ..models.hub import resolve_device
     from .data import set_seed, training_data
@@ -263,14 +263,14 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
         f"({kind.describe()}) as {len(batches.rows)} premise-hypothesis pairs ({pairs}), "
         f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {batch_size}, "
         f"device {dev}")
-    loop = _train(clf, batches, valid_data, kind, settings, dev, rng, quiet)
+    loop = train_epochs(clf, batches, valid_data, kind, settings, dev, rng, quiet)
     clf.record = training_record(
         task=kind, settings=settings, size=settings.pop("size"), data=data, counts=counts,
         n_rows=len(frame), n_oversampled=len(data), n_truncated=n_truncated, source=source,
         model=clf.record, device=dev, loop=loop, started=started, created=created)
     clf.record["hyperparameters"].update(defaults_by_size=None, batch_size_unit="pairs")
     if valid_data is not None:
-        _validate(clf, kind, valid_data, "valid" if valid is not None
+        validate(clf, kind, valid_data, "valid" if valid is not None
                   else f"valid_fraction {valid_fraction}", False, say)
     clf.record["finished"] = now_utc()
     return clf
@@ -279,7 +279,6 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
 def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **settings):
     """Every argument, checked before any work: returns (template, class -> phrase as given,
     (entailment id, contradiction id), settings with the NLI defaults filled in)."""
-    from .finetune import _check as check_standard, _check_needs_validation
     from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
 
     hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
@@ -293,8 +292,8 @@ def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **set
     outputs = nli_outputs(model)
     for name, value in DEFAULTS.items():
         settings[name] = value if settings[name] is None else settings[name]
-    settings = check_standard(model, **settings, oversample=None, task="classification")
-    _check_needs_validation(has_valid, settings["early_stopping"], False, "classification")
+    settings = check_settings(model, **settings, oversample=None, task="classification")
+    check_needs_validation(has_valid, settings["early_stopping"], False, "classification")
     return hypothesis, phrases, outputs, settings
 
 

@@ -1,0 +1,183 @@
+"""The standard fine-tuning recipe of Wankmüller (2022), section 6.4.
+
+AdamW without weight decay, the learning rate decayed linearly to 0 with no warm-up, dropout
+0.1, batch size 16, a fixed number of epochs, gradients clipped at norm 1.0 (the Hugging Face
+default the paper's runs used). Long documents are cut with head+tail truncation (section
+6.3). Optional random oversampling of minority classes (section 6.4, ratio 0.25 in the paper)
+is applied to the training data only.
+
+:func:`finetune_standard` reads as a table of contents over :mod:`quantformer.train`: check the
+arguments, prepare the data and the task (classification, regression, multilabel), encode,
+run the epoch loop (length-grouped batches, fused AdamW), write the record. ``seed`` fixes
+Python, NumPy and torch generators and the data order, so two CPU runs with one seed give
+identical models.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
+from ..infer.classifier import Classifier
+from .arguments import DROPOUT, check_arguments, default_hyperparameters
+from .data import oversample_indices, set_seed
+
+
+def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | None,
+                      lr: float | None, batch_size: int, max_length: int, truncation: str,
+                      oversample: float | None, valid: pd.DataFrame | None,
+                      valid_fraction: float, labels: list[str] | None, seed: int, device: str,
+                      quiet: bool, source: str | None, task: str, label_cols: list[str] | None,
+                      label_sep: str | None, tune_thresholds: bool, early_stopping: int | None,
+                      precision: str, grad_accum: int) -> Classifier:
+    """The standard recipe (module docstring); arguments as
+    :func:`quantformer.train.finetune.finetune`."""
+    from ..models.hub import load_config, resolve_device, resolve_model
+    from ..io.modeldir import now_utc
+    from .data import training_data
+    from .loop import resolve_precision
+    from ..models.tasks import make_task
+
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    started, created = time.time(), now_utc()
+    settings = check_settings(model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
+                      truncation=truncation, oversample=oversample, seed=seed,
+                      valid_fraction=valid_fraction, task=task, early_stopping=early_stopping,
+                      precision=precision, grad_accum=grad_accum)
+    check_needs_validation(valid is not None or bool(valid_fraction), early_stopping,
+                            tune_thresholds, task)
+    base_path, config = resolve_model(model), load_config(model)
+    dev = resolve_device(device)
+    settings["precision"] = resolve_precision(precision, dev)
+    kind = make_task(task, labels, label_cols, label_sep)
+    data, valid_data, counts = training_data(frame, valid, valid_fraction, int(seed), kind, say)
+    kind.fit(data, oversample=oversample)
+    set_seed(int(seed))
+    rng = np.random.default_rng(int(seed))
+    clf, batches, n_truncated = _setup(model, base_path, config, data, kind, settings, dev,
+                                       rng, say)
+    say(f"fine-tuning {clf.record['model']} on {len(data)} documents ({kind.describe()}), "
+        f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {batch_size}, "
+        f"device {dev}")
+    loop = train_epochs(clf, batches, valid_data, kind, settings, dev, rng, quiet)
+    from .record import training_record
+
+    clf.record = training_record(
+        task=kind, settings=settings, size=settings.pop("size"), data=data, counts=counts,
+        n_rows=len(frame), n_oversampled=len(batches.rows), n_truncated=n_truncated,
+        source=source, model=clf.record, device=dev, loop=loop, started=started,
+        created=created)
+    if valid_data is not None:
+        validate(clf, kind, valid_data, "valid" if valid is not None
+                  else f"valid_fraction {valid_fraction}", tune_thresholds, say)
+    clf.record["finished"] = now_utc()
+    return clf
+
+
+
+def check_settings(model, **settings) -> dict:
+    """Check the arguments (one table, :mod:`quantformer.train.arguments`); fill the defaults
+    by model size."""
+    from ..models.hub import check_max_length, load_config
+    from ..models.tokenize import check_strategy
+
+    check_arguments(**settings)
+    check_strategy(settings["truncation"])
+    check_max_length(int(settings["max_length"]), load_config(model))
+    defaults = default_hyperparameters(model)
+    settings["epochs"] = int(settings["epochs"] if settings["epochs"] is not None
+                             else defaults["epochs"])
+    settings["lr"] = float(settings["lr"] if settings["lr"] is not None else defaults["lr"])
+    settings["size"] = defaults["size"]
+    return settings
+
+
+def check_needs_validation(has_valid: bool, early_stopping, tune_thresholds, task) -> None:
+    """Early stopping and tuned thresholds need validation data; thresholds, multilabel.
+
+    Raises:
+        InputError: naming the parameter and the fix.
+    """
+    if tune_thresholds and task != "multilabel":
+        raise InputError("{tune_thresholds} is for {task} multilabel; leave it out",
+                         params=["tune_thresholds", "task"])
+    for name, used in (("early_stopping", early_stopping is not None),
+                       ("tune_thresholds", tune_thresholds)):
+        if used and not has_valid:
+            raise InputError("{%s} needs validation data: give {valid} or {valid_fraction} "
+                             "(e.g. 0.2)" % name, params=[name, "valid", "valid_fraction"])
+
+
+def _setup(model, base_path, config, data, task, settings, device, rng, say):
+    """Tokenise, oversample, load the network with the task's head; returns (Classifier,
+    Batches, number of truncated documents)."""
+    from transformers import AutoModelForSequenceClassification
+
+    from ..io.modeldir import hf_quiet
+    from ..models.hub import load_tokenizer, model_label
+    from ..infer.classifier import Classifier, global_attention_hook
+    from ..models.tokenize import encode
+    from .loop import Batches
+
+    tokenizer = load_tokenizer(model)
+    targets = task.targets(data)
+    oversample = settings["oversample"]
+    rows = (oversample_indices(task.oversample_labels(data), oversample, rng)
+            if oversample is not None else np.arange(len(data)))
+    enc = encode(tokenizer, data["text"].tolist(), max_length=int(settings["max_length"]),
+                 truncation=settings["truncation"])
+    n_truncated = int(enc.truncated.sum())
+    if n_truncated:
+        say(f"{n_truncated} of {len(data)} training documents are longer than "
+            f"{settings['max_length']} tokens and were truncated ({settings['truncation']})")
+    overrides = {k: DROPOUT for k in ("hidden_dropout_prob", "attention_probs_dropout_prob",
+                                      "dropout", "attention_dropout") if hasattr(config, k)}
+    with hf_quiet():  # "newly initialized classifier weights" is expected here
+        network = AutoModelForSequenceClassification.from_pretrained(
+            base_path, ignore_mismatched_sizes=True, **task.head(), **overrides)
+    network.to(device)
+    record = {"model": model_label(model), "base_model_path": base_path,
+              "model_type": getattr(config, "model_type", None)}
+    clf = Classifier(network, tokenizer, task.labels, max_length=int(settings["max_length"]),
+                     truncation=settings["truncation"], device=device, record=record, task=task)
+    batches = Batches(enc, rows, targets,
+                      tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
+                      global_attention_hook(network.config))
+    return clf, batches, n_truncated
+
+
+def train_epochs(clf, batches, valid_data, task, settings, device, rng, quiet):
+    """Run the epoch loop; with validation data, score it after every epoch."""
+    import warnings
+
+    from .loop import train_loop
+
+    def validate():
+        clf.model.eval()  # the loop puts it back in training mode
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return task.score(valid_data, clf.predict(valid_data, warn=False))[task.metric]
+
+    return train_loop(clf.model, batches, epochs=settings["epochs"], lr=settings["lr"],
+                      batch_size=int(settings["batch_size"]),
+                      grad_accum=int(settings["grad_accum"]), precision=settings["precision"],
+                      device=device, rng=rng, validate=validate if valid_data is not None
+                      else None, early_stopping=settings["early_stopping"],
+                      higher_is_better=task.higher_is_better, quiet=quiet)
+
+
+def validate(clf, task, valid_data, source: str, tune_thresholds: bool, say) -> None:
+    """Score the final (or restored best) model on the validation data into the record."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if tune_thresholds:
+            task.tune_thresholds(valid_data, clf.predict_proba(valid_data))
+            clf.record["thresholds"] = task.thresholds
+        result = task.score(valid_data, clf.predict(valid_data, warn=False))
+    clf.record["validation"] = {**result, "source": source}
+    say(f"validation ({result['n']} documents): {task.say(result)}")
