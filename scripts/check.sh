@@ -19,6 +19,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = python ]; then
+  echo "== lint-imports (the layers of docs/architecture.md)"
+  if ! PYTHONPATH=python .venv/bin/lint-imports; then status=1; failed+=(lint-imports); fi
   echo "== pytest"
   .venv/bin/python -m pytest tests/python -q -p no:cacheprovider "$@"
   rc=$?

@@ -196,7 +196,7 @@ def test_cli_setfit_iterations_reach_the_record_and_need_setfit(tiny_bert_dir, t
     assert hp["num_iterations"] == 2 and hp["epochs"] == 1 and hp["body_lr"] == 1e-4
     assert main(["finetune", "--train", str(tmp_path / "train.csv"), "--setfit-iterations",
                  "2", "--out", str(tmp_path / "m2")]) == 2
-    assert "--setfit-iterations) is for method='setfit'" in capsys.readouterr().err
+    assert "--setfit-iterations is for --method setfit only" in capsys.readouterr().err
     assert not (tmp_path / "m2").exists()
 
 

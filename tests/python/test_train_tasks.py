@@ -70,7 +70,7 @@ def test_regression_bad_labels(tiny_bert_dir, change, msg):
                           "regression"),
     ({"labels": ["a", "b"]}, "--labels orders classes"),
     ({"label_cols": ["econ"]}, "--label-cols and --label-sep are for --task multilabel"),
-    ({"tune_thresholds": True, "valid_fraction": 0.2}, "--tune-thresholds is for --task "
+    ({"tune_thresholds": True, "valid_fraction": 0.2}, "tune_thresholds is for task "
                                                         "multilabel"),
 ])
 def test_regression_refuses_options_of_other_tasks(tiny_bert_dir, kw, msg):
