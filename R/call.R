@@ -80,8 +80,9 @@ write_input <- function(x, compress = TRUE) {
 #'   name the temporary files R exchanges with the core are never shown.
 #' @param debug pass `--debug` so that Python tracebacks come with internal errors (option
 #'   `quantformer.debug`).
-#' @param r_args the argument names of the calling R function (`names(formals())`): flags in
-#'   the CLI's error message that correspond to one are shown as that R argument.
+#' @param r_args the argument names of the calling R function (`names(formals())`), passed to
+#'   the core as `--r-names`: its error messages then name these R arguments instead of flags
+#'   (the core's one table of parameter names, `quantformer/_core/parameters.py`).
 #' @return A list (`status`, `stdout`, `stderr`, `warnings`; `reply` from the worker),
 #'   invisibly.
 #' @keywords internal
@@ -97,19 +98,22 @@ run_cli <- function(verb, args = character(),
                                                     "compare", "tune", "zeroshot",
                                                     "embed")) "--quiet"
   stream <- new_stream(echo = isTRUE(verbose))
-  res <- if (worker_wanted(found)) worker_run(found, verb, c(quiet_flag, args), debug, stream)
-         else run_process(found, verb, c(quiet_flag, args), debug, stream)
+  names_arg <- if (length(r_args)) paste(r_args, collapse = ",")
+  res <- if (worker_wanted(found)) worker_run(found, verb, c(quiet_flag, args), debug, stream,
+                                              names_arg)
+         else run_process(found, verb, c(quiet_flag, args), debug, stream, names_arg)
   stream_finish(stream)
   for (w in stream$warnings) warning(w, call. = FALSE)
-  if (res$status != 0) stop(cli_error(verb, res, debug, r_args))  # R/python.R
+  if (res$status != 0) stop(cli_error(verb, res, debug))  # R/python.R
   res$warnings <- stream$warnings
   invisible(res)
 }
 
 # The one-off path (options(quantformer.worker = FALSE)): `python -m quantformer <verb>` as a
 # child process, killed with its children when R is interrupted.
-run_process <- function(found, verb, args, debug, stream) {
-  full <- c("-m", "quantformer", if (debug) "--debug", verb, args)
+run_process <- function(found, verb, args, debug, stream, r_names = NULL) {
+  full <- c("-m", "quantformer", if (debug) "--debug", if (!is.null(r_names))
+    c("--r-names", r_names), verb, args)
   processx::run(found$python, full, error_on_status = FALSE, echo = FALSE,
                 stdout_callback = function(x, proc) stream_stdout(stream, x),
                 stderr_callback = function(x, proc) stream_stderr(stream, x),

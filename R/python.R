@@ -206,57 +206,29 @@ CLI_ERROR_LINE <- "^quantformer( [a-z-]+)?: (error|internal error|interrupted)"
 # fix), else `quantformer_error` (an internal error of the core); both are `error`s and carry
 # `verb`, `status` (the exit status) and `stderr` (everything the core wrote there). A crash of
 # the worker is a `quantformer_worker_crash` (R/worker.R), also a `quantformer_error`.
-cli_error <- function(verb, res, debug = FALSE, r_args = NULL) {
+cli_error <- function(verb, res, debug = FALSE) {
   status <- as.integer(res$status)
   structure(class = c(if (identical(status, 2L)) "quantformer_input_error", "quantformer_error",
                       "error", "condition"),
-            list(message = cli_error_message(verb, res, debug, r_args), call = NULL,
+            list(message = cli_error_message(verb, res, debug), call = NULL,
                  verb = verb, status = status, stderr = res$stderr))
 }
 
 # The message of a failed verb: the CLI's `quantformer <verb>: error: ...` line(s), else the
 # last lines of stderr.
-cli_error_message <- function(verb, res, debug = FALSE, r_args = NULL) {
+cli_error_message <- function(verb, res, debug = FALSE) {
   lines <- strsplit(res$stderr, "\r?\n|\r")[[1]]
   tb <- grep("^Traceback", lines)
   trace <- if (debug && length(tb)) lines[tb[1]:length(lines)] else character()
   hit <- grep(CLI_ERROR_LINE, lines, value = TRUE)
   msg <- if (length(hit)) hit else utils::tail(lines[nzchar(trimws(lines))], 5)
   if (!length(msg)) msg <- paste("the Python process stopped with exit status", res$status)
-  # the CLI's own hint names its flag; R gives its own hint below
+  # the CLI's own hint names its flag; R gives its own hint below. The core already names R's
+  # arguments instead of flags (run_cli() passes --r-names)
   msg <- sub(" \\(run with --debug for the traceback\\)$", "", msg)
-  msg <- r_flag_names(msg, r_args)
   if (length(trace)) msg <- c(trace, setdiff(msg, trace))
   paste0(paste(msg, collapse = "\n"),
          if (res$status == 2 || length(trace)) "" else
            paste0("\n(exit status ", res$status, "; set options(quantformer.debug = TRUE) and ",
                   "rerun for the Python traceback)"))
-}
-
-# Show the CLI's flags in an error message as the R arguments that set them: `--max-length`
-# becomes `max_length`, a switch such as `--overwrite` `overwrite = TRUE` (passed through
-# `...`), and the flags R builds from other arguments (R_FLAG_ARGS: `--label-cols` from `y`,
-# `--train` from `x`, `--out` from `output_dir`, ...) the first of those arguments the calling
-# function has; flags with no R counterpart stay as they are. Python's "(overwrite=True)"
-# asides are dropped.
-R_SWITCHES <- c("overwrite", "keep_text", "multi_label")
-R_FLAG_ARGS <- list(out = "output_dir", train = "x", input = c("newdata", "x"),
-                    valid = "validation", valid_fraction = "validation", label_col = "y",
-                    label_cols = "y", label_sep = "y", labels = "y", labels_file = "y",
-                    lrs = "lr", epochs_grid = "epochs",
-                    text_col = "text_field", id_col = "docid_field")
-r_flag_names <- function(msg, r_args) {
-  if (is.null(r_args)) return(msg)
-  msg <- gsub(" ?\\([a-z_]+=(True|False)\\)", "", msg)
-  m <- gregexpr("--[a-z][a-z0-9-]*", msg)
-  regmatches(msg, m) <- lapply(regmatches(msg, m), function(flags) {
-    vapply(flags, function(f) {
-      nm <- gsub("-", "_", substring(f, 3), fixed = TRUE)
-      if (nm %in% R_SWITCHES && "..." %in% r_args) return(paste0("`", nm, " = TRUE`"))
-      if (nm %in% r_args) return(paste0("`", nm, "`"))
-      arg <- intersect(R_FLAG_ARGS[[nm]], r_args)
-      if (length(arg)) paste0("`", arg[1], "`") else f
-    }, "", USE.NAMES = FALSE)
-  })
-  msg
 }

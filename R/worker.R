@@ -59,12 +59,13 @@ worker_start <- function(found, key) {
 # Run one verb in the worker. Returns a list like processx::run()'s: status, stdout, stderr,
 # plus the reply. An interrupt or an R error while waiting kills the worker (the request
 # cannot be taken back); the next call starts a fresh one.
-worker_run <- function(found, verb, args, debug, stream) {
+worker_run <- function(found, verb, args, debug, stream, r_names = NULL) {
   w <- worker_get(found)
   id <- w$next_id
   w$next_id <- id + 1L
   req <- jsonlite::toJSON(list(id = id, verb = verb, args = I(as.character(args)),
-                               cwd = normalizePath(getwd(), winslash = "/"), debug = debug),
+                               cwd = normalizePath(getwd(), winslash = "/"), debug = debug,
+                               r_names = r_names),
                           auto_unbox = TRUE)
   w$state <- "busy"
   finished <- FALSE

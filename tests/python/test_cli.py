@@ -316,3 +316,23 @@ def test_errors_name_the_flag_or_the_r_argument(capsys, tmp_path):
     assert error.render(lambda p: r_argument(p, ["x", "y", "max_length"])) == \
         "`y` names no column; `max_length` too small"
     assert r_argument("overwrite", ["x", "..."]) == "`overwrite = TRUE`"
+
+
+def test_messages_in_flags_name_the_r_arguments(capsys):
+    """Messages of the command-line layer itself (argparse's) name R's arguments when R passes
+    --r-names; flags without an R argument stay."""
+    from quantformer._core.parameters import r_flags
+
+    r_args = ["x", "y", "max_length", "output_dir", "folds", "..."]
+    assert r_flags("'m' exists; pass --overwrite or choose another --out", r_args) == \
+        "'m' exists; pass `overwrite = TRUE` or choose another `output_dir`"
+    assert r_flags("--max-length 1024 is above the limit; use --folds 3, or --label-col",
+                   r_args) == "`max_length` 1024 is above the limit; use `folds` 3, or `y`"
+    assert r_flags("see --train, --text-col, --seed", r_args + ["text_field"]) == \
+        "see `x`, `text_field`, --seed"
+    assert r_flags("no column 'k' in --input", ["object", "newdata"]) == \
+        "no column 'k' in `newdata`"
+    code, _, stderr = run(capsys, "--r-names", "x,y,max_length,output_dir", "finetune",
+                          "--train", "t.csv", "--out", "m", "--max-length", "0")
+    assert code == 2
+    assert "error: argument `max_length`: must be greater than 0, not 0" in stderr

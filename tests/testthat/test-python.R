@@ -236,39 +236,43 @@ test_that("verbose = FALSE shows only warnings; lines naming R's temporary files
                    quote(getOption("quantformer.verbose", TRUE)))
 })
 
-test_that("CLI flags in error messages are shown as the R arguments that set them", {
-  f <- quantformer:::r_flag_names
-  r_args <- c("x", "y", "max_length", "output_dir", "folds", "...")
-  expect_equal(
-    f("quantformer finetune: error: 'm' exists; pass --overwrite (overwrite=True) or choose another --out",
-      r_args),
-    "quantformer finetune: error: 'm' exists; pass `overwrite = TRUE` or choose another `output_dir`")
-  expect_equal(f("--max-length 1024 is above the limit; use --folds 3 or fewer, or --label-col", r_args),
-               "`max_length` 1024 is above the limit; use `folds` 3 or fewer, or `y`")
-  # flags R builds from arguments of other names (review finding: "--label-cols column 'a'")
-  expect_equal(
-    f("label column 'a' (--label-cols) must hold 0/1 values; see --train, --text-col, --seed",
-      c(r_args, "text_field")),
-    "label column 'a' (`y`) must hold 0/1 values; see `x`, `text_field`, --seed")
-  expect_equal(f("no column 'k' in --input", c("object", "newdata")), "no column 'k' in `newdata`")
-  expect_equal(f("no column 'k' in --input", c("x", "y")), "no column 'k' in `x`")
-  expect_equal(f("use --max-length", NULL), "use --max-length")  # no R function: unchanged
-  # through run_cli: an R error names R arguments, and the CLI's --debug hint is replaced by R's
+test_that("R passes its arguments to the core, whose errors name them instead of flags", {
+  # the one table of names is the core's (quantformer/_core/parameters.py): R sends the calling
+  # function's arguments with --r-names before the verb
   skip_if_no_python()
   fake <- tempfile()
-  writeLines(c("#!/bin/sh", fake_handshake(),
-               "echo 'quantformer predict: error: --batch-size must be positive' >&2", "exit 2"),
+  writeLines(c("#!/bin/sh", fake_handshake(), "echo \"args: $*\" >&2",
+               "echo 'quantformer predict: error: `batch_size` must be positive' >&2", "exit 2"),
              fake)
   Sys.chmod(fake, "0755")
-  withr::local_options(quantformer.python = fake)
-  expect_error(quantformer:::run_cli("predict", r_args = c("object", "batch_size")),
-               "quantformer predict: error: `batch_size` must be positive", fixed = TRUE)
+  withr::local_options(quantformer.python = fake, quantformer.worker = FALSE)
+  err <- expect_error(quantformer:::run_cli("predict", "--x", r_args = c("object", "batch_size")),
+                      "quantformer predict: error: `batch_size` must be positive", fixed = TRUE)
+  expect_match(err$stderr, "args: -m quantformer --r-names object,batch_size predict", fixed = TRUE)
   writeLines(c("#!/bin/sh", fake_handshake(),
                "echo 'quantformer predict: internal error: OSError: disk (run with --debug for the traceback)' >&2",
                "exit 1"), fake)
   err <- expect_error(quantformer:::run_cli("predict"))
   expect_false(grepl("--debug", conditionMessage(err), fixed = TRUE))
   expect_match(conditionMessage(err), "options(quantformer.debug = TRUE)", fixed = TRUE)
+})
+
+test_that("the real core names the R arguments of the calling function", {
+  skip_if_no_python()
+  dir <- withr::local_tempdir()
+  out <- file.path(dir, "model")
+  train <- file.path(dir, "train.csv")
+  writeLines(c("text,label", "tax cuts,econ", "war,security", "jobs,econ", "army,security"),
+             train)
+  # an argparse check and a library check, each shown with R's argument names
+  expect_error(quantformer:::run_cli("finetune", c("--train", train, "--out", out,
+                                                   "--max-length", "0"),
+                                     r_args = c("x", "y", "max_length", "output_dir")),
+               "argument `max_length`: must be greater than 0", fixed = TRUE)
+  expect_error(quantformer:::run_cli("finetune", c("--train", train, "--out", out,
+                                                   "--tune-thresholds"),
+                                     r_args = c("x", "y", "output_dir", "...")),
+               "`tune_thresholds = TRUE` is for", fixed = TRUE)
 })
 
 test_that("the Python core imports under reticulate", {

@@ -27,7 +27,7 @@ import warnings
 
 from .._core.version import __version__
 from .._core.errors import InputError
-from .._core.parameters import cli_flag, r_argument
+from .._core.parameters import cli_flag, r_argument, r_flags
 from .._core.show import print_json
 
 # modules that define add_cli(sub), in the order their verbs are listed in --help
@@ -123,7 +123,13 @@ class _Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(
             r"^-\d+$|^-\d*\.\d+$|^-(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
+    #: the calling R function's arguments (``--r-names``), read before parsing so that
+    #: argparse's own errors name them too
+    r_names: list[str] | None = None
+
     def error(self, message: str):
+        if _Parser.r_names is not None:
+            message = r_flags(message, _Parser.r_names)
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
     def parse_args(self, args=None, namespace=None):
@@ -175,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _r_names(argv: list[str]) -> list[str] | None:
+    """The ``--r-names`` value of an argument vector, before the verb (None when absent)."""
+    for i, a in enumerate(argv[:-1]):
+        if a == "--r-names":
+            return [x for x in argv[i + 1].split(",") if x]
+        if not a.startswith("-"):
+            return None  # the verb: global options come before it
+    return None
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"quantformer: warning: {message}", file=sys.stderr, flush=True)
 
@@ -187,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
+    _Parser.r_names = _r_names(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -201,12 +218,13 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args, debug)
 
 
-def _namer(args):
-    """How an error names a library parameter: its flag, or the R argument when R called."""
+def _message(exc: InputError, args) -> str:
+    """The error's text naming each library parameter as its flag, or, when R called
+    (``--r-names``), as the calling R function's argument."""
     if args.r_names is None:
-        return cli_flag
+        return exc.render(cli_flag)
     r_args = [a for a in args.r_names.split(",") if a]
-    return lambda name: r_argument(name, r_args)
+    return r_flags(exc.render(lambda name: r_argument(name, r_args)), r_args)
 
 
 def _run(args, debug: bool) -> int:
@@ -215,7 +233,7 @@ def _run(args, debug: bool) -> int:
     except InputError as exc:
         if debug:
             traceback.print_exc()
-        print(f"quantformer {args.verb}: error: {exc.render(_namer(args))}", file=sys.stderr,
+        print(f"quantformer {args.verb}: error: {_message(exc, args)}", file=sys.stderr,
               flush=True)
         return 2
     except KeyboardInterrupt:

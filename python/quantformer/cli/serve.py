@@ -97,7 +97,12 @@ def _argv(request: dict) -> list[str]:
         raise ValueError("'serve' cannot be run inside the worker")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise ValueError("\"args\" must be a list of strings (the verb's CLI flags)")
-    return (["--debug"] if request.get("debug") else []) + [verb] + args
+    names = request.get("r_names")
+    if names is not None and not isinstance(names, str):
+        raise ValueError("\"r_names\" must be a string: the calling R function's arguments, "
+                         "comma-separated")
+    return (["--debug"] if request.get("debug") else []) + \
+        (["--r-names", names] if names else []) + [verb] + args
 
 
 class _Tee(io.TextIOBase):
