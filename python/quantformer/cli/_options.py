@@ -4,6 +4,8 @@ identical wherever they appear, and the argparse converters."""
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from ..models.onnx import backend as onnx_backend
 from ..train import nli
@@ -208,3 +210,11 @@ def nli_kwargs(args) -> dict:
                else nli.parse_label_phrases(args.label_phrases))
     return {"hypothesis": args.hypothesis, "label_phrases": phrases or None,
             "nli_pairs": args.nli_pairs}
+
+
+def written_files(folder: str | os.PathLike) -> str:
+    """``"a.csv, b.rds and model/"``: the files and folders in ``folder``, sorted (for the
+    closing line of the verbs that write a results folder)."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in Path(folder).iterdir()
+                   if not p.name.startswith("."))
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)

@@ -43,7 +43,7 @@ VERB_MODULES = [
     "quantformer.select.demo",
     "quantformer.infer.zeroshot",
     "quantformer.infer.embed",
-    "quantformer.select.tune",
+    "quantformer.cli.tune",
     "quantformer.select.compare",
     "quantformer.label.suggest",
     "quantformer.cli.serve",

@@ -609,7 +609,8 @@ def _run_compare(args) -> int:
     from ..cli._options import corpus_kwargs, task_kwargs
     from ..io.frames import read_frame
     from ..cli._options import nli_kwargs
-    from .tune import check_results_dir, written_files
+    from ..cli._options import written_files
+    from .tune import check_results_dir
 
     out = check_results_dir(args.out, args.overwrite)
     task = task_kwargs(args)
