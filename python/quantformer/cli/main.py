@@ -44,7 +44,7 @@ VERB_MODULES = [
     "quantformer.infer.zeroshot",
     "quantformer.infer.embed",
     "quantformer.cli.tune",
-    "quantformer.select.compare",
+    "quantformer.cli.compare",
     "quantformer.label.suggest",
     "quantformer.cli.serve",
 ]

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 from .._core.show import print_table
-from ..io.frames import read_frame
 from ..select.tune import METRIC_NAMES, check_results_dir, parse_list, tune
 from ._options import (add_corpus_options, add_device_option, add_model_option,
                        add_nli_options, add_quiet_option, add_results_dir_options,
-                       add_scheduler_option, add_task_options, corpus_kwargs, nli_kwargs,
-                       positive, task_kwargs, written_files)
+                       add_scheduler_option, add_task_options, nli_kwargs, positive,
+                       read_train_test, task_kwargs, written_files)
 
 
 def add_cli(sub) -> None:
@@ -70,10 +69,7 @@ def run(args) -> int:
     lrs = parse_list(args.lrs, float, "lrs")
     epochs = parse_list(args.epochs_grid, int, "epochs_grid")
     task = task_kwargs(args)
-    needs_label = task["label_cols"] is None
-    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
-    test = (read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
-            if args.test else None)
+    train, test = read_train_test(args, task)
     res = tune(train, test, model=args.model, lrs=lrs, epochs_grid=epochs, folds=args.folds,
                oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
                batch_size=args.batch_size, max_length=args.max_length,
