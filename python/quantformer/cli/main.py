@@ -40,7 +40,7 @@ VERB_MODULES = [
     "quantformer.measure.prevalence",
     "quantformer.measure.regress",
     "quantformer.score.calibration",
-    "quantformer.select.demo",
+    "quantformer.cli.demo",
     "quantformer.infer.zeroshot",
     "quantformer.infer.embed",
     "quantformer.cli.tune",
