@@ -45,7 +45,7 @@ VERB_MODULES = [
     "quantformer.infer.embed",
     "quantformer.cli.tune",
     "quantformer.cli.compare",
-    "quantformer.label.suggest",
+    "quantformer.cli.suggest",
     "quantformer.cli.serve",
 ]
 
