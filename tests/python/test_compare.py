@@ -109,7 +109,7 @@ def test_compare_rejects_folds_larger_than_a_sample_class():
                 quiet=True)
     assert "class 'econ' has only" in str(e.value)
     assert "training sample of 10 documents" in str(e.value) and "--folds" in str(e.value)
-    with pytest.raises(InputError, match="--repeats"):
+    with pytest.raises(InputError, match="^repeats must be"):
         compare(train, test, models="svm-bow", repeats=0, quiet=True)
 
 
@@ -200,7 +200,7 @@ def test_cli_out_refused_overwrite_replaces_and_errors_leave_the_old_folder(
     (out / "stale.csv").write_text("from an earlier run")
     assert cli.main(_compare_args(tmp_path, out, "--quiet")) == 2
     err = capsys.readouterr().err
-    assert f"'{out}' exists and is not empty; pass --overwrite (overwrite=True) or choose " \
+    assert f"'{out}' exists and is not empty; pass --overwrite or choose " \
            "another --out" in err
     assert [p.name for p in out.iterdir()] == ["stale.csv"]
 

@@ -245,7 +245,7 @@ def test_cli_bad_input_exit_2_and_nothing_written(corpus_file, tiny_bert_dir, tm
     assert "stratify docvar 'region'" in capsys.readouterr().err
     assert run([*base, "--n", "0"]) == 2
     assert run([*base, "--random-share", "2"]) == 2
-    assert "random_share must be a share between 0 and 1" in capsys.readouterr().err
+    assert "--random-share must be a share between 0 and 1" in capsys.readouterr().err
     assert not out.exists()
 
 

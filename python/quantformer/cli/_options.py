@@ -4,7 +4,10 @@ identical wherever they appear, and the argparse converters."""
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
+from ..io.frames import read_frame
 from ..models.onnx import backend as onnx_backend
 from ..train import nli
 
@@ -208,3 +211,22 @@ def nli_kwargs(args) -> dict:
                else nli.parse_label_phrases(args.label_phrases))
     return {"hypothesis": args.hypothesis, "label_phrases": phrases or None,
             "nli_pairs": args.nli_pairs}
+
+
+def written_files(folder: str | os.PathLike) -> str:
+    """``"a.csv, b.rds and model/"``: the files and folders in ``folder``, sorted (for the
+    closing line of the verbs that write a results folder)."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in Path(folder).iterdir()
+                   if not p.name.startswith("."))
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def read_train_test(args, task: dict) -> tuple:
+    """The ``--train`` and ``--test`` corpora of tune and compare (``--test`` None when not
+    given), read with the shared corpus options; each needs a label column unless ``task``
+    (from :func:`task_kwargs`) names the label columns."""
+    needs_label = task["label_cols"] is None
+    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
+    test = (read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
+            if args.test else None)
+    return train, test

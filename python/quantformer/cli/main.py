@@ -40,12 +40,12 @@ VERB_MODULES = [
     "quantformer.measure.prevalence",
     "quantformer.measure.regress",
     "quantformer.score.calibration",
-    "quantformer.select.demo",
+    "quantformer.cli.demo",
     "quantformer.infer.zeroshot",
     "quantformer.infer.embed",
-    "quantformer.select.tune",
-    "quantformer.select.compare",
-    "quantformer.label.suggest",
+    "quantformer.cli.tune",
+    "quantformer.cli.compare",
+    "quantformer.cli.suggest",
     "quantformer.cli.serve",
 ]
 

@@ -101,7 +101,7 @@ def merge_codes(frame: pd.DataFrame, coded: pd.DataFrame | None, source: str = "
         raise InputError(
             f"{int(unknown.sum())} doc_id(s) in {source} are not in the corpus, first: {shown}. "
             "Code documents of this corpus only (same doc_ids), or pass the corpus they came "
-            "from as --input")
+            "from as {input}", params=["input"])
     rows = pos[coded["doc_id"].to_numpy()].to_numpy()
     before = codes.iloc[rows].to_numpy()
     clash = np.array([b is not None and b != c for b, c in zip(before, coded["label"])],
@@ -386,29 +386,33 @@ def check_pool(pool: np.ndarray, codes: pd.Series, no_text: np.ndarray) -> None:
         raise InputError(f"all {int(codes.notna().sum())} documents with a text are already "
                          "coded, so there is nothing to suggest; add uncoded documents, or "
                          "if the corpus's label column is not your codes, rename it (a "
-                         "'label' column in --input counts as coded)")
+                         "'label' column in {input} counts as coded)", params=["input"])
 
 
 def check_args(frame, vectors, n, strategy, stratify, random_share=0.0) -> None:
     if strategy not in STRATEGIES:
-        raise InputError(f"unknown strategy '{strategy}'; use one of: {', '.join(STRATEGIES)}")
+        raise InputError(f"unknown {{strategy}} '{strategy}'; use one of: "
+                         f"{', '.join(STRATEGIES)}", params=["strategy"])
     if not 0.0 <= random_share <= 1.0:
-        raise InputError(f"random_share must be a share between 0 and 1 (e.g. 0.2 for one "
-                         f"document in five drawn at random), not {random_share!r}")
+        raise InputError(f"{{random_share}} must be a share between 0 and 1 (e.g. 0.2 for one "
+                         f"document in five drawn at random), not {random_share!r}",
+                         params=["random_share"])
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise InputError(f"n must be a whole number of documents of at least 1, not {n!r}")
+        raise InputError(f"{{n}} must be a whole number of documents of at least 1, not {n!r}",
+                         params=["n"])
     if len(frame) == 0:
         raise InputError("the corpus has no documents; give a corpus with texts to code")
     text = frame["text"] if "text" in frame.columns else pd.Series([], dtype=object)
     if len(text) and not text.fillna("").astype(str).str.strip().ne("").any():
         raise InputError("every document of the corpus has a missing or empty text, so none can "
-                         "be suggested; check --text-col (the column that holds the texts)")
+                         "be suggested; check {text_col} (the column that holds the texts)",
+                         params=["text_col"])
     if len(vectors) != len(frame):
         raise InputError(f"{len(vectors)} embedding rows for {len(frame)} documents; embed "
                          "this corpus (same rows, same order)")
     if stratify is not None and stratify not in frame.columns:
-        raise InputError(f"stratify docvar '{stratify}' is not in the corpus; its columns are: "
-                         f"{', '.join(map(str, frame.columns))}")
+        raise InputError(f"{{stratify}} docvar '{stratify}' is not in the corpus; its columns "
+                         f"are: {', '.join(map(str, frame.columns))}", params=["stratify"])
 
 
 def effective_strategy(strategy: str, codes: pd.Series, probs) -> str:
@@ -490,12 +494,12 @@ def output_frame(frame, rows, scores, strategy, guess, guess_prob) -> pd.DataFra
 # files
 
 
-def read_codes(path: str | os.PathLike, label_col: str | None = None,
-               id_col: str | None = None) -> pd.DataFrame:
+def read_codes(path: str | os.PathLike, coded_label_col: str | None = None,
+               coded_id_col: str | None = None) -> pd.DataFrame:
     """A file of codes as a frame of ``doc_id`` and ``label`` (strings; missing codes kept as
-    None). The code column is ``label_col``, else ``label``, else ``code`` (the column a
-    suggestion spreadsheet has); the id column ``id_col``, else ``doc_id``. Any other column
-    (text, docvars) is ignored.
+    None). The code column is ``coded_label_col``, else ``label``, else ``code`` (the column a
+    suggestion spreadsheet has); the id column ``coded_id_col``, else ``doc_id``. Any other
+    column (text, docvars) is ignored.
 
     Raises:
         InputError: missing or unreadable file, no id or no code column.
@@ -503,14 +507,15 @@ def read_codes(path: str | os.PathLike, label_col: str | None = None,
     from ..io.frames import _as_str_series, _check_input, _read_whole
 
     p, kind = _check_input(path, None)
-    df = _read_whole(p, kind, None, id_col)
+    df = _read_whole(p, kind, None, coded_id_col)
     df.columns = [str(c) for c in df.columns]
-    icol = id_col or "doc_id"
-    lcol = label_col or next((c for c in ("label", CODE_COL) if c in df.columns), "label")
-    for col, flag in ((icol, "--coded-id-col"), (lcol, "--coded-label-col")):
+    icol = coded_id_col or "doc_id"
+    lcol = coded_label_col or next((c for c in ("label", CODE_COL) if c in df.columns), "label")
+    for col, param in ((icol, "coded_id_col"), (lcol, "coded_label_col")):
         if col not in df.columns:
             raise InputError(f"'{path}' has no '{col}' column; its columns are: "
-                             f"{', '.join(df.columns)}. Name it with {flag}")
+                             f"{', '.join(df.columns)}. Name it with {{{param}}}",
+                             params=[param])
     return pd.DataFrame({"doc_id": _as_str_series(df[icol]).to_numpy(),
                          "label": _as_str_series(df[lcol]).to_numpy()})
 
@@ -542,91 +547,53 @@ def model_probs(model_dir: str, frame: pd.DataFrame, device: str = "auto",
 
 
 # ------------------------------------------------------------------------------------------
-# CLI
+# one round from files
 
 
-def add_cli(sub) -> None:
-    from ..cli._options import add_corpus_options, add_device_option, add_quiet_option, positive
-    from ..models.tokenize import STRATEGIES as TRUNCATIONS
+def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None = None,
+                  labelled=(), coded_label_col: str | None = None,
+                  coded_id_col: str | None = None, n: int = 50, strategy: str = "margin",
+                  seed: int = 1, stratify: str | None = None, diversity: bool = True,
+                  random_share: float = 0.0, model: str | None = None,
+                  embed_model: str | None = None, max_length: int | None = None,
+                  truncation: str = "head_tail", batch_size: int = 32, cache: bool = True,
+                  cache_dir: str | os.PathLike | None = None, device: str = "auto",
+                  quiet: bool = False) -> pd.DataFrame:
+    """One round of the ``suggest`` verb: the codes files read, the corpus embedded (cached
+    beside ``corpus_path``), the documents to code next chosen (:func:`suggest`).
 
-    p = sub.add_parser(
-        "suggest",
-        help="active learning: the uncoded documents to code next",
-        description="Choose the N uncoded documents to code next: a cold start (k-means "
-                    "centres of the embeddings) without codes, then uncertainty sampling "
-                    "(margin, least confidence, entropy) of a logistic regression over cached "
-                    "embeddings, with a diversity guard. Output: doc_id, text, docvars, rank, "
-                    "score, strategy, guess, guess_prob and an empty 'code' column to fill in.",
-    )
-    p.add_argument("--input", required=True, help="corpus file (may hold a partly coded label "
-                                                  "column, see --label-col)")
-    add_corpus_options(p)
-    p.add_argument("--labelled", action="append", default=[], metavar="CODED",
-                   help="file of codes (doc_id + label, or a filled-in suggestion spreadsheet "
-                        "with its 'code' column); repeat for several rounds")
-    p.add_argument("--coded-label-col", default=None,
-                   help="code column of the --labelled files (default: label, else code)")
-    p.add_argument("--coded-id-col", default=None,
-                   help="id column of the --labelled files (default: doc_id)")
-    p.add_argument("--n", type=positive(int), default=50, help="documents to suggest (50)")
-    p.add_argument("--strategy", default="margin", choices=STRATEGIES,
-                   help="margin (default), least_confidence, entropy, random, or cold (k-means "
-                        "centres; used automatically while fewer than two classes are coded)")
-    p.add_argument("--stratify", default=None,
-                   help="docvar whose levels a cold start spreads the documents over")
-    p.add_argument("--no-diversity", action="store_true",
-                   help="turn off the diversity guard (plain top-N uncertainty)")
-    p.add_argument("--random-share", type=float, default=0.0, metavar="SHARE",
-                   help="share of an uncertainty batch drawn at random from the pool instead "
-                        "(0 to 1; default 0): epsilon-greedy exploration")
-    p.add_argument("--seed", type=int, default=1, help="random seed (1)")
-    p.add_argument("--model", default=None,
-                   help="a fine-tuned model directory whose probabilities replace the light "
-                        "classifier (default: logistic regression over the embeddings)")
-    p.add_argument("--embed-model", default=None,
-                   help="model for the embeddings (default: the bundled all-MiniLM-L6-v2)")
-    p.add_argument("--max-length", type=positive(int), default=None,
-                   help="token limit of the embeddings (default: the model's, 256 for MiniLM)")
-    p.add_argument("--truncation", default="head_tail", choices=TRUNCATIONS,
-                   help="how long documents are cut for the embeddings (head_tail)")
-    p.add_argument("--batch-size", type=positive(int), default=32,
-                   help="documents per forward pass (32)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="do not read or write the embedding cache beside the corpus")
-    p.add_argument("--cache-dir", default=None,
-                   help="folder for the embedding cache (default: beside the corpus file)")
-    add_device_option(p)
-    add_quiet_option(p)
-    p.add_argument("--out", required=True, help="output file (.csv for a spreadsheet, .rds, ...)")
-    p.set_defaults(func=_run_suggest)
+    The arguments and the codes are checked before any model loads.
 
+    Args:
+        frame: corpus frame read from ``corpus_path`` (``doc_id``, ``text``, docvars, maybe
+            a partly coded ``label`` column).
+        corpus_path: the corpus file, whose content keys the embedding cache (None: no cache).
+        labelled: files of codes (see :func:`read_codes`), e.g. filled-in suggestion sheets.
+        coded_label_col, coded_id_col: the code and id columns of the ``labelled`` files.
+        n, strategy, seed, stratify, diversity, random_share: as in :func:`suggest`.
+        model: a fine-tuned model directory whose class probabilities replace the light
+            classifier (None: logistic regression over the embeddings).
+        embed_model, max_length, truncation, batch_size, cache, cache_dir, device, quiet: the
+            embeddings, as in :func:`embed_corpus` (``embed_model`` is its ``model``).
 
-def _run_suggest(args) -> int:
-    from ..cli._options import corpus_kwargs
-    from ..io.frames import check_output_path, read_frame, write_frame
+    Returns:
+        The suggestion table of :func:`suggest`.
 
-    check_output_path(args.out)
-    frame = read_frame(args.input, **corpus_kwargs(args))
-    coded = combine_codes([read_codes(f, args.coded_label_col, args.coded_id_col)
-                           for f in args.labelled], args.labelled)
-    check_args(frame, np.zeros((len(frame), 1)), args.n, args.strategy, args.stratify,
-               args.random_share)
-    merge_codes(frame, coded, ", ".join(args.labelled))  # errors before any model loads
-    vectors = embed_corpus(frame, args.embed_model, corpus_path=args.input,
-                           cache=not args.no_cache, cache_dir=args.cache_dir,
-                           max_length=args.max_length,
-                           truncation=args.truncation, batch_size=args.batch_size,
-                           device=args.device, quiet=args.quiet)
-    probs, labels = (model_probs(args.model, frame, args.device, args.quiet)
-                     if args.model else (None, None))
-    out = suggest(frame, vectors, coded=coded, n=args.n, strategy=args.strategy,
-                  seed=args.seed, stratify=args.stratify, probs=probs, prob_labels=labels,
-                  diversity=not args.no_diversity, random_share=args.random_share)
-    write_frame(out, args.out)
-    ran = out["strategy"].iloc[0] if len(out) else args.strategy
-    print(f"suggested {len(out)} document(s) to code next ({ran}); wrote {args.out}: fill in "
-          f"its '{CODE_COL}' column and pass it back with --labelled")
-    return 0
+    Raises:
+        InputError: see :func:`suggest`, :func:`read_codes` and :func:`combine_codes`.
+    """
+    labelled = [str(f) for f in labelled]
+    coded = combine_codes([read_codes(f, coded_label_col, coded_id_col) for f in labelled],
+                          labelled)
+    check_args(frame, np.zeros((len(frame), 1)), n, strategy, stratify, random_share)
+    merge_codes(frame, coded, ", ".join(labelled))  # errors before any model loads
+    vectors = embed_corpus(frame, embed_model, corpus_path=corpus_path, cache=cache,
+                           cache_dir=cache_dir, max_length=max_length, truncation=truncation,
+                           batch_size=batch_size, device=device, quiet=quiet)
+    probs, labels = model_probs(model, frame, device, quiet) if model else (None, None)
+    return suggest(frame, vectors, coded=coded, n=n, strategy=strategy, seed=seed,
+                   stratify=stratify, probs=probs, prob_labels=labels, diversity=diversity,
+                   random_share=random_share)
 
 
 from .._core.callable import make_callable  # noqa: E402

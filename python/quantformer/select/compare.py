@@ -23,7 +23,6 @@ on it and scored on the whole test set. Models:
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -230,42 +229,80 @@ def compare(
 def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
              finetune_kwargs, fitters, title, scheduler=None, task="classification",
              label_cols=None, label_sep=None, nli_options=None) -> CompareResult:
-    import functools
-
-    from ..train.baselines import WordVectors, check_folds, training_rows
-    from ..scale.dask import map_runs
-
-    from ..train.arguments import check_arguments
-
     from ..train.scoring import make_scoring
-    from .methods import compare_kwargs
 
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
-    given = sorted({"task", "label_cols", "label_sep", "hypothesis", "label_phrases",
-                    "nli_pairs"} & set(finetune_kwargs or {}))
-    if given:
-        raise InputError(f"give {', '.join(given)} to compare itself ("
-                         f"{', '.join(g + '=' for g in given)}; "
-                         f"{', '.join('--' + g.replace('_', '-') for g in given)}), not in "
-                         "finetune_kwargs")
-    check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
+    _check_finetune_kwargs(finetune_kwargs)
     scoring = make_scoring(task, label_cols, label_sep)
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
-        raise InputError(f"--repeats must be a whole number of at least 1, not {repeats!r}")
+        raise InputError(f"{{repeats}} must be a whole number of at least 1, not {repeats!r}",
+                         params=["repeats"])
     if task != "classification":
-        from .compare_tasks import compare_task
-
-        names = _task_model_names(models, task)
-        compare_kwargs(names, model=model, labels=[], **(nli_options or {}))  # refused
-        if fitters:
-            raise InputError("fitters= (extra models) are for classification comparisons")
-        return compare_task(train, test, scoring=scoring, names=names, model=model,
-                            train_sizes=train_sizes, repeats=repeats, seed=seed, folds=folds,
-                            quiet=quiet, finetune_kwargs=finetune_kwargs, title=title,
-                            scheduler=scheduler)
+        return _compare_task(train, test, scoring=scoring, models=models, model=model,
+                             train_sizes=train_sizes, repeats=repeats, seed=seed, folds=folds,
+                             quiet=quiet, finetune_kwargs=finetune_kwargs, fitters=fitters,
+                             title=title, scheduler=scheduler, nli_options=nli_options)
     names = parse_models(MODELS if models is None else models)
     if fitters:
         names = names + [n for n in fitters if n not in names and n not in KNOWN]
+    data, test, n_test_all, sizes, method_options, vec, samples = _prepare(
+        train, test, names=names, model=model, train_sizes=train_sizes, repeats=repeats,
+        seed=seed, folds=folds, vectors=vectors, nli_options=nli_options)
+    descriptions = {n: describe(n, model, vectors) if n in KNOWN else n for n in names}
+    say(f"compare: {len(names)} model(s) x {len(sizes)} size(s) x {repeats} repeat(s) = "
+        f"{len(names) * len(samples)} runs; test set {len(test)} documents")
+    results, runs = _run_plan(names, samples, test, say=say, scheduler=scheduler, seed=seed,
+                              folds=folds, vectors=vec, model=model,
+                              finetune_kwargs=finetune_kwargs, fitters=fitters,
+                              method_options=method_options)
+    table = build_table(results, names, descriptions)
+    summary = _summary(results, descriptions, data=data, test=test, n_test_all=n_test_all,
+                       sizes=sizes, names=names, title=title, model=model, repeats=repeats,
+                       seed=seed, folds=folds, vectors=vectors)
+    if "nli" in method_options:
+        summary["nli"] = {k: v for k, v in method_options["nli"].items() if k != "method"}
+    return CompareResult(results=results, table=table, runs=runs, summary=summary)
+
+
+def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
+    """Refuse compare's own options in ``finetune_kwargs``, and fine-tuning arguments that
+    finetune's parameter table refuses."""
+    from ..train.arguments import check_arguments
+
+    given = sorted({"task", "label_cols", "label_sep", "hypothesis", "label_phrases",
+                    "nli_pairs"} & set(finetune_kwargs or {}))
+    if given:
+        raise InputError(f"give {', '.join('{' + g + '}' for g in given)} to compare itself, "
+                         "not in finetune_kwargs", params=given)
+    check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
+
+
+def _compare_task(train, test, *, scoring, models, model, fitters, nli_options,
+                  **kw) -> CompareResult:
+    """A regression or multi-label comparison (:func:`quantformer.select.compare_tasks.
+    compare_task`), after refusing the options that are for classification only."""
+    from .compare_tasks import compare_task
+    from .methods import compare_kwargs
+
+    names = task_model_names(models, scoring.task)
+    compare_kwargs(names, model=model, labels=[], **(nli_options or {}))  # refused
+    if fitters:
+        raise InputError("fitters= (extra models) are for classification comparisons")
+    return compare_task(train, test, scoring=scoring, names=names, model=model, **kw)
+
+
+def _prepare(train, test, *, names, model, train_sizes, repeats, seed, folds, vectors,
+             nli_options):
+    """Everything checked before the first run: the training and test rows, the sizes, the
+    fine-tuned models' options, the word vectors and the samples (with their CV folds).
+
+    Returns:
+        ``(data, test, n_test_all, sizes, method_options, vectors, samples)``; ``samples``
+        maps ``(size, repeat)`` to a training sample.
+    """
+    from ..train.baselines import WordVectors, check_folds, training_rows
+    from .methods import compare_kwargs
+
     data = training_rows(train, "training data")
     n_test_all = len(test)
     test = training_rows(test, "test data", "cannot be scored and are left out of the scores")
@@ -282,22 +319,26 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
         for (s, r), smp in samples.items():
             check_folds(smp["label"], folds,
                         where=f"the training sample of {s} documents (repeat {r})")
-    descriptions = {n: describe(n, model, vectors) if n in KNOWN else n for n in names}
-    n_runs = len(names) * len(samples)
-    say(f"compare: {len(names)} model(s) x {len(sizes)} size(s) x {repeats} repeat(s) = "
-        f"{n_runs} runs; test set {len(test)} documents")
+    return data, test, n_test_all, sizes, method_options, vec, samples
+
+
+def _run_plan(names, samples, test, *, say, scheduler, **kw) -> tuple[pd.DataFrame, list]:
+    """Every (size, repeat, model) run, serially or over ``scheduler``, with a progress line
+    as each finishes: the long results frame and the runs' hyperparameters."""
+    import functools
+
+    from ..scale.dask import map_runs
+
     plan = [(s, r, name) for (s, r) in samples for name in names]
     done = []
 
     def report(i: int, res: dict) -> None:
         done.append(i)
         s, r, name = plan[i]
-        say(f"  run {len(done)}/{n_runs}: {name}, n = {s}, repeat {r}: macro-F1 "
+        say(f"  run {len(done)}/{len(plan)}: {name}, n = {s}, repeat {r}: macro-F1 "
             f"{res['macro_f1']:.4f} ({res['seconds']:.0f} s)")
 
-    task = functools.partial(_run_planned, samples=samples, test=test, seed=seed, folds=folds,
-                             vectors=vec, model=model, finetune_kwargs=finetune_kwargs,
-                             fitters=fitters, method_options=method_options)
+    task = functools.partial(_run_planned, samples=samples, test=test, **kw)
     rows, runs = [], []
     for (s, r, name), res in zip(plan, map_runs(task, plan, scheduler, on_result=report)):
         rows.append({"model": name, "train_size": s, "repeat": r,
@@ -308,24 +349,30 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
                                           "accuracy", "seconds"])
     results["train_size"] = results["train_size"].astype("int64")
     results["repeat"] = results["repeat"].astype("int64")
-    table = build_table(results, names, descriptions)
+    return results, runs
+
+
+def _summary(results, descriptions, *, data, test, n_test_all, sizes, names, title, model,
+             repeats, seed, folds, vectors) -> dict:
+    """``summary`` of :class:`CompareResult`: settings, counts and the margins per size."""
     from ..models.hub import model_label
 
-    summary = {"title": title, "models": descriptions, "transformer": model_label(model),
-               "train_sizes": sizes, "repeats": repeats, "seed": seed, "folds": folds,
-               "vectors": (vectors or "MiniLM input embeddings (all-MiniLM-L6-v2)")
-               if any(n.endswith("-vec") for n in names) else None,
-               "n_train": len(data), "n_test": len(test),
-               "n_test_unscored": n_test_all - len(test),
-               "labels": sorted(set(data["label"]) | set(test["label"])),
-               "by_size": margins(results)}
-    if "nli" in method_options:
-        summary["nli"] = {k: v for k, v in method_options["nli"].items() if k != "method"}
-    return CompareResult(results=results, table=table, runs=runs, summary=summary)
+    return {"title": title, "models": descriptions, "transformer": model_label(model),
+            "train_sizes": sizes, "repeats": repeats, "seed": seed, "folds": folds,
+            "vectors": (vectors or "MiniLM input embeddings (all-MiniLM-L6-v2)")
+            if any(n.endswith("-vec") for n in names) else None,
+            "n_train": len(data), "n_test": len(test),
+            "n_test_unscored": n_test_all - len(test),
+            "labels": sorted(set(data["label"]) | set(test["label"])),
+            "by_size": margins(results)}
 
 
-def _task_model_names(models, task: str) -> list[str]:
-    """The models of a regression / multi-label comparison (``None``: all of the task's)."""
+def task_model_names(models, task: str) -> list[str]:
+    """The models of a regression / multi-label comparison (``None``: all of the task's).
+
+    Raises:
+        InputError: a model that is classification only, or a model named twice.
+    """
     from ..train.task_baselines import TASK_BASELINES, check_task_models
 
     if models is None:
@@ -333,7 +380,7 @@ def _task_model_names(models, task: str) -> list[str]:
     names = split_names(models)
     check_task_models(names, task)
     if not names or len(set(names)) != len(names):
-        raise InputError("--models must name each model once")
+        raise InputError("{models} must name each model once", params=["models"])
     return names
 
 
@@ -343,97 +390,6 @@ def nli_note(options: dict) -> str:
                         for c, p in options["label_phrases"].items())
     return (f"nli: hypothesis template '{options['hypothesis']}', class hypotheses {phrases}; "
             f"training pairs {options['nli_pairs']}.")
-
-
-# --------------------------------------------------------------------------------------------
-# CLI
-
-
-def add_cli(sub) -> None:
-    from ..cli._options import (add_corpus_options, add_device_option, add_model_option,
-        add_quiet_option, add_results_dir_options, add_scheduler_option, add_task_options,
-        positive)
-
-    p = sub.add_parser(
-        "compare",
-        help="fine-tuned Transformer vs SVM/XGBoost baselines by training size (Table 1)",
-        description="Train each model on stratified samples of each training size (repeated "
-                    "draws) and score it on the test set, as in Wankmüller (2022) Table 1 and "
-                    "Figure 10. Writes results.csv/.rds (one row per model x size x repeat), "
-                    "table.csv/.rds/.md (mean and min-max per size), figure10.png and "
-                    "summary.json into --out (a new or empty folder, or --overwrite).",
-    )
-    p.add_argument("--train", required=True, help="labelled training corpus file")
-    p.add_argument("--test", required=True, help="labelled test corpus file")
-    add_corpus_options(p)
-    p.add_argument("--models", default=None,
-                   help=f"comma-separated models, in table order (default: all of the task's; "
-                        f"classification: {','.join(MODELS)}, also setfit: SetFit few-shot "
-                        "fine-tuning, and nli: --model is an NLI model fine-tuned on the "
-                        "classes as hypotheses, see --hypothesis, --label-phrases; regression: "
-                        "default,ridge-bow; multilabel: default,logit-bow,svm-bow)")
-    add_model_option(p, " for the 'default' Transformer")
-    p.add_argument("--train-sizes", default=None,
-                   help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "
-                        "training documents)")
-    p.add_argument("--repeats", type=positive(int), default=5, help="draws per training size (5)")
-    p.add_argument("--seed", type=int, default=1, help="base seed (1)")
-    p.add_argument("--folds", type=int, default=5, help="CV folds for tuning the baselines (5)")
-    add_task_options(p, "regression is scored by RMSE, MAE, Pearson, Spearman, R^2 against "
-                        "ridge-bow; multilabel by macro-/micro-F1 and per-label F1 against "
-                        "one-vs-rest logit-bow and svm-bow")
-    p.add_argument("--vectors", default=None,
-                   help="GloVe/word2vec text file for svm-vec/xgb-vec (default: averaged "
-                        "MiniLM input embeddings)")
-    p.add_argument("--epochs", type=positive(int), default=None,
-                   help="fine-tuning epochs (default by model size)")
-    p.add_argument("--lr", type=positive(float), default=None,
-                   help="fine-tuning learning rate (default by model size)")
-    p.add_argument("--max-length", type=positive(int), default=512,
-                   help="tokens per document for the Transformer (512)")
-    add_device_option(p)
-    add_quiet_option(p)
-    add_scheduler_option(p)
-    add_results_dir_options(p)
-    from ..cli._options import add_nli_options as add_cli_options
-
-    add_cli_options(p, "the nli model of --models")
-    p.set_defaults(func=_run_compare)
-
-
-def _run_compare(args) -> int:
-    from .._core.show import print_table
-    from ..cli._options import corpus_kwargs, task_kwargs
-    from ..io.frames import read_frame
-    from ..cli._options import nli_kwargs
-    from .tune import check_results_dir, written_files
-
-    out = check_results_dir(args.out, args.overwrite)
-    task = task_kwargs(args)
-    names = (parse_models(args.models or MODELS) if task["task"] == "classification"
-             else _task_model_names(args.models, task["task"]))
-    needs_label = task["label_cols"] is None
-    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
-    test = read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
-    ft = {"max_length": args.max_length, "device": args.device}
-    if args.epochs is not None:
-        ft["epochs"] = args.epochs
-    if args.lr is not None:
-        ft["lr"] = args.lr
-    with warnings.catch_warnings():
-        warnings.filterwarnings("once")
-        res = compare(train, test, models=names, model=args.model,
-                      train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
-                      folds=args.folds, vectors=args.vectors, quiet=args.quiet,
-                      finetune_kwargs=ft, title=Path(args.train).name,
-                      scheduler=args.scheduler, **nli_kwargs(args), **task)
-    res.save(out, overwrite=args.overwrite)
-    if not args.quiet:
-        name = METRIC_LABEL[res.summary.get("metric", "macro_f1")]
-        print_table(res.table.drop(columns="description").set_index("model"),
-                    title=f"{name} on the test set (Table 1 style)")
-    print(f"wrote {written_files(out)} to {out}")
-    return 0
 
 
 make_callable(__name__, "compare")

@@ -96,11 +96,11 @@ def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
     """
     p = Path(out)
     if p.exists() and not p.is_dir():
-        raise InputError(f"--out '{out}' is a file, not a folder; choose another --out for the "
-                         "results folder")
+        raise InputError(f"{{out}} '{out}' is a file, not a folder; choose another {{out}} for "
+                         "the results folder", params=["out"])
     if p.is_dir() and not overwrite and any(p.iterdir()):
-        raise InputError(f"--out '{out}' exists and is not empty; pass --overwrite "
-                         "(overwrite=True) or choose another --out")
+        raise InputError(f"{{out}} '{out}' exists and is not empty; pass {{overwrite}} or "
+                         "choose another {out}", params=["out", "overwrite"])
     return p
 
 
@@ -134,14 +134,21 @@ def write_table(df: pd.DataFrame, out_dir: Path, stem: str, kinds=("csv", "rds")
         write_frame(df, out_dir / f"{stem}.{k}")
 
 
-def parse_list(text: str | None, kind, flag: str) -> list | None:
-    """Parse a comma-separated CLI list of positive numbers (``"1e-5,2e-5"``).
+def parse_list(text: str | None, kind, name: str) -> list | None:
+    """Parse a comma-separated list of positive numbers (``"1e-5,2e-5"``).
+
+    Args:
+        text: the list, or None (returned as it is).
+        kind: ``int`` or ``float``.
+        name: the parameter that holds the list (``lrs``), named in errors; a flag spelling
+            (``--train-sizes``) names the same parameter (``train_sizes``).
 
     Raises:
-        InputError: an item that is not a ``kind`` greater than 0.
+        InputError: an item that is not a ``kind`` greater than 0, or no item at all.
     """
     if text is None:
         return None
+    name = name.lstrip("-").replace("-", "_")
     out = []
     for item in str(text).split(","):
         item = item.strip()
@@ -151,11 +158,11 @@ def parse_list(text: str | None, kind, flag: str) -> list | None:
             v = None
         if v is None or not v > 0 or (kind is float and not math.isfinite(v)):
             what = "whole numbers" if kind is int else "numbers"
-            raise InputError(f"{flag} must be comma-separated {what} greater than 0; "
-                             f"'{item}' is not")
+            raise InputError(f"{{{name}}} must be comma-separated {what} greater than 0; "
+                             f"'{item}' is not", params=[name])
         out.append(v)
     if not out:
-        raise InputError(f"{flag} is empty")
+        raise InputError(f"{{{name}}} is empty", params=[name])
     return out
 
 
@@ -438,21 +445,10 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
     scoring.check(data, folds, oversample)
     if method == "nli" and fit_fn is None:
         check_nli_model(model, labels, method_kw["label_phrases"])
-    if lrs is None or epochs_grid is None:
-        d_lrs, d_epochs = default_grid(model, method)
-        lrs = d_lrs if lrs is None else lrs
-        epochs_grid = d_epochs if epochs_grid is None else epochs_grid
-    lrs = sorted(set(float(x) for x in parse_list(",".join(map(str, lrs)), float, "--lrs")))
-    epochs_grid = sorted(set(parse_list(",".join(map(str, epochs_grid)), int,
-                                        "--epochs-grid")))
+    lrs, epochs_grid = _grid(model, method, lrs, epochs_grid)
     configs = [(lr, ep) for ep in epochs_grid for lr in lrs]
     n_runs = len(configs) * folds + (1 if refit else 0)
-    if max_runs is not None and n_runs > max_runs:
-        raise InputError(
-            f"the grid needs {n_runs} fine-tuning runs ({len(lrs)} learning rates x "
-            f"{len(epochs_grid)} epochs x {folds} folds{' + 1 refit' if refit else ''}), more "
-            f"than --max-runs {max_runs}; shrink --lrs or --epochs-grid, use fewer --folds, or "
-            "raise --max-runs")
+    _check_max_runs(n_runs, max_runs, len(lrs), len(epochs_grid), folds, refit)
     if test is not None:  # checked before any run; every row is predicted after the refit
         test = test.reset_index(drop=True)
         test_rows = _test_rows(scoring, test)
@@ -468,13 +464,9 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
            f"{' + 1 refit' if refit else ''} = {n_runs} fine-tuning runs of "
            f"{model_label(model)} on {len(data)} documents")
     if estimate and fit_fn is None and method == "standard":
-        rng = np.random.default_rng(seed)
-        sample = data["text"].to_numpy()[rng.permutation(len(data))[:batch_size]].tolist()
-        step = step_seconds(model, sample, batch_size=batch_size, max_length=max_length,
-                            truncation=truncation, device=device,
-                            n_labels=max(len(labels), 2))  # the head hardly changes the time
-        msg += (f"; estimated {format_seconds(estimate_seconds(plan, step, batch_size))} "
-                f"({step:.2f} s per training step of {batch_size} documents)")
+        msg += _estimate_note(model, data, plan, seed=seed, batch_size=batch_size,
+                              max_length=max_length, truncation=truncation, device=device,
+                              n_labels=len(labels))
     say(msg)
     cv_runs = [(lr, ep, k, tr, va) for lr, ep in configs
                for k, (tr, va) in enumerate(splits, start=1)]
@@ -505,6 +497,42 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
 
 METRIC_NAMES = {"macro_f1": "macro-F1", "rmse": "RMSE", "pearson": "Pearson r",
                 "micro_f1": "micro-F1"}
+
+
+def _grid(model, method: str, lrs, epochs_grid) -> tuple[list[float], list[int]]:
+    """The grid's learning rates and epochs, sorted and checked; the method's and model's
+    default for the one not given."""
+    if lrs is None or epochs_grid is None:
+        d_lrs, d_epochs = default_grid(model, method)
+        lrs = d_lrs if lrs is None else lrs
+        epochs_grid = d_epochs if epochs_grid is None else epochs_grid
+    lrs = sorted(set(float(x) for x in parse_list(",".join(map(str, lrs)), float, "lrs")))
+    epochs_grid = sorted(set(parse_list(",".join(map(str, epochs_grid)), int, "epochs_grid")))
+    return lrs, epochs_grid
+
+
+def _check_max_runs(n_runs: int, max_runs: int | None, n_lrs: int, n_epochs: int, folds: int,
+                    refit: bool) -> None:
+    """Refuse a grid that needs more than ``max_runs`` fine-tuning runs."""
+    if max_runs is not None and n_runs > max_runs:
+        raise InputError(
+            f"the grid needs {n_runs} fine-tuning runs ({n_lrs} learning rates x "
+            f"{n_epochs} epochs x {folds} folds{' + 1 refit' if refit else ''}), more "
+            f"than {{max_runs}} {max_runs}; shrink {{lrs}} or {{epochs_grid}}, use fewer "
+            "{folds}, or raise {max_runs}", params=["max_runs", "lrs", "epochs_grid", "folds"])
+
+
+def _estimate_note(model, data: pd.DataFrame, plan, *, seed: int, batch_size: int,
+                   max_length: int, truncation: str, device: str, n_labels: int) -> str:
+    """``"; estimated 12 min (0.40 s per training step of 16 documents)"``: one training step
+    measured on a seeded batch of ``data``, scaled to the runs of ``plan``."""
+    rng = np.random.default_rng(seed)
+    sample = data["text"].to_numpy()[rng.permutation(len(data))[:batch_size]].tolist()
+    step = step_seconds(model, sample, batch_size=batch_size, max_length=max_length,
+                        truncation=truncation, device=device,
+                        n_labels=max(n_labels, 2))  # the head hardly changes the time
+    return (f"; estimated {format_seconds(estimate_seconds(plan, step, batch_size))} "
+            f"({step:.2f} s per training step of {batch_size} documents)")
 
 
 def _best(top: pd.Series, scoring) -> dict:
@@ -623,111 +651,6 @@ def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:
                  f"out of the test report, which scores the other {len(no_label) - n_out}")
     warnings.warn(f"of the {len(no_label)} test document(s), " + "; ".join(parts),
                   stacklevel=3)
-
-
-# --------------------------------------------------------------------------------------------
-# CLI
-
-
-def add_cli(sub) -> None:
-    from ..cli._options import (add_corpus_options, add_device_option, add_model_option,
-        add_quiet_option, add_results_dir_options, add_scheduler_option, add_task_options,
-        positive)
-
-    p = sub.add_parser(
-        "tune",
-        help="cross-validated grid search over learning rate x epochs, refit, test",
-        description="Stratified k-fold grid search for fine-tuning (Wankmüller 2022, section "
-                    "6.4): every learning rate x epochs pair is fine-tuned on each training "
-                    "fold and scored by macro-F1 on the held-out fold; the best (ties: fewer "
-                    "epochs, then lower rate) is refit on all training data and scored on "
-                    "--test. Writes cv_results.csv/.rds, cv_summary.csv/.rds, best.json, "
-                    "model/ and, with --test, test_predictions.csv/.rds (every test document, "
-                    "in order) and test_report.json into --out (a new or empty folder, or "
-                    "--overwrite).",
-    )
-    p.add_argument("--train", required=True, help="labelled training corpus file")
-    p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
-    add_corpus_options(p)
-    add_model_option(p)
-    p.add_argument("--method", default="standard", choices=("standard", "setfit", "nli"),
-                   help="standard fine-tuning; setfit (few-shot; the grid is then over body "
-                        "learning rates x pair epochs, default 2e-5,5e-5,1e-4 x 1,2); or nli "
-                        "(an NLI --model fine-tuned on the classes as hypotheses, Laurer et al. "
-                        "2023; default grid 1e-5,2e-5,5e-5 x 7,10)")
-    p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
-                   help="setfit: pairs drawn per training document and direction, in every "
-                        "run (5)")
-    from ..cli._options import add_nli_options as add_cli_options
-
-    add_cli_options(p)
-    p.add_argument("--lrs", default=None,
-                   help="comma-separated learning rates (default by model size: small "
-                        "5e-5,8e-5,1e-4; base 1e-5,2e-5,3e-5; large 5e-6,1e-5,2e-5)")
-    p.add_argument("--epochs-grid", default=None,
-                   help="comma-separated epochs (default: small 3,4,5; base/large 2,3,4)")
-    p.add_argument("--folds", type=int, default=5, help="stratified CV folds (5)")
-    p.add_argument("--oversample", type=float, default=None,
-                   help="oversample training folds to this minority:majority ratio (e.g. "
-                        "0.25); validation folds are never oversampled")
-    p.add_argument("--max-runs", type=int, default=None,
-                   help="refuse to start when the grid needs more fine-tuning runs than this")
-    p.add_argument("--seed", type=int, default=1, help="seed of the folds and the runs (1)")
-    add_task_options(p, "regression selects the lowest RMSE, multilabel the best macro-F1 "
-                        "over labels; both use plain shuffled folds")
-    p.add_argument("--batch-size", type=positive(int), default=16,
-                   help="training batch size (16)")
-    p.add_argument("--max-length", type=positive(int), default=512,
-                   help="tokens per document, special tokens included (512)")
-    p.add_argument("--truncation", default="head_tail", choices=("head_tail", "head", "tail"),
-                   help="how long documents are cut (head_tail)")
-    add_device_option(p)
-    add_quiet_option(p)
-    add_scheduler_option(p)
-    add_results_dir_options(p)
-    p.set_defaults(func=_run_tune)
-
-
-def _run_tune(args) -> int:
-    from .._core.show import print_table
-    from ..cli._options import corpus_kwargs, task_kwargs
-    from ..io.frames import read_frame
-    from ..cli._options import nli_kwargs
-
-    out = check_results_dir(args.out, args.overwrite)
-    lrs = parse_list(args.lrs, float, "--lrs")
-    epochs = parse_list(args.epochs_grid, int, "--epochs-grid")
-    task = task_kwargs(args)
-    needs_label = task["label_cols"] is None
-    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
-    test = (read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
-            if args.test else None)
-    res = tune(train, test, model=args.model, lrs=lrs, epochs_grid=epochs, folds=args.folds,
-               oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
-               batch_size=args.batch_size, max_length=args.max_length,
-               truncation=args.truncation, device=args.device, quiet=args.quiet,
-               scheduler=args.scheduler, method=args.method,
-               setfit_iterations=args.setfit_iterations, **nli_kwargs(args), **task)
-    res.info["train"] = str(args.train)
-    if args.test:
-        res.info["test"] = str(args.test)
-    res.save(out, overwrite=args.overwrite)
-    if not args.quiet:
-        # learning rates as written (5e-05), not rounded to the table's 4 decimals
-        table = res.cv_summary.assign(lr=[f"{v:g}" for v in res.cv_summary["lr"]])
-        name = METRIC_NAMES[res.info.get("metric", "macro_f1")]
-        print_table(table.set_index(["lr", "epochs"]),
-                    title=f"cross-validated {name} per configuration")
-    print(f"wrote {written_files(out)} to {out}")
-    return 0
-
-
-def written_files(folder: str | os.PathLike) -> str:
-    """``"a.csv, b.rds and model/"``: the files and folders in ``folder``, sorted (for the
-    CLI's closing line)."""
-    names = sorted(p.name + ("/" if p.is_dir() else "") for p in Path(folder).iterdir()
-                   if not p.name.startswith("."))
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 make_callable(__name__, "tune")

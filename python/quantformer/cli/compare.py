@@ -1,0 +1,88 @@
+"""``quantformer compare``: fine-tuned Transformer vs SVM/XGBoost baselines by training size
+(:func:`quantformer.select.compare.compare`)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from .._core.show import print_table
+from ..select.compare import METRIC_LABEL, MODELS, compare, parse_models, task_model_names
+from ..select.tune import check_results_dir
+from ._options import (add_corpus_options, add_device_option, add_model_option,
+                       add_nli_options, add_quiet_option, add_results_dir_options,
+                       add_scheduler_option, add_task_options, nli_kwargs, positive,
+                       read_train_test, task_kwargs, written_files)
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="fine-tuned Transformer vs SVM/XGBoost baselines by training size (Table 1)",
+        description="Train each model on stratified samples of each training size (repeated "
+                    "draws) and score it on the test set, as in Wankmüller (2022) Table 1 and "
+                    "Figure 10. Writes results.csv/.rds (one row per model x size x repeat), "
+                    "table.csv/.rds/.md (mean and min-max per size), figure10.png and "
+                    "summary.json into --out (a new or empty folder, or --overwrite).",
+    )
+    p.add_argument("--train", required=True, help="labelled training corpus file")
+    p.add_argument("--test", required=True, help="labelled test corpus file")
+    add_corpus_options(p)
+    p.add_argument("--models", default=None,
+                   help=f"comma-separated models, in table order (default: all of the task's; "
+                        f"classification: {','.join(MODELS)}, also setfit: SetFit few-shot "
+                        "fine-tuning, and nli: --model is an NLI model fine-tuned on the "
+                        "classes as hypotheses, see --hypothesis, --label-phrases; regression: "
+                        "default,ridge-bow; multilabel: default,logit-bow,svm-bow)")
+    add_model_option(p, " for the 'default' Transformer")
+    p.add_argument("--train-sizes", default=None,
+                   help="comma-separated training sizes, e.g. 500,1000,2000 (default: all "
+                        "training documents)")
+    p.add_argument("--repeats", type=positive(int), default=5, help="draws per training size (5)")
+    p.add_argument("--seed", type=int, default=1, help="base seed (1)")
+    p.add_argument("--folds", type=int, default=5, help="CV folds for tuning the baselines (5)")
+    add_task_options(p, "regression is scored by RMSE, MAE, Pearson, Spearman, R^2 against "
+                        "ridge-bow; multilabel by macro-/micro-F1 and per-label F1 against "
+                        "one-vs-rest logit-bow and svm-bow")
+    p.add_argument("--vectors", default=None,
+                   help="GloVe/word2vec text file for svm-vec/xgb-vec (default: averaged "
+                        "MiniLM input embeddings)")
+    p.add_argument("--epochs", type=positive(int), default=None,
+                   help="fine-tuning epochs (default by model size)")
+    p.add_argument("--lr", type=positive(float), default=None,
+                   help="fine-tuning learning rate (default by model size)")
+    p.add_argument("--max-length", type=positive(int), default=512,
+                   help="tokens per document for the Transformer (512)")
+    add_device_option(p)
+    add_quiet_option(p)
+    add_scheduler_option(p)
+    add_results_dir_options(p)
+    add_nli_options(p, "the nli model of --models")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    out = check_results_dir(args.out, args.overwrite)
+    task = task_kwargs(args)
+    names = (parse_models(args.models or MODELS) if task["task"] == "classification"
+             else task_model_names(args.models, task["task"]))
+    train, test = read_train_test(args, task)
+    ft = {"max_length": args.max_length, "device": args.device}
+    if args.epochs is not None:
+        ft["epochs"] = args.epochs
+    if args.lr is not None:
+        ft["lr"] = args.lr
+    with warnings.catch_warnings():
+        warnings.filterwarnings("once")
+        res = compare(train, test, models=names, model=args.model,
+                      train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
+                      folds=args.folds, vectors=args.vectors, quiet=args.quiet,
+                      finetune_kwargs=ft, title=Path(args.train).name,
+                      scheduler=args.scheduler, **nli_kwargs(args), **task)
+    res.save(out, overwrite=args.overwrite)
+    if not args.quiet:
+        name = METRIC_LABEL[res.summary.get("metric", "macro_f1")]
+        print_table(res.table.drop(columns="description").set_index("model"),
+                    title=f"{name} on the test set (Table 1 style)")
+    print(f"wrote {written_files(out)} to {out}")
+    return 0
