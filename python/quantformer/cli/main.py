@@ -32,7 +32,7 @@ from .._core.show import print_json
 
 # modules that define add_cli(sub), in the order their verbs are listed in --help
 VERB_MODULES = [
-    "quantformer.models.tokenize",
+    "quantformer.cli.tokenize",
     "quantformer.cli.example",
     "quantformer.train.finetune",
     "quantformer.infer.classifier",
