@@ -27,7 +27,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "in_format": ("--format", ("format",)),
 }
 # switches: in R they are passed as `name = TRUE`
-SWITCHES = ("overwrite", "keep_text", "multi_label", "resume", "quiet")
+SWITCHES = ("overwrite", "keep_text", "multi_label", "resume", "quiet", "calibrated")
 
 
 def cli_flag(name: str) -> str:

@@ -39,7 +39,7 @@ VERB_MODULES = [
     "quantformer.score.evaluate",
     "quantformer.measure.prevalence",
     "quantformer.measure.regress",
-    "quantformer.score.calibration",
+    "quantformer.cli.calibrate",
     "quantformer.select.demo",
     "quantformer.infer.zeroshot",
     "quantformer.infer.embed",
