@@ -220,7 +220,7 @@ def test_bad_gold_input_is_refused(change, message):
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "plugin"}, "method must be one of ppi, naive, gold"),
     ({"level": 1.5}, "level must be in"),
-    ({"by": "nope"}, "--by column.*nope"),
+    ({"by": "nope"}, "by column.*nope"),
     ({"weight_col": "p"}, "no 'p' column"),
     ({"target_halfwidth": 2.0}, "half-width must be in"),
 ])
@@ -298,7 +298,7 @@ def test_cli_estimate_bad_input_exit_2(tmp_path):
 
 def test_ppi_python_import_does_not_silence_warnings():
     # ppi_py's ppi.py runs warnings.simplefilter("ignore") at import; gold.ppi_py() undoes it
-    code = ("import warnings, quantformer.gold as g; g.ppi_py(); "
+    code = ("import warnings, quantformer.io.gold as g; g.ppi_py(); "
             "warnings.warn('still heard', UserWarning)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "still heard" in r.stderr
