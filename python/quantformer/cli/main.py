@@ -35,7 +35,7 @@ VERB_MODULES = [
     "quantformer.cli.tokenize",
     "quantformer.cli.example",
     "quantformer.train.finetune",
-    "quantformer.infer.classifier",
+    "quantformer.cli.predict",
     "quantformer.score.evaluate",
     "quantformer.cli.estimate",
     "quantformer.cli.regress",
