@@ -246,3 +246,17 @@ def show_and_write_table(table, out, title: str, shown=None) -> None:
     if out:
         write_frame(table, out)
         print(f"wrote {out}")
+
+
+def add_run_options(p) -> None:
+    """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
+    --device, --quiet, --backend, --quantize and --out."""
+    from ..models.tokenize import STRATEGIES
+
+    p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
+                   help="how long documents are cut (head_tail)")
+    p.add_argument("--keep-text", action="store_true", help="keep the text column")
+    add_device_option(p)
+    add_quiet_option(p)
+    add_backend_options(p)
+    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")

@@ -42,7 +42,7 @@ VERB_MODULES = [
     "quantformer.cli.calibrate",
     "quantformer.select.demo",
     "quantformer.infer.zeroshot",
-    "quantformer.infer.embed",
+    "quantformer.cli.embed",
     "quantformer.select.tune",
     "quantformer.select.compare",
     "quantformer.label.suggest",

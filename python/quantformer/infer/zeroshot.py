@@ -543,8 +543,7 @@ def describe(meta: dict) -> str:
 
 
 def add_cli(sub) -> None:
-    from ..cli._options import add_corpus_options, add_model_option, positive
-    from .embed import add_run_options
+    from ..cli._options import add_corpus_options, add_model_option, add_run_options, positive
 
     p = sub.add_parser(
         "zeroshot",
