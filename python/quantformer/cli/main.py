@@ -41,7 +41,7 @@ VERB_MODULES = [
     "quantformer.cli.regress",
     "quantformer.cli.calibrate",
     "quantformer.select.demo",
-    "quantformer.infer.zeroshot",
+    "quantformer.cli.zeroshot",
     "quantformer.cli.embed",
     "quantformer.select.tune",
     "quantformer.select.compare",
