@@ -36,7 +36,7 @@ VERB_MODULES = [
     "quantformer.cli.example",
     "quantformer.train.finetune",
     "quantformer.cli.predict",
-    "quantformer.score.evaluate",
+    "quantformer.cli.evaluate",
     "quantformer.cli.estimate",
     "quantformer.cli.regress",
     "quantformer.cli.calibrate",
