@@ -107,6 +107,6 @@ def test_calibrated_is_refused_for_a_regression_or_multilabel_record():
     from quantformer.score.calibration import stored_temperature
 
     for task in ("regression", "multilabel"):
-        with pytest.raises(InputError, match=f"is a {task} model: predict without --calibrated"):
+        with pytest.raises(InputError, match=f"is a {task} model: predict without calibrated"):
             stored_temperature({"task": task, "calibration": {"temperature": 2.0}}, "m")
     assert stored_temperature({"calibration": {"temperature": 2.0}}, "m") == 2.0

@@ -220,7 +220,7 @@ def test_bad_gold_input_is_refused(change, message):
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "plugin"}, "method must be one of ppi, naive, gold"),
     ({"level": 1.5}, "level must be in"),
-    ({"by": "nope"}, "--by column.*nope"),
+    ({"by": "nope"}, "by column.*nope"),
     ({"weight_col": "p"}, "no 'p' column"),
     ({"target_halfwidth": 2.0}, "half-width must be in"),
 ])

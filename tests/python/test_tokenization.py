@@ -134,7 +134,7 @@ def test_pairs_never_cut_the_hypothesis(request, tok_name):
 
 
 def test_pair_errors(bert_tok):
-    with pytest.raises(InputError, match="leaves no room for the text within --max-length 16"):
+    with pytest.raises(InputError, match="leaves no room for the text within max_length 16"):
         encode(bert_tok, ["a"], pairs=[LONG[:200]], max_length=16)
     with pytest.raises(InputError, match="got 1 second segments for 2 texts"):
         encode(bert_tok, ["a", "b"], pairs=["x"])

@@ -116,10 +116,10 @@ def test_auto_method_and_nli_without_entailment(tiny_bert_dir, tiny_bart_nli_dir
     res = zeroshot(DOCS[:3], ["schools", "abortion"], model=str(tiny_bart_nli_dir),
                    device="cpu", quiet=True)
     assert (res["zeroshot_method"] == "NLI entailment").all()
-    with pytest.raises(InputError, match="no 'entailment' label.*--method embedding"):
+    with pytest.raises(InputError, match="no 'entailment' label.*method embedding"):
         zeroshot(DOCS[:3], ["schools", "abortion"], model=str(tiny_bert_dir), method="nli",
                  device="cpu", quiet=True)
-    with pytest.raises(InputError, match="unknown --method 'bayes'"):
+    with pytest.raises(InputError, match="unknown method 'bayes'"):
         zeroshot(DOCS[:3], ["schools", "abortion"], model=str(tiny_bert_dir), method="bayes")
 
 
@@ -166,7 +166,7 @@ def test_calibrations_and_temperature():
     np.testing.assert_allclose(const[:, 0], 0)  # a constant label: centred, not divided by 0
     with pytest.raises(InputError, match="multi-label embedding zero-shot needs a calibration"):
         embedding_probabilities(sims, "none", multi_label=True)
-    with pytest.raises(InputError, match="--temperature must be greater than 0"):
+    with pytest.raises(InputError, match="temperature must be greater than 0"):
         embedding_probabilities(sims, "none", temperature=0)
     with pytest.raises(InputError, match="unknown calibration 'zscore'"):
         calibrate(sims, "zscore")
@@ -247,7 +247,7 @@ def test_template_with_literal_braces_is_fine():
 
 
 @pytest.mark.parametrize("labels,multi,message", [
-    (["toxic"], False, "needs at least two labels.*got only 'toxic'.*--multi-label"),
+    (["toxic"], False, "needs at least two labels.*got only 'toxic'.*multi_label"),
     (["toxic", "toxic", "fine"], False, "duplicate label\\(s\\): 'toxic'"),
     ("toxic,,fine", False, "label 2 of 3 is empty"),
     ("toxic,fine,", False, "label 3 of 3 is empty"),

@@ -230,3 +230,55 @@ def read_train_test(args, task: dict) -> tuple:
     test = (read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
             if args.test else None)
     return train, test
+
+
+def add_gold_options(p) -> None:
+    """--pred, --gold, --label-col, --id-col, --weight-col, --level (estimate, regress)."""
+    p.add_argument("--pred", required=True,
+                   help="prediction file of the whole corpus (output of predict or zeroshot)")
+    p.add_argument("--gold", required=True,
+                   help="hand-coded random sample of its documents (doc_id and a label column)")
+    p.add_argument("--label-col", default="label", help="label column of --gold (label)")
+    p.add_argument("--id-col", default=None, help="id column of both files (doc_id)")
+    p.add_argument("--weight-col", default=None,
+                   help="column of --gold with each document's inclusion probability, for a "
+                        "stratified sample (default: a simple random sample)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
+
+
+def add_table_out_option(p) -> None:
+    """--out for a verb that prints a table (estimate, regress)."""
+    p.add_argument("--out", default=None, help="write the table here (.csv, .parquet, .rds)")
+
+
+def gold_kwargs(args) -> dict:
+    """The keyword arguments of :func:`add_gold_options` that estimate and regress share."""
+    return {"level": args.level, "label_col": args.label_col, "weight_col": args.weight_col,
+            "id_col": args.id_col}
+
+
+def show_and_write_table(table, out, title: str, shown=None) -> None:
+    """Print ``table`` (or the ``shown`` part of it) under ``title``; write ``table`` to
+    ``out`` when given (a path checked with :func:`quantformer.io.frames.check_output_path`
+    before the work began)."""
+    from .._core.show import print_table
+    from ..io.frames import write_frame
+
+    print_table(table if shown is None else shown, title=title)
+    if out:
+        write_frame(table, out)
+        print(f"wrote {out}")
+
+
+def add_run_options(p) -> None:
+    """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
+    --device, --quiet, --backend, --quantize and --out."""
+    from ..models.tokenize import STRATEGIES
+
+    p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
+                   help="how long documents are cut (head_tail)")
+    p.add_argument("--keep-text", action="store_true", help="keep the text column")
+    add_device_option(p)
+    add_quiet_option(p)
+    add_backend_options(p)
+    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")

@@ -240,7 +240,8 @@ def _embed(frame, model, *, batch_size, max_length, truncation, normalize, devic
 
     check_strategy(truncation)
     if batch_size < 1:
-        raise InputError(f"--batch-size must be at least 1, not {batch_size}")
+        raise InputError(f"{{batch_size}} must be at least 1, not {batch_size}",
+                         params=["batch_size"])
     frame = as_frame(frame)
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
@@ -263,7 +264,8 @@ def embedding_frame(frame: pd.DataFrame, vectors: np.ndarray, layout: str = "lis
     list column ``embedding`` (``layout="list"``; None for missing documents) or one float32
     column per dimension ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
     if layout not in ("list", "wide"):
-        raise InputError(f"unknown --layout '{layout}'; use one of: {', '.join(LAYOUTS)}")
+        raise InputError(f"unknown {{layout}} '{layout}'; use one of: {', '.join(LAYOUTS)}",
+                         params=["layout"])
     cols = [c for c in frame.columns if keep_text or c != "text"]
     out = frame[cols].copy()
     if backend is not None:
@@ -281,105 +283,61 @@ def resolve_layout(layout: str, out_path) -> str:
     """``auto``: a list column for Parquet and JSONL, one column per dimension for CSV, TSV and
     RDS (which have no list columns R reads back as numbers)."""
     if layout not in LAYOUTS:
-        raise InputError(f"unknown --layout '{layout}'; use one of: {', '.join(LAYOUTS)}")
+        raise InputError(f"unknown {{layout}} '{layout}'; use one of: {', '.join(LAYOUTS)}",
+                         params=["layout"])
     from ..io.frames import detect_format
 
     kind = detect_format(out_path, write=True)
     if layout == "list" and kind in ("csv", "tsv"):
-        raise InputError(f"--layout list cannot be written to {kind.upper()} (no list columns); "
-                         "use --layout wide (one column per dimension) or a .parquet output")
+        raise InputError(f"{{layout}} list cannot be written to {kind.upper()} (no list "
+                         "columns); use {layout} wide (one column per dimension) or a .parquet "
+                         "output", params=["layout"])
     if layout != "auto":
         return layout
     return "list" if kind in ("parquet", "jsonl") else "wide"
 
 
-# ------------------------------------------------------------------------------------------
-# CLI
 
+def embed_file(input_path, out_path, model: str | None = None, *, text_col: str | None = None,
+               id_col: str | None = None, fmt: str | None = None, quoting: str = "auto",
+               batch_size: int = 32, max_length: int | None = None,
+               truncation: str = "head_tail", normalize: bool = False, layout: str = "auto",
+               keep_text: bool = False, device: str = "auto", quiet: bool = False,
+               backend: str = "torch", quantize: str = "none") -> dict:
+    """Embed a corpus file into an output file, :data:`CHUNK_ROWS` documents at a time (memory
+    stays flat for large corpora), through one encoder.
 
-def add_cli(sub) -> None:
-    from ..cli._options import add_corpus_options, add_model_option, positive
+    Args:
+        text_col, id_col, fmt, quoting: how the input is read
+            (:func:`quantformer.io.frames.iter_frames`).
+        layout: ``auto``, ``list`` or ``wide`` (:func:`resolve_layout`); the other arguments
+            as in :func:`embed` and :func:`embedding_frame`.
 
-    p = sub.add_parser(
-        "embed",
-        help="mean-pooled document embeddings (one vector per document)",
-        description="Embed every document as the mean of the encoder's last-layer token "
-                    "vectors (sentence-transformers pooling). Output: doc_id, docvars, then a "
-                    "float32 list column 'embedding' (Parquet, JSONL) or columns dim_1..dim_H "
-                    "(CSV, TSV, RDS); H = 384 for the default model. Missing or empty texts "
-                    "get NaN.",
-    )
-    from ..cli._options import add_partition_options
+    Returns:
+        ``{"n_docs", "n_missing", "n_truncated", "hidden", "max_length"}``.
 
-    add_partition_options(p)
-    add_corpus_options(p, label=False)
-    add_model_option(p)
-    p.add_argument("--batch-size", type=positive(int), default=32,
-                   help="documents per forward pass at most (32; fewer for long documents: "
-                        "at most 4096 padded tokens per pass)")
-    p.add_argument("--max-length", type=int, default=None,
-                   help="token limit, special tokens included (default: the model's "
-                        "sentence-transformers max_seq_length, 256 for the default model, "
-                        "else 512)")
-    p.add_argument("--normalize", action="store_true",
-                   help="unit-length vectors (cosine similarity = dot product)")
-    p.add_argument("--layout", default="auto", choices=LAYOUTS,
-                   help="'list': one list column 'embedding'; 'wide': one column per "
-                        "dimension dim_1..dim_H; 'auto' (default): list for .parquet/.jsonl, "
-                        "wide for .csv/.tsv/.rds")
-    add_run_options(p)
-    p.set_defaults(func=_run_embed)
-
-
-def add_run_options(p) -> None:
-    """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
-    --device, --quiet, --backend, --quantize and --out."""
-    from ..cli._options import add_device_option, add_quiet_option
-    from ..models.tokenize import STRATEGIES
-
-    p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
-                   help="how long documents are cut (head_tail)")
-    p.add_argument("--keep-text", action="store_true", help="keep the text column")
-    add_device_option(p)
-    add_quiet_option(p)
-    from ..cli._options import add_backend_options as add_cli_options
-
-    add_cli_options(p)
-    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
-
-
-def _run_embed(args) -> int:
-    """Stream the input in chunks (memory stays flat for large corpora) through one encoder."""
-    from ..cli._options import corpus_kwargs, partitioned
+    Raises:
+        InputError: bad input file, output path, layout, truncation, model or ``max_length``.
+    """
     from ..io.frames import FrameWriter, check_output_path, iter_frames
-    from ..models.hub import model_label
     from ..models.tokenize import check_strategy
 
-    if partitioned(args):
-        from ..scale.dask import describe, embed_partitions
-
-        print(describe(embed_partitions(
-            args.input, args.out, args.model, scheduler=args.scheduler, resume=args.resume,
-            batch_size=args.batch_size, max_length=args.max_length, layout=args.layout,
-            truncation=args.truncation, normalize=args.normalize, keep_text=args.keep_text,
-            device=args.device, quiet=args.quiet, backend=args.backend, quantize=args.quantize,
-            **corpus_kwargs(args, label=False))))
-        return 0
-    check_output_path(args.out)
-    layout = resolve_layout(args.layout, args.out)
-    check_strategy(args.truncation)
-    chunks = iter_frames(args.input, chunk_rows=CHUNK_ROWS, **corpus_kwargs(args, label=False))
+    check_output_path(out_path)
+    layout = resolve_layout(layout, out_path)
+    check_strategy(truncation)
+    chunks = iter_frames(input_path, chunk_rows=CHUNK_ROWS, text_col=text_col, id_col=id_col,
+                         fmt=fmt, quoting=quoting)
     first = next(chunks)  # input errors surface before the model loads
-    enc = load_encoder(args.model, args.device, args.backend, args.quantize)
-    length = check_length(enc, args.max_length)
+    enc = load_encoder(model, device, backend, quantize)
+    length = check_length(enc, max_length)
     label = getattr(enc.model, "label", "torch")  # the onnx backend names itself
     n = n_missing = n_truncated = hidden = 0
-    with FrameWriter(args.out) as writer:
+    with FrameWriter(out_path) as writer:
         for chunk in itertools.chain([first], chunks):
             vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
-                                        truncation=args.truncation, batch_size=args.batch_size,
-                                        normalize=args.normalize, progress=not args.quiet)
-            writer.write(embedding_frame(chunk, vecs, layout, keep_text=args.keep_text,
+                                        truncation=truncation, batch_size=batch_size,
+                                        normalize=normalize, progress=not quiet)
+            writer.write(embedding_frame(chunk, vecs, layout, keep_text=keep_text,
                                          backend=label))
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
@@ -387,11 +345,8 @@ def _run_embed(args) -> int:
             hidden = vecs.shape[1]
     missing_warning(n_missing, n, "a null embedding" if layout == "list"
                     else "NaN in every dim_ column")
-    print(f"embedded {n} documents with {model_label(args.model)} (mean pooling, {hidden} "
-          f"dimensions, max {length} tokens): {n_missing} missing or empty, {n_truncated} "
-          f"truncated ({args.truncation}); wrote {args.out}")
-    return 0
-
+    return {"n_docs": n, "n_missing": n_missing, "n_truncated": n_truncated, "hidden": hidden,
+            "max_length": length}
 
 from .._core.callable import make_callable  # noqa: E402
 

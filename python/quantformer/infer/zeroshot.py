@@ -79,7 +79,7 @@ def check_hypothesis(hypothesis: str) -> str:
     """
     if not isinstance(hypothesis, str) or not hypothesis.strip():
         raise InputError("the hypothesis template is empty; give one with a {} for the label, "
-                         "e.g. --hypothesis 'This text is about {}.'")
+                         "e.g. {hypothesis} 'This text is about {}.'", params=["hypothesis"])
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(hypothesis) if f is not None]
     except ValueError as exc:
@@ -136,8 +136,8 @@ def check_labels(labels, multi_label: bool = False) -> list[str]:
     empty = [i + 1 for i, x in enumerate(labels) if x == ""]
     if empty:
         raise InputError(f"label {', '.join(map(str, empty))} of {len(labels)} is empty; give "
-                         "each label as a phrase, e.g. --labels 'in favor of,against' (no empty "
-                         "items or trailing commas)")
+                         "each label as a phrase, e.g. {labels} 'in favor of,against' (no empty "
+                         "items or trailing commas)", params=["labels"])
     seen, dups = set(), []
     for x in labels:
         if x in seen and x not in dups:
@@ -146,13 +146,15 @@ def check_labels(labels, multi_label: bool = False) -> list[str]:
     if dups:
         raise InputError(f"duplicate label(s): {', '.join(map(repr, dups))}; give each label once "
                          "(zeroshot's labels are the candidate class descriptions, one per "
-                         "line in --labels-file, not one label per document)")
+                         "line in {labels_file}, not one label per document)",
+                         params=["labels_file"])
     if not labels:
-        raise InputError("no labels given; pass --labels 'a,b' or --labels-file")
+        raise InputError("no labels given; pass {labels} 'a,b' or {labels_file}",
+                         params=["labels", "labels_file"])
     if len(labels) < 2 and not multi_label:
         raise InputError(f"single-label zero-shot needs at least two labels to choose between, "
-                         f"got only {labels[0]!r}; add labels, or pass --multi-label to score "
-                         "each label on its own")
+                         f"got only {labels[0]!r}; add labels, or pass {{multi_label}} to "
+                         "score each label on its own", params=["multi_label"])
     return labels
 
 
@@ -186,7 +188,8 @@ def choose_method(method: str, config) -> str:
         InputError: unknown method, or ``nli`` with a model that has no entailment label.
     """
     if method not in METHODS:
-        raise InputError(f"unknown --method '{method}'; use one of: {', '.join(METHODS)}")
+        raise InputError(f"unknown {{method}} '{method}'; use one of: {', '.join(METHODS)}",
+                         params=["method"])
     has_nli = nli_label_ids(config) is not None
     if method == "auto":
         return "nli" if has_nli else "embedding"
@@ -194,9 +197,9 @@ def choose_method(method: str, config) -> str:
         names = ", ".join(map(str, (getattr(config, "id2label", None) or {}).values()))
         raise InputError(
             f"this model has no 'entailment' label (its labels: {names or 'none'}), so it is not "
-            "an NLI model; use --method embedding (cosine similarity of embeddings, works with "
-            "any encoder) or an NLI model such as facebook/bart-large-mnli"
-        )
+            "an NLI model; use {method} embedding (cosine similarity of embeddings, works "
+            "with any encoder) or an NLI model such as facebook/bart-large-mnli",
+            params=["method"])
     return method
 
 
@@ -259,7 +262,8 @@ def embedding_probabilities(sims: np.ndarray, calibration: str = "standardise",
     """
     t = EMBED_TEMPERATURE[calibration] if temperature is None else float(temperature)
     if not t > 0:
-        raise InputError(f"--temperature must be greater than 0, not {temperature}")
+        raise InputError(f"{{temperature}} must be greater than 0, not {temperature}",
+                         params=["temperature"])
     if multi_label and calibration == "none":
         raise InputError("multi-label embedding zero-shot needs a calibration (standardise or "
                          "centre): a raw cosine has no natural threshold")
@@ -474,12 +478,14 @@ def zeroshot(
     labels = check_labels(labels, multi_label)
     check_strategy(truncation)
     if calibration not in CALIBRATIONS:
-        raise InputError(f"unknown --calibration '{calibration}'; use one of: "
-                         f"{', '.join(CALIBRATIONS)}")
+        raise InputError(f"unknown {{calibration}} '{calibration}'; use one of: "
+                         f"{', '.join(CALIBRATIONS)}", params=["calibration"])
     if temperature is not None and not float(temperature) > 0:
-        raise InputError(f"--temperature must be greater than 0, not {temperature}")
+        raise InputError(f"{{temperature}} must be greater than 0, not {temperature}",
+                         params=["temperature"])
     if not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(f"--batch-size must be a whole number of at least 1, not {batch_size}")
+        raise InputError(f"{{batch_size}} must be a whole number of at least 1, not "
+                         f"{batch_size}", params=["batch_size"])
     frame = as_frame(frame)
     config = _config(model, backend)
     chosen = choose_method(method, config)
@@ -545,103 +551,6 @@ def describe(meta: dict) -> str:
             f"{meta['n_missing']} missing or empty (no prediction), {meta['n_truncated']} "
             f"truncated to {meta['max_length']} tokens ({meta['truncation']})"
             + (f"; backend {meta['backend']}" if meta.get("backend", "torch") != "torch" else ""))
-
-
-# ------------------------------------------------------------------------------------------
-# CLI
-
-
-def add_cli(sub) -> None:
-    from ..cli._options import add_corpus_options, add_model_option, positive
-    from .embed import add_run_options
-
-    p = sub.add_parser(
-        "zeroshot",
-        help="classify with label descriptions only (NLI entailment or embedding similarity)",
-        description="Zero-shot classification (Wankmüller 2022, Appendix J). Each label is "
-                    "filled into --hypothesis. NLI models (an 'entailment' label in their "
-                    "config) score premise-hypothesis pairs like Hugging Face's zero-shot "
-                    "pipeline; other encoders, including the default all-MiniLM-L6-v2, use "
-                    "embedding similarity (cosine of mean-pooled embeddings, standardised per "
-                    "label over the corpus). Output: doc_id, docvars, predicted, prob_<label>, "
-                    "zeroshot_method.",
-    )
-    from ..cli._options import add_partition_options
-
-    add_partition_options(p)
-    add_corpus_options(p, label=False)
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--labels", help="comma-separated label phrases, e.g. "
-                                    "'in favor of,neutral toward,against'")
-    g.add_argument("--labels-file", help="text file with one label phrase a line")
-    p.add_argument("--hypothesis", default=DEFAULT_HYPOTHESIS,
-                   help="template with one {} for the label (default: 'This text is about {}.')")
-    add_model_option(p, "; NLI models such as facebook/bart-large-mnli use the NLI method")
-    p.add_argument("--method", default="auto", choices=METHODS,
-                   help="auto (NLI when the model has an entailment label, else embedding), "
-                        "nli or embedding")
-    p.add_argument("--multi-label", action="store_true",
-                   help="score each label on its own (probabilities need not sum to 1)")
-    p.add_argument("--batch-size", type=positive(int), default=32,
-                   help="inputs per forward pass at most (32; fewer for long inputs: at most "
-                        "4096 padded tokens per pass)")
-    p.add_argument("--max-length", type=int, default=None,
-                   help="token limit per input (NLI: 512 or the model's limit; embedding: the "
-                        "model's sentence-transformers max_seq_length, 256 for the default)")
-    p.add_argument("--calibration", default="standardise", choices=CALIBRATIONS,
-                   help="embedding method: per-label calibration of cosines over the corpus "
-                        "(standardise)")
-    p.add_argument("--temperature", type=positive(float), default=None,
-                   help="embedding method: softmax temperature (1 when standardised, else 0.05)")
-    add_run_options(p)
-    p.set_defaults(func=_run_zeroshot)
-
-
-def _run_zeroshot(args) -> int:
-    from .._core.show import print_table
-    from ..cli._options import corpus_kwargs, partitioned
-    from ..io.frames import check_output_path, read_frame, write_frame
-
-    labels = read_labels_file(args.labels_file) if args.labels_file else args.labels
-    if partitioned(args):
-        return _run_zeroshot_partitions(args, labels)
-    check_output_path(args.out)
-    hypothesis = check_hypothesis(args.hypothesis)
-    labels = check_labels(labels, args.multi_label)
-    frame = read_frame(args.input, **corpus_kwargs(args, label=False))
-    result = zeroshot(frame, labels, hypothesis, model=args.model, method=args.method,
-                      multi_label=args.multi_label, batch_size=args.batch_size,
-                      max_length=args.max_length, truncation=args.truncation,
-                      device=args.device, quiet=args.quiet, calibration=args.calibration,
-                      temperature=args.temperature, keep_text=args.keep_text,
-                      backend=args.backend, quantize=args.quantize)
-    meta = result.attrs["quantformer"]
-    print(describe(meta))
-    from ..models.tokenize import warn_truncated
-
-    warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"], meta["truncation"])
-    counts = result["predicted"].value_counts().reindex(labels, fill_value=0)
-    table = pd.DataFrame({"documents": counts.to_numpy(),
-                          "share": counts.to_numpy() / max(1, int(counts.sum()))},
-                         index=pd.Index(labels, name="predicted"))
-    print_table(table, floatfmt="{:.3f}")
-    write_frame(result, args.out)
-    print(f"wrote {len(result)} rows to {args.out}")
-    return 0
-
-
-def _run_zeroshot_partitions(args, labels) -> int:
-    from ..cli._options import corpus_kwargs
-    from ..scale.dask import describe, zeroshot_partitions
-
-    print(describe(zeroshot_partitions(
-        args.input, args.out, labels, args.hypothesis, model=args.model,
-        scheduler=args.scheduler, resume=args.resume, quiet=args.quiet, method=args.method,
-        multi_label=args.multi_label, batch_size=args.batch_size, max_length=args.max_length,
-        truncation=args.truncation, device=args.device, calibration=args.calibration,
-        temperature=args.temperature, keep_text=args.keep_text, backend=args.backend,
-        quantize=args.quantize, **corpus_kwargs(args, label=False))))
-    return 0
 
 
 from .._core.callable import make_callable  # noqa: E402

@@ -239,6 +239,19 @@ def _read_raw(path: Path, fmt: str, text_col: str | None,
 QUOTINGS = ("auto", "csv", "none")
 
 
+def read_table_file(path: str | os.PathLike, fmt: str | None = None) -> pd.DataFrame:
+    """A file's table with its own columns (any frame format, no corpus contract applied).
+
+    Raises:
+        InputError: the file does not exist, or cannot be read as ``fmt`` (default: from its
+            extension).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"file not found: '{path}'")
+    return _read_raw(p, detect_format(p, fmt), None)
+
+
 def check_quoting(quoting: str) -> str:
     """Validate a ``quoting`` value: ``auto``, ``csv`` or ``none``.
 
@@ -353,7 +366,7 @@ def _read_delimited(path: Path, text: str, sep: str, fmt: str, text_col: str | N
     return df
 
 
-def _as_str_series(s: pd.Series) -> pd.Series:
+def as_str_series(s: pd.Series) -> pd.Series:
     """Strings, with missing values as None; integral floats lose their '.0' (1.0 -> '1')."""
     if isinstance(s.dtype, pd.CategoricalDtype):
         s = s.astype(object)
@@ -364,6 +377,9 @@ def _as_str_series(s: pd.Series) -> pd.Series:
             s = pd.Series(pd.array(vals, dtype="Int64"), index=s.index)
     out = [None if (v is None or (not isinstance(v, str) and pd.isna(v))) else str(v) for v in s]
     return pd.Series(out, index=s.index, dtype=object)
+
+
+_as_str_series = as_str_series  # the name modules inside io/ and older callers use
 
 
 def _choose(columns: list[str], given: str | None, default: str, what: str, flag: str,

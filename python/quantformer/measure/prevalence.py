@@ -68,9 +68,9 @@ def parse_by(by, columns) -> list:
     names = [b.strip() for b in by.split(",")] if isinstance(by, str) else list(by)
     unknown = [b for b in names if b not in columns]
     if unknown:
-        raise InputError(f"--by column(s) {', '.join(unknown)} are not in the prediction file "
-                         f"(its columns: {', '.join(columns)}); predict a corpus with these "
-                         "docvars or name existing ones")
+        raise InputError(f"{{by}} column(s) {', '.join(unknown)} are not in the prediction "
+                         f"file (its columns: {', '.join(columns)}); predict a corpus with "
+                         "these docvars or name existing ones", params=["by"])
     return names
 
 
@@ -197,61 +197,6 @@ def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
 
 # ------------------------------------------------------------------------------------------
 # CLI
-
-
-def add_gold_options(p) -> None:
-    """--pred, --gold, --label-col, --id-col, --weight-col, --level (estimate, regress)."""
-    p.add_argument("--pred", required=True,
-                   help="prediction file of the whole corpus (output of predict or zeroshot)")
-    p.add_argument("--gold", required=True,
-                   help="hand-coded random sample of its documents (doc_id and a label column)")
-    p.add_argument("--label-col", default="label", help="label column of --gold (label)")
-    p.add_argument("--id-col", default=None, help="id column of both files (doc_id)")
-    p.add_argument("--weight-col", default=None,
-                   help="column of --gold with each document's inclusion probability, for a "
-                        "stratified sample (default: a simple random sample)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level (0.95)")
-
-
-def add_cli(sub) -> None:
-    from ..cli._options import positive
-
-    p = sub.add_parser(
-        "estimate",
-        help="prevalence of each class (per group) with valid confidence intervals (PPI)",
-        description="The share of documents in each class, per group of --by docvars, with a "
-                    "confidence interval, from a prediction file and a hand-coded random "
-                    "sample (prediction-powered inference, Angelopoulos et al. 2023). Output "
-                    "columns: the --by columns, class, estimate, ci_low, ci_high, method, "
-                    "n_gold, n_total, note [, n_gold_needed].",
-    )
-    add_gold_options(p)
-    p.add_argument("--by", default=None, help="docvar(s) to group by, comma-separated")
-    p.add_argument("--method", default="ppi", choices=METHODS,
-                   help="ppi (prediction-powered, default), naive (share of predicted labels) "
-                        "or gold (hand-coded sample alone)")
-    p.add_argument("--target-halfwidth", type=positive(float), default=None,
-                   help="also report how many hand-coded documents give intervals of this "
-                        "half-width (e.g. 0.02)")
-    p.add_argument("--out", default=None, help="write the table here (.csv, .parquet, .rds)")
-    p.set_defaults(func=_run_estimate)
-
-
-def _run_estimate(args) -> int:
-    from .._core.show import print_table
-    from ..io.frames import check_output_path, write_frame
-
-    if args.out:
-        check_output_path(args.out)
-    table = estimate(args.pred, args.gold, by=args.by, method=args.method, level=args.level,
-                     label_col=args.label_col, weight_col=args.weight_col, id_col=args.id_col,
-                     target_halfwidth=args.target_halfwidth)
-    print_table(table.drop(columns="note") if not table["note"].any() else table,
-                title=f"prevalence ({args.method}, {args.level:.0%} intervals)")
-    if args.out:
-        write_frame(table, args.out)
-        print(f"wrote {args.out}")
-    return 0
 
 
 make_callable(__name__, "estimate")

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .._core.callable import make_callable
 from .._core.errors import InputError
-from .prevalence import add_gold_options, check_level, check_method
+from .prevalence import check_level, check_method
 from ..io.gold import GoldPair, join_gold, ppi_py
 
 FAMILIES = ("ols", "logistic")
@@ -139,47 +139,6 @@ def regress(pred, gold, formula: str, family: str = "ols", method: str = "ppi",
     return pd.DataFrame({"outcome": cls, "term": terms, "estimate": point, "ci_low": low,
                          "ci_high": high, "family": family, "method": method,
                          "n_gold": len(pair.gold_rows), "n_total": pair.n_total})
-
-
-# ------------------------------------------------------------------------------------------
-# CLI
-
-
-def add_cli(sub) -> None:
-    p = sub.add_parser(
-        "regress",
-        help="regress a measured class on docvars (OLS/logistic) with PPI intervals",
-        description="Coefficients of a regression of one class's indicator on docvars, with "
-                    "prediction-powered confidence intervals from a prediction file and a "
-                    "hand-coded random sample (Angelopoulos et al. 2023). Output columns: "
-                    "outcome, term, estimate, ci_low, ci_high, family, method, n_gold, "
-                    "n_total.",
-    )
-    add_gold_options(p)
-    p.add_argument("--formula", required=True,
-                   help="'CLASS ~ docvar + docvar' (patsy syntax on the right, e.g. C(party))")
-    p.add_argument("--family", default="ols", choices=FAMILIES, help="ols (default) or logistic")
-    p.add_argument("--method", default="ppi", choices=("ppi", "naive", "gold"),
-                   help="ppi (default), naive (predicted labels) or gold (hand-coded alone)")
-    p.add_argument("--out", default=None, help="write the table here (.csv, .parquet, .rds)")
-    p.set_defaults(func=_run_regress)
-
-
-def _run_regress(args) -> int:
-    from .._core.show import print_table
-    from ..io.frames import check_output_path, write_frame
-
-    if args.out:
-        check_output_path(args.out)
-    table = regress(args.pred, args.gold, args.formula, family=args.family,
-                    method=args.method, level=args.level, label_col=args.label_col,
-                    weight_col=args.weight_col, id_col=args.id_col)
-    print_table(table, title=f"{args.family} regression ({args.method}, {args.level:.0%} "
-                             "intervals)")
-    if args.out:
-        write_frame(table, args.out)
-        print(f"wrote {args.out}")
-    return 0
 
 
 make_callable(__name__, "regress")

@@ -314,7 +314,7 @@ class Multilabel(Classification):
             kept["label"] = [tuple(sorted({x.strip() for x in str(v).split(self.label_sep)
                                            if x.strip()})) for v in frame["label"][mask]]
             return kept
-        values = {c: _zero_one(frame[c], c, mask)[mask] for c in self.label_cols}
+        values = {c: zero_one(frame[c], c, mask)[mask] for c in self.label_cols}
         kept["label"] = [tuple(c for c in self.label_cols if values[c][i])
                          for i in range(int(mask.sum()))]
         return kept
@@ -393,7 +393,7 @@ class Multilabel(Classification):
         return f"micro-F1 {result['micro_f1']:.4f}, macro-F1 {result['macro_f1']:.4f}"
 
 
-def _zero_one(values: pd.Series, column: str, checked: np.ndarray | None = None) -> np.ndarray:
+def zero_one(values: pd.Series, column: str, checked: np.ndarray | None = None) -> np.ndarray:
     """Booleans from a 0/1 (or true/false) column; InputError naming the first other value
     among the ``checked`` rows (default: all) and its row, counted 1-based in the whole column
     (the file's row; in R, the document's number)."""

@@ -261,8 +261,8 @@ def encode(
             if budget < 1:
                 raise InputError(
                     f"the hypothesis '{pairs[i]}' takes {len(b)} tokens and leaves no room for "
-                    f"the text within --max-length {max_length}; shorten it"
-                )
+                    f"the text within {{max_length}} {max_length}; shorten it",
+                    params=["max_length"])
             if not missing[i]:
                 n_tokens[i] = len(a) + len(b) + tpl.n_pair
             cut = truncate_ids(a, budget, truncation)
@@ -319,8 +319,28 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = 512,
 
 def longest_hypothesis(tokenizer, hypotheses: list[str]) -> str:
     """The hypothesis with the most subword tokens (the first of equally long ones)."""
-    counts = [len(ids) for ids in _raw_ids(tokenizer, list(hypotheses))]
-    return hypotheses[int(np.argmax(counts))]
+    return hypotheses[int(np.argmax(count_subwords(tokenizer, hypotheses)))]
+
+
+def count_subwords(tokenizer, texts: list[str]) -> list[int]:
+    """Subword tokens of each text, special tokens left out."""
+    return [len(ids) for ids in _raw_ids(tokenizer, list(texts))]
+
+
+def corpus_token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = 512,
+                       truncation: str = "head_tail", with_ids: bool = False,
+                       hypotheses: list[str] | None = None) -> pd.DataFrame:
+    """:func:`token_stats`, with a warning that counts the documents with missing or empty
+    text (they are kept, with 0 tokens)."""
+    stats = token_stats(frame, tokenizer, max_length=max_length, truncation=truncation,
+                        with_ids=with_ids, hypotheses=hypotheses)
+    n_missing = int((stats["n_tokens"] == 0).sum())
+    if n_missing:
+        import warnings
+
+        warnings.warn(f"{n_missing} of {len(stats)} documents have missing or empty text; "
+                      "they are kept, with 0 tokens", UserWarning, stacklevel=2)
+    return stats
 
 
 def summarise(stats: pd.DataFrame, max_length: int) -> pd.DataFrame:
@@ -351,11 +371,11 @@ def model_truncation(model: str | None) -> tuple[int, str]:
     """``(max_length, truncation)`` a model cuts documents with: those recorded in a
     quantformer model directory's ``quantformer.json`` (what ``predict`` uses), else
     ``(512, "head_tail")``."""
-    hp = _model_record(model).get("hyperparameters", {})
+    hp = model_record(model).get("hyperparameters", {})
     return int(hp.get("max_length", 512)), str(hp.get("truncation", "head_tail"))
 
 
-def _model_record(model: str | None) -> dict:
+def model_record(model: str | None) -> dict:
     """A quantformer model directory's ``quantformer.json``; ``{}`` for other models."""
     import json
     from pathlib import Path
@@ -371,84 +391,3 @@ def _model_record(model: str | None) -> dict:
         return {}
     return content if isinstance(content, dict) else {}
 
-
-# ------------------------------------------------------------------------------------------
-# CLI
-
-
-def add_cli(sub) -> None:
-    from ..cli._options import add_corpus_options, add_labels_file_option, add_model_option
-
-    p = sub.add_parser(
-        "tokenize",
-        help="subword counts per document and how many exceed --max-length",
-        description="Count subword tokens per document (special tokens included) and flag "
-                    "documents longer than --max-length, which training and prediction "
-                    "truncate (head+tail by default, Wankmüller 2022 section 6.3). With a "
-                    "fine-tuned --model, the truncated column marks the documents `predict` "
-                    "cuts; for a model fine-tuned with --method nli each document is counted "
-                    "with its longest class hypothesis, as prediction pairs them.",
-    )
-    p.add_argument("--input", required=True, help="corpus file")
-    add_corpus_options(p)
-    add_labels_file_option(p)
-    add_model_option(p)
-    p.add_argument("--max-length", type=int, default=None,
-                   help="token limit, special tokens included (default: the limit a "
-                        "fine-tuned --model was trained and predicts with, else 512)")
-    p.add_argument("--truncation", default=None, choices=STRATEGIES,
-                   help="strategy applied to the ids written by --ids (default: a fine-tuned "
-                        "--model's, else head_tail)")
-    p.add_argument("--ids", action="store_true",
-                   help="also write the token ids after truncation as a list column")
-    p.add_argument("--out", default=None,
-                   help="per-document output file (.parquet, .csv, .rds, ...); optional")
-    p.set_defaults(func=_run_tokenize)
-
-
-def _run_tokenize(args) -> int:
-    from .._core.show import print_table
-    from ..cli._options import corpus_kwargs
-    from ..io.frames import check_output_path, read_frame, write_frame
-    from .hub import check_max_length, load_config, load_tokenizer, model_label
-
-    if args.out:
-        check_output_path(args.out)
-    own_length, own_truncation = model_truncation(args.model)
-    if args.max_length is None:
-        args.max_length = own_length
-    if args.truncation is None:
-        args.truncation = own_truncation
-    frame = read_frame(args.input, labels_file=args.labels_file, **corpus_kwargs(args))
-    check_max_length(args.max_length, load_config(args.model))
-    tok = load_tokenizer(args.model)
-    hypotheses = _nli_hypotheses(args.model, tok)
-    stats = token_stats(frame, tok, max_length=args.max_length, truncation=args.truncation,
-                        with_ids=args.ids, hypotheses=hypotheses)
-    n_missing = int((stats["n_tokens"] == 0).sum())
-    if n_missing:
-        import warnings
-
-        warnings.warn(f"{n_missing} of {len(stats)} documents have missing or empty text; "
-                      "they are kept, with 0 tokens", UserWarning, stacklevel=2)
-    print_table(summarise(stats, args.max_length),
-                title=f"subword tokens per document ({model_label(args.model)}, "
-                      f"{args.input})", floatfmt="{:.1f}")
-    if args.out:
-        write_frame(stats, args.out)
-        print(f"wrote {len(stats)} rows to {args.out}")
-    return 0
-
-
-def _nli_hypotheses(model: str | None, tokenizer) -> list[str] | None:
-    """The class hypotheses of a model fine-tuned with ``--method nli`` (None for others),
-    with a line saying which one the counts include."""
-    from ..io.modeldir import record_hypotheses
-
-    hypotheses = record_hypotheses(_model_record(model))
-    if hypotheses:
-        longest = longest_hypothesis(tokenizer, hypotheses)
-        print(f"NLI model: each document is counted with its longest class hypothesis, "
-              f"'{longest}' ({len(_raw_ids(tokenizer, [longest])[0])} tokens), the pair "
-              "prediction cuts first")
-    return hypotheses

@@ -148,64 +148,39 @@ def stored_temperature(record: dict, model_dir) -> float:
     for a regression or multi-label model (temperature scaling calibrates a softmax)."""
     task = record.get("task", "classification")
     if task != "classification":
-        raise InputError(f"--calibrated applies temperature scaling to a classifier's softmax; "
-                         f"'{model_dir}' is a {task} model: predict without --calibrated")
+        raise InputError(f"{{calibrated}} applies temperature scaling to a classifier's "
+                         f"softmax; '{model_dir}' is a {task} model: predict without "
+                         "{calibrated}", params=["calibrated"])
     calib = record.get("calibration") or {}
     if "temperature" not in calib:
         raise ModelDirError(f"'{model_dir}' has no calibration; run `quantformer calibrate "
                             f"--model {model_dir} --pred VALIDATION_PRED` first, or predict "
-                            "without --calibrated")
+                            "without {calibrated}", params=["calibrated"])
     return float(calib["temperature"])
-
-
-# ------------------------------------------------------------------------------------------
-# CLI
-
-
-def add_cli(sub) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="fit temperature scaling on validation predictions; store it in the model",
-        description="Fit one temperature (Guo et al. 2017) on a model's predictions for "
-                    "hand-coded validation documents and store it in the model directory's "
-                    "quantformer.json; `predict --calibrated` then applies it.",
-    )
-    p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
-    p.add_argument("--pred", required=True,
-                   help="its `predict` output on labelled validation documents")
-    p.add_argument("--truth-col", default="label", help="column of --pred with the true class")
-    p.set_defaults(func=_run_calibrate)
-
-
-def _run_calibrate(args) -> int:
-    res = calibrate(args.model, args.pred, truth_col=args.truth_col)
-    print(f"temperature {res['temperature']:.3f} fitted on {res['n']} documents; expected "
-          f"calibration error {res['ece_before']:.4f} -> {res['ece_after']:.4f}; stored in "
-          f"{args.model}")
-    return 0
 
 
 make_callable(__name__, "calibrate")
 
 
-def calibration_summary(frame, truth, labels: list, plot=None) -> dict:
+def calibration_summary(frame, truth, labels: list, calibration_plot=None) -> dict:
     """ECE of the ``prob_<class>`` columns of ``frame`` against ``truth`` (aligned rows).
 
     Rows without a truth, with a truth outside ``labels`` or without probabilities are left
-    out. Writes the reliability diagram to ``plot`` (a .png path) when given. Returns ``{}``
-    when ``frame`` has no probability columns, else ``{"ece", "n_bins", "n"}``.
+    out. Writes the reliability diagram to ``calibration_plot`` (a .png path) when given.
+    Returns ``{}`` when ``frame`` has no probability columns, else ``{"ece", "n_bins", "n"}``.
     """
     columns = [f"prob_{lab}" for lab in labels]
     if not labels or any(c not in frame.columns for c in columns):
-        if plot:
-            raise InputError("--calibration-plot needs probabilities (prob_<class> columns) "
-                             "for every class; give `predict` output")
+        if calibration_plot:
+            raise InputError("{calibration_plot} needs probabilities (prob_<class> columns) "
+                             "for every class; give `predict` output",
+                             params=["calibration_plot"])
         return {}
     probs = frame[columns].to_numpy(float)
     truth = np.asarray([None if t is None or t != t else str(t) for t in truth], dtype=object)
     keep = ~np.isnan(probs).any(axis=1) & np.isin(truth, list(labels))
     index = truth_indices(truth[keep], list(labels))
-    if plot:
-        reliability_diagram(probs[keep], index, plot)
+    if calibration_plot:
+        reliability_diagram(probs[keep], index, calibration_plot)
     return {"ece": expected_calibration_error(probs[keep], index), "n_bins": N_BINS,
             "n": int(keep.sum())}

@@ -28,10 +28,10 @@ class EvaluationWarning(UserWarning):
 
 
 def _as_labels(values) -> list:
-    from ..io.frames import _as_str_series
+    from ..io.frames import as_str_series
 
     s = values if isinstance(values, pd.Series) else pd.Series(list(values))
-    return _as_str_series(s).tolist()
+    return as_str_series(s).tolist()
 
 
 @dataclass
@@ -217,12 +217,13 @@ def evaluate(truth, predicted, labels=None) -> Report:
 # label maps
 
 
-def parse_label_map(spec: str | None) -> dict | None:
-    """Parse ``--label-map``: ``"in favor of=2,against=1"`` or a JSON file ``{"phrase": code}``.
+def parse_label_map(label_map: str | None) -> dict | None:
+    """Parse a label map: ``"in favor of=2,against=1"`` or a JSON file ``{"phrase": code}``.
 
     Raises:
         InputError: a malformed entry or an unreadable JSON file.
     """
+    spec = label_map
     if not spec:
         return None
     p = Path(spec)
@@ -242,11 +243,13 @@ def parse_label_map(spec: str | None) -> dict | None:
         if not part.strip():
             continue
         if "=" not in part:
-            raise InputError(f"--label-map entry '{part}' has no '='; write "
-                             "'phrase=code,phrase=code' or give a JSON file")
+            raise InputError(f"{{label_map}} entry '{part}' has no '='; write "
+                             "'phrase=code,phrase=code' or give a JSON file",
+                             params=["label_map"])
         k, _, v = part.rpartition("=")
         if not k.strip() or not v.strip():
-            raise InputError(f"--label-map entry '{part}' is empty on one side")
+            raise InputError(f"{{label_map}} entry '{part}' is empty on one side",
+                             params=["label_map"])
         out[k.strip()] = v.strip()
     return out
 
@@ -261,180 +264,6 @@ def apply_label_map(values, mapping: dict | None) -> list:
         warnings.warn(f"--label-map does not map {', '.join(map(repr, unmapped))}; kept as is",
                       EvaluationWarning, stacklevel=2)
     return [None if v is None else mapping.get(v, v) for v in vals]
-
-
-# ------------------------------------------------------------------------------------------
-# CLI
-
-
-def add_cli(sub) -> None:
-    from ..cli._options import add_corpus_options, add_device_option, add_quiet_option, positive
-
-    p = sub.add_parser(
-        "evaluate",
-        help="accuracy, macro-F1, per-class scores and confusion matrix",
-        description="Evaluate predictions against hand-coded labels: either a predictions file "
-                    "(--pred, with the truth in --truth-col or another file --truth joined on "
-                    "doc_id), or a model directory on a labelled test file (--model, --input).",
-    )
-    p.add_argument("--pred", default=None,
-                   help="predictions file (output of predict or zeroshot: doc_id, predicted)")
-    p.add_argument("--truth", default=None,
-                   help="file with the true labels (doc_id and a label column)")
-    p.add_argument("--truth-col", default=None,
-                   help="column of --pred that holds the true labels (e.g. label)")
-    p.add_argument("--pred-col", default="predicted",
-                   help="column of --pred with the predictions (predicted)")
-    p.add_argument("--label-map", default=None,
-                   help="map predicted labels to corpus codes: 'in favor of=2,against=1' or a "
-                        "JSON file")
-    p.add_argument("--model", default=None, help="model directory (with --input)")
-    p.add_argument("--input", default=None, help="labelled test corpus (with --model)")
-    add_corpus_options(p)
-    from ..cli._options import add_labels_file_option
-
-    add_labels_file_option(p)
-    p.add_argument("--batch-size", type=positive(int), default=64,
-                   help="documents per forward pass with --model at most (64; at most 4096 "
-                        "padded tokens per pass)")
-    add_device_option(p)
-    add_quiet_option(p)
-    p.add_argument("--out", default=None, help="write the report as JSON here")
-    p.add_argument("--plot", default=None, help="write the confusion matrix as a PNG here")
-    from ..cli._options import add_task_options
-
-    add_task_options(p, "with --pred: regression scores numbers (RMSE, MAE, Pearson, "
-                        "Spearman, R^2; --plot: a scatter), multilabel the predicted_<label> "
-                        "columns (per-label P/R/F1, micro/macro-F1, subset accuracy, Hamming "
-                        "loss) against --label-cols or --label-sep truth; --model knows its "
-                        "task")
-    p.add_argument("--calibration-plot", default=None,
-                   help="write the reliability diagram (needs prob_<class> columns) as a PNG")
-    p.set_defaults(func=_run_evaluate)
-
-
-def _check_png(path: str | None) -> None:
-    if path and Path(path).suffix.lower() != ".png":
-        raise InputError(f"--plot '{path}' must end in .png")
-    if path and Path(path).is_dir():
-        raise InputError(f"--plot '{path}' is a folder; give a file name such as cm.png")
-
-
-def _truth_table(path: str, id_col: str | None, label_col: str | None, fmt: str | None):
-    from ..io.frames import _as_str_series, _read_raw, detect_format
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"file not found: '{path}'")
-    raw = _read_raw(p, detect_format(p, fmt), None)
-    lcol = label_col or "label"
-    icol = id_col or "doc_id"
-    if lcol not in raw.columns:
-        raise InputError(f"truth file '{path}' has no '{lcol}' column; its columns are: "
-                         f"{', '.join(map(str, raw.columns))}. Name it with --label-col")
-    ids = (_as_str_series(raw[icol]) if icol in raw.columns
-           else pd.Series([f"text{i + 1}" for i in range(len(raw))], dtype=object))
-    return pd.DataFrame({"doc_id": ids.to_numpy(), "truth": _as_str_series(raw[lcol]).to_numpy()})
-
-
-def _run_evaluate(args) -> int:
-    from ..io.frames import read_frame
-
-    _check_png(args.plot)
-    _check_png(args.calibration_plot)
-    if args.out and Path(args.out).is_dir():
-        raise InputError(f"--out '{args.out}' is a folder; give a file name such as report.json")
-    if args.task != "multilabel" and (args.label_cols or args.label_sep):
-        raise InputError("--label-cols and --label-sep are for --task multilabel; add --task "
-                         "multilabel or leave them out")
-    mapping = parse_label_map(args.label_map)
-    labels = None
-    if args.model or args.input:
-        if not (args.model and args.input):
-            raise InputError("--model and --input go together: a model directory and a "
-                             "labelled test file")
-        if args.pred:
-            raise InputError("give either --pred or --model with --input, not both")
-        from .metrics import evaluate_model_task
-
-        if evaluate_model_task(args) is not None:  # regression and multi-label models
-            return 0
-        from ..infer.classifier import Classifier
-
-        from ..cli._options import corpus_kwargs
-
-        frame = read_frame(args.input, require_label=True, labels_file=args.labels_file,
-                           **corpus_kwargs(args))
-        clf = Classifier.from_dir(args.model, device=args.device)
-        preds = clf.predict(frame, batch_size=args.batch_size, progress=not args.quiet)
-        truth, pred, labels = frame["label"], apply_label_map(preds["predicted"], mapping), \
-            clf.labels
-        probs = preds
-        source = f"{args.model} on {args.input}"
-    else:
-        if not args.pred:
-            raise InputError("give --pred (a predictions file) with --truth or --truth-col, "
-                             "or --model with --input")
-        if args.task != "classification":
-            from .metrics import evaluate_pred_multilabel, evaluate_pred_regression
-
-            (evaluate_pred_regression if args.task == "regression"
-             else evaluate_pred_multilabel)(args)
-            return 0
-        if bool(args.truth) == bool(args.truth_col):
-            raise InputError("give exactly one of --truth (a file) or --truth-col (a column of "
-                             "--pred)")
-        from ..io.frames import _read_raw, detect_format
-
-        pp = Path(args.pred)
-        if not pp.is_file():
-            raise InputError(f"file not found: '{args.pred}'")
-        pred_df = _read_raw(pp, detect_format(pp), None)
-        if args.pred_col not in pred_df.columns:
-            raise InputError(f"'{args.pred}' has no '{args.pred_col}' column; its columns are: "
-                             f"{', '.join(map(str, pred_df.columns))}. Name it with --pred-col")
-        labels = [str(c)[5:] for c in pred_df.columns if str(c).startswith("prob_")] or None
-        if mapping and labels:
-            labels = list(dict.fromkeys(mapping.get(x, x) for x in labels))
-        if args.truth_col:
-            if args.truth_col not in pred_df.columns:
-                raise InputError(f"'{args.pred}' has no '{args.truth_col}' column; its columns "
-                                 f"are: {', '.join(map(str, pred_df.columns))}")
-            truth = pred_df[args.truth_col]
-            pred = apply_label_map(pred_df[args.pred_col], mapping)
-            probs = pred_df
-        else:
-            tt = _truth_table(args.truth, args.id_col, args.label_col, args.in_format)
-            if "doc_id" not in pred_df.columns:
-                raise InputError(f"'{args.pred}' has no doc_id column to join --truth on")
-            left = pd.DataFrame({"doc_id": [str(x) for x in pred_df["doc_id"]],
-                                 "pred": apply_label_map(pred_df[args.pred_col], mapping),
-                                 **{c: pred_df[c].to_numpy() for c in pred_df.columns
-                                    if str(c).startswith("prob_")}})
-            joined = left.merge(tt, on="doc_id", how="inner", validate="one_to_one")
-            if len(joined) == 0:
-                raise InputError(f"no doc_id of '{args.pred}' is in '{args.truth}'; check "
-                                 "--id-col")
-            if len(joined) < len(left):
-                warnings.warn(f"{len(left) - len(joined)} prediction(s) have no row in "
-                              f"'{args.truth}' and are left out", EvaluationWarning)
-            truth, pred, probs = joined["truth"], joined["pred"], joined
-        source = args.pred
-    report = evaluate(truth, pred, labels=labels)
-    from .calibration import calibration_summary
-
-    report.calibration = calibration_summary(probs, list(truth), labels or [],
-                                             args.calibration_plot)
-    report.print(title=f"evaluation of {source} ({report.n} documents)")
-    if args.out:
-        report.save(args.out)
-        print(f"wrote {args.out}")
-    if args.plot:
-        report.plot(args.plot)
-        print(f"wrote {args.plot}")
-    if args.calibration_plot:
-        print(f"wrote {args.calibration_plot}")
-    return 0
 
 
 make_callable(__name__, "evaluate")

@@ -1,0 +1,58 @@
+"""``quantformer embed``: mean-pooled document embeddings (one vector per document)."""
+
+from __future__ import annotations
+
+from ..infer.embed import LAYOUTS, embed_file
+from ..models.hub import model_label
+from ..scale.dask import describe, embed_partitions
+from ._options import (add_corpus_options, add_model_option, add_partition_options,
+                       add_run_options, corpus_kwargs, partitioned, positive)
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser(
+        "embed",
+        help="mean-pooled document embeddings (one vector per document)",
+        description="Embed every document as the mean of the encoder's last-layer token "
+                    "vectors (sentence-transformers pooling). Output: doc_id, docvars, then a "
+                    "float32 list column 'embedding' (Parquet, JSONL) or columns dim_1..dim_H "
+                    "(CSV, TSV, RDS); H = 384 for the default model. Missing or empty texts "
+                    "get NaN.",
+    )
+    add_partition_options(p)
+    add_corpus_options(p, label=False)
+    add_model_option(p)
+    p.add_argument("--batch-size", type=positive(int), default=32,
+                   help="documents per forward pass at most (32; fewer for long documents: "
+                        "at most 4096 padded tokens per pass)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit, special tokens included (default: the model's "
+                        "sentence-transformers max_seq_length, 256 for the default model, "
+                        "else 512)")
+    p.add_argument("--normalize", action="store_true",
+                   help="unit-length vectors (cosine similarity = dot product)")
+    p.add_argument("--layout", default="auto", choices=LAYOUTS,
+                   help="'list': one list column 'embedding'; 'wide': one column per "
+                        "dimension dim_1..dim_H; 'auto' (default): list for .parquet/.jsonl, "
+                        "wide for .csv/.tsv/.rds")
+    add_run_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    options = {"batch_size": args.batch_size, "max_length": args.max_length,
+               "layout": args.layout, "truncation": args.truncation,
+               "normalize": args.normalize, "keep_text": args.keep_text,
+               "device": args.device, "quiet": args.quiet, "backend": args.backend,
+               "quantize": args.quantize, **corpus_kwargs(args, label=False)}
+    if partitioned(args):
+        print(describe(embed_partitions(args.input, args.out, args.model,
+                                        scheduler=args.scheduler, resume=args.resume,
+                                        **options)))
+        return 0
+    counts = embed_file(args.input, args.out, args.model, **options)
+    print(f"embedded {counts['n_docs']} documents with {model_label(args.model)} (mean "
+          f"pooling, {counts['hidden']} dimensions, max {counts['max_length']} tokens): "
+          f"{counts['n_missing']} missing or empty, {counts['n_truncated']} truncated "
+          f"({args.truncation}); wrote {args.out}")
+    return 0

@@ -1,0 +1,365 @@
+"""``quantformer evaluate``: accuracy, macro-F1, per-class scores and the confusion matrix of
+a predictions file or of a model directory on a labelled test file; regression and
+multi-label scores for those tasks.
+
+The scores themselves come from :mod:`quantformer.score` (arrays and frames in, numbers out);
+this module reads the files, runs the model, prints the report and writes ``--out``,
+``--plot`` and ``--calibration-plot``.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.atomic import json_default, write_text
+from .._core.errors import InputError
+from ..infer.load import load_model
+from ..io.frames import as_str_series, read_frame, read_table_file
+from ..io.modeldir import read_record
+from ..models.tasks import zero_one
+from ..score.calibration import calibration_summary
+from ..score.evaluate import EvaluationWarning, apply_label_map, evaluate, parse_label_map
+from ..score.metrics import multilabel_metrics, regression_metrics, scatter_plot
+from ..train.data import prepare
+from ._options import (add_corpus_options, add_device_option, add_labels_file_option,
+                       add_quiet_option, add_task_options, corpus_kwargs, positive)
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="accuracy, macro-F1, per-class scores and confusion matrix",
+        description="Evaluate predictions against hand-coded labels: either a predictions file "
+                    "(--pred, with the truth in --truth-col or another file --truth joined on "
+                    "doc_id), or a model directory on a labelled test file (--model, --input).",
+    )
+    p.add_argument("--pred", default=None,
+                   help="predictions file (output of predict or zeroshot: doc_id, predicted)")
+    p.add_argument("--truth", default=None,
+                   help="file with the true labels (doc_id and a label column)")
+    p.add_argument("--truth-col", default=None,
+                   help="column of --pred that holds the true labels (e.g. label)")
+    p.add_argument("--pred-col", default="predicted",
+                   help="column of --pred with the predictions (predicted)")
+    p.add_argument("--label-map", default=None,
+                   help="map predicted labels to corpus codes: 'in favor of=2,against=1' or a "
+                        "JSON file")
+    p.add_argument("--model", default=None, help="model directory (with --input)")
+    p.add_argument("--input", default=None, help="labelled test corpus (with --model)")
+    add_corpus_options(p)
+    add_labels_file_option(p)
+    p.add_argument("--batch-size", type=positive(int), default=64,
+                   help="documents per forward pass with --model at most (64; at most 4096 "
+                        "padded tokens per pass)")
+    add_device_option(p)
+    add_quiet_option(p)
+    p.add_argument("--out", default=None, help="write the report as JSON here")
+    p.add_argument("--plot", default=None, help="write the confusion matrix as a PNG here")
+    add_task_options(p, "with --pred: regression scores numbers (RMSE, MAE, Pearson, "
+                        "Spearman, R^2; --plot: a scatter), multilabel the predicted_<label> "
+                        "columns (per-label P/R/F1, micro/macro-F1, subset accuracy, Hamming "
+                        "loss) against --label-cols or --label-sep truth; --model knows its "
+                        "task")
+    p.add_argument("--calibration-plot", default=None,
+                   help="write the reliability diagram (needs prob_<class> columns) as a PNG")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    _check_outputs(args)
+    mapping = parse_label_map(args.label_map)
+    if args.model or args.input:
+        scored = _model_scores(args, mapping)
+    else:
+        scored = _pred_scores(args, mapping)
+    if scored is not None:  # None: a regression or multi-label report, already written
+        _classification_report(args, *scored)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+# checks before any file is read
+
+
+def _check_outputs(args) -> None:
+    _check_png(args.plot)
+    _check_png(args.calibration_plot)
+    if args.out and Path(args.out).is_dir():
+        raise InputError(f"--out '{args.out}' is a folder; give a file name such as report.json")
+    if args.task != "multilabel" and (args.label_cols or args.label_sep):
+        raise InputError("--label-cols and --label-sep are for --task multilabel; add --task "
+                         "multilabel or leave them out")
+
+
+def _check_png(path: str | None) -> None:
+    if path and Path(path).suffix.lower() != ".png":
+        raise InputError(f"--plot '{path}' must end in .png")
+    if path and Path(path).is_dir():
+        raise InputError(f"--plot '{path}' is a folder; give a file name such as cm.png")
+
+
+def _check_one_truth(args) -> None:
+    if bool(args.truth) == bool(args.truth_col):
+        raise InputError("give exactly one of --truth (a file) or --truth-col (a column of "
+                         "--pred)")
+
+
+# ------------------------------------------------------------------------------------------
+# classification: (truth, predicted, probability frame, labels, source)
+
+
+def _model_scores(args, mapping):
+    """A classifier directory on a labelled test file; None after a regression or
+    multi-label model's report."""
+    if not (args.model and args.input):
+        raise InputError("--model and --input go together: a model directory and a "
+                         "labelled test file")
+    if args.pred:
+        raise InputError("give either --pred or --model with --input, not both")
+    if read_record(args.model).get("task", "classification") != "classification":
+        _model_task_report(args)
+        return None
+    frame = read_frame(args.input, require_label=True, labels_file=args.labels_file,
+                       **corpus_kwargs(args))
+    clf = load_model(args.model, device=args.device)
+    preds = clf.predict(frame, batch_size=args.batch_size, progress=not args.quiet)
+    return (frame["label"], apply_label_map(preds["predicted"], mapping), preds, clf.labels,
+            f"{args.model} on {args.input}")
+
+
+def _pred_scores(args, mapping):
+    """A predictions file with its truth (a column of it, or a --truth file); None after a
+    regression or multi-label report."""
+    if not args.pred:
+        raise InputError("give --pred (a predictions file) with --truth or --truth-col, "
+                         "or --model with --input")
+    if args.task != "classification":
+        (_pred_regression if args.task == "regression" else _pred_multilabel)(args)
+        return None
+    _check_one_truth(args)
+    pred_df = read_table_file(args.pred)
+    if args.pred_col not in pred_df.columns:
+        raise InputError(f"'{args.pred}' has no '{args.pred_col}' column; its columns are: "
+                         f"{', '.join(map(str, pred_df.columns))}. Name it with --pred-col")
+    labels = [str(c)[5:] for c in pred_df.columns if str(c).startswith("prob_")] or None
+    if mapping and labels:
+        labels = list(dict.fromkeys(mapping.get(x, x) for x in labels))
+    if args.truth_col:
+        if args.truth_col not in pred_df.columns:
+            raise InputError(f"'{args.pred}' has no '{args.truth_col}' column; its columns "
+                             f"are: {', '.join(map(str, pred_df.columns))}")
+        return (pred_df[args.truth_col], apply_label_map(pred_df[args.pred_col], mapping),
+                pred_df, labels, args.pred)
+    joined = _join_truth_file(args, pred_df, mapping)
+    return joined["truth"], joined["pred"], joined, labels, args.pred
+
+
+def _join_truth_file(args, pred_df: pd.DataFrame, mapping) -> pd.DataFrame:
+    """``doc_id``, ``pred``, the ``prob_`` columns and ``truth`` from the --truth file."""
+    truth = _truth_table(args.truth, args.id_col, args.label_col, args.in_format)
+    if "doc_id" not in pred_df.columns:
+        raise InputError(f"'{args.pred}' has no doc_id column to join --truth on")
+    left = pd.DataFrame({"doc_id": [str(x) for x in pred_df["doc_id"]],
+                         "pred": apply_label_map(pred_df[args.pred_col], mapping),
+                         **{c: pred_df[c].to_numpy() for c in pred_df.columns
+                            if str(c).startswith("prob_")}})
+    joined = left.merge(truth, on="doc_id", how="inner", validate="one_to_one")
+    if len(joined) == 0:
+        raise InputError(f"no doc_id of '{args.pred}' is in '{args.truth}'; check --id-col")
+    if len(joined) < len(left):
+        warnings.warn(f"{len(left) - len(joined)} prediction(s) have no row in "
+                      f"'{args.truth}' and are left out", EvaluationWarning)
+    return joined
+
+
+def _truth_table(path: str, id_col: str | None, label_col: str | None, fmt: str | None):
+    raw = read_table_file(path, fmt)
+    lcol = label_col or "label"
+    icol = id_col or "doc_id"
+    if lcol not in raw.columns:
+        raise InputError(f"truth file '{path}' has no '{lcol}' column; its columns are: "
+                         f"{', '.join(map(str, raw.columns))}. Name it with --label-col")
+    ids = (as_str_series(raw[icol]) if icol in raw.columns
+           else pd.Series([f"text{i + 1}" for i in range(len(raw))], dtype=object))
+    return pd.DataFrame({"doc_id": ids.to_numpy(), "truth": as_str_series(raw[lcol]).to_numpy()})
+
+
+def _classification_report(args, truth, pred, probs, labels, source) -> None:
+    report = evaluate(truth, pred, labels=labels)
+    report.calibration = calibration_summary(probs, list(truth), labels or [],
+                                             args.calibration_plot)
+    report.print(title=f"evaluation of {source} ({report.n} documents)")
+    if args.out:
+        report.save(args.out)
+        print(f"wrote {args.out}")
+    if args.plot:
+        report.plot(args.plot)
+        print(f"wrote {args.plot}")
+    if args.calibration_plot:
+        print(f"wrote {args.calibration_plot}")
+
+
+# ------------------------------------------------------------------------------------------
+# regression and multi-label (issue 15)
+
+
+def _model_task_report(args) -> dict:
+    """``--model --input`` for a regression or multi-label model: prints the metrics, writes
+    ``--out`` (JSON) and ``--plot`` (regression: predicted-vs-true scatter).
+
+    Raises:
+        InputError: ``--plot`` for a multi-label model; bad test data (as in training).
+    """
+    clf = load_model(args.model, device=args.device)
+    if args.plot and clf.task.name == "multilabel":
+        raise InputError("--plot draws a confusion matrix or a regression scatter; a "
+                         "multi-label model has neither: leave --plot out")
+    frame = read_frame(args.input, text_col=args.text_col, id_col=args.id_col,
+                       label_col=args.label_col, fmt=args.in_format,
+                       require_label=getattr(clf.task, "label_cols", None) is None)
+    data, n_missing_label, n_missing_text = prepare(frame, "test", clf.task)
+    pred = clf.predict(data, batch_size=args.batch_size, progress=not args.quiet)
+    result = {**clf.task.score(data, pred), "n_missing_label": n_missing_label,
+              "n_missing_text": n_missing_text, "task": clf.task.name}
+    # the scatter's data (regression only: a multi-label model refused --plot above)
+    truth, predicted = (data["label"], pred["predicted"]) if args.plot else (None, None)
+    return _task_report(result, args, f"evaluation of {args.model} on {args.input}", truth,
+                        predicted)
+
+
+def _pred_regression(args) -> dict:
+    """``--pred F --task regression``: the truth is a column of it (``--truth-col``) or the
+    ``--label-col`` (default ``label``) of a ``--truth`` file joined on ``doc_id``.
+
+    Raises:
+        InputError: a missing file or column, non-numbers, no shared doc_id.
+    """
+    _check_one_truth(args)
+    truth_col = args.truth_col or args.label_col or "label"
+    frame = _pred_with_truth(args, [truth_col])
+    return _task_report({**regression_metrics(frame[truth_col], frame[args.pred_col]),
+                         "task": "regression"}, args, f"evaluation of {args.pred}",
+                        frame[truth_col], frame[args.pred_col])
+
+
+def _pred_multilabel(args) -> dict:
+    """``--pred F --task multilabel``: the ``predicted_<label>`` columns (as ``predict``
+    writes them for a multi-label model) against one 0/1 column per label (``--label-cols
+    a,b``, named as the labels) or one column of delimited labels (``--label-sep "|"``;
+    empty = none of the labels), in ``--pred`` (``--label-cols``, or ``--truth-col`` with
+    ``--label-sep``) or in a ``--truth`` file joined on ``doc_id`` (``--label-cols``, or
+    ``--label-col``, default ``label``, with ``--label-sep``). Delimited labels that the
+    model does not predict are ignored.
+
+    Raises:
+        InputError: neither or both of --label-cols / --label-sep, a missing
+            ``predicted_<label>`` or truth column, a truth column that is not 0/1.
+    """
+    if args.plot:
+        raise InputError("--plot draws a confusion matrix or a regression scatter; "
+                         "multi-label predictions have neither: leave --plot out")
+    cols = [c.strip() for c in args.label_cols.split(",") if c.strip()] \
+        if args.label_cols else None
+    if (cols is None) == (args.label_sep is None):
+        raise InputError("evaluate --task multilabel needs either --label-cols A,B (one 0/1 "
+                         "truth column per label) or --label-sep '|' (one column of delimited "
+                         "labels)")
+    if cols is None and bool(args.truth) == bool(args.truth_col):
+        raise InputError("with --label-sep give exactly one of --truth (a file) or --truth-col "
+                         "(a column of --pred)")
+    sep_col = None if cols else (args.truth_col or args.label_col or "label")
+    frame = _pred_with_truth(args, cols or [sep_col], pred_cols=[])
+    labels = cols or [str(c)[len("predicted_"):] for c in frame.columns
+                      if str(c).startswith("predicted_")]
+    missing = [f"predicted_{lab}" for lab in labels if f"predicted_{lab}" not in frame.columns]
+    if missing or not labels:
+        raise InputError(f"'{args.pred}' has no column {', '.join(missing) or 'predicted_<label>'}"
+                         "; give the predictions of a multi-label model (predict writes "
+                         "predicted_<label> per label)")
+    pred = frame[[f"predicted_{lab}" for lab in labels]].apply(_bool_column).to_numpy()
+    truth = (_zero_one_truth(frame, cols) if cols
+             else _delimited_truth(frame[sep_col], labels, args.label_sep))
+    return _task_report({**multilabel_metrics(truth, pred, labels), "task": "multilabel"},
+                        args, f"evaluation of {args.pred}")
+
+
+def _zero_one_truth(frame: pd.DataFrame, cols: list) -> np.ndarray:
+    """Documents x labels of 0/1 from one column per label; NaN rows where one is missing."""
+    truth = np.column_stack([zero_one(frame[c].astype(object).where(frame[c].notna(), "0"), c)
+                             for c in cols]).astype(float)
+    truth[frame[cols].isna().any(axis=1).to_numpy()] = np.nan
+    return truth
+
+
+def _delimited_truth(values: pd.Series, labels: list, sep: str) -> np.ndarray:
+    """Documents x labels of 0/1 from one column of delimited labels; NaN rows where missing."""
+    sets = [None if pd.isna(v) else {x.strip() for x in str(v).split(sep)} for v in values]
+    return np.array([[np.nan] * len(labels) if s is None else
+                     [float(lab in s) for lab in labels] for s in sets]).reshape(-1, len(labels))
+
+
+def _bool_column(values: pd.Series) -> pd.Series:
+    """True/False/missing from a predicted_<label> column (booleans, 0/1 or true/false)."""
+    text = values.astype(str).str.strip().str.lower()
+    out = pd.Series(np.nan, index=values.index)
+    out[text.isin(["true", "1", "1.0"])] = 1.0
+    out[text.isin(["false", "0", "0.0"])] = 0.0
+    return out
+
+
+def _pred_with_truth(args, truth_cols: list, pred_cols=None) -> pd.DataFrame:
+    """The ``--pred`` file, with ``truth_cols`` from ``--truth`` joined on doc_id when given.
+
+    Raises:
+        InputError: a missing file or column, no doc_id, no shared doc_id.
+    """
+    pred_cols = [args.pred_col] if pred_cols is None else pred_cols
+    frame = read_table_file(args.pred)
+    if args.truth:
+        truth = read_table_file(args.truth)
+        _need(truth, truth_cols, args.truth)
+        id_col = args.id_col or "doc_id"
+        _need(truth, [id_col], args.truth, " (name it with --id-col)")
+        _need(frame, ["doc_id"], args.pred)
+        right = truth[truth_cols].assign(doc_id=as_str_series(truth[id_col]).to_numpy())
+        left = frame.drop(columns=[c for c in truth_cols if c in frame.columns])
+        left = left.assign(doc_id=as_str_series(left["doc_id"]).to_numpy())
+        frame = left.merge(right, on="doc_id", how="inner", validate="one_to_one")
+        if len(frame) == 0:
+            raise InputError(f"no doc_id of '{args.pred}' is in '{args.truth}'; check --id-col")
+    _need(frame, pred_cols + truth_cols, args.pred)
+    return frame
+
+
+def _need(frame: pd.DataFrame, cols: list, path, fix: str = "") -> None:
+    absent = [c for c in cols if c not in frame.columns]
+    if absent:
+        raise InputError(f"'{path}' has no column {', '.join(map(repr, absent))}{fix}; its "
+                         f"columns are: {', '.join(map(str, frame.columns))}")
+
+
+def _task_report(result: dict, args, title: str, truth=None, predicted=None) -> dict:
+    """Print ``result``, write ``--out`` (JSON) and, for regression, the ``--plot`` scatter."""
+    _print_task_result(result, title)
+    if args.out:
+        write_text(args.out, json.dumps(result, indent=2, default=json_default))
+        print(f"wrote {args.out}")
+    if args.plot:
+        scatter_plot(truth, predicted, args.plot)
+        print(f"wrote {args.plot}")
+    return result
+
+
+def _print_task_result(result: dict, title: str) -> None:
+    print(f"{title} ({result['n']} documents)")
+    for key, value in result.items():
+        if isinstance(value, float):
+            print(f"  {key:<16} {value:.4f}")
+    for label, row in result.get("per_label", {}).items():
+        print(f"  {label:<16} precision {row['precision']:.3f}  recall {row['recall']:.3f}  "
+              f"F1 {row['f1']:.3f}  support {row['support']}")

@@ -1,0 +1,72 @@
+"""``quantformer tokenize``: subword counts per document and how many exceed --max-length."""
+
+from __future__ import annotations
+
+from .._core.show import print_table
+from ..io.frames import check_output_path, read_frame, write_frame
+from ..models.hub import check_max_length, load_config, load_tokenizer, model_label
+from ..models.tokenize import (STRATEGIES, corpus_token_stats, count_subwords,
+                               longest_hypothesis, model_record, model_truncation, summarise)
+from ..io.modeldir import record_hypotheses
+from ._options import add_corpus_options, add_labels_file_option, add_model_option, corpus_kwargs
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser(
+        "tokenize",
+        help="subword counts per document and how many exceed --max-length",
+        description="Count subword tokens per document (special tokens included) and flag "
+                    "documents longer than --max-length, which training and prediction "
+                    "truncate (head+tail by default, Wankmüller 2022 section 6.3). With a "
+                    "fine-tuned --model, the truncated column marks the documents `predict` "
+                    "cuts; for a model fine-tuned with --method nli each document is counted "
+                    "with its longest class hypothesis, as prediction pairs them.",
+    )
+    p.add_argument("--input", required=True, help="corpus file")
+    add_corpus_options(p)
+    add_labels_file_option(p)
+    add_model_option(p)
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit, special tokens included (default: the limit a "
+                        "fine-tuned --model was trained and predicts with, else 512)")
+    p.add_argument("--truncation", default=None, choices=STRATEGIES,
+                   help="strategy applied to the ids written by --ids (default: a fine-tuned "
+                        "--model's, else head_tail)")
+    p.add_argument("--ids", action="store_true",
+                   help="also write the token ids after truncation as a list column")
+    p.add_argument("--out", default=None,
+                   help="per-document output file (.parquet, .csv, .rds, ...); optional")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.out:
+        check_output_path(args.out)
+    own_length, own_truncation = model_truncation(args.model)
+    max_length = own_length if args.max_length is None else args.max_length
+    truncation = own_truncation if args.truncation is None else args.truncation
+    frame = read_frame(args.input, labels_file=args.labels_file, **corpus_kwargs(args))
+    check_max_length(max_length, load_config(args.model))
+    tokenizer = load_tokenizer(args.model)
+    stats = corpus_token_stats(frame, tokenizer, max_length=max_length, truncation=truncation,
+                               with_ids=args.ids,
+                               hypotheses=_nli_hypotheses(args.model, tokenizer))
+    print_table(summarise(stats, max_length),
+                title=f"subword tokens per document ({model_label(args.model)}, "
+                      f"{args.input})", floatfmt="{:.1f}")
+    if args.out:
+        write_frame(stats, args.out)
+        print(f"wrote {len(stats)} rows to {args.out}")
+    return 0
+
+
+def _nli_hypotheses(model: str | None, tokenizer) -> list[str] | None:
+    """The class hypotheses of a model fine-tuned with ``--method nli`` (None for others),
+    with a line saying which one the counts include."""
+    hypotheses = record_hypotheses(model_record(model))
+    if hypotheses:
+        longest = longest_hypothesis(tokenizer, hypotheses)
+        print(f"NLI model: each document is counted with its longest class hypothesis, "
+              f"'{longest}' ({count_subwords(tokenizer, [longest])[0]} tokens), the pair "
+              "prediction cuts first")
+    return hypotheses

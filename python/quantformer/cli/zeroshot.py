@@ -1,0 +1,95 @@
+"""``quantformer zeroshot``: classify with label descriptions only (NLI entailment or
+embedding similarity)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .._core.show import print_table
+from ..infer.zeroshot import (CALIBRATIONS, DEFAULT_HYPOTHESIS, METHODS, check_hypothesis,
+                              check_labels, describe, read_labels_file, zeroshot)
+from ..io.frames import check_output_path, read_frame, write_frame
+from ..models.tokenize import warn_truncated
+from ..scale.dask import describe as describe_partitions
+from ..scale.dask import zeroshot_partitions
+from ._options import (add_corpus_options, add_model_option, add_partition_options,
+                       add_run_options, corpus_kwargs, partitioned, positive)
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser(
+        "zeroshot",
+        help="classify with label descriptions only (NLI entailment or embedding similarity)",
+        description="Zero-shot classification (Wankmüller 2022, Appendix J). Each label is "
+                    "filled into --hypothesis. NLI models (an 'entailment' label in their "
+                    "config) score premise-hypothesis pairs like Hugging Face's zero-shot "
+                    "pipeline; other encoders, including the default all-MiniLM-L6-v2, use "
+                    "embedding similarity (cosine of mean-pooled embeddings, standardised per "
+                    "label over the corpus). Output: doc_id, docvars, predicted, prob_<label>, "
+                    "zeroshot_method.",
+    )
+    add_partition_options(p)
+    add_corpus_options(p, label=False)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--labels", help="comma-separated label phrases, e.g. "
+                                    "'in favor of,neutral toward,against'")
+    g.add_argument("--labels-file", help="text file with one label phrase a line")
+    p.add_argument("--hypothesis", default=DEFAULT_HYPOTHESIS,
+                   help="template with one {} for the label (default: 'This text is about {}.')")
+    add_model_option(p, "; NLI models such as facebook/bart-large-mnli use the NLI method")
+    p.add_argument("--method", default="auto", choices=METHODS,
+                   help="auto (NLI when the model has an entailment label, else embedding), "
+                        "nli or embedding")
+    p.add_argument("--multi-label", action="store_true",
+                   help="score each label on its own (probabilities need not sum to 1)")
+    p.add_argument("--batch-size", type=positive(int), default=32,
+                   help="inputs per forward pass at most (32; fewer for long inputs: at most "
+                        "4096 padded tokens per pass)")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="token limit per input (NLI: 512 or the model's limit; embedding: the "
+                        "model's sentence-transformers max_seq_length, 256 for the default)")
+    p.add_argument("--calibration", default="standardise", choices=CALIBRATIONS,
+                   help="embedding method: per-label calibration of cosines over the corpus "
+                        "(standardise)")
+    p.add_argument("--temperature", type=positive(float), default=None,
+                   help="embedding method: softmax temperature (1 when standardised, else 0.05)")
+    add_run_options(p)
+    p.set_defaults(func=run)
+
+
+def _options(args) -> dict:
+    """The keyword arguments that zeroshot() and zeroshot_partitions() share."""
+    return {"model": args.model, "method": args.method, "multi_label": args.multi_label,
+            "batch_size": args.batch_size, "max_length": args.max_length,
+            "truncation": args.truncation, "device": args.device, "quiet": args.quiet,
+            "calibration": args.calibration, "temperature": args.temperature,
+            "keep_text": args.keep_text, "backend": args.backend, "quantize": args.quantize}
+
+
+def run(args) -> int:
+    labels = read_labels_file(args.labels_file) if args.labels_file else args.labels
+    if partitioned(args):
+        print(describe_partitions(zeroshot_partitions(
+            args.input, args.out, labels, args.hypothesis, scheduler=args.scheduler,
+            resume=args.resume, **_options(args), **corpus_kwargs(args, label=False))))
+        return 0
+    check_output_path(args.out)
+    hypothesis = check_hypothesis(args.hypothesis)
+    labels = check_labels(labels, args.multi_label)
+    frame = read_frame(args.input, **corpus_kwargs(args, label=False))
+    result = zeroshot(frame, labels, hypothesis, **_options(args))
+    meta = result.attrs["quantformer"]
+    print(describe(meta))
+    warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"], meta["truncation"])
+    print_table(_counts(result, labels), floatfmt="{:.3f}")
+    write_frame(result, args.out)
+    print(f"wrote {len(result)} rows to {args.out}")
+    return 0
+
+
+def _counts(result: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
+    """Documents and share per predicted label, in ``labels`` order."""
+    counts = result["predicted"].value_counts().reindex(labels, fill_value=0)
+    return pd.DataFrame({"documents": counts.to_numpy(),
+                         "share": counts.to_numpy() / max(1, int(counts.sum()))},
+                        index=pd.Index(labels, name="predicted"))
