@@ -162,17 +162,17 @@ def test_predictions_are_zero_shot_nli_with_the_fine_tuned_model(nli_model):
 def test_training_pairs_reach_the_network(tiny_roberta_nli_dir, monkeypatch):
     """Every pair the loop sees is (document text, its class's filled hypothesis) with target
     entailment, or another class's hypothesis with target contradiction."""
-    import quantformer.train.finetune as ft
+    import quantformer.train.nli as nli_module
     from quantformer.models.hub import load_tokenizer
 
     seen = {}
-    real = ft._train
+    real = nli_module.train_epochs
 
     def spy(clf, batches, *args):
         seen["batches"] = batches
         return real(clf, batches, *args)
 
-    monkeypatch.setattr(ft, "_train", spy)
+    monkeypatch.setattr(nli_module, "train_epochs", spy)
     frame = toy_frame(12)
     _train(tiny_roberta_nli_dir, frame=frame, nli_pairs="all")
     batches, tok = seen["batches"], load_tokenizer(str(tiny_roberta_nli_dir))
@@ -330,17 +330,17 @@ def test_compare_knows_nli(tiny_roberta_nli_dir):
 
 
 def test_compare_passes_the_nli_options_to_every_nli_run(tiny_roberta_nli_dir, monkeypatch):
-    import quantformer.train.finetune as ft
+    import quantformer.select.compare as compare_module
     from quantformer.select.compare import compare
 
-    records, real = [], ft.finetune
+    records, real = [], compare_module.finetune
 
     def spy(*args, **kwargs):
         clf = real(*args, **kwargs)
         records.append(clf.record)
         return clf
 
-    monkeypatch.setattr(ft, "finetune", spy)
+    monkeypatch.setattr(compare_module, "finetune", spy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = compare(toy_frame(16), toy_frame(24).iloc[16:], models="nli",

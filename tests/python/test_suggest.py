@@ -205,7 +205,7 @@ def test_cli_rounds_with_cache(corpus_file, tiny_bert_dir, tmp_path, monkeypatch
     def no_load(*args, **kwargs):
         raise AssertionError("the encoder was loaded although the cache holds the vectors")
 
-    monkeypatch.setattr("quantformer.infer.embed.load_encoder", no_load)
+    monkeypatch.setattr("quantformer.label.suggest.load_encoder", no_load)
     r1["code"] = ["econ", "other", "econ", "other"]
     r1.to_csv(tmp_path / "coded1.csv", index=False)
     assert run([*common, "--labelled", tmp_path / "coded1.csv", "--out", tmp_path / "r2.csv"]) == 0

@@ -152,7 +152,7 @@ def test_cli_bad_input_exit_2_and_no_output(tmp_path, capsys, extra, msg):
 
 
 def test_real_tiny_finetune_through_cli(tmp_path, tiny_bert_dir, capsys, monkeypatch):
-    import quantformer.train.finetune as ft
+    import quantformer.train.standard as ft
 
     sizes = []
     real = ft.oversample_indices

@@ -7,9 +7,15 @@ import argparse
 import os
 from pathlib import Path
 
-from ..io.frames import read_frame
+from .._core.show import print_table
+from ..io.frames import read_frame, write_frame
 from ..models.onnx import backend as onnx_backend
+from ..models.tasks import Multilabel
+from ..models.tokenize import STRATEGIES
+from ..scale.dask import is_partitioned
 from ..train import nli
+from ..train.arguments import TASKS
+
 
 def add_corpus_options(p: argparse.ArgumentParser, *, label: bool = True) -> None:
     """--text-col, --label-col, --id-col and --format, identical for every verb."""
@@ -51,8 +57,6 @@ def corpus_kwargs(args, *, label: bool = True) -> dict:
 def add_task_options(p: argparse.ArgumentParser, how: str) -> None:
     """--task, --label-cols, --label-sep (tune, compare, evaluate; see
     :mod:`quantformer.models.tasks`); ``how`` says what the task changes for the verb."""
-    from ..train.arguments import TASKS
-
     g = p.add_argument_group("what is measured")
     g.add_argument("--task", default="classification", choices=TASKS,
                    help=f"classification (default), regression or multilabel; {how}")
@@ -80,8 +84,6 @@ def check_task_flags(args) -> list[str] | None:
     cols = [c.strip() for c in args.label_cols.split(",") if c.strip()] \
         if args.label_cols else None
     if args.task == "multilabel":
-        from ..models.tasks import Multilabel
-
         Multilabel.for_training(None, cols, args.label_sep)
     return cols
 
@@ -113,8 +115,6 @@ def add_scheduler_option(p: argparse.ArgumentParser, what: str = "runs"):
 def partitioned(args) -> bool:
     """True when the verb's arguments ask for a partitioned run; else sets ``args.input`` to
     the one corpus file (today's single-file path)."""
-    from ..scale.dask import is_partitioned
-
     if is_partitioned(args.input, args.scheduler, args.resume, args.out):
         return True
     args.input = args.input[0]
@@ -261,9 +261,6 @@ def show_and_write_table(table, out, title: str, shown=None) -> None:
     """Print ``table`` (or the ``shown`` part of it) under ``title``; write ``table`` to
     ``out`` when given (a path checked with :func:`quantformer.io.frames.check_output_path`
     before the work began)."""
-    from .._core.show import print_table
-    from ..io.frames import write_frame
-
     print_table(table if shown is None else shown, title=title)
     if out:
         write_frame(table, out)
@@ -273,8 +270,6 @@ def show_and_write_table(table, out, title: str, shown=None) -> None:
 def add_run_options(p) -> None:
     """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
     --device, --quiet, --backend, --quantize and --out."""
-    from ..models.tokenize import STRATEGIES
-
     p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
                    help="how long documents are cut (head_tail)")
     p.add_argument("--keep-text", action="store_true", help="keep the text column")

@@ -7,12 +7,24 @@ import warnings
 from pathlib import Path
 
 from .._core.show import print_table
-from ..select.compare import METRIC_LABEL, MODELS, compare, parse_models, task_model_names
+from ..select.common import METRIC_LABEL
+from ..select.compare import MODELS, compare, parse_models, task_model_names
 from ..select.tune import check_results_dir
-from ._options import (add_corpus_options, add_device_option, add_model_option,
-                       add_nli_options, add_quiet_option, add_results_dir_options,
-                       add_scheduler_option, add_task_options, nli_kwargs, positive,
-                       read_train_test, task_kwargs, written_files)
+from ._options import (
+    add_corpus_options,
+    add_device_option,
+    add_model_option,
+    add_nli_options,
+    add_quiet_option,
+    add_results_dir_options,
+    add_scheduler_option,
+    add_task_options,
+    nli_kwargs,
+    positive,
+    read_train_test,
+    task_kwargs,
+    written_files,
+)
 
 
 def add_cli(sub) -> None:

@@ -5,8 +5,15 @@ from __future__ import annotations
 from ..infer.embed import LAYOUTS, embed_file
 from ..models.hub import model_label
 from ..scale.dask import describe, embed_partitions
-from ._options import (add_corpus_options, add_model_option, add_partition_options,
-                       add_run_options, corpus_kwargs, partitioned, positive)
+from ._options import (
+    add_corpus_options,
+    add_model_option,
+    add_partition_options,
+    add_run_options,
+    corpus_kwargs,
+    partitioned,
+    positive,
+)
 
 
 def add_cli(sub) -> None:

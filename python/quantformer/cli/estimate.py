@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from ..io.frames import check_output_path
 from ..measure.prevalence import METHODS, estimate
-from ._options import (add_gold_options, add_table_out_option, gold_kwargs, positive,
-                       show_and_write_table)
+from ._options import (
+    add_gold_options,
+    add_table_out_option,
+    gold_kwargs,
+    positive,
+    show_and_write_table,
+)
 
 
 def add_cli(sub) -> None:

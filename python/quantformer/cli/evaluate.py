@@ -26,8 +26,15 @@ from ..score.calibration import calibration_summary
 from ..score.evaluate import EvaluationWarning, apply_label_map, evaluate, parse_label_map
 from ..score.metrics import multilabel_metrics, regression_metrics, scatter_plot
 from ..train.data import prepare
-from ._options import (add_corpus_options, add_device_option, add_labels_file_option,
-                       add_quiet_option, add_task_options, corpus_kwargs, positive)
+from ._options import (
+    add_corpus_options,
+    add_device_option,
+    add_labels_file_option,
+    add_quiet_option,
+    add_task_options,
+    corpus_kwargs,
+    positive,
+)
 
 
 def add_cli(sub) -> None:

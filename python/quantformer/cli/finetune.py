@@ -7,9 +7,18 @@ from ..io.modeldir import check_out_dir
 from ..models.tokenize import STRATEGIES
 from ..train.arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION, PRECISIONS, TASKS
 from ..train.finetune import finetune
-from ._options import (add_corpus_options, add_device_option, add_labels_file_option,
-                       add_model_option, add_nli_options, add_quiet_option, check_task_flags,
-                       corpus_kwargs, nli_kwargs, positive)
+from ._options import (
+    add_corpus_options,
+    add_device_option,
+    add_labels_file_option,
+    add_model_option,
+    add_nli_options,
+    add_quiet_option,
+    check_task_flags,
+    corpus_kwargs,
+    nli_kwargs,
+    positive,
+)
 
 
 def add_cli(sub) -> None:

@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import re
 import sys
 import traceback
 import warnings
 
-from .._core.version import __version__
 from .._core.errors import InputError
 from .._core.parameters import cli_flag, r_argument, r_flags
 from .._core.show import print_json
+from .._core.version import __version__
+from ..io.modeldir import read_record
+from ..models.hub import DEFAULT_MODEL_NAME, default_model_path
 
 # modules that define add_cli(sub), in the order their verbs are listed in --help
 VERB_MODULES = [
@@ -66,11 +67,7 @@ def _add_info(sub) -> None:
 def _run_info(args) -> int:
     from importlib import metadata
 
-    from ..models.hub import DEFAULT_MODEL_NAME, default_model_path
-
     if args.model is not None:
-        from ..io.modeldir import read_record
-
         record = read_record(args.model)
         if args.json:
             print_json(record)

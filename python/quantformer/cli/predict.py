@@ -5,9 +5,17 @@ from __future__ import annotations
 from .._core.errors import InputError
 from ..infer.predict import predict_file
 from ..scale.dask import describe, predict_partitions
-from ._options import (add_backend_options, add_corpus_options, add_device_option,
-                       add_labels_file_option, add_partition_options, add_quiet_option,
-                       corpus_kwargs, partitioned, positive)
+from ._options import (
+    add_backend_options,
+    add_corpus_options,
+    add_device_option,
+    add_labels_file_option,
+    add_partition_options,
+    add_quiet_option,
+    corpus_kwargs,
+    partitioned,
+    positive,
+)
 
 
 def add_cli(sub) -> None:

@@ -29,11 +29,11 @@ import io
 import json
 import os
 import sys
-from collections import OrderedDict
-from pathlib import Path
 
+from .._core.errors import InputError
 from .._core.version import __version__
 from ..infer.cache import MODELS, ModelCache
+from .main import main
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
@@ -136,8 +136,6 @@ def run_request(request: dict, verb_stdout, cache: ModelCache | None = None) -> 
         line the verb wrote on stderr when it failed (the CLI's one-line error message, else
         ``None``), and how many models the worker has read from disk / found in its cache.
     """
-    from .main import main
-
     rid = request.get("id")
     try:
         argv = _argv(request)
@@ -227,8 +225,6 @@ def add_cli(sub) -> None:
 
 
 def _run_serve(args) -> int:
-    from .._core.errors import InputError
-
     if args.cache_size < 0:
         raise InputError(f"--cache-size must be 0 or more, not {args.cache_size}")
     if args.reply_fd == 1:

@@ -6,8 +6,13 @@ from __future__ import annotations
 from ..io.frames import check_output_path, read_frame, write_frame
 from ..label.suggest import CODE_COL, STRATEGIES, suggest_round
 from ..models.tokenize import STRATEGIES as TRUNCATIONS
-from ._options import (add_corpus_options, add_device_option, add_quiet_option, corpus_kwargs,
-                       positive)
+from ._options import (
+    add_corpus_options,
+    add_device_option,
+    add_quiet_option,
+    corpus_kwargs,
+    positive,
+)
 
 
 def add_cli(sub) -> None:

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from .._core.show import print_table
 from ..io.frames import check_output_path, read_frame, write_frame
-from ..models.hub import check_max_length, load_config, load_tokenizer, model_label
-from ..models.tokenize import (STRATEGIES, corpus_token_stats, count_subwords,
-                               longest_hypothesis, model_record, model_truncation, summarise)
 from ..io.modeldir import record_hypotheses
+from ..models.hub import check_max_length, load_config, load_tokenizer, model_label
+from ..models.tokenize import (
+    STRATEGIES,
+    corpus_token_stats,
+    count_subwords,
+    longest_hypothesis,
+    model_record,
+    model_truncation,
+    summarise,
+)
 from ._options import add_corpus_options, add_labels_file_option, add_model_option, corpus_kwargs
 
 

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 from .._core.show import print_table
 from ..select.tune import METRIC_NAMES, check_results_dir, parse_list, tune
-from ._options import (add_corpus_options, add_device_option, add_model_option,
-                       add_nli_options, add_quiet_option, add_results_dir_options,
-                       add_scheduler_option, add_task_options, nli_kwargs, positive,
-                       read_train_test, task_kwargs, written_files)
+from ._options import (
+    add_corpus_options,
+    add_device_option,
+    add_model_option,
+    add_nli_options,
+    add_quiet_option,
+    add_results_dir_options,
+    add_scheduler_option,
+    add_task_options,
+    nli_kwargs,
+    positive,
+    read_train_test,
+    task_kwargs,
+    written_files,
+)
 
 
 def add_cli(sub) -> None:

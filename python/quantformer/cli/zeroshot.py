@@ -6,14 +6,29 @@ from __future__ import annotations
 import pandas as pd
 
 from .._core.show import print_table
-from ..infer.zeroshot import (CALIBRATIONS, DEFAULT_HYPOTHESIS, METHODS, check_hypothesis,
-                              check_labels, describe, read_labels_file, zeroshot)
+from ..infer.zeroshot import (
+    CALIBRATIONS,
+    DEFAULT_HYPOTHESIS,
+    METHODS,
+    check_hypothesis,
+    check_labels,
+    describe,
+    read_labels_file,
+    zeroshot,
+)
 from ..io.frames import check_output_path, read_frame, write_frame
 from ..models.tokenize import warn_truncated
 from ..scale.dask import describe as describe_partitions
 from ..scale.dask import zeroshot_partitions
-from ._options import (add_corpus_options, add_model_option, add_partition_options,
-                       add_run_options, corpus_kwargs, partitioned, positive)
+from ._options import (
+    add_corpus_options,
+    add_model_option,
+    add_partition_options,
+    add_run_options,
+    corpus_kwargs,
+    partitioned,
+    positive,
+)
 
 
 def add_cli(sub) -> None:

@@ -20,6 +20,14 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, ModelDirError
+from ..io.modeldir import hf_quiet, read_record, write_model_dir
+from ..models.batching import run_batches
+from ..models.hub import resolve_device
+from ..models.onnx import recheck as onnx_recheck
+from ..models.onnx.backend import check_backend, open_model
+from ..models.onnx.recheck import RECHECK_LABEL, Recheck, check_margin
+from ..models.tasks import Classification, from_record
+from ..models.tokenize import encode, warn_truncated
 
 CHUNK_ROWS = 4096
 
@@ -78,8 +86,6 @@ def _load_torch(path):
     """
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from ..io.modeldir import hf_quiet
-
     try:
         with hf_quiet():
             tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
@@ -110,8 +116,6 @@ class Classifier:
     def __init__(self, model, tokenizer, labels, *, max_length: int = 512,
                  truncation: str = "head_tail", device: str = "cpu",
                  record: dict | None = None, task=None):
-        from ..models.tasks import Classification
-
         self.task = task if task is not None else Classification(labels)
         self.model = model
         self.tokenizer = tokenizer
@@ -144,10 +148,6 @@ class Classifier:
             InputError: a bad backend/quantize/device combination, or a model ONNX cannot
                 export (Longformer).
         """
-        from ..io.modeldir import read_record
-        from ..models.onnx.backend import check_backend
-        from ..models.tasks import from_record
-
         record = read_record(path)
         if record.get("method", "standard") != "standard":
             raise ModelDirError(f"'{path}' holds a model fine-tuned with method "
@@ -155,7 +155,6 @@ class Classifier:
                                 "which knows every method")
         use_onnx = check_backend(backend, quantize, device) == "onnx"
         if recheck_margin is not None:  # checked before an export that may take minutes
-            from ..models.onnx.recheck import check_margin
 
             if quantize != "int8":
                 raise InputError("{recheck_margin} applies to quantize='int8' only; leave it "
@@ -164,8 +163,6 @@ class Classifier:
         task = from_record(record)
         hp = record.get("hyperparameters", {})
         if use_onnx:
-            from ..models.onnx.backend import open_model
-
             if task.name != "classification":
                 raise InputError(f"--backend onnx supports classification models only; this "
                                  f"is a {task.name} model: use --backend torch")
@@ -176,7 +173,6 @@ class Classifier:
             if quantize == "int8":
                 clf.recheck = _recheck(path, recheck_margin)
             return clf
-        from ..models.hub import resolve_device
 
         dev = resolve_device(device)
         model, tok = _load_torch(path)
@@ -191,15 +187,11 @@ class Classifier:
         Raises:
             InputError: ``path`` exists and ``overwrite`` is False.
         """
-        from ..io.modeldir import write_model_dir
-
         return write_model_dir(self.model, self.tokenizer, self.record, path,
                                overwrite=overwrite)
 
     def to(self, device: str) -> Classifier:
         """Move the model to ``device`` (``auto``, ``cpu``, ``cuda``, ``mps``); returns self."""
-        from ..models.hub import resolve_device
-
         self.device = resolve_device(device)
         self.model.to(self.device)
         return self
@@ -222,9 +214,6 @@ class Classifier:
 
     def _proba(self, texts: list, batch_size: int, progress: bool,
                counts: dict | None = None, model=None) -> tuple[np.ndarray, np.ndarray]:
-        from ..models.batching import run_batches
-        from ..models.tokenize import encode
-
         model = self.model if model is None else model
 
         # an ONNX model's config is config.json alone (classifiers only: one column a label)
@@ -312,8 +301,6 @@ class Classifier:
         return self.output_frame(frame, probs, missing, keep_text, rechecked)
 
     def warn_truncated(self, counts: dict, n: int) -> None:
-        from ..models.tokenize import warn_truncated
-
         warn_truncated(counts.get("truncated", 0), n, self.max_length, self.truncation)
 
     def output_frame(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,
@@ -328,7 +315,6 @@ class Classifier:
         onnx = getattr(self.model, "backend", "torch") == "onnx"
         out["backend"] = self.model.label if onnx else "torch"
         if rechecked is not None:  # int8 rows predicted again in fp32
-            from ..models.onnx.recheck import RECHECK_LABEL
 
             out["backend"] = np.where(rechecked, RECHECK_LABEL, out["backend"])
         return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
@@ -336,9 +322,6 @@ class Classifier:
 
 def _recheck(path, margin):
     """The fp32 recheck of an int8 classifier (:class:`quantformer.models.onnx.recheck.Recheck`)."""
-    from ..models.onnx.backend import open_model
-    from ..models.onnx.recheck import RECHECK_MARGIN, Recheck
-
-    return Recheck(RECHECK_MARGIN if margin is None else margin,
+    return Recheck(onnx_recheck.RECHECK_MARGIN if margin is None else margin,
                    lambda: open_model(str(path), use="proba", fn=softmax_logits,
                                       loader=_load_torch, quantize="none"))

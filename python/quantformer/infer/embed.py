@@ -41,8 +41,6 @@ def as_frame(x) -> pd.DataFrame:
     Raises:
         InputError: a single string, or a table without a text column.
     """
-    from ..io.frames import to_frame
-
     if isinstance(x, str):
         raise InputError("give a list of documents (or a corpus frame), not a single string")
     if isinstance(x, pd.DataFrame):
@@ -57,8 +55,6 @@ def as_frame(x) -> pd.DataFrame:
 def missing_warning(n_missing: int, n_docs: int, consequence: str) -> None:
     """Warn that ``n_missing`` of ``n_docs`` documents are missing or empty (kept, not dropped)."""
     if n_missing:
-        from ..io.frames import FrameWarning
-
         warnings.warn(f"{n_missing} of {n_docs} document(s) have missing or empty text; they are "
                       f"kept with {consequence}", FrameWarning, stacklevel=3)
 
@@ -91,8 +87,6 @@ def load_encoder(model: str | None = None, device: str = "auto", backend: str = 
         InputError: the model cannot be resolved, the device is unavailable, or a bad
             backend/quantize combination.
     """
-    from .cache import MODELS
-
     return MODELS.get("encoder", model, device,
                       lambda: _read_encoder(model, device, backend, quantize),
                       backend=backend, quantize=quantize)
@@ -100,18 +94,12 @@ def load_encoder(model: str | None = None, device: str = "auto", backend: str = 
 
 def _read_encoder(model, device: str, backend: str, quantize: str) -> Encoder:
     """The encoder of :func:`load_encoder`, read from disk."""
-    from ..models.hub import resolve_model
-    from ..models.onnx.backend import check_backend
-
     path = resolve_model(model)
     if check_backend(backend, quantize, device) == "onnx":
-        from ..models.onnx.backend import open_model
-
         net = open_model(model, use="mean_pool", fn=_pool, loader=_load_torch_encoder,
                          quantize=quantize)
         return Encoder(model=net, tokenizer=net.tokenizer, config=net.config, device="cpu",
                        path=path)
-    from ..models.hub import load_config, resolve_device
 
     dev = resolve_device(device)
     net, tok = _load_torch_encoder(path)
@@ -122,9 +110,6 @@ def _read_encoder(model, device: str, backend: str, quantize: str) -> Encoder:
 def _load_torch_encoder(path: str):
     """(encoder module in eval mode, fast tokenizer); encoder-decoders give their encoder."""
     from transformers import AutoModel
-
-    from ..io.modeldir import hf_quiet
-    from ..models.hub import load_tokenizer
 
     with hf_quiet():  # "unused weights of the head" is expected here
         net = AutoModel.from_pretrained(path)
@@ -137,8 +122,6 @@ def default_max_length(enc: Encoder) -> int:
     """The token limit used when none is given: the model's sentence-transformers
     ``max_seq_length`` (256 for all-MiniLM-L6-v2) when it has one, else 512, never above the
     model's position limit."""
-    from ..models.hub import max_positions
-
     limit = max_positions(enc.config) or 512
     want = 512
     st = Path(enc.path) / "sentence_bert_config.json"
@@ -152,16 +135,12 @@ def default_max_length(enc: Encoder) -> int:
 
 def check_length(enc: Encoder, max_length: int | None) -> int:
     """``max_length`` validated against the model (None -> :func:`default_max_length`)."""
-    from ..models.hub import check_max_length
-
     if max_length is None:
         return default_max_length(enc)
     return check_max_length(max_length, enc.config)
 
 
 def _pool(model, batch):
-    from ..models.batching import mean_pool
-
     return mean_pool(model(**batch).last_hidden_state, batch["attention_mask"])
 
 
@@ -178,9 +157,6 @@ def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head
         ``(vectors, encoded)``: float32 array (n, hidden) with NaN rows for missing/empty
         texts, and the :class:`~quantformer.models.tokenize.Encoded` (``truncated``, ``missing``).
     """
-    from ..models.batching import run_batches
-    from ..models.tokenize import encode
-
     encoded = encode(enc.tokenizer, texts, max_length=max_length, truncation=truncation)
     hidden = int(getattr(enc.config, "hidden_size", 0) or getattr(enc.config, "d_model", 0))
     out = np.full((len(encoded.input_ids), hidden), np.nan, dtype=np.float32)
@@ -236,8 +212,6 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
 
 def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet,
            backend="torch", quantize="none"):
-    from ..models.tokenize import check_strategy
-
     check_strategy(truncation)
     if batch_size < 1:
         raise InputError(f"{{batch_size}} must be at least 1, not {batch_size}",
@@ -285,7 +259,6 @@ def resolve_layout(layout: str, out_path) -> str:
     if layout not in LAYOUTS:
         raise InputError(f"unknown {{layout}} '{layout}'; use one of: {', '.join(LAYOUTS)}",
                          params=["layout"])
-    from ..io.frames import detect_format
 
     kind = detect_format(out_path, write=True)
     if layout == "list" and kind in ("csv", "tsv"):
@@ -319,9 +292,6 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
     Raises:
         InputError: bad input file, output path, layout, truncation, model or ``max_length``.
     """
-    from ..io.frames import FrameWriter, check_output_path, iter_frames
-    from ..models.tokenize import check_strategy
-
     check_output_path(out_path)
     layout = resolve_layout(layout, out_path)
     check_strategy(truncation)
@@ -349,5 +319,26 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
             "max_length": length}
 
 from .._core.callable import make_callable  # noqa: E402
+from ..io.frames import (
+    FrameWarning,
+    FrameWriter,
+    check_output_path,
+    detect_format,
+    iter_frames,
+    to_frame,
+)
+from ..io.modeldir import hf_quiet
+from ..models.batching import mean_pool, run_batches
+from ..models.hub import (
+    check_max_length,
+    load_config,
+    load_tokenizer,
+    max_positions,
+    resolve_device,
+    resolve_model,
+)
+from ..models.onnx.backend import check_backend, open_model
+from ..models.tokenize import check_strategy, encode
+from .cache import MODELS
 
 make_callable(__name__, "embed")  # quantformer.embed(...) works as module and function

@@ -9,7 +9,12 @@ import os
 import numpy as np
 
 from .._core.errors import ModelDirError
-from .classifier import Classifier
+from ..io.modeldir import read_record
+from ..models.hub import resolve_device
+from ..models.onnx.backend import open_model
+from ..models.tokenize import _is_missing
+from .classifier import Classifier, _load_torch
+from .zeroshot import _logits, nli_pair_logits, nli_probabilities
 
 METHOD = "nli"
 
@@ -44,9 +49,6 @@ class NLIClassifier(Classifier):
         Raises:
             ModelDirError: missing record fields, or model files that cannot be loaded.
         """
-        from ..io.modeldir import read_record
-        from .classifier import _load_torch
-
         record = read_record(path)
         missing = [k for k in ("hypothesis", "label_phrases", "entailment_id",
                                "contradiction_id") if k not in record]
@@ -54,15 +56,10 @@ class NLIClassifier(Classifier):
             raise ModelDirError(f"'{path}' is not a complete NLI model directory: its "
                                 f"quantformer.json lacks {', '.join(missing)}; fine-tune again")
         if backend == "onnx":
-            from ..models.onnx.backend import open_model
-            from .zeroshot import _logits
-
             net = open_model(str(path), use="logits", fn=_logits, loader=_load_torch,
                              quantize=quantize)
             tokenizer, dev = net.tokenizer, "cpu"
         else:
-            from ..models.hub import resolve_device
-
             dev = resolve_device(device)
             net, tokenizer = _load_torch(path)
             net = net.to(dev)
@@ -82,9 +79,6 @@ class NLIClassifier(Classifier):
                counts: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Class probabilities (NaN rows for missing texts) and the missing mask; batches hold
         ``batch_size`` (document, hypothesis) pairs."""
-        from ..models.tokenize import _is_missing
-        from .zeroshot import nli_pair_logits, nli_probabilities
-
         missing = np.array([_is_missing(t) for t in texts], dtype=bool)
         present = np.flatnonzero(~missing)
         probs = np.full((len(texts), len(self.labels)), np.nan, dtype=np.float64)

@@ -8,6 +8,8 @@ import pandas as pd
 
 from .._core.callable import make_callable
 from .._core.errors import InputError
+from ..io.frames import FrameWriter, check_output_path, iter_frames
+from ..score.calibration import apply_temperature, stored_temperature
 from .classifier import CHUNK_ROWS, Classifier, warn_missing
 from .load import load_model
 
@@ -63,15 +65,11 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     """
     from tqdm.auto import tqdm
 
-    from ..io.frames import FrameWriter, check_output_path, iter_frames
-
     check_output_path(out_path)
     clf = model if isinstance(model, Classifier) else load_model(
         model, device=device, backend=backend, quantize=quantize)
     temperature = None
     if calibrated:
-        from ..score.calibration import stored_temperature
-
         temperature = stored_temperature(clf.record or {}, model)
     n = n_missing = 0
     counts: dict = {}
@@ -84,8 +82,6 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
             probs, missing, rechecked = clf.scored(chunk["text"].tolist(), batch_size, False,
                                                     counts)
             if temperature is not None:
-                from ..score.calibration import apply_temperature
-
                 probs = apply_temperature(probs, temperature)
             writer.write(clf.output_frame(chunk, probs, missing, keep_text, rechecked))
             n += len(chunk)

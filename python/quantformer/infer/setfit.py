@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from .._core.errors import ModelDirError
+from ..io.modeldir import read_record, write_model_dir
 from .classifier import Classifier
+from .embed import embed_texts, load_encoder
 
 HEAD_FILE = "head.json"
 
@@ -43,9 +45,6 @@ class SetFitClassifier(Classifier):
         Raises:
             ModelDirError: missing or damaged record, head or body files.
         """
-        from .embed import load_encoder
-        from ..io.modeldir import read_record
-
         record = read_record(path)
         head = read_head(Path(path))
         try:
@@ -66,8 +65,6 @@ class SetFitClassifier(Classifier):
     def _proba(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
         """Class probabilities of texts (NaN rows for missing texts) and the missing mask;
         ``counts["truncated"]`` adds up the documents cut (as :meth:`Classifier._proba`)."""
-        from .embed import embed_texts
-
         vecs, encoded = embed_texts(self.encoder, texts, max_length=self.max_length,
                                     truncation=self.truncation, batch_size=batch_size,
                                     normalize=self.normalize, progress=progress)
@@ -77,8 +74,6 @@ class SetFitClassifier(Classifier):
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
         """Write the model directory atomically (see the module docstring)."""
-        from ..io.modeldir import write_model_dir
-
         files = _DirFiles(self.encoder, self.coef, self.intercept, self.labels, self.normalize)
         return write_model_dir(files, files, self.record, path, overwrite=overwrite)
 

@@ -117,8 +117,6 @@ def read_labels_file(path: str | Path) -> list[str]:
     Raises:
         InputError: the file is missing.
     """
-    from ..io.frames import read_text_file
-
     p = Path(path)
     if not p.is_file():
         raise InputError(f"labels file not found: '{path}'")
@@ -281,9 +279,6 @@ def _load_nli(path):
     """(sequence-classification model in eval mode, fast tokenizer) of an NLI model."""
     from transformers import AutoModelForSequenceClassification
 
-    from ..io.modeldir import hf_quiet
-    from ..models.hub import load_tokenizer
-
     with hf_quiet():
         net = AutoModelForSequenceClassification.from_pretrained(path)
     return net.eval(), load_tokenizer(path)
@@ -291,8 +286,6 @@ def _load_nli(path):
 
 def _nli_model(model, device, backend, quantize):
     """(network, tokenizer, device) for NLI scoring, through the process's model cache."""
-    from .cache import MODELS
-
     return MODELS.get("zeroshot-nli", model, device,
                       lambda: _read_nli_model(model, device, backend, quantize),
                       backend=backend, quantize=quantize)
@@ -301,11 +294,8 @@ def _nli_model(model, device, backend, quantize):
 def _read_nli_model(model, device, backend, quantize):
     """(network, tokenizer, device) for NLI scoring: a torch module or an ONNX export."""
     if backend == "onnx":
-        from ..models.onnx.backend import open_model
-
         net = open_model(model, use="logits", fn=_logits, loader=_load_nli, quantize=quantize)
         return net, net.tokenizer, "cpu"
-    from ..models.hub import resolve_device, resolve_model
 
     dev = resolve_device(device)
     net, tok = _load_nli(resolve_model(model))
@@ -315,8 +305,6 @@ def _read_nli_model(model, device, backend, quantize):
 def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                 max_length, truncation, device, progress, config, backend="torch",
                 quantize="none"):
-    from ..models.hub import check_max_length, max_positions
-
     length = (min(512, max_positions(config) or 512) if max_length is None
               else check_max_length(max_length, config))
     net, tok, dev = _nli_model(model, device, backend, quantize)
@@ -350,9 +338,6 @@ def nli_pair_logits(net, tokenizer, texts: list, hypotheses: list, *, max_length
         (float array (n_texts, n_hypotheses, n_outputs), bool array (n_texts,): the texts cut
         in at least one of their pairs).
     """
-    from ..models.batching import run_batches
-    from ..models.tokenize import encode
-
     k = len(hypotheses)
     enc = encode(tokenizer, [t for t in texts for _ in range(k)], max_length=max_length,
                  truncation=truncation, pairs=list(hypotheses) * len(texts))
@@ -371,8 +356,6 @@ def _logits(model, batch):
 def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                       max_length, truncation, device, progress, calibration, temperature,
                       backend="torch", quantize="none"):
-    from .embed import check_length, embed_texts, load_encoder
-
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
     docs, encoded = embed_texts(enc, [texts[i] for i in present], max_length=length,
@@ -468,11 +451,6 @@ def zeroshot(
             entailment label; bad ``max_length``, ``truncation``, ``batch_size``, ``device``,
             ``calibration`` or ``temperature``.
     """
-    from .embed import as_frame, missing_warning
-    from ..models.hub import model_label
-    from ..models.onnx.backend import backend_label, check_backend
-    from ..models.tokenize import _is_missing, check_strategy
-
     check_backend(backend, quantize, device)
     hypothesis = check_hypothesis(hypothesis)
     labels = check_labels(labels, multi_label)
@@ -531,9 +509,6 @@ def zeroshot(
 def _config(model, backend: str):
     """The model's config: transformers' ``AutoConfig``, or (onnx) its config.json read
     without importing torch."""
-    from ..models.hub import load_config, resolve_model
-    from ..models.onnx.backend import read_config
-
     return read_config(resolve_model(model)) if backend == "onnx" else load_config(model)
 
 
@@ -554,5 +529,21 @@ def describe(meta: dict) -> str:
 
 
 from .._core.callable import make_callable  # noqa: E402
+from ..io.frames import read_text_file
+from ..io.modeldir import hf_quiet
+from ..models.batching import run_batches
+from ..models.hub import (
+    check_max_length,
+    load_config,
+    load_tokenizer,
+    max_positions,
+    model_label,
+    resolve_device,
+    resolve_model,
+)
+from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
+from ..models.tokenize import _is_missing, check_strategy, encode
+from .cache import MODELS
+from .embed import as_frame, check_length, embed_texts, load_encoder, missing_warning
 
 make_callable(__name__, "zeroshot")  # quantformer.zeroshot(...) works as module and function

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from .frames import _as_str_series, _read_raw, detect_format
 
 MIN_GOLD = 10  # fewer hand-coded documents than this: no interval is worth printing
 
@@ -80,7 +81,6 @@ def read_table(obj, what: str, fmt: str | None = None) -> pd.DataFrame:
     """A DataFrame as is, or a file (any frame format; no text column needed)."""
     if isinstance(obj, pd.DataFrame):
         return obj.reset_index(drop=True)
-    from .frames import _read_raw, detect_format
 
     p = Path(obj)
     if not p.is_file():
@@ -117,8 +117,6 @@ def _predictions(pred: pd.DataFrame, classes: list) -> tuple[np.ndarray, np.ndar
 
 
 def _with_ids(df: pd.DataFrame, name: str) -> pd.DataFrame:
-    from .frames import _as_str_series
-
     if "doc_id" not in df.columns:
         raise InputError(f"the {name} file has no doc_id column (it has: "
                          f"{', '.join(df.columns)}); name it with --id-col")
@@ -154,8 +152,6 @@ def _weights(gold: pd.DataFrame, weight_col: str | None) -> np.ndarray:
 
 
 def _gold_labels(gold: pd.DataFrame, label_col: str, classes: list) -> pd.DataFrame:
-    from .frames import _as_str_series
-
     if label_col not in gold.columns:
         raise InputError(f"the gold sample has no '{label_col}' column (it has: "
                          f"{', '.join(gold.columns)}); name it with --label-col")

@@ -21,12 +21,11 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from .._core.atomic import atomic_dir, json_default
 from .._core.errors import InputError, ModelDirError
+from .._core.version import __version__
 
 RECORD = "quantformer.json"
 FORMAT_VERSION = 1
@@ -36,8 +35,6 @@ def versions() -> dict:
     """Versions of quantformer, Python and the libraries that shape a trained model."""
     import platform
     from importlib import metadata
-
-    from .._core.version import __version__
 
     out = {"quantformer": __version__, "python": platform.python_version()}
     for pkg in ("torch", "transformers", "tokenizers", "numpy", "pandas", "scikit-learn"):

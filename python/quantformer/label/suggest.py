@@ -133,8 +133,6 @@ def cache_path(corpus: str | os.PathLike, model: str | None, max_length: int,
     """Where the embeddings of ``corpus`` are cached: a hidden ``.npz`` beside it (or in
     ``cache_dir``), named by a hash of the file's content, the model, the token limit and the
     truncation, so an edited corpus or another model never reads stale vectors."""
-    from ..models.hub import resolve_model
-
     p = Path(corpus)
     key = "|".join([str(CACHE_VERSION), file_digest(p), str(model or "default"),
                     str(resolve_model(model)), str(max_length), truncation])
@@ -164,8 +162,6 @@ def read_cache(path: Path, doc_ids) -> np.ndarray | None:
 def write_cache(path: Path, doc_ids, vectors: np.ndarray) -> None:
     """Write the cache atomically (temporary file, then rename); a read-only folder only
     warns (the round still runs)."""
-    from .._core.atomic import atomic_file
-
     try:
         with atomic_file(path) as tmp, open(tmp, "wb") as fh:
             np.savez(fh, doc_id=np.asarray(list(map(str, doc_ids)), dtype=str),
@@ -186,9 +182,6 @@ def embed_corpus(frame: pd.DataFrame, model: str | None = None, *, corpus_path=N
     Returns:
         float32 (n_docs, hidden); NaN rows for missing or empty texts.
     """
-    from ..infer.embed import Encoder, check_length, embed_texts, load_encoder
-    from ..models.hub import load_config, resolve_model
-
     # the token limit from the configuration alone: a cache hit never loads the weights
     shell = Encoder(model=None, tokenizer=None, config=load_config(model), device="cpu",
                     path=resolve_model(model))
@@ -504,8 +497,6 @@ def read_codes(path: str | os.PathLike, coded_label_col: str | None = None,
     Raises:
         InputError: missing or unreadable file, no id or no code column.
     """
-    from ..io.frames import _as_str_series, _check_input, _read_whole
-
     p, kind = _check_input(path, None)
     df = _read_whole(p, kind, None, coded_id_col)
     df.columns = [str(c) for c in df.columns]
@@ -537,8 +528,6 @@ def combine_codes(frames: list[pd.DataFrame], sources: list[str]) -> pd.DataFram
 def model_probs(model_dir: str, frame: pd.DataFrame, device: str = "auto",
                 quiet: bool = True) -> tuple[np.ndarray, list[str]]:
     """Class probabilities of every document from a fine-tuned model directory."""
-    from ..infer.load import load_model
-
     clf = load_model(model_dir, device=device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing texts are never suggested anyway
@@ -596,6 +585,11 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
                    random_share=random_share)
 
 
+from .._core.atomic import atomic_file
 from .._core.callable import make_callable  # noqa: E402
+from ..infer.embed import Encoder, check_length, embed_texts, load_encoder
+from ..infer.load import load_model
+from ..io.frames import _as_str_series, _check_input, _read_whole
+from ..models.hub import load_config, resolve_model
 
 make_callable(__name__, "suggest")  # quantformer.suggest(frame, vectors, ...) works

@@ -37,6 +37,7 @@ import pandas as pd
 from .._core.callable import make_callable
 from .._core.errors import InputError
 from ..io.gold import MIN_GOLD, GoldPair, GoldWarning, join_gold, ppi_py
+from .planner import add_gold_needed
 
 METHODS = ("ppi", "naive", "gold")
 COLUMNS = ["class", "estimate", "ci_low", "ci_high", "method", "n_gold", "n_total", "note"]
@@ -188,8 +189,6 @@ def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
     _warn_groups(table, by, method)
     table = table[by + COLUMNS]
     if target_halfwidth is not None:
-        from .planner import add_gold_needed
-
         table = add_gold_needed(table, pair, list(_groups(pair, by)), by, target_halfwidth,
                                 level, method)
     return table.reset_index(drop=True)

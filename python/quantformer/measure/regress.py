@@ -27,8 +27,8 @@ import pandas as pd
 
 from .._core.callable import make_callable
 from .._core.errors import InputError
-from .prevalence import check_level, check_method
 from ..io.gold import GoldPair, join_gold, ppi_py
+from .prevalence import check_level, check_method
 
 FAMILIES = ("ols", "logistic")
 

@@ -36,7 +36,9 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from ..score.metrics import as_numbers
+from ..io.frames import _as_str_series
+from ..score.evaluate import evaluate
+from ..score.metrics import as_numbers, multilabel_metrics, regression_metrics
 
 
 class TrainingWarning(UserWarning):
@@ -44,8 +46,6 @@ class TrainingWarning(UserWarning):
 
 
 def _missing(values: pd.Series) -> np.ndarray:
-    from ..io.frames import _as_str_series
-
     return _as_str_series(values).isna().to_numpy()
 
 
@@ -68,8 +68,6 @@ class Classification:
         return _missing(frame["label"])
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
-        from ..io.frames import _as_str_series
-
         kept["label"] = _as_str_series(frame["label"])[mask]
         return kept
 
@@ -131,8 +129,6 @@ class Classification:
         return out
 
     def score(self, valid: pd.DataFrame, pred: pd.DataFrame) -> dict:
-        from ..score.evaluate import evaluate
-
         rep = evaluate(valid["label"], pred["predicted"], labels=self.labels)
         return {"n": rep.n, "accuracy": rep.accuracy, "macro_f1": rep.macro_f1,
                 "per_class": rep.to_dict()["per_class"]}
@@ -222,8 +218,6 @@ class Regression:
         return {"predicted": np.where(missing, np.nan, values)}
 
     def score(self, valid: pd.DataFrame, pred: pd.DataFrame) -> dict:
-        from ..score.metrics import regression_metrics
-
         return regression_metrics(valid["label"], pred["predicted"])
 
     def say(self, result: dict) -> str:
@@ -384,8 +378,6 @@ class Multilabel(Classification):
         return out
 
     def score(self, valid: pd.DataFrame, pred: pd.DataFrame) -> dict:
-        from ..score.metrics import multilabel_metrics
-
         predicted = pred[[f"predicted_{lab}" for lab in self.labels]].astype("float64")
         return multilabel_metrics(self.targets(valid), predicted.to_numpy(), self.labels)
 

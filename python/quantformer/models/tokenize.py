@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.modeldir import RECORD
 
 STRATEGIES = ("head_tail", "head", "tail")
 PAPER_HEAD = 128  # first tokens kept at 512 (Wankmüller 2022, section 6.3)
@@ -379,8 +380,6 @@ def model_record(model: str | None) -> dict:
     """A quantformer model directory's ``quantformer.json``; ``{}`` for other models."""
     import json
     from pathlib import Path
-
-    from ..io.modeldir import RECORD
 
     record = Path(model) / RECORD if model else None
     if record is None or not record.is_file():

@@ -53,7 +53,29 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .._core.atomic import write_text
 from .._core.errors import InputError
+from .._core.version import __version__
+from ..infer.cache import MODELS
+from ..infer.classifier import CHUNK_ROWS
+from ..infer.embed import check_length, embed_texts, embedding_frame, load_encoder, resolve_layout
+from ..infer.load import load_model
+from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis, check_labels, zeroshot
+from ..io.frames import (
+    FrameWriter,
+    _check_input,
+    _duplicate_ids,
+    _read_whole,
+    _SeenIds,
+    detect_format,
+    iter_frames,
+    to_frame,
+    write_frame,
+)
+from ..io.modeldir import read_record
+from ..models.hub import resolve_model
+from ..models.onnx.backend import check_backend
+from ..models.tokenize import check_strategy, warn_truncated
 
 MANIFEST = "manifest.json"
 VERBS = ("predict", "zeroshot", "embed")
@@ -177,16 +199,12 @@ def _parquet_ids(path: Path, id_col: str | None, text_col: str | None):
     ids = pd.Series([str(v) for v in ids], dtype=object)
     dup = ids[ids.duplicated()]
     if len(dup):
-        from ..io.frames import _duplicate_ids
-
         raise _duplicate_ids(f"partition '{path}'", dup.tolist())
     return len(ids), ids
 
 
 def _frame_ids(path: Path, corpus: dict):
     """(row count, ids or None) of a non-Parquet partition, read whole and validated."""
-    from ..io.frames import _check_input, _read_whole, to_frame
-
     p, kind = _check_input(path, corpus.get("fmt"))
     raw = _read_whole(p, kind, corpus.get("text_col"), corpus.get("id_col"),
                       corpus.get("quoting", "auto"))
@@ -208,8 +226,6 @@ def scan_partitions(parts: list[Path], corpus: dict) -> tuple[list[int], list[in
         InputError: an unreadable or empty partition, a missing column, or a doc_id found in
             two partitions (the id and the later partition named).
     """
-    from ..io.frames import _SeenIds, detect_format
-
     seen = _SeenIds()
     rows, offsets, total = [], [], 0
     for p in parts:
@@ -246,8 +262,6 @@ def _now() -> str:
 
 def _versions() -> dict:
     from importlib import metadata
-
-    from .._core.version import __version__
 
     out = {"quantformer": __version__}
     for pkg in ("torch", "transformers", "dask", "distributed", "pandas", "pyarrow"):
@@ -301,8 +315,6 @@ class Manifest:
         self.save()
 
     def save(self) -> None:
-        from .._core.atomic import write_text
-
         write_text(self.path, json.dumps(self.data, indent=2, default=str))
 
 
@@ -350,10 +362,6 @@ def cached_model(verb: str, model, device: str, backend: str = "torch",
                  quantize: str = "none"):
     """The loaded model for ``verb`` in this process, through the process's model cache
     (:data:`quantformer.infer.cache.MODELS`, given room for :data:`WORKER_CACHE` models)."""
-    from ..infer.cache import MODELS
-    from ..infer.embed import load_encoder
-    from ..infer.load import load_model
-
     if MODELS.size < WORKER_CACHE:
         MODELS.resize(WORKER_CACHE)
     if verb == "predict":
@@ -362,9 +370,6 @@ def cached_model(verb: str, model, device: str, backend: str = "torch",
 
 
 def _chunks(spec: dict):
-    from ..io.frames import iter_frames
-    from ..infer.classifier import CHUNK_ROWS
-
     return iter_frames(spec["input"], chunk_rows=CHUNK_ROWS, id_offset=spec["id_offset"],
                        **spec["corpus"])
 
@@ -376,8 +381,6 @@ def _counts(rows: int, missing: int, truncated: int, max_length: int, truncation
 
 
 def _predict_partition(spec: dict) -> dict:
-    from ..io.frames import FrameWriter
-
     opts = spec["options"]
     clf = cached_model("predict", spec["model"], opts["device"], opts.get("backend", "torch"),
                        opts.get("quantize", "none"))
@@ -394,9 +397,6 @@ def _predict_partition(spec: dict) -> dict:
 
 
 def _embed_partition(spec: dict) -> dict:
-    from ..infer.embed import check_length, embed_texts, embedding_frame
-    from ..io.frames import FrameWriter
-
     opts = spec["options"]
     enc = cached_model("embed", spec["model"], opts["device"], opts.get("backend", "torch"),
                        opts.get("quantize", "none"))
@@ -420,11 +420,7 @@ def _zeroshot_partition(spec: dict) -> dict:
 
     import pandas as pd
 
-    from ..io.frames import write_frame
-    from ..infer.zeroshot import zeroshot
-
     frame = pd.concat(list(_chunks(spec)), ignore_index=True)
-    from ..infer.cache import MODELS
 
     if MODELS.size < WORKER_CACHE:
         MODELS.resize(WORKER_CACHE)
@@ -595,8 +591,6 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     names = output_names(parts)
     folder = check_out_dir(out, resume).resolve()  # absolute: workers have other folders
     if verb != "predict":
-        from ..models.hub import resolve_model
-
         model = resolve_model(model)
     job = {"verb": verb, "model": str(Path(model).resolve()) if Path(str(model)).exists()
            else str(model), "options": options, "corpus": corpus}
@@ -652,8 +646,6 @@ def _warn_missing(manifest: Manifest, names: list[str]) -> None:
 def _warn_truncated(manifest: Manifest, names: list[str]) -> None:
     """One warning for the documents of this run cut to the model's maximum length, worded as
     the one-file verbs' (:func:`quantformer.models.tokenize.warn_truncated`)."""
-    from ..models.tokenize import warn_truncated
-
     done = [manifest.data["partitions"][n] for n in names if n in manifest.data["partitions"]]
     cut = [e for e in done if e.get("truncated")]
     if cut:
@@ -705,11 +697,7 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
     Returns:
         The summary of :func:`run_partitions` (not the predictions: read them from ``out``).
     """
-    from ..infer.classifier import Classifier  # noqa: F401 (fail early when the model is not a folder)
-    from ..io.modeldir import read_record
-
     read_record(model)
-    from ..models.onnx.backend import check_backend
 
     check_backend(backend, quantize, device)
     opts = {"batch_size": int(batch_size), "keep_text": bool(keep_text), "device": device,
@@ -731,9 +719,6 @@ def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | 
     """Embed a partitioned corpus, one Parquet per partition with a list column ``embedding``
     (``layout="auto"`` or ``"list"``) or columns ``dim_1 ..`` (``"wide"``); other arguments as
     :func:`quantformer.infer.embed.embed` and :func:`run_partitions`."""
-    from ..infer.embed import resolve_layout
-    from ..models.tokenize import check_strategy
-
     check_strategy(truncation)
     opts = {"layout": resolve_layout(layout, "x.parquet"), "batch_size": int(batch_size),
             "max_length": max_length, "truncation": truncation,
@@ -753,8 +738,6 @@ def zeroshot_partitions(inputs, out, labels, hypothesis: str | None = None, *,
     """Zero-shot classify a partitioned corpus; ``options`` as :func:`quantformer.infer.zeroshot`
     (method, multi_label, batch_size, max_length, truncation, device, calibration,
     temperature, keep_text). Embedding calibration is per partition (module docstring)."""
-    from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis, check_labels
-
     opts = {"labels": check_labels(labels, options.get("multi_label", False)),
             "hypothesis": check_hypothesis(hypothesis or DEFAULT_HYPOTHESIS), **options}
     return run_partitions("zeroshot", model, inputs, out, options=opts, scheduler=scheduler,

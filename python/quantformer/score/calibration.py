@@ -20,8 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .._core.atomic import write_json
 from .._core.callable import make_callable
 from .._core.errors import InputError, ModelDirError
+from ..io.frames import write_figure
+from ..io.gold import read_table
+from ..io.modeldir import RECORD, read_record
 
 N_BINS = 10
 
@@ -50,8 +54,6 @@ def reliability_diagram(probs, truth_idx, path, n_bins: int = N_BINS,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from ..io.frames import write_figure
 
     rows = list(_bins(np.asarray(probs, float), np.asarray(truth_idx), n_bins))
     fig, ax = plt.subplots(figsize=(4.5, 4.5))
@@ -115,9 +117,6 @@ def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
         ModelDirError: not a model directory. InputError: missing columns, unknown labels,
             fewer than 10 documents with a label.
     """
-    from ..io.gold import read_table
-    from ..io.modeldir import RECORD, read_record
-
     record = read_record(model_dir)
     labels = [str(x) for x in record["labels"]]
     table = read_table(pred, "prediction")
@@ -137,7 +136,6 @@ def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
               "ece_after": expected_calibration_error(apply_temperature(probs, temperature),
                                                       truth),
               "method": "temperature scaling (Guo et al. 2017)"}
-    from .._core.atomic import write_json
 
     write_json({**record, "calibration": result}, Path(model_dir) / RECORD)
     return result

@@ -19,8 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._core.atomic import write_text
 from .._core.callable import make_callable
 from .._core.errors import InputError
+from .._core.show import print_table
+from ..io.frames import as_str_series, write_figure
+from .reliability import agreement, agreement_lines
 
 
 class EvaluationWarning(UserWarning):
@@ -28,8 +32,6 @@ class EvaluationWarning(UserWarning):
 
 
 def _as_labels(values) -> list:
-    from ..io.frames import as_str_series
-
     s = values if isinstance(values, pd.Series) else pd.Series(list(values))
     return as_str_series(s).tolist()
 
@@ -96,13 +98,10 @@ class Report:
 
     def print(self, file=None, title: str | None = None) -> None:
         """Print the summary and confusion matrix as plain-text tables."""
-        from .._core.show import print_table
-
         print_table(self.summary(), title=title or f"evaluation on {self.n} documents",
                     file=file)
         print_table(self.confusion, title="confusion matrix (rows: true, columns: predicted)",
                     file=file)
-        from .reliability import agreement_lines
 
         for line in agreement_lines(self.agreement):
             print(line, file=file)
@@ -115,8 +114,6 @@ class Report:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write :meth:`to_dict` as JSON (atomically)."""
-        from .._core.atomic import write_text
-
         return write_text(path, json.dumps(self.to_dict(), indent=2))
 
     def plot(self, path: str | os.PathLike, title: str | None = None) -> Path:
@@ -125,8 +122,6 @@ class Report:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-
-        from ..io.frames import write_figure
 
         cm = self.confusion.to_numpy()
         k = len(self.labels)
@@ -205,7 +200,6 @@ def evaluate(truth, predicted, labels=None) -> Report:
         cm = confusion_matrix(tt, pp, labels=order)
     confusion = pd.DataFrame(cm, index=pd.Index(order, name="true"),
                              columns=pd.Index(order, name="predicted"))
-    from .reliability import agreement
 
     return Report(accuracy=float(accuracy_score(tt, pp)), macro_f1=macro, labels=order,
                   per_class=per_class, confusion=confusion, n=len(pairs),

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.frames import write_figure
 
 
 def as_numbers(values) -> np.ndarray:
@@ -96,7 +97,6 @@ def scatter_plot(truth, predicted, path: str | os.PathLike, title: str | None = 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..io.frames import write_figure
     t, p = as_numbers(np.asarray(truth, dtype=object)), as_numbers(
         np.asarray(predicted, dtype=object))
     ok = ~np.isnan(t) & ~np.isnan(p)

@@ -23,20 +23,34 @@ on it and scored on the whole test set. Models:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .._core.callable import make_callable
-from ..train.baselines import BASELINES
 from .._core.errors import InputError
-from ._common import (METRIC_LABEL, PREFIX, CompareResult, build_table, check_sizes,
-                      draw_sample, margins)
+from ..io.modeldir import hf_quiet
+from ..models.hub import model_label
+from ..scale.dask import map_runs
+from ..score.metrics import macro_f1, predicted_labels
+from ..train.arguments import check_arguments
+from ..train.baselines import BASELINES, WordVectors, check_folds, fit_baseline, training_rows
+from ..train.baselines import describe as describe_baseline
+from ..train.finetune import finetune
+from ..train.scoring import make_scoring
+from ..train.task_baselines import TASK_BASELINES, check_task_models
+from .common import (
+    TRANSFORMERS,
+    CompareResult,
+    build_table,
+    check_sizes,
+    draw_sample,
+    margins,
+)
+from .compare_tasks import compare_task
+from .methods import compare_kwargs, sample_kwargs
 
 MODELS = ("default", *BASELINES)
-TRANSFORMERS = ("default", "setfit", "nli")  # fine-tuned: standard, SetFit, NLI (opt-in)
 KNOWN = (*MODELS, "setfit", "nli")
 
 
@@ -65,9 +79,6 @@ def split_names(models) -> list[str]:
 
 def describe(name: str, model: str | None = None, vectors: str | None = None) -> str:
     """The report name of a model: what it is, naming the vectors and the Transformer."""
-    from ..train.baselines import describe as describe_baseline
-    from ..models.hub import model_label
-
     if name == "default":
         return f"{model_label(model)}, fine-tuned"
     if name == "setfit":
@@ -91,17 +102,12 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
     """
     from sklearn.metrics import accuracy_score
 
-    from ..score.metrics import macro_f1, predicted_labels
-
     labels = sorted(set(sample["label"]) | set(test["label"]))
     t0 = time.perf_counter()
     if fitters and name in fitters:
         clf = fitters[name](sample, seed=seed + repeat)
         params = dict(getattr(clf, "params", {}) or {})
     elif name in TRANSFORMERS:
-        from ..train.finetune import finetune
-        from .methods import sample_kwargs
-
         options = sample_kwargs((method_options or {}).get(name, {}), sample["label"].unique())
         kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {}),
               **options, "method": name if name in ("setfit", "nli") else "standard"}
@@ -112,8 +118,6 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
         if "n_pairs" in record:  # nli: the premise-hypothesis pairs trained on
             params["n_pairs"] = record["n_pairs"]
     else:
-        from ..train.baselines import fit_baseline
-
         clf = fit_baseline(sample, name, folds=folds, seed=seed + repeat, vectors=vectors)
         params = {**clf.best_params, "cv_macro_f1": clf.cv_score}
     seconds = time.perf_counter() - t0
@@ -214,8 +218,6 @@ def compare(
     """
     import contextlib
 
-    from ..io.modeldir import hf_quiet
-
     with hf_quiet() if quiet else contextlib.nullcontext():
         return _compare(train, test, models=models, model=model, train_sizes=train_sizes,
                         repeats=repeats, seed=seed, folds=folds, vectors=vectors, quiet=quiet,
@@ -229,8 +231,6 @@ def compare(
 def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
              finetune_kwargs, fitters, title, scheduler=None, task="classification",
              label_cols=None, label_sep=None, nli_options=None) -> CompareResult:
-    from ..train.scoring import make_scoring
-
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     _check_finetune_kwargs(finetune_kwargs)
     scoring = make_scoring(task, label_cols, label_sep)
@@ -267,8 +267,6 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
 def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
     """Refuse compare's own options in ``finetune_kwargs``, and fine-tuning arguments that
     finetune's parameter table refuses."""
-    from ..train.arguments import check_arguments
-
     given = sorted({"task", "label_cols", "label_sep", "hypothesis", "label_phrases",
                     "nli_pairs"} & set(finetune_kwargs or {}))
     if given:
@@ -281,9 +279,6 @@ def _compare_task(train, test, *, scoring, models, model, fitters, nli_options,
                   **kw) -> CompareResult:
     """A regression or multi-label comparison (:func:`quantformer.select.compare_tasks.
     compare_task`), after refusing the options that are for classification only."""
-    from .compare_tasks import compare_task
-    from .methods import compare_kwargs
-
     names = task_model_names(models, scoring.task)
     compare_kwargs(names, model=model, labels=[], **(nli_options or {}))  # refused
     if fitters:
@@ -300,9 +295,6 @@ def _prepare(train, test, *, names, model, train_sizes, repeats, seed, folds, ve
         ``(data, test, n_test_all, sizes, method_options, vectors, samples)``; ``samples``
         maps ``(size, repeat)`` to a training sample.
     """
-    from ..train.baselines import WordVectors, check_folds, training_rows
-    from .methods import compare_kwargs
-
     data = training_rows(train, "training data")
     n_test_all = len(test)
     test = training_rows(test, "test data", "cannot be scored and are left out of the scores")
@@ -326,8 +318,6 @@ def _run_plan(names, samples, test, *, say, scheduler, **kw) -> tuple[pd.DataFra
     """Every (size, repeat, model) run, serially or over ``scheduler``, with a progress line
     as each finishes: the long results frame and the runs' hyperparameters."""
     import functools
-
-    from ..scale.dask import map_runs
 
     plan = [(s, r, name) for (s, r) in samples for name in names]
     done = []
@@ -355,8 +345,6 @@ def _run_plan(names, samples, test, *, say, scheduler, **kw) -> tuple[pd.DataFra
 def _summary(results, descriptions, *, data, test, n_test_all, sizes, names, title, model,
              repeats, seed, folds, vectors) -> dict:
     """``summary`` of :class:`CompareResult`: settings, counts and the margins per size."""
-    from ..models.hub import model_label
-
     return {"title": title, "models": descriptions, "transformer": model_label(model),
             "train_sizes": sizes, "repeats": repeats, "seed": seed, "folds": folds,
             "vectors": (vectors or "MiniLM input embeddings (all-MiniLM-L6-v2)")
@@ -373,8 +361,6 @@ def task_model_names(models, task: str) -> list[str]:
     Raises:
         InputError: a model that is classification only, or a model named twice.
     """
-    from ..train.task_baselines import TASK_BASELINES, check_task_models
-
     if models is None:
         return ["default", *TASK_BASELINES[task]]
     names = split_names(models)
@@ -382,14 +368,6 @@ def task_model_names(models, task: str) -> list[str]:
     if not names or len(set(names)) != len(names):
         raise InputError("{models} must name each model once", params=["models"])
     return names
-
-
-def nli_note(options: dict) -> str:
-    """The line under the Markdown table naming the ``nli`` model's hypotheses and pairs."""
-    phrases = "; ".join(f"{c}: '{options['hypothesis'].format(p)}'"
-                        for c, p in options["label_phrases"].items())
-    return (f"nli: hypothesis template '{options['hypothesis']}', class hypotheses {phrases}; "
-            f"training pairs {options['nli_pairs']}.")
 
 
 make_callable(__name__, "compare")

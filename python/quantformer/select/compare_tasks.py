@@ -23,7 +23,12 @@ import time
 
 import pandas as pd
 
-from ._common import CompareResult, build_table, check_sizes, draw_sample, margins
+from ..models.hub import model_label
+from ..scale.dask import map_runs
+from ..train.finetune import default_hyperparameters, finetune
+from ..train.scoring import summary_of
+from ..train.task_baselines import check_task_models, describe, fit_task_baseline
+from .common import CompareResult, build_table, check_sizes, draw_sample, margins
 
 RESULT_KEYS = {"regression": ("rmse", "mae", "pearson", "spearman", "r2"),
                "multilabel": ("macro_f1", "micro_f1", "subset_accuracy", "hamming_loss")}
@@ -36,22 +41,16 @@ def run_task_one(run: tuple, *, samples: dict, test: pd.DataFrame, scoring, seed
     Returns:
         ``{"metrics": {...}, "seconds", "params"}``.
     """
-    from ..train.scoring import summary_of
-
     size, repeat, name = run
     sample = samples[(size, repeat)]
     t0 = time.perf_counter()
     if name == "default":
-        from ..train.finetune import default_hyperparameters, finetune
-
         kw = {"model": model, "seed": seed + repeat, "quiet": True, **(finetune_kwargs or {}),
               **scoring.fit_kwargs()}
         clf = finetune(scoring.fit_frame(sample), **kw)
         hp = default_hyperparameters(model)
         params = {"lr": kw.get("lr") or hp["lr"], "epochs": kw.get("epochs") or hp["epochs"]}
     else:
-        from ..train.task_baselines import fit_task_baseline
-
         clf = fit_task_baseline(sample, name, scoring.fitted(sample), folds=folds,
                                 seed=seed + repeat)
         params = dict(clf.params)
@@ -69,10 +68,6 @@ def compare_task(train, test, *, scoring, names, model, train_sizes, repeats, se
             a sample in which a label has one value only (or the outcome one number), an
             empty bag-of-words.
     """
-    from ..scale.dask import map_runs
-    from ..models.hub import model_label
-    from ..train.task_baselines import check_task_models, describe
-
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     check_task_models(names, scoring.task)
     data = scoring.rows(train, "training data")

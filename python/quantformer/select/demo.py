@@ -35,6 +35,12 @@ import time
 from pathlib import Path
 
 from .._core.errors import InputError
+from .._core.show import print_table
+from ..io.datasets import sotu, split_by_group
+from ..io.frames import write_figure, write_frame
+from ..score.evaluate import evaluate
+from ..train.baselines import fit_baseline
+from ..train.finetune import finetune
 
 SINCE = 1861
 PARTIES = ("Democratic", "Republican")
@@ -62,11 +68,6 @@ def run_demo(out: str | Path, *, train_docs: int | None = TRAIN_DOCS,
     Returns:
         ``{"report": Report, "n_train": int, "n_test": int, "seconds": float, "files": [...]}``.
     """
-    from ..io.datasets import sotu, split_by_group
-    from ..score.evaluate import evaluate
-    from ..train.finetune import finetune
-    from ..io.frames import write_frame
-
     t0 = time.time()
     def say(*a):
         print(*a, flush=True)
@@ -126,9 +127,6 @@ WHAT_NEXT = ("what to try next: your own coded documents with `quantformer compa
 def baseline_reports(train, test, labels, seed: int) -> dict:
     """Reports of the bag-of-words SVM (trained on ``train``) and of always answering the
     training sample's larger class, both on ``test``: ``{name: (Report, train seconds)}``."""
-    from ..train.baselines import fit_baseline
-    from ..score.evaluate import evaluate
-
     svm = fit_baseline(train, "svm-bow", seed=seed)
     majority = train["label"].value_counts().index[0]
     return {
@@ -151,8 +149,6 @@ def comparison_table(report, train_seconds: float, baselines: dict):
 
 
 def _print_comparison(table, n_train: int, say) -> None:
-    from .._core.show import print_table
-
     print_table(table, title=f"the same {n_train} training paragraphs, the same test "
                              "paragraphs:", floatfmt="{:.3f}")
     ft, svm = table["macro_f1"].iloc[0], table["macro_f1"].iloc[1]
@@ -170,8 +166,6 @@ def plot_comparison(table, path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-
-    from ..io.frames import write_figure
 
     fig, ax = plt.subplots(figsize=(7, 3.2))
     y = np.arange(len(table))

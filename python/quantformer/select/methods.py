@@ -24,6 +24,9 @@ round numbers, around :data:`quantformer.train.nli.DEFAULTS` (2e-5, 7 epochs).
 from __future__ import annotations
 
 from .._core.errors import InputError
+from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
+from ..train.nli import check_method_options, nli_outputs, parse_label_phrases, phrases_for
+from ..train.setfit import GRID
 
 METHODS = ("standard", "setfit", "nli")
 #: ``tune --method nli``'s default grid: learning rates x epochs (see the module docstring)
@@ -34,8 +37,6 @@ def method_grid(method: str) -> tuple[tuple, tuple] | None:
     """The default ``(learning rates, epochs)`` of a few-shot or NLI method; None for the
     standard method, whose grid depends on the model's size."""
     if method == "setfit":
-        from ..train.setfit import GRID
-
         return GRID
     return GRID_NLI if method == "nli" else None
 
@@ -59,8 +60,6 @@ def method_kwargs(method: str, *, task: str = "classification", oversample=None,
         InputError: an unknown method, SetFit or NLI with another task than classification
             or with oversampling, an option of another method, a bad label phrase or template.
     """
-    from ..train.nli import check_method_options, parse_label_phrases
-
     if method not in METHODS:
         raise InputError(f"tune knows the methods {', '.join(METHODS)}, not '{method}'")
     if method != "standard" and task != "classification":
@@ -79,8 +78,6 @@ def method_kwargs(method: str, *, task: str = "classification", oversample=None,
     if setfit_iterations is not None:
         kwargs["setfit_iterations"] = _positive_int(setfit_iterations)
     if method == "nli":
-        from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
-
         hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
         kwargs.update(hypothesis=hypothesis, nli_pairs=nli_pairs,
                       label_phrases=parse_label_phrases(label_phrases) or None)
@@ -96,8 +93,6 @@ def check_nli_model(model, labels: list, label_phrases) -> dict:
         InputError: as :func:`quantformer.train.nli.nli_outputs` and
             :func:`quantformer.train.nli.phrases_for`.
     """
-    from ..train.nli import nli_outputs, phrases_for
-
     nli_outputs(model)
     return phrases_for([str(c) for c in labels], label_phrases or {})
 
@@ -114,8 +109,6 @@ def compare_kwargs(names: list, *, model, labels: list, hypothesis: str | None =
         InputError: NLI options without ``nli`` in ``names``, and as :func:`method_kwargs`
             and :func:`check_nli_model`.
     """
-    from ..train.nli import check_method_options
-
     if "nli" not in names:
         check_method_options("standard", hypothesis, label_phrases, nli_pairs,
                              where="compare's nli model; add nli to --models")

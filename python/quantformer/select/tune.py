@@ -36,11 +36,8 @@ classes as hypotheses (Laurer et al. 2023, :mod:`quantformer.train.nli`) over
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
-import shutil
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -52,7 +49,19 @@ import pandas as pd
 from .._core.atomic import atomic_dir, write_json
 from .._core.callable import make_callable
 from .._core.errors import InputError
-from ..score.metrics import macro_f1, predicted_labels
+from ..io.frames import write_frame
+from ..io.modeldir import hf_quiet
+from ..models.batching import pad_batch
+from ..models.hub import load_tokenizer, model_label, resolve_device, resolve_model
+from ..models.tokenize import encode
+from ..scale.dask import map_runs
+from ..score.evaluate import evaluate
+from ..score.metrics import predicted_labels
+from ..train.arguments import check_arguments
+from ..train.baselines import is_missing_text, unusable_rows
+from ..train.finetune import finetune, model_size
+from ..train.scoring import ClassificationScoring, make_scoring
+from .methods import check_nli_model, method_grid, method_kwargs
 
 GRIDS = {
     "small": ((5e-5, 8e-5, 1e-4), (3, 4, 5)),
@@ -65,9 +74,6 @@ def default_grid(model: str | None = None,
                  method: str = "standard") -> tuple[list[float], list[int]]:
     """``(learning rates, epochs)`` of the default grid for a model and fine-tuning method
     (see the module table and :mod:`quantformer.select.methods`)."""
-    from ..train.finetune import model_size
-    from .methods import method_grid
-
     grid = method_grid(method)
     lrs, epochs = grid if grid is not None else GRIDS[model_size(model)]
     return list(lrs), list(epochs)
@@ -128,8 +134,6 @@ def results_dir(out: str | os.PathLike, overwrite: bool = False):
 
 def write_table(df: pd.DataFrame, out_dir: Path, stem: str, kinds=("csv", "rds")) -> None:
     """Write ``df`` as ``out_dir/stem.csv`` and ``.rds`` (atomically)."""
-    from ..io.frames import write_frame
-
     for k in kinds:
         write_frame(df, out_dir / f"{stem}.{k}")
 
@@ -188,11 +192,6 @@ def step_seconds(model: str | None, texts: list, *, batch_size: int, max_length:
     """
     import torch
     from transformers import AutoModelForSequenceClassification
-
-    from ..models.batching import pad_batch
-    from ..io.modeldir import hf_quiet
-    from ..models.hub import load_tokenizer, resolve_device, resolve_model
-    from ..models.tokenize import encode
 
     dev = resolve_device(device)
     tok = load_tokenizer(model)
@@ -302,8 +301,6 @@ class TuneResult:
 
 
 def _finetune_fit(frame, *, lr, epochs, **kw):
-    from ..train.finetune import finetune
-
     return finetune(frame, lr=lr, epochs=epochs, **kw)
 
 
@@ -409,8 +406,6 @@ def tune(
             entailment output or a class without a label phrase, and anything fine-tuning
             rejects (checked on the first run).
     """
-    from ..io.modeldir import hf_quiet
-
     with hf_quiet() if quiet else contextlib.nullcontext():
         return _tune(train, test, model=model, lrs=lrs, epochs_grid=epochs_grid, folds=folds,
                      oversample=oversample, max_runs=max_runs, seed=seed,
@@ -427,11 +422,6 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
           batch_size, max_length, truncation, device, quiet, refit, estimate,
           fit_fn, scheduler=None, method="standard", task="classification",
           label_cols=None, label_sep=None, method_options=None) -> TuneResult:
-    from ..models.hub import model_label
-    from ..train.arguments import check_arguments
-    from ..train.scoring import make_scoring
-    from .methods import check_nli_model, method_kwargs
-
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     t_start = time.perf_counter()
     # the parameter table finetune uses
@@ -548,8 +538,6 @@ def _best(top: pd.Series, scoring) -> dict:
 def _test_rows(scoring, test: pd.DataFrame):
     """Which test rows have no label and no text (classification), or the scorable rows and
     their mask (other tasks); checked before any run."""
-    from ..train.baselines import is_missing_text, unusable_rows
-
     if scoring.task == "classification":
         return unusable_rows(test, "test data")
     no_label = scoring.kind.missing_labels(test, "test data")
@@ -564,8 +552,6 @@ def _score_test(result: TuneResult, scoring, test: pd.DataFrame, test_rows, say)
     result.test_predictions = _predict_frame(result.model, test, no_text)
     _warn_test_rows(no_label, no_text)
     if scoring.task == "classification":
-        from ..score.evaluate import evaluate
-
         scored = ~(no_label | no_text)
         result.test_report = evaluate(
             test["label"][scored], result.test_predictions["predicted"][scored],
@@ -584,8 +570,6 @@ def _cv_run(run: tuple, *, data: pd.DataFrame, labels: list, fit, kw: dict,
             scoring=None) -> dict:
     """One cross-validation run: fine-tune on the training folds, score the held-out fold by
     the task's metrics (macro-F1 for classification; a Dask task with ``scheduler``)."""
-    from ..train.scoring import ClassificationScoring
-
     scoring = scoring or ClassificationScoring()
     lr, ep, k, tr, va = run
     t0 = time.perf_counter()
@@ -601,8 +585,6 @@ def _run_cv(cv_runs, data, labels, fit, kw, plan, scheduler, say, n_runs,
     """The cross-validation runs, in order, serially or over ``scheduler``
     (:func:`quantformer.scale.dask.map_runs`), with a progress line as each finishes."""
     import functools
-
-    from ..scale.dask import map_runs
 
     done: list[int] = []
     t0 = time.perf_counter()

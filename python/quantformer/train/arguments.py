@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .._core.errors import InputError
+from ..models.hub import load_config
 
 DROPOUT = 0.1
 BATCH_SIZE = 16
@@ -29,8 +30,6 @@ SIZE_DEFAULTS = (
 
 def model_size(model: str | None) -> str:
     """``small``, ``base`` or ``large`` from the model's hidden size (config only, no weights)."""
-    from ..models.hub import load_config
-
     config = load_config(model)
     hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model", None) or 768
     for (bound, _, _), name in zip(SIZE_DEFAULTS, ("small", "base", "large")):

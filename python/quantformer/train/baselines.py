@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.modeldir import hf_quiet
+from ..models.hub import load_tokenizer, resolve_model
 
 BASELINES = ("svm-bow", "svm-vec", "xgb-bow", "xgb-vec")
 SVM_GRID = {"C": [0.01, 0.1, 1.0, 10.0], "class_weight": [None, "balanced"]}
@@ -201,9 +203,6 @@ def bow_vectorizer(min_df: int | float = 2, max_df: int | float = 0.9, **tok):
 def _input_embeddings(model: str | None):
     from transformers import AutoModel
 
-    from ..io.modeldir import hf_quiet
-    from ..models.hub import resolve_model
-
     with hf_quiet():  # no "Loading weights" bar: it is a quick internal load
         m = AutoModel.from_pretrained(resolve_model(model))
     return m.get_input_embeddings().weight.detach().float().numpy()
@@ -222,8 +221,6 @@ class ModelEmbeddings:
 
     def transform(self, texts) -> np.ndarray:
         """Array (n, hidden) of float32, one row per text."""
-        from ..models.hub import load_tokenizer
-
         tok = load_tokenizer(self.model)
         emb = _input_embeddings(self.model)
         texts = ["" if m else t for t, m in zip(texts, is_missing_text(texts))]

@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from .arguments import _check_ratio
 from ..models.tasks import TrainingWarning
+from ..models.tokenize import _is_missing
+from .arguments import _check_ratio
 
 MEGABATCH = 50
 
@@ -83,8 +84,6 @@ def prepare(frame: pd.DataFrame, what: str, task) -> tuple[pd.DataFrame, int, in
     Raises:
         InputError: not a corpus frame, no label column (named by the task), bad label values.
     """
-    from ..models.tokenize import _is_missing
-
     if not isinstance(frame, pd.DataFrame) or "text" not in frame.columns:
         raise InputError(f"the {what} data must be a corpus frame with 'text' and 'label' "
                          "columns (see quantformer.read_frame)")

@@ -18,8 +18,15 @@ import pandas as pd
 from .._core.callable import make_callable
 from .._core.errors import InputError
 from ..models.tasks import TrainingWarning
-from .arguments import (BATCH_SIZE, DEFAULT_VALID_FRACTION, DROPOUT, MAX_GRAD_NORM,
-                        SIZE_DEFAULTS, default_hyperparameters, model_size)
+from .arguments import (
+    BATCH_SIZE,
+    DEFAULT_VALID_FRACTION,
+    DROPOUT,
+    MAX_GRAD_NORM,
+    SIZE_DEFAULTS,
+    default_hyperparameters,
+    model_size,
+)
 from .data import length_grouped_batches, oversample_indices, set_seed
 from .nli import check_method_options, nli_finetune
 from .setfit import finetune_fewshot

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._core.errors import InputError
+from ..models.batching import pad_batch
 from .arguments import MAX_GRAD_NORM
 from .data import length_grouped_batches
 
@@ -80,8 +81,6 @@ class Batches:
 
     def tensors(self, b, device: str) -> tuple[dict, object]:
         import torch
-
-        from ..models.batching import pad_batch
 
         rows = self.rows[b]
         enc = self.encodings

@@ -45,15 +45,25 @@ recording ``"method": "nli"``, ``hypothesis``, ``label_phrases`` (class -> phras
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError, ModelDirError
+from .._core.errors import InputError
+from ..infer.classifier import global_attention_hook
 from ..infer.nli import NLIClassifier
+from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis, nli_label_ids
+from ..io.frames import read_text_file
+from ..io.modeldir import hf_quiet, now_utc
+from ..models.hub import load_config, load_tokenizer, model_label, resolve_device, resolve_model
+from ..models.tasks import Classification
+from ..models.tokenize import encode
+from .arguments import DROPOUT
+from .data import set_seed, training_data
+from .loop import Batches, resolve_precision
+from .record import training_record
 from .standard import check_needs_validation, check_settings, train_epochs, validate
 
 METHOD = "nli"
@@ -108,8 +118,6 @@ def read_label_phrases_file(path: str | Path) -> dict:
     Raises:
         InputError: the file is missing, or a line as in :func:`parse_label_phrases`.
     """
-    from ..io.frames import read_text_file
-
     p = Path(path)
     if not p.is_file():
         raise InputError(f"label phrases file not found: '{path}'")
@@ -142,9 +150,6 @@ def nli_outputs(model) -> tuple[int, int]:
     Raises:
         InputError: the model has no ``entailment`` label (not an NLI model).
     """
-    from ..models.hub import load_config, model_label
-    from ..infer.zeroshot import nli_label_ids
-
     config = load_config(model)
     ids = nli_label_ids(config)
     if ids is None:
@@ -234,13 +239,6 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
             unknown ``pairs``, oversampling, fewer than two classes, and the standard
             method's bad arguments (non-positive epochs, lr, batch size, ...).
     """
-    from ..io.modeldir import now_utc
-    from ..models.hub import resolve_device
-    from .data import set_seed, training_data
-    from .loop import resolve_precision
-    from .record import training_record
-    from ..models.tasks import Classification
-
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     started, created = time.time(), now_utc()
     hypothesis, phrases, outputs, settings = _check(
@@ -279,8 +277,6 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
 def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **settings):
     """Every argument, checked before any work: returns (template, class -> phrase as given,
     (entailment id, contradiction id), settings with the NLI defaults filled in)."""
-    from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
-
     hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
     phrases = parse_label_phrases(label_phrases)
     if pairs not in PAIRS:
@@ -301,13 +297,6 @@ def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, dev
     """Build the pairs, tokenise them, load the NLI model; returns (NLIClassifier, Batches,
     number of truncated documents)."""
     from transformers import AutoModelForSequenceClassification
-
-    from ..io.modeldir import hf_quiet
-    from ..models.hub import load_config, load_tokenizer, model_label, resolve_model
-    from ..infer.classifier import global_attention_hook
-    from ..models.tokenize import encode
-    from .arguments import DROPOUT
-    from .loop import Batches
 
     entail, contra = outputs
     base_path, config = resolve_model(model), load_config(model)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..io.modeldir import versions
 from .arguments import DROPOUT, MAX_GRAD_NORM
 
 
@@ -23,8 +24,6 @@ def training_record(*, task, settings: dict, size: str, data, counts: dict, n_ro
                     loop, started: float, created: str) -> dict:
     """The ``quantformer.json`` record of a training run (validation is added after)."""
     import time
-
-    from ..io.modeldir import versions
 
     record = {
         **task.record(),

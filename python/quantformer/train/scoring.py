@@ -27,6 +27,11 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..models.tasks import make_task
+from ..score.metrics import macro_f1, predicted_labels
+from .arguments import check_arguments
+from .baselines import check_folds, stratified_folds, training_rows
+from .data import prepare
 
 
 class ClassificationScoring:
@@ -37,19 +42,13 @@ class ClassificationScoring:
 
     def rows(self, frame: pd.DataFrame, what: str = "training data",
              left_out: str = "left out") -> pd.DataFrame:
-        from .baselines import training_rows
-
         return training_rows(frame, what, left_out)
 
     def check(self, rows: pd.DataFrame, folds: int, oversample=None,
               where: str = "the training data") -> None:
-        from .baselines import check_folds
-
         check_folds(rows["label"], folds, where)
 
     def splits(self, rows: pd.DataFrame, folds: int, seed: int) -> list:
-        from .baselines import stratified_folds
-
         splitter = stratified_folds(rows["label"], folds, seed)
         return list(splitter.split(np.zeros(len(rows)), rows["label"].to_numpy()))
 
@@ -63,8 +62,6 @@ class ClassificationScoring:
         return rows
 
     def score(self, clf, rows: pd.DataFrame, labels: list) -> dict:
-        from ..score.metrics import macro_f1, predicted_labels
-
         return {"macro_f1": macro_f1(rows["label"].astype(str), predicted_labels(clf, rows),
                                      labels)}
 
@@ -73,8 +70,6 @@ class TaskScoring(ClassificationScoring):
     """Regression and multi-label (see the module table)."""
 
     def __init__(self, task: str, label_cols=None, label_sep=None):
-        from ..models.tasks import make_task
-
         self.kind = make_task(task, None, label_cols, label_sep)
         self.task, self.label_cols, self.label_sep = task, label_cols, label_sep
         self.metric, self.higher_is_better = self.kind.metric, self.kind.higher_is_better
@@ -88,8 +83,6 @@ class TaskScoring(ClassificationScoring):
             InputError: no label column (or --label-cols column), bad label values, no usable
                 document.
         """
-        from .data import prepare
-
         rows, n_label, n_text = prepare(frame, what, self.kind)
         if n_label or n_text:
             warnings.warn(f"{n_label + n_text} document(s) of the {what} {left_out}: {n_label} "
@@ -156,8 +149,6 @@ def make_scoring(task: str = "classification", label_cols=None, label_sep=None):
     Raises:
         InputError: an unknown task; ``label_cols``/``label_sep`` without ``multilabel``.
     """
-    from .arguments import check_arguments
-
     check_arguments(task=task)
     if task == "classification":
         if label_cols is not None or label_sep is not None:

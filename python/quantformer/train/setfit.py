@@ -31,17 +31,17 @@ up (Manifesto), as in Tunstall et al. (2022, figure 3).
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import shutil
 import weakref
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError, ModelDirError
-from ..infer.setfit import SetFitClassifier, head_proba
+from .._core.errors import InputError
+from ..infer.embed import Encoder
+from ..infer.setfit import SetFitClassifier
+from ..io.modeldir import hf_quiet, now_utc, versions
+from ..models.hub import model_label, resolve_device, resolve_model
 
 METHOD = "setfit"
 DEFAULTS = {"num_iterations": 5, "epochs": 1, "batch_size": 16, "body_lr": 1e-4}
@@ -143,9 +143,6 @@ def _train(train, model, hp, order, seed, device, quiet):
                          "pip install 'quantformer[fewshot]'") from exc
     from transformers import set_seed
 
-    from ..io.modeldir import hf_quiet
-    from ..models.hub import resolve_device, resolve_model
-
     set_seed(seed)
     logging.getLogger("setfit").setLevel(logging.ERROR)  # "no model_head.pkl": expected
     # the Trainer's output folder (nothing is saved there): removed afterwards
@@ -208,10 +205,6 @@ def _datasets_quiet(quiet: bool):
 def _classifier(body, head, order, hp, model, train, seed, device, source):
     """Wrap the trained body and head (columns put in ``order``) as a SetFitClassifier."""
     import tempfile
-
-    from ..infer.embed import Encoder
-    from ..io.modeldir import hf_quiet, now_utc, versions
-    from ..models.hub import model_label
 
     coef, intercept = head_in_order(head, order)
     folder = tempfile.mkdtemp(prefix="quantformer-setfit-body-")

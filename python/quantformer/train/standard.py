@@ -21,9 +21,22 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from ..infer.classifier import Classifier
+from ..infer.classifier import Classifier, global_attention_hook
+from ..io.modeldir import hf_quiet, now_utc
+from ..models.hub import (
+    check_max_length,
+    load_config,
+    load_tokenizer,
+    model_label,
+    resolve_device,
+    resolve_model,
+)
+from ..models.tasks import make_task
+from ..models.tokenize import check_strategy, encode
 from .arguments import DROPOUT, check_arguments, default_hyperparameters
-from .data import oversample_indices, set_seed
+from .data import oversample_indices, set_seed, training_data
+from .loop import Batches, resolve_precision, train_loop
+from .record import training_record
 
 
 def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | None,
@@ -35,12 +48,6 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
                       precision: str, grad_accum: int) -> Classifier:
     """The standard recipe (module docstring); arguments as
     :func:`quantformer.train.finetune.finetune`."""
-    from ..models.hub import load_config, resolve_device, resolve_model
-    from ..io.modeldir import now_utc
-    from .data import training_data
-    from .loop import resolve_precision
-    from ..models.tasks import make_task
-
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     started, created = time.time(), now_utc()
     settings = check_settings(model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
@@ -63,7 +70,6 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
         f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {batch_size}, "
         f"device {dev}")
     loop = train_epochs(clf, batches, valid_data, kind, settings, dev, rng, quiet)
-    from .record import training_record
 
     clf.record = training_record(
         task=kind, settings=settings, size=settings.pop("size"), data=data, counts=counts,
@@ -81,9 +87,6 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
 def check_settings(model, **settings) -> dict:
     """Check the arguments (one table, :mod:`quantformer.train.arguments`); fill the defaults
     by model size."""
-    from ..models.hub import check_max_length, load_config
-    from ..models.tokenize import check_strategy
-
     check_arguments(**settings)
     check_strategy(settings["truncation"])
     check_max_length(int(settings["max_length"]), load_config(model))
@@ -116,12 +119,6 @@ def _setup(model, base_path, config, data, task, settings, device, rng, say):
     Batches, number of truncated documents)."""
     from transformers import AutoModelForSequenceClassification
 
-    from ..io.modeldir import hf_quiet
-    from ..models.hub import load_tokenizer, model_label
-    from ..infer.classifier import Classifier, global_attention_hook
-    from ..models.tokenize import encode
-    from .loop import Batches
-
     tokenizer = load_tokenizer(model)
     targets = task.targets(data)
     oversample = settings["oversample"]
@@ -152,8 +149,6 @@ def _setup(model, base_path, config, data, task, settings, device, rng, say):
 def train_epochs(clf, batches, valid_data, task, settings, device, rng, quiet):
     """Run the epoch loop; with validation data, score it after every epoch."""
     import warnings
-
-    from .loop import train_loop
 
     def validate():
         clf.model.eval()  # the loop puts it back in training mode

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from .baselines import bow_vectorizer, fit_quietly, is_missing_text
 
 TASK_BASELINES = {"regression": ("ridge-bow",), "multilabel": ("logit-bow", "svm-bow")}
 C_GRID = {"C": [0.01, 0.1, 1.0, 10.0], "class_weight": [None, "balanced"]}
@@ -71,8 +72,6 @@ class TaskBaseline:
     def predict(self, frame: pd.DataFrame, warn: bool = True) -> pd.DataFrame:
         """``doc_id`` and the task's prediction columns (``predicted``; multilabel
         ``predicted_<label>``), missing for missing or empty texts."""
-        from .baselines import is_missing_text
-
         texts = frame["text"].tolist()
         miss = is_missing_text(texts)
         k = max(len(self.task.labels), 1)
@@ -107,8 +106,6 @@ def fit_task_baseline(rows: pd.DataFrame, name: str, task, *, folds: int = 5,
     """
     from sklearn.pipeline import Pipeline
 
-    from .baselines import bow_vectorizer, fit_quietly
-
     t0 = time.perf_counter()
     texts = rows["text"].tolist()
     if task.name == "regression":
@@ -129,8 +126,6 @@ def _fit_multilabel(texts, y, name: str, folds: int, seed: int):
     from sklearn.multiclass import OneVsRestClassifier
     from sklearn.pipeline import Pipeline
     from sklearn.svm import LinearSVC
-
-    from .baselines import bow_vectorizer, fit_quietly
 
     base = (LogisticRegression(max_iter=2000) if name == "logit-bow"
             else LinearSVC(random_state=seed, max_iter=5000))

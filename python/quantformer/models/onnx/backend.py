@@ -50,7 +50,6 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict
@@ -59,7 +58,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..._core.atomic import atomic_dir
 from ..._core.errors import InputError
+from ..._core.version import __version__
+from ..batching import pad_batch
+from ..hub import resolve_model
+from ..tokenize import SpecialTemplate, special_template
+from .fusion import fuse
 
 BACKENDS = ("torch", "onnx")
 QUANTIZE = ("none", "int8")
@@ -163,8 +168,6 @@ def versions() -> dict:
     """Versions of the libraries an export depends on (read without importing them)."""
     from importlib import metadata
 
-    from ..._core.version import __version__
-
     out = {"quantformer": __version__, "export_format": EXPORT_FORMAT}
     for pkg in VERSIONED:
         try:
@@ -201,8 +204,6 @@ class RustTokenizer:
 
     def __init__(self, tokenizer_file: Path, pad_token_id: int, template: dict):
         from tokenizers import Tokenizer
-
-        from ..tokenize import SpecialTemplate
 
         self._tok = Tokenizer.from_file(str(tokenizer_file))
         self._tok.no_truncation()
@@ -296,8 +297,6 @@ def open_model(name: str | None, *, use: str, fn: Callable, loader: Callable,
     Raises:
         InputError: a Longformer model (not supported), or a model the exporter cannot handle.
     """
-    from ..hub import resolve_model
-
     path = resolve_model(name)
     config = read_config(path)
     if getattr(config, "model_type", "") in UNSUPPORTED_TYPES:
@@ -339,8 +338,6 @@ def is_valid(folder: Path, key: str) -> bool:
 
 def _build_atomically(folder: Path, key: str, parts: dict, build: Callable) -> None:
     """Build into a temporary sibling folder, write the manifest last, then swap it in."""
-    from ..._core.atomic import atomic_dir
-
     # keep_theirs: another process put a fresh export there first
     with atomic_dir(folder, keep_theirs=True) as tmp:
         info = build(tmp)
@@ -352,8 +349,6 @@ def _build_atomically(folder: Path, key: str, parts: dict, build: Callable) -> N
 def _export(path: str, tmp: Path, fn: Callable, loader: Callable) -> dict:
     """Export ``fn(model, batch)`` with dynamic batch and sequence axes (torch.export)."""
     import torch
-
-    from ..tokenize import special_template
 
     model, tokenizer = loader(path)
     template = special_template(tokenizer)
@@ -383,8 +378,6 @@ def _fuse(tmp: Path, names: list[str], sample: tuple) -> dict:
     """Fuse ``tmp/unfused-model.onnx`` into ``tmp/model.onnx`` (:func:`onnx_fusion.fuse`);
     when the fusion is not kept (or :data:`FUSE` is off), the unfused graph becomes
     ``model.onnx``."""
-    from .fusion import fuse
-
     info = {"applied": False, "reason": "fusion turned off (onnx_backend.FUSE)"}
     if FUSE:
         with _quiet_export():
@@ -399,8 +392,6 @@ def _fuse(tmp: Path, names: list[str], sample: tuple) -> dict:
 
 def _sample(tokenizer, names: list[str]) -> tuple:
     """An example batch of two real texts (at most 16 tokens) for tracing."""
-    from ..batching import pad_batch
-
     ids = tokenizer(["an example sentence for the export of the model, a little longer",
                      "a shorter one"], add_special_tokens=True)["input_ids"]
     ids = [x[:16] for x in ids]

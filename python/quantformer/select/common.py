@@ -9,11 +9,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._core.atomic import write_json
 from .._core.errors import InputError
+from ..io.frames import write_figure
+from .tune import parse_list, results_dir, write_table
 
 #: table column prefix of each selection metric (``f1_mean_500``, ``rmse_mean_500``)
 PREFIX = {"macro_f1": "f1", "rmse": "rmse"}
 METRIC_LABEL = {"macro_f1": "macro-F1", "rmse": "RMSE"}
+TRANSFORMERS = ("default", "setfit", "nli")  # fine-tuned: standard, SetFit, NLI (opt-in)
 
 
 def check_sizes(sizes, n_train: int) -> list[int]:
@@ -27,8 +31,6 @@ def check_sizes(sizes, n_train: int) -> list[int]:
     if sizes is None:
         return [n_train]
     if isinstance(sizes, str):
-        from .tune import parse_list
-
         sizes = parse_list(sizes, int, "--train-sizes")
     out = []
     for s in sizes:
@@ -124,8 +126,6 @@ class CompareResult:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from ..io.frames import write_figure
-
         sizes = self.summary["train_sizes"]
         metric = self.summary.get("metric", "macro_f1")
         pre, name = PREFIX[metric], METRIC_LABEL[metric]
@@ -165,9 +165,6 @@ class CompareResult:
         Raises:
             InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
         """
-        from .._core.atomic import write_json
-        from .tune import results_dir, write_table
-
         with results_dir(out, overwrite) as d:
             write_table(self.results, d, "results")
             write_table(self.table, d, "table")
@@ -213,3 +210,11 @@ def margins(results: pd.DataFrame, metric: str = "macro_f1",
             else None,
         }
     return out
+
+
+def nli_note(options: dict) -> str:
+    """The line under the Markdown table naming the ``nli`` model's hypotheses and pairs."""
+    phrases = "; ".join(f"{c}: '{options['hypothesis'].format(p)}'"
+                        for c, p in options["label_phrases"].items())
+    return (f"nli: hypothesis template '{options['hypothesis']}', class hypotheses {phrases}; "
+            f"training pairs {options['nli_pairs']}.")
