@@ -1,7 +1,7 @@
 # quantformer: the two commands of the README
 #   make demo   set up, then fine-tune the bundled model on the SOTU example and evaluate it
 #   make check  set up, then run every test (pytest, R CMD check with testthat, vignettes)
-.PHONY: setup demo check check-python check-r bench
+.PHONY: setup demo check check-python check-r site bench
 
 setup:
 	bash scripts/setup.sh
@@ -19,6 +19,10 @@ check-python: setup
 
 check-r: setup
 	bash scripts/check.sh r
+
+# the documentation site (pkgdown) into site/, links checked; make check builds it too
+site: setup
+	bash scripts/build-site.sh
 
 bench: setup
 	bash bench/run_all.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every test: pytest (tests/python), then the R package's R CMD build + check (which runs
-# tests/testthat and builds the vignettes). Exits non-zero on any failure; pytest's "no tests
+# tests/testthat and builds the vignettes), then the pkgdown site with its links checked. Exits non-zero on any failure; pytest's "no tests
 # collected" (exit 5) counts as a failure, and so does missing R: skipped tests are not passed
 # tests (`scripts/check.sh python` runs the Python tests alone, on a machine without R).
 # Usage: scripts/check.sh [all|python|r] [extra pytest arguments...]   (default: all)
@@ -43,6 +43,9 @@ if [ "$what" = all ] || [ "$what" = r ]; then
       echo "== R check script scripts/check-r.sh is missing: FAILING"; status=1; failed+=(R)
     else
       bash scripts/check-r.sh || { status=1; failed+=(R); }
+      # the documentation site (pkgdown) with its internal links checked
+      echo "== documentation site"
+      bash scripts/build-site.sh || { status=1; failed+=(site); }
     fi
   else
     echo "== R package not present yet: no R tests"
