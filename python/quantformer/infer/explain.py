@@ -41,7 +41,7 @@ import pandas as pd
 
 from .._core.errors import InputError
 from ..io.modeldir import read_record
-from ..models.tokenize import encode, special_template, truncate_ids
+from ..models.tokenize import encode, special_template, truncate_ids, warn_truncated
 from .classifier import Classifier, PredictionWarning, global_attention_hook
 
 #: Gauss-Legendre step counts of the adaptive schedule: all documents get the first, those
@@ -426,6 +426,8 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
     if missing.any():
         warnings.warn(f"{int(missing.sum())} of {len(texts)} document(s) have a missing or empty "
                       "text; they have no words and are left out", PredictionWarning, stacklevel=2)
+    warn_truncated(sum(bool(w and w.truncated) for w in wins), len(texts), clf.max_length,
+                   clf.truncation)
     engine = Integrator(clf)
     present = np.flatnonzero(~missing)
     logits = engine.all_logits(wins, present)
