@@ -47,6 +47,7 @@ VERB_MODULES = [
     "quantformer.select.compare",
     "quantformer.label.suggest",
     "quantformer.cli.explain",
+    "quantformer.cli.behave",
     "quantformer.cli.serve",
 ]
 
