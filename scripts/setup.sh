@@ -40,7 +40,7 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   echo "== installing torch==2.13.0 (CPU)"
   pip_install torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}
 fi
-if ! .venv/bin/python -c "import quantformer, pytest, xgboost, Stemmer" >/dev/null 2>&1 \
+if ! .venv/bin/python -c "import quantformer, pytest, xgboost, Stemmer, captum" >/dev/null 2>&1 \
    || [ pyproject.toml -nt .venv/.quantformer-installed ]; then
   echo "== installing quantformer and its dependencies into .venv"
   pip_install -e ".[test]"

@@ -47,6 +47,8 @@ VERB_MODULES = [
     "quantformer.cli.tune",
     "quantformer.cli.compare",
     "quantformer.cli.suggest",
+    "quantformer.cli.explain",
+    "quantformer.cli.behave",
     "quantformer.cli.serve",
 ]
 

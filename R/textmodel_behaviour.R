@@ -1,0 +1,82 @@
+#' Behavioural tests of a fine-tuned classifier
+#'
+#' Invariance, directional and minimum-functionality tests in the manner of CheckList
+#' (Ribeiro et al. 2020), without its package: perturb the documents of `newdata` and check
+#' that the predicted class stays the same (`expect = "same"`) or that the probability of a
+#' class moves up or down (`expect = "up:CLASS"`, `"down:CLASS"`, failing when it moves the
+#' other way by more than `tolerance`), or check that texts get their label
+#' (`expect = "label"`: the labels of `newdata`, or every filling of `template`). Built-in
+#' English perturbations: `"typos"`, `"names"`, `"locations"`, `"numbers"`, `"punctuation"`,
+#' `"negation"` (added), `"negation_removed"`; `"substitutions"` replaces whole words by
+#' the pairs in `substitutions` (any language). Runs `quantformer behave`.
+#'
+#' @param fit a classifier fitted by [textmodel_finetune()], or its model folder.
+#' @param newdata documents (a quanteda corpus, a character vector or a data frame with a
+#'   `text` column); for `expect = "label"` without a template, with labels in `y`.
+#' @param perturb one of the perturbations above (character).
+#' @param expect `"same"`, `"up:CLASS"`, `"down:CLASS"` or `"label"`.
+#' @param suite instead of `perturb`/`expect`: a suite file (`.yaml` or `.csv`) with one test
+#'   per entry: `name`, `expect`, `perturb`, `substitutions`, `template`, `fill`, `label`,
+#'   `tolerance`.
+#' @param substitutions a data frame with columns `from` and `to`.
+#' @param template,fill,label a minimum-functionality template (`"I {verb} it"`), a named
+#'   list of the words of each placeholder, and the class every filled text must get.
+#' @param tolerance directional tests: the largest move the wrong way that passes (0.1,
+#'   CheckList's default).
+#' @param y labels of `newdata` for `expect = "label"` (a docvar name or a vector).
+#' @inheritParams textmodel_finetune
+#' @return An object of class `textmodel_behaviour`: a list with `summary` (a data frame: one
+#'   row per test with `name`, `type`, `expect`, `n`, `n_fail`, `fail_rate`, `ci_lower`,
+#'   `ci_upper`: a Wilson 95% interval) and `tests` (each test's failing examples: original,
+#'   perturbed, both predictions).
+#' @export
+textmodel_behaviour <- function(fit, newdata = NULL, perturb = NULL, expect = NULL,
+                                suite = NULL, substitutions = NULL, template = NULL,
+                                fill = NULL, label = NULL, tolerance = 0.1, y = NULL,
+                                text_field = "text", docid_field = "doc_id",
+                                verbose = FALSE) {
+  model <- if (inherits(fit, "textmodel_finetune")) fit$model_dir else fit
+  files <- character()
+  on.exit(unlink(files), add = TRUE)
+  args <- c("--model", model)
+  if (!is.null(newdata)) {
+    frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")
+    cols <- c("doc_id", "text")
+    if (!is.null(y)) {
+      frame$label <- resolve_y(y, frame)
+      cols <- c(cols, "label")
+    }
+    files <- c(files, write_input(frame[cols]))
+    args <- c(args, "--input", files[length(files)])
+  }
+  if (!is.null(substitutions)) {
+    sub_file <- tempfile("qf-subs-", fileext = ".csv")
+    utils::write.csv(data.frame(from = substitutions$from, to = substitutions$to),
+                     sub_file, row.names = FALSE, fileEncoding = "UTF-8")
+    files <- c(files, sub_file)
+    args <- c(args, "--substitutions", sub_file)
+  }
+  if (!is.null(fill))
+    fill <- paste(names(fill), vapply(fill, paste, "", collapse = "|"), sep = "=",
+                  collapse = ";")
+  out_file <- out_path(".json")
+  files <- c(files, out_file)
+  run_cli("behave", c(args, cli_flags(perturb = perturb, expect = expect, suite = suite,
+                                      template = template, fill = fill, label = label,
+                                      tolerance = tolerance), "--out", out_file),
+          verbose = verbose, r_args = names(formals()))
+  res <- jsonlite::read_json(out_file, simplifyVector = FALSE)
+  cols <- c("name", "type", "expect", "n", "n_fail", "fail_rate", "ci_lower", "ci_upper")
+  summary <- do.call(rbind, lapply(res$tests, function(t) {
+    as.data.frame(lapply(t[cols], function(v) if (is.null(v)) NA else v),
+                  stringsAsFactors = FALSE)
+  }))
+  structure(list(summary = summary, tests = res$tests), class = "textmodel_behaviour")
+}
+
+#' @export
+print.textmodel_behaviour <- function(x, ...) {
+  cat("Behavioural tests (fail rates with Wilson 95% intervals)\n")
+  print(x$summary, row.names = FALSE)
+  invisible(x)
+}

@@ -1,0 +1,386 @@
+"""Behavioural tests of a fine-tuned classifier (the ideas of CheckList, Ribeiro et al. 2020).
+
+Three kinds of test:
+
+* **invariance** (``expect="same"``): a perturbation that should not change the prediction
+  (a typo, another name, another city, another number, punctuation); a failure is a document
+  whose predicted class changes.
+* **directional** (``expect="up:CLASS"`` / ``"down:CLASS"``): a perturbation that should move
+  the probability of CLASS one way (e.g. adding a negation should lower ``favor``); a failure
+  is a document whose probability of CLASS moves the other way by more than ``tolerance``
+  (0.1, CheckList's ``Monotonic`` default).
+* **minimum functionality** (``expect="label"``): short texts with the label they must get,
+  given as a corpus with a label column or as a template (``"I {verb} it"``) filled with
+  every combination of the given words; a failure is a text predicted otherwise.
+
+Built-in perturbations (English): ``typos`` (two adjacent letters of one word swapped),
+``names``, ``locations`` (a first name or a place from a short list replaced by another),
+``numbers`` (every number replaced by another), ``punctuation`` (the final punctuation removed,
+or ``!`` added), ``negation`` (``is`` -> ``is not`` and similar, added to the first verb that
+takes it), ``negation_removed`` (``not``/``n't``/``never`` removed). ``substitutions`` take a
+user list of ``from -> to`` pairs (any language), replaced as whole words. A perturbation that
+does not apply to a document (no name in it) leaves the document out of the test's ``n``.
+
+Each test reports ``n``, the failures, ``fail_rate`` with a Wilson 95 % interval
+(:func:`quantformer.score.proportion.wilson_interval`) and up to ``max_examples`` failing
+examples (original, perturbed, both predictions).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
+from ..score.proportion import wilson_interval
+
+TOLERANCE = 0.1
+MAX_EXAMPLES = 20
+
+NAMES = ["John", "Mary", "James", "Patricia", "Michael", "Jennifer", "David", "Linda", "Ahmed",
+         "Fatima", "Wei", "Mei", "Carlos", "Maria", "Kwame", "Aisha", "Ivan", "Olga"]
+LOCATIONS = ["London", "Paris", "Berlin", "Chicago", "Texas", "California", "New York", "Lagos",
+             "Tokyo", "Delhi", "Mexico", "Canada", "Brazil", "Ohio", "Florida", "Madrid"]
+_NEGATE = [("is", "is not"), ("are", "are not"), ("was", "was not"), ("were", "were not"),
+           ("can", "cannot"), ("will", "will not"), ("should", "should not"),
+           ("do", "do not"), ("does", "does not"), ("did", "did not"), ("have", "have not"),
+           ("has", "has not"), ("must", "must not"), ("would", "would not")]
+PERTURBATIONS = ("typos", "names", "locations", "numbers", "punctuation", "negation",
+                 "negation_removed", "substitutions")
+
+
+def _whole(word: str) -> str:
+    return rf"(?<!\w){re.escape(word)}(?!\w)"
+
+
+def _swap_one(text: str, choices: list[str], rng) -> str | None:
+    found = [c for c in choices if re.search(_whole(c), text)]
+    if not found:
+        return None
+    old = found[int(rng.integers(len(found)))]
+    new = [c for c in choices if c != old][int(rng.integers(len(choices) - 1))]
+    return re.sub(_whole(old), new, text)
+
+
+def typo(text: str, rng) -> str | None:
+    words = [m for m in re.finditer(r"[^\W\d_]{4,}", text)]
+    if not words:
+        return None
+    m = words[int(rng.integers(len(words)))]
+    i = m.start() + int(rng.integers(len(m.group()) - 1))
+    return text[:i] + text[i + 1] + text[i] + text[i + 2:]
+
+
+def numbers(text: str, rng) -> str | None:
+    if not re.search(r"\d", text):
+        return None
+    return re.sub(r"\d+", lambda m: str(int(m.group()) + 1 + int(rng.integers(9))), text)
+
+
+def punctuation(text: str, rng) -> str | None:
+    stripped = text.rstrip()
+    if stripped and stripped[-1] in ".!?":
+        return stripped.rstrip(".!?")
+    return stripped + "!"
+
+
+def negate(text: str, rng) -> str | None:
+    """The first ``is``/``are``/``can``/... (not already negated) with a negation added."""
+    pat = re.compile(r"(?<!\w)(" + "|".join(w for w, _ in _NEGATE) + r")(?!\w)(?! not)(?!n't)",
+                     re.IGNORECASE)
+    m = pat.search(text)
+    if not m:
+        return None
+    neg = dict(_NEGATE)[m.group(1).lower()]
+    neg = m.group(1) + neg[len(m.group(1)):]  # keep the case of the verb
+    return text[:m.start()] + neg + text[m.end():]
+
+
+def unnegate(text: str, rng) -> str | None:
+    """The first negation removed: ``not``, ``never``, ``n't`` (``can't`` -> ``can``)."""
+    m = re.search(r"(?<!\w)(cannot|can't|won't)(?!\w)|\s+not(?!\w)|n't(?!\w)|(?<!\w)never\s+",
+                  text, re.IGNORECASE)
+    if not m:
+        return None
+    repl = {"cannot": "can", "can't": "can", "won't": "will"}.get((m.group(1) or "").lower(), "")
+    return text[:m.start()] + repl + text[m.end():]
+
+
+def substitute(pairs: list[tuple[str, str]]):
+    """A perturbation that replaces whole words ``from`` by ``to`` (the first that occurs)."""
+    def perturb(text: str, rng) -> str | None:
+        for old, new in pairs:
+            if re.search(_whole(old), text):
+                return re.sub(_whole(old), new, text)
+        return None
+    return perturb
+
+
+def perturbation(name: str, substitutions: list | None = None):
+    """The perturbation function ``f(text, rng) -> str | None`` called ``name``.
+
+    Raises:
+        InputError: an unknown name, or ``substitutions`` without pairs.
+    """
+    table = {"typos": typo, "numbers": numbers, "punctuation": punctuation,
+             "negation": negate, "negation_removed": unnegate,
+             "names": lambda t, r: _swap_one(t, NAMES, r),
+             "locations": lambda t, r: _swap_one(t, LOCATIONS, r)}
+    if name == "substitutions":
+        if not substitutions:
+            raise InputError("{perturb} substitutions needs a list of replacements: give "
+                             "{substitutions} (a CSV file with columns from,to)",
+                             params=["perturb", "substitutions"])
+        return substitute(substitutions)
+    if name not in table:
+        raise InputError(f"{{perturb}} '{name}' is unknown; use one of: "
+                         f"{', '.join(PERTURBATIONS)}", params=["perturb"])
+    return table[name]
+
+
+# ------------------------------------------------------------------------------------------
+# tests
+
+
+@dataclass
+class BehaviourTest:
+    """One test: a perturbation and what it should do, or a minimum-functionality test.
+
+    Attributes:
+        name: shown in the output.
+        expect: ``same``, ``up:CLASS``, ``down:CLASS`` or ``label`` (minimum functionality).
+        perturb: a name of :data:`PERTURBATIONS` (None for ``label``).
+        substitutions: ``(from, to)`` pairs for ``perturb="substitutions"``.
+        template, fill: a minimum-functionality template (``"I {verb} it"``) and the words of
+            each placeholder (``{"verb": ["love", "like"]}``); without them, the corpus's
+            ``label`` column gives the expected labels.
+        label: the class every filled template must get.
+        tolerance: directional tests: the largest move the wrong way that still passes.
+    """
+
+    name: str
+    expect: str
+    perturb: str | None = None
+    substitutions: list = field(default_factory=list)
+    template: str | None = None
+    fill: dict = field(default_factory=dict)
+    label: str | None = None
+    tolerance: float = TOLERANCE
+
+    def check(self, labels: list[str]) -> None:
+        """Raises InputError for an expectation or class that does not fit the model."""
+        kind, _, cls = self.expect.partition(":")
+        if kind not in ("same", "up", "down", "label") or (kind in ("up", "down")) != bool(cls):
+            raise InputError(f"{{expect}} '{self.expect}' (test '{self.name}') is unknown; use "
+                             "same, up:CLASS, down:CLASS or label", params=["expect"])
+        for c in [cls] * bool(cls) + [self.label] * (self.label is not None):
+            if c not in labels:
+                raise InputError(f"'{c}' (test '{self.name}') is not a class of the model; its "
+                                 f"classes are: {', '.join(labels)}", params=["expect"])
+        if kind == "label":
+            if self.template is not None and self.label is None:
+                raise InputError(f"test '{self.name}': a template needs the label its texts "
+                                 "must get", params=["label"])
+            return
+        perturbation(self.perturb or "", self.substitutions)
+
+
+def templates(template: str, fill: dict) -> list[str]:
+    """Every filling of ``template``'s ``{placeholders}`` with the words in ``fill``.
+
+    Raises:
+        InputError: a placeholder without words.
+    """
+    keys = re.findall(r"{(\w+)}", template)
+    missing = [k for k in dict.fromkeys(keys) if not fill.get(k)]
+    if missing:
+        raise InputError(f"the template '{template}' has no words for {', '.join(missing)}; "
+                         "give them with fill", params=["fill"])
+    keys = list(dict.fromkeys(keys))
+    return [template.format(**dict(zip(keys, combo)))
+            for combo in itertools.product(*(fill[k] for k in keys))]
+
+
+def _result(test: BehaviourTest, n: int, fails: list[dict], max_examples: int) -> dict:
+    lo, hi = wilson_interval(len(fails), n)
+    return {"name": test.name, "type": _kind(test), "perturb": test.perturb,
+            "expect": test.expect, "n": n, "n_fail": len(fails),
+            "fail_rate": len(fails) / n if n else None, "ci_lower": None if n == 0 else lo,
+            "ci_upper": None if n == 0 else hi, "interval": "Wilson 95%",
+            "failures": fails[:max_examples]}
+
+
+def _kind(test: BehaviourTest) -> str:
+    kind = test.expect.partition(":")[0]
+    return {"same": "invariance", "label": "minimum functionality"}.get(kind, "directional")
+
+
+def _pred(labels, p) -> dict:
+    return {"predicted": labels[int(np.argmax(p))],
+            "probabilities": {c: round(float(v), 6) for c, v in zip(labels, p)}}
+
+
+def run_perturbation(clf, frame: pd.DataFrame, test: BehaviourTest, seed: int = 1,
+                     max_examples: int = MAX_EXAMPLES) -> dict:
+    """An invariance or directional test over the documents of ``frame``."""
+    rng = np.random.default_rng(seed)
+    f = perturbation(test.perturb, test.substitutions)
+    rows = []
+    for doc_id, text in zip(frame["doc_id"], frame["text"]):
+        if isinstance(text, str) and text.strip():
+            new = f(text, rng)
+            if new is not None and new != text:
+                rows.append((doc_id, text, new))
+    if not rows:
+        return _result(test, 0, [], max_examples)
+    probs = clf.predict_proba([r[1] for r in rows] + [r[2] for r in rows], batch_size=32)
+    before, after = probs[:len(rows)], probs[len(rows):]
+    kind, _, cls = test.expect.partition(":")
+    if kind == "same":
+        bad = before.argmax(axis=1) != after.argmax(axis=1)
+    else:
+        j = clf.labels.index(cls)
+        move = after[:, j] - before[:, j]
+        bad = move < -test.tolerance if kind == "up" else move > test.tolerance
+    fails = [{"doc_id": str(rows[i][0]), "original": rows[i][1], "perturbed": rows[i][2],
+              "original_prediction": _pred(clf.labels, before[i]),
+              "perturbed_prediction": _pred(clf.labels, after[i])}
+             for i in np.flatnonzero(bad)]
+    return _result(test, len(rows), fails, max_examples)
+
+
+def run_minimum(clf, frame: pd.DataFrame | None, test: BehaviourTest,
+                max_examples: int = MAX_EXAMPLES) -> dict:
+    """A minimum-functionality test: the filled template's texts (or the corpus's labelled
+    documents) must get their label."""
+    if test.template is not None:
+        texts = templates(test.template, test.fill)
+        expected = [test.label] * len(texts)
+    else:
+        if frame is None or "label" not in frame.columns:
+            raise InputError(f"test '{test.name}' (expect label) needs a template or a corpus "
+                             "with a label column", params=["input"])
+        keep = frame["label"].notna() & frame["text"].notna()
+        texts, expected = frame.loc[keep, "text"].tolist(), frame.loc[keep, "label"].astype(
+            str).tolist()
+    probs = clf.predict_proba(texts, batch_size=32) if texts else np.zeros((0, 1))
+    fails = [{"text": texts[i], "expected": expected[i], "prediction": _pred(clf.labels, p)}
+             for i, p in enumerate(probs) if clf.labels[int(np.argmax(p))] != expected[i]]
+    return _result(test, len(texts), fails, max_examples)
+
+
+def run_tests(clf, frame: pd.DataFrame | None, tests: list[BehaviourTest], seed: int = 1,
+              max_examples: int = MAX_EXAMPLES) -> list[dict]:
+    """Run ``tests`` (checked first) with a classifier; one result dict per test."""
+    if clf.task.name != "classification":
+        raise InputError(f"behave tests classifiers; this is a {clf.task.name} model")
+    for t in tests:
+        t.check(clf.labels)
+    out = []
+    for t in tests:
+        if t.expect == "label":
+            out.append(run_minimum(clf, frame, t, max_examples))
+        else:
+            if frame is None:
+                raise InputError(f"test '{t.name}' perturbs documents: give a corpus",
+                                 params=["input"])
+            out.append(run_perturbation(clf, frame, t, seed, max_examples))
+    return out
+
+
+def summary(results: list[dict]) -> pd.DataFrame:
+    """One row per test: name, type, n, n_fail, fail_rate, ci_lower, ci_upper."""
+    cols = ["name", "type", "expect", "n", "n_fail", "fail_rate", "ci_lower", "ci_upper"]
+    return pd.DataFrame([{c: r[c] for c in cols} for r in results], columns=cols)
+
+
+# ------------------------------------------------------------------------------------------
+# suite files
+
+
+def read_substitutions(path) -> list[tuple[str, str]]:
+    """``(from, to)`` pairs from a CSV file with columns ``from`` and ``to`` (UTF-8).
+
+    Raises:
+        InputError: missing file or columns, or no pairs.
+    """
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the substitutions file '{path}': {exc}",
+                         params=["substitutions"]) from None
+    if not {"from", "to"} <= set(df.columns) or df.empty:
+        raise InputError(f"the substitutions file '{path}' needs columns from,to and at least "
+                         "one row", params=["substitutions"])
+    return [(a, b) for a, b in zip(df["from"], df["to"]) if a]
+
+
+def parse_fill(spec) -> dict:
+    """``"verb=love|like;obj=it"`` (or a dict of lists) as ``{"verb": ["love", "like"], ...}``."""
+    if isinstance(spec, dict):
+        return {str(k): [str(x) for x in (v if isinstance(v, list) else [v])]
+                for k, v in spec.items()}
+    out = {}
+    for part in filter(None, (spec or "").split(";")):
+        key, _, words = part.partition("=")
+        out[key.strip()] = [w.strip() for w in words.split("|") if w.strip()]
+    return out
+
+
+def _test_from(entry: dict, where: str, base) -> BehaviourTest:
+    from pathlib import Path
+
+    entry = {k: v for k, v in entry.items() if v is not None and not (
+        isinstance(v, float) and np.isnan(v)) and v != ""}
+    if "expect" not in entry:
+        raise InputError(f"{where} has no 'expect'", params=["suite"])
+    subs = entry.get("substitutions") or []
+    if isinstance(subs, str):
+        p = Path(subs)
+        subs = read_substitutions(p if p.is_absolute() else Path(base).parent / p)
+    elif isinstance(subs, dict):
+        subs = list(subs.items())
+    else:
+        subs = [tuple(x) for x in subs]
+    return BehaviourTest(name=str(entry.get("name", where)), expect=str(entry["expect"]),
+                         perturb=entry.get("perturb"), substitutions=subs,
+                         template=entry.get("template"), fill=parse_fill(entry.get("fill")),
+                         label=None if entry.get("label") is None else str(entry["label"]),
+                         tolerance=float(entry.get("tolerance", TOLERANCE)))
+
+
+def read_suite(path) -> list[BehaviourTest]:
+    """Tests from a suite file: YAML (a list of tests, or ``tests:`` with one) or CSV (one
+    test a row). Keys/columns: ``name``, ``expect`` (required), ``perturb``,
+    ``substitutions`` (YAML: a mapping or a list of pairs; both: a CSV file path, relative to
+    the suite), ``template``, ``fill`` (YAML: a mapping of lists; CSV: ``verb=love|like;obj=it``),
+    ``label``, ``tolerance``.
+
+    Raises:
+        InputError: unreadable file, an unknown extension, a test without ``expect``.
+    """
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"suite file not found: '{path}'", params=["suite"])
+    if p.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise InputError(f"'{path}' is not valid YAML: {exc}", params=["suite"]) from None
+        entries = data.get("tests") if isinstance(data, dict) else data
+    elif p.suffix.lower() == ".csv":
+        entries = pd.read_csv(p, dtype=str, keep_default_na=False).to_dict("records")
+    else:
+        raise InputError(f"suite file '{path}' must end in .yaml, .yml or .csv",
+                         params=["suite"])
+    if not entries or not isinstance(entries, list):
+        raise InputError(f"suite file '{path}' has no tests", params=["suite"])
+    return [_test_from(dict(e), f"test {i + 1} of '{path}'", p) for i, e in enumerate(entries)]

@@ -1,0 +1,503 @@
+"""Word attributions of a fine-tuned model's predictions by Integrated Gradients.
+
+Integrated Gradients (Sundararajan et al. 2017) through Captum's ``LayerIntegratedGradients``
+(Kokhlikyan et al. 2020) over the model's input (word) embeddings:
+
+* **Baseline**: the same sequence with every text token replaced by the pad token, special
+  tokens ([CLS], [SEP], <s>, </s>) and positions kept, so the baseline differs from the input
+  only in the words.
+* **Target**: the logit of the predicted class, or of a class chosen with ``target``; a
+  regression model's output; for a multi-label model every label (one target per label).
+* **Units**: attributions are in logit units and never normalised per document, so two
+  documents compare. By completeness, a document's attributions add up to the difference of
+  the target logit between input and baseline; ``completeness_gap`` is
+  ``|sum - (logit(input) - logit(baseline))| / max(|logit(input) - logit(baseline)|, 0.05)``
+  (the floor keeps documents whose input and baseline score alike from showing arbitrary
+  gaps). The integral is approximated by Gauss-Legendre quadrature (Captum's
+  ``method="gausslegendre"``).
+* **Adaptive steps** (default): every document first gets :data:`ADAPTIVE_STEPS`\\ [0] steps;
+  documents whose gap exceeds :data:`GAP_TOLERANCE` (5 %) are integrated again with the next
+  count, up to the last. A fixed ``steps`` uses that count for all.
+* **Words, not subwords**: subword attributions are summed into the words of the original text
+  (:func:`words_of`), located by the fast tokenizer's character offsets, so
+  ``text[start:end] == word`` for any tokenizer (WordPiece, BPE, SentencePiece), emoji and
+  accents included.
+* **Long documents**: each document is explained in the window prediction uses
+  (:func:`quantformer.models.tokenize.encode` with the model's ``max_length`` and
+  ``truncation``); words outside it get a missing attribution (not seen by the model).
+
+Batches: documents are sorted by length and integrated several at a time; Captum spreads the
+interpolation steps of a batch over forward passes of at most :data:`TOKEN_BUDGET` tokens.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
+from ..io.modeldir import read_record
+from ..models.batching import length_batches, pad_arrays
+from ..models.tokenize import encode, special_template, truncate_ids, warn_truncated
+from .classifier import Classifier, PredictionWarning, global_attention_hook
+from .load import load_model
+
+#: Gauss-Legendre step counts of the adaptive schedule: all documents get the first, those
+#: whose completeness gap exceeds GAP_TOLERANCE the next, and so on
+ADAPTIVE_STEPS = (16, 48, 128)
+GAP_TOLERANCE = 0.05
+#: the logit difference below which the completeness gap is taken relative to this value
+DIFF_FLOOR = 0.05
+#: padded tokens per forward (and backward) pass at most
+TOKEN_BUDGET = 8192
+METHODS = ("standard",)
+
+_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+#: a word: letters/digits (with combining accents), joined by inner apostrophes or hyphens;
+#: or a run of other non-space characters (punctuation, emoji sequences)
+WORD_RE = re.compile(rf"[\w{_MARKS}]+(?:['’\-][\w{_MARKS}]+)*|[^\w\s{_MARKS}]+[{_MARKS}]*")
+
+
+class CompletenessWarning(UserWarning):
+    """Documents whose attributions do not add up to the logit difference within 5 %."""
+
+
+def words_of(text: str) -> list[tuple[str, int, int]]:
+    """The words of ``text`` as ``(word, start, end)`` with ``text[start:end] == word``.
+
+    A word is a run of letters and digits (accents, also combining ones, included) that may
+    contain inner apostrophes or hyphens (``don't``, ``well-known``), or a run of other
+    non-space characters (``!?``, an emoji with its skin tone).
+    """
+    return [(m.group(), m.start(), m.end()) for m in WORD_RE.finditer(text)]
+
+
+def check_steps(steps) -> int | None:
+    """``steps`` as an int, or None (adaptive).
+
+    Raises:
+        InputError: not a whole number of at least 1.
+    """
+    if steps is None:
+        return None
+    if isinstance(steps, bool) or not float(steps).is_integer() or int(steps) < 1:
+        raise InputError(f"{{steps}} must be a whole number of at least 1, not {steps}; leave "
+                         "it out for adaptive steps", params=["steps"])
+    return int(steps)
+
+
+def check_model(path, backend: str = "torch", target: str | None = None) -> dict:
+    """Check, before any model is loaded, that ``path`` is a model ``explain`` serves and that
+    ``target`` is one of its classes; returns its record.
+
+    Raises:
+        ModelDirError: not a model directory. InputError: ``backend`` other than torch, an NLI
+        or SetFit model, or a ``target`` that is not a class of the model.
+    """
+    if backend != "torch":
+        raise InputError(f"explain needs gradients and runs on torch only, not {{backend}} "
+                         f"'{backend}'; leave it out (torch)", params=["backend"])
+    record = read_record(path)
+    method = record.get("method", "standard")
+    if method not in METHODS:
+        raise InputError(f"explain supports models fine-tuned the standard way "
+                         f"(classification, regression, multi-label); '{path}' was fine-tuned "
+                         f"with method '{method}'")
+    if target is not None:
+        labels = [str(x) for x in record.get("labels") or []]
+        if record.get("task") == "regression":
+            raise InputError(f"{{target}} picks a class, but '{path}' is a regression model: "
+                             "its output is explained; leave it out", params=["target"])
+        if str(target) not in labels:
+            raise InputError(f"{{target}} '{target}' is not a class of the model; its classes "
+                             f"are: {', '.join(labels)}", params=["target"])
+    return record
+
+
+def load_explainable(path, device: str = "auto", backend: str = "torch",
+                     target: str | None = None) -> Classifier:
+    """A model directory as a :class:`~quantformer.infer.classifier.Classifier`, after
+    :func:`check_model`, through the process's model cache (so the worker keeps it)."""
+    check_model(path, backend, target)
+    return load_model(path, device=device)
+
+
+# ------------------------------------------------------------------------------------------
+# windows: which subwords the model sees, and where they are in the text
+
+
+@dataclass
+class Window:
+    """One document as the model sees it.
+
+    Attributes:
+        input_ids, token_type_ids: the model input (special tokens included, after truncation).
+        positions: input positions of the kept text tokens.
+        kept: for each kept text token, its index among all of the document's text tokens.
+        offsets: (n_tokens, 2) character offsets of all text tokens (kept or not).
+        truncated: whether tokens were cut.
+    """
+
+    input_ids: list
+    token_type_ids: list | None
+    positions: np.ndarray
+    kept: np.ndarray
+    offsets: np.ndarray
+    truncated: bool
+
+
+def windows(clf: Classifier, texts: list) -> tuple[list, np.ndarray]:
+    """(:class:`Window` per document, or None for a missing text; the missing mask), cut
+    exactly as prediction cuts them (:func:`quantformer.models.tokenize.encode`)."""
+    tok = clf.tokenizer
+    enc = encode(tok, texts, max_length=clf.max_length, truncation=clf.truncation)
+    tpl = special_template(tok)
+    budget = clf.max_length - tpl.n_single
+    present = [i for i, m in enumerate(enc.missing) if not m]
+    raw = tok([texts[i] for i in present], add_special_tokens=False,
+              return_offsets_mapping=True, return_attention_mask=False, verbose=False) \
+        if present else {"input_ids": [], "offset_mapping": []}
+    out: list = [None] * len(texts)
+    for i, ids, offs in zip(present, raw["input_ids"], raw["offset_mapping"]):
+        kept = np.asarray(truncate_ids(list(range(len(ids))), budget, clf.truncation),
+                          dtype=np.int64)
+        seq = enc.input_ids[i]
+        positions = np.arange(len(tpl.prefix), len(tpl.prefix) + len(kept))
+        if [ids[k] for k in kept] != seq[len(tpl.prefix):len(tpl.prefix) + len(kept)]:
+            raise RuntimeError("the explained window differs from the predicted one")
+        out[i] = Window(seq, enc.token_type_ids[i] if enc.token_type_ids else None, positions,
+                        kept, np.asarray(offs, dtype=np.int64).reshape(-1, 2),
+                        bool(enc.truncated[i]))
+    return out, enc.missing
+
+
+def word_index(words: list, offsets: np.ndarray) -> np.ndarray:
+    """For each token (its character offsets), the index of the word it belongs to: the word
+    it overlaps most, else (a token of spaces or with an empty span) the next word."""
+    if not words:
+        return np.zeros(len(offsets), dtype=np.int64)
+    starts = np.array([w[1] for w in words])
+    ends = np.array([w[2] for w in words])
+    idx = np.searchsorted(ends, offsets[:, 0], side="right")  # first word ending after start
+    out = np.minimum(idx, len(words) - 1)
+    for t in np.flatnonzero(idx < len(words) - 1):  # a token reaching into the next word
+        a, b = idx[t], idx[t] + 1
+        s, e = offsets[t]
+        if min(e, ends[b]) - max(s, starts[b]) > min(e, ends[a]) - max(s, starts[a]):
+            out[t] = b
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Integrated Gradients
+
+
+class Integrator:
+    """Captum's LayerIntegratedGradients over a classifier's input embeddings."""
+
+    def __init__(self, clf: Classifier, token_budget: int = TOKEN_BUDGET):
+        from captum.attr import LayerIntegratedGradients
+
+        self.clf = clf
+        self.model = clf.model
+        self.hook = global_attention_hook(self.model.config)
+        self.pad_id = clf.tokenizer.pad_token_id or 0
+        self.budget = token_budget
+        self.lig = LayerIntegratedGradients(self.forward, self.model.get_input_embeddings())
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            batch["token_type_ids"] = token_type_ids
+        if self.hook is not None:
+            batch = self.hook(batch)
+        return self.model(**batch).logits.float()
+
+    def tensors(self, wins: list):
+        """(input ids, baseline ids, attention mask, token types or None) of a batch."""
+        import torch
+
+        arrays = pad_arrays([w.input_ids for w in wins],
+                            [w.token_type_ids for w in wins] if wins[0].token_type_ids else None,
+                            self.pad_id)
+        base = arrays["input_ids"].copy()
+        for row, w in enumerate(wins):
+            base[row, w.positions] = self.pad_id
+        dev = self.clf.device
+        t = {k: torch.from_numpy(v).to(dev) for k, v in arrays.items()}
+        return (t["input_ids"], torch.from_numpy(base).to(dev), t["attention_mask"],
+                t.get("token_type_ids"))
+
+    def logits(self, ids, mask, types):
+        import torch
+
+        with torch.no_grad():
+            return self.forward(ids, mask, types).cpu().numpy().astype(np.float64)
+
+    def all_logits(self, wins: list, present: np.ndarray) -> np.ndarray:
+        """Logits (n_docs, n_outputs) of the documents ``present`` (NaN rows for the others)."""
+        out = np.full((len(wins), self.model.config.num_labels), np.nan)
+        for b in _batches(wins, present, 32):
+            ids, _, mask, types = self.tensors([wins[i] for i in b])
+            out[b] = self.logits(ids, mask, types)
+        return out
+
+    def run(self, wins: list, targets: np.ndarray, steps: int):
+        """Token attributions (batch, longest) and the target logits of input and baseline."""
+        ids, base, mask, types = self.tensors(wins)
+        rows = np.arange(len(wins))
+        f_in = self.logits(ids, mask, types)[rows, targets]
+        f_base = self.logits(base, mask, types)[rows, targets]
+        internal = max(len(wins), self.budget // ids.shape[1])
+        attr = self.lig.attribute(ids, baselines=base, target=[int(t) for t in targets],
+                                  additional_forward_args=(mask, types), n_steps=steps,
+                                  method="gausslegendre", internal_batch_size=internal)
+        return attr.sum(dim=-1).detach().cpu().numpy().astype(np.float64), f_in, f_base
+
+
+def completeness_gap(total, f_in, f_base) -> np.ndarray:
+    """``|total - (f_in - f_base)| / max(|f_in - f_base|, DIFF_FLOOR)`` (elementwise)."""
+    diff = np.asarray(f_in) - np.asarray(f_base)
+    return np.abs(np.asarray(total) - diff) / np.maximum(np.abs(diff), DIFF_FLOOR)
+
+
+def _batches(wins: list, items: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    lengths = [len(wins[i].input_ids) for i in items]
+    return [items[b] for b in length_batches(lengths, batch_size, TOKEN_BUDGET // 4)]
+
+
+def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndarray,
+              steps: int | None = None, batch_size: int = 8, progress: bool = False) -> dict:
+    """Integrated Gradients for each item ``(wins[docs[j]], targets[j])``.
+
+    Args:
+        engine: the :class:`Integrator` of the model.
+        steps: Gauss-Legendre steps; None: adaptive (:data:`ADAPTIVE_STEPS`).
+        batch_size: documents integrated together at most.
+
+    Returns:
+        ``{"attr": list of token-attribution arrays (one per input position), "f_in",
+        "f_base", "gap", "steps"}``, item by item.
+    """
+    from tqdm.auto import tqdm
+
+    n = len(docs)
+    res = {"attr": [None] * n, "f_in": np.zeros(n), "f_base": np.zeros(n),
+           "gap": np.zeros(n), "steps": np.zeros(n, dtype=np.int64)}
+    schedule = ADAPTIVE_STEPS if steps is None else (steps,)
+    todo = np.arange(n)
+    bar = tqdm(total=n, desc="explaining", unit="doc", disable=not progress, leave=False)
+    for level, s in enumerate(schedule):
+        for b in _batches([wins[d] for d in docs], todo, batch_size):
+            attr, f_in, f_base = engine.run([wins[docs[j]] for j in b], targets[b], s)
+            for row, j in enumerate(b):
+                res["attr"][j] = attr[row, :len(wins[docs[j]].input_ids)]
+            res["f_in"][b], res["f_base"][b], res["steps"][b] = f_in, f_base, s
+            res["gap"][b] = completeness_gap(attr.sum(axis=1), f_in, f_base)
+            if level == 0:
+                bar.update(len(b))
+        todo = todo[res["gap"][todo] > GAP_TOLERANCE]
+        if not todo.size:
+            break
+    bar.close()
+    return res
+
+
+# ------------------------------------------------------------------------------------------
+# items, words, frames
+
+
+def _items(clf: Classifier, logits: np.ndarray, target: str | None) -> tuple:
+    """(item documents, item target indices) for documents with these logits: the predicted
+    class (or ``target``); every label of a multi-label model (or ``target``); a regression
+    model's one output."""
+    n = len(logits)
+    task = clf.task.name
+    if task == "regression":
+        return np.arange(n), np.zeros(n, dtype=np.int64)
+    if target is not None:
+        return np.arange(n), np.full(n, clf.labels.index(str(target)), dtype=np.int64)
+    if task == "multilabel":
+        k = len(clf.labels)
+        return np.repeat(np.arange(n), k), np.tile(np.arange(k), n)
+    return np.arange(n), logits.argmax(axis=1)
+
+
+def target_names(clf: Classifier) -> list[str]:
+    """The name of each model output as written in the ``target`` column."""
+    return ["predicted"] if clf.task.name == "regression" else list(clf.labels)
+
+
+def word_rows(text: str, win: Window, token_attr: np.ndarray) -> pd.DataFrame:
+    """The words of one document with their summed attributions (NaN: not seen by the model).
+
+    Args:
+        token_attr: attributions per input position of ``win`` (special tokens included).
+    """
+    words = words_of(text)
+    k = len(words)
+    widx = word_index(words, win.offsets)
+    attr = np.zeros(k)
+    np.add.at(attr, widx[win.kept], token_attr[win.positions])
+    seen = np.bincount(widx[win.kept], minlength=k) > 0
+    has_tokens = np.bincount(widx, minlength=k) > 0
+    seen |= ~has_tokens & (not win.truncated)  # no subword at all (e.g. a dropped character)
+    attr[~seen] = np.nan
+    return pd.DataFrame({
+        "word_id": np.arange(1, k + 1, dtype=np.int64),
+        "word": pd.array([w[0] for w in words], dtype="string"),
+        "start": np.array([w[1] for w in words], dtype=np.int64),
+        "end": np.array([w[2] for w in words], dtype=np.int64),
+        "attribution": attr,
+    })
+
+
+@dataclass
+class Explanation:
+    """What :func:`explain` returns.
+
+    Attributes:
+        words: one row per word and target: ``doc_id, word_id, word, start, end, attribution,
+            target, completeness_gap`` (``start``/``end``: character offsets, 0-based,
+            end-exclusive, into the document's text; ``attribution`` in logit units, NaN
+            for words outside the window the model saw).
+        documents: one row per document and target: ``doc_id, target, predicted``, the
+            model's outputs (``prob_<label>`` or the regression value), ``logit``,
+            ``baseline_logit``, ``attribution_sum``, ``completeness_gap``, ``steps``,
+            ``truncated``, ``n_words``, ``n_unseen``.
+    """
+
+    words: pd.DataFrame
+    documents: pd.DataFrame
+
+
+def _texts_of(frame) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        texts = [frame] if isinstance(frame, str) else list(frame)
+        frame = pd.DataFrame({"doc_id": [f"text{i + 1}" for i in range(len(texts))],
+                              "text": texts})
+    if "text" not in frame.columns:
+        raise InputError("the frame has no 'text' column; read it with quantformer.read_frame "
+                         "or name the text column")
+    if len(frame) == 0:
+        raise InputError("the corpus has no documents; give a corpus with at least one text",
+                         params=["input"])
+    return frame
+
+
+def explain(model, frame, *, target: str | None = None, steps: int | None = None,
+            batch_size: int = 8, device: str = "auto", progress: bool = False) -> Explanation:
+    """Word attributions of a fine-tuned model's predictions (Integrated Gradients).
+
+    Args:
+        model: a :class:`~quantformer.infer.classifier.Classifier` (fine-tuned the standard
+            way) or its model directory.
+        frame: a corpus frame (``doc_id``, ``text``) or a sequence of texts.
+        target: the class whose logit is explained (default: each document's predicted class;
+            every label of a multi-label model); not for regression models.
+        steps: Gauss-Legendre steps, an int >= 1 (default None: adaptive,
+            :data:`ADAPTIVE_STEPS` until the completeness gap is within 5 %).
+        batch_size: documents integrated together at most (8).
+        device: used when ``model`` is a path.
+        progress: show a tqdm bar.
+
+    Returns:
+        An :class:`Explanation` (words and documents frames). Documents with a missing or
+        empty text are left out (a warning counts them).
+
+    Raises:
+        InputError: ``steps`` < 1, ``target`` not a class, an NLI or SetFit model, an empty
+            corpus or one whose texts are all missing. ModelDirError: not a model directory.
+    """
+    steps = check_steps(steps)
+    frame = _texts_of(frame)
+    clf = _classifier(model, device, target)
+    texts = frame["text"].tolist()
+    wins, missing = windows(clf, texts)
+    if missing.all():
+        raise InputError(f"all {len(texts)} texts are missing or empty; nothing to explain",
+                         params=["input"])
+    if missing.any():
+        warnings.warn(f"{int(missing.sum())} of {len(texts)} document(s) have a missing or empty "
+                      "text; they have no words and are left out", PredictionWarning, stacklevel=2)
+    warn_truncated(sum(bool(w and w.truncated) for w in wins), len(texts), clf.max_length,
+                   clf.truncation)
+    engine = Integrator(clf)
+    present = np.flatnonzero(~missing)
+    logits = engine.all_logits(wins, present)
+    item_docs, item_targets = _items(clf, logits[present], target)
+    item_docs = present[item_docs]
+    res = integrate(engine, wins, item_docs, item_targets, steps, batch_size, progress)
+    _warn_gaps(res["gap"], steps)
+    return _frames(clf, frame, wins, logits, item_docs, item_targets, res)
+
+
+def _classifier(model, device: str, target: str | None) -> Classifier:
+    """The model as a checked Classifier (see :func:`check_model`)."""
+    if not isinstance(model, Classifier):
+        return load_explainable(model, device=device, target=target)
+    if type(model) is not Classifier:
+        raise InputError("explain supports models fine-tuned the standard way (classification, "
+                         f"regression, multi-label), not {type(model).__name__}")
+    if target is not None and (model.task.name == "regression"
+                               or str(target) not in model.labels):
+        raise InputError(f"{{target}} '{target}' is not a class of the model; its classes "
+                         f"are: {', '.join(model.labels)}", params=["target"])
+    return model
+
+
+def _warn_gaps(gap: np.ndarray, steps: int | None) -> None:
+    bad = int((gap > GAP_TOLERANCE).sum())
+    if bad:
+        used = f"{steps} steps" if steps is not None else f"{ADAPTIVE_STEPS[-1]} adaptive steps"
+        warnings.warn(
+            f"{bad} of {len(gap)} explanation(s) have a completeness gap above "
+            f"{GAP_TOLERANCE:.0%} of the logit difference at {used} (largest {gap.max():.1%}): "
+            "their attributions do not add up to the prediction; raise steps (--steps 256)",
+            CompletenessWarning, stacklevel=3)
+
+
+def _outputs(clf: Classifier, logits: np.ndarray, missing: np.ndarray) -> dict:
+    """The prediction columns (``predicted``, ``prob_<label>``) from the logits."""
+    import torch
+
+    probs = clf.task.activation(torch.from_numpy(np.nan_to_num(logits))).numpy()
+    probs = np.where(missing[:, None], np.nan, probs.astype(np.float64))
+    return clf.task.columns(probs, missing)
+
+
+def _frames(clf, frame, wins, logits, item_docs, item_targets, res) -> Explanation:
+    names = np.asarray(target_names(clf), dtype=object)
+    texts = frame["text"].tolist()
+    doc_ids = frame["doc_id"].astype(str).to_numpy()
+    parts = []
+    for j, d in enumerate(item_docs):
+        rows = word_rows(texts[d], wins[d], res["attr"][j])
+        rows.insert(0, "doc_id", doc_ids[d])
+        rows["target"] = names[item_targets[j]]
+        rows["completeness_gap"] = res["gap"][j]
+        parts.append(rows)
+    words = pd.concat(parts, ignore_index=True)
+    words["doc_id"] = words["doc_id"].astype("string")
+    words["target"] = words["target"].astype("string")
+    missing = np.isnan(logits).any(axis=1)
+    pred = pd.DataFrame(_outputs(clf, logits, missing)).iloc[item_docs].reset_index(drop=True)
+    n_words = words.groupby(["doc_id", "target"], sort=False)["attribution"]
+    docs = pd.DataFrame({
+        "doc_id": pd.array(doc_ids[item_docs], dtype="string"),
+        "target": pd.array(names[item_targets], dtype="string"),
+    })
+    docs = pd.concat([docs, pred], axis=1)
+    docs["logit"] = res["f_in"]
+    docs["baseline_logit"] = res["f_base"]
+    docs["attribution_sum"] = [float(a.sum()) for a in res["attr"]]
+    docs["completeness_gap"] = res["gap"]
+    docs["steps"] = res["steps"]
+    docs["truncated"] = [wins[d].truncated for d in item_docs]
+    docs["n_words"] = n_words.size().to_numpy()
+    docs["n_unseen"] = n_words.apply(lambda a: int(a.isna().sum())).to_numpy()
+    return Explanation(words=words, documents=docs)

@@ -1,0 +1,143 @@
+"""quantformer behave: perturbations, invariance/directional/minimum-functionality tests."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from toydata import toy_frame
+
+from quantformer._core.errors import InputError
+from quantformer.cli.main import main
+from quantformer.infer import behave as bh
+from quantformer.score.proportion import wilson_interval
+from quantformer.train.finetune import finetune
+
+
+@pytest.fixture(scope="module")
+def tuned(tiny_bert_dir, tmp_path_factory):
+    clf = finetune(toy_frame(24), model=str(tiny_bert_dir), epochs=1, quiet=True, device="cpu",
+                   max_length=64)
+    return clf, clf.save(tmp_path_factory.mktemp("behave") / "model")
+
+
+def rng():
+    return np.random.default_rng(1)
+
+
+def test_perturbations_on_known_texts():
+    assert bh.negate("The law is fair and can stay.", rng()) == "The law is not fair and can stay."
+    assert bh.negate("It IS fine", rng()) == "It IS not fine"
+    assert bh.negate("Nothing here", rng()) is None
+    assert bh.unnegate("She can't go", rng()) == "She can go"
+    assert bh.unnegate("He is not here", rng()) == "He is here"
+    assert bh.unnegate("We never lie", rng()) == "We lie"
+    assert bh.punctuation("Stop it!!", rng()) == "Stop it"
+    assert bh.punctuation("Stop it", rng()) == "Stop it!"
+    t = bh.typo("abortion rights", rng())
+    diff = [i for i, (a, b) in enumerate(zip(t, "abortion rights")) if a != b]
+    assert sorted(t) == sorted("abortion rights") and len(diff) == 2 and diff[1] == diff[0] + 1
+    new = bh.perturbation("names")("John met Maryann", rng())
+    assert new != "John met Maryann" and new.endswith(" met Maryann")
+    assert bh.perturbation("names")("Johnny", rng()) is None  # whole words only
+    assert bh.numbers("in 1999 and 7", rng()) != "in 1999 and 7"
+    sub = bh.perturbation("substitutions", [("Steuern", "Abgaben")])
+    assert sub("Die Steuern steigen; Steuern!", rng()) == "Die Abgaben steigen; Abgaben!"
+    with pytest.raises(InputError, match="unknown"):
+        bh.perturbation("shout")
+
+
+def test_wilson_interval_known_values():
+    z2 = 1.959963984540054 ** 2
+    assert wilson_interval(0, 16) == (0.0, pytest.approx(z2 / (16 + z2)))
+    lo, hi = wilson_interval(5, 10)
+    assert lo == pytest.approx(1 - hi) and hi == pytest.approx(0.7634, abs=1e-4)
+
+
+def test_invariance_counts_changed_predictions(tuned):
+    clf, _ = tuned
+    frame = toy_frame(16)
+    res = bh.run_perturbation(clf, frame, bh.BehaviourTest("p", "same", "punctuation"))
+    perturbed = [bh.punctuation(t, None) for t in frame["text"]]
+    changed = (clf.predict_proba(frame["text"].tolist()).argmax(1)
+               != clf.predict_proba(perturbed).argmax(1))
+    assert res["n"] == 16 and res["n_fail"] == int(changed.sum())
+    assert res["fail_rate"] == pytest.approx(changed.mean())
+    assert (res["ci_lower"], res["ci_upper"]) == pytest.approx(wilson_interval(int(changed.sum()), 16))
+
+
+def test_directional_tolerance_and_examples(tuned):
+    clf, _ = tuned
+    frame = toy_frame(12)
+    n_applies = sum(bh.negate(t, None) is not None for t in frame["text"])
+    loose = bh.run_perturbation(clf, frame, bh.BehaviourTest("n", "down:econ", "negation",
+                                                             tolerance=1.0))
+    strict = bh.run_perturbation(clf, frame, bh.BehaviourTest("n", "down:econ", "negation",
+                                                              tolerance=-1.0))
+    assert loose["n"] == strict["n"] == n_applies > 0
+    assert loose["n_fail"] == 0 and strict["n_fail"] == n_applies
+    ex = strict["failures"][0]
+    assert ex["perturbed"] == bh.negate(ex["original"], None)
+    p = clf.predict_proba([ex["original"]])[0]
+    assert ex["original_prediction"]["probabilities"]["econ"] == pytest.approx(p[0], abs=1e-6)
+
+
+def test_minimum_functionality_template(tuned):
+    clf, _ = tuned
+    t = bh.BehaviourTest("m", "label", template="The {a} is about {b}.",
+                         fill={"a": ["speech", "text"], "b": ["taxes", "war", "jobs"]},
+                         label="econ")
+    res = bh.run_minimum(clf, None, t)
+    texts = bh.templates(t.template, t.fill)
+    assert len(texts) == res["n"] == 6 and "The text is about war." in texts
+    wrong = [clf.labels[i] != "econ" for i in clf.predict_proba(texts).argmax(1)]
+    assert res["n_fail"] == sum(wrong)
+
+
+def test_suite_files_yaml_and_csv_agree(tmp_path):
+    (tmp_path / "subs.csv").write_text("from,to\nSteuern,Abgaben\n", encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(
+        "tests:\n- {name: neg, perturb: negation, expect: 'down:econ'}\n"
+        "- {name: de, perturb: substitutions, substitutions: subs.csv, expect: same}\n"
+        "- name: mft\n  expect: label\n  template: 'I {v} it'\n  fill: {v: [love, hate]}\n"
+        "  label: econ\n", encoding="utf-8")
+    (tmp_path / "s.csv").write_text(
+        "name,perturb,expect,substitutions,template,fill,label\n"
+        "neg,negation,down:econ,,,,\nde,substitutions,same,subs.csv,,,\n"
+        "mft,,label,,I {v} it,v=love|hate,econ\n", encoding="utf-8")
+    a, b = bh.read_suite(tmp_path / "s.yaml"), bh.read_suite(tmp_path / "s.csv")
+    assert a == b and a[1].substitutions == [("Steuern", "Abgaben")]
+    assert a[2].fill == {"v": ["love", "hate"]}
+
+
+def test_cli_runs_one_test_and_a_suite(tuned, tmp_path, capsys):
+    _, path = tuned
+    toy_frame(10).to_csv(tmp_path / "c.csv", index=False)
+    (tmp_path / "s.yaml").write_text(
+        "- {name: neg, perturb: negation, expect: 'down:econ', tolerance: -1}\n"
+        "- {name: typo, perturb: typos, expect: same}\n", encoding="utf-8")
+    assert main(["behave", "--model", str(path), "--input", str(tmp_path / "c.csv"),
+                 "--suite", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "r.json")]) == 0
+    res = json.loads((tmp_path / "r.json").read_text())["tests"]
+    assert [t["name"] for t in res] == ["neg", "typo"]
+    assert res[0]["n_fail"] == res[0]["n"] > 0 and res[1]["n"] == 10
+    assert "neg" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, corpus", [
+    (["--expect", "sideways"], "c.csv"),
+    (["--expect", "up:nope", "--perturb", "typos"], "c.csv"),
+    (["--expect", "same", "--perturb", "substitutions"], "c.csv"),
+    (["--expect", "same", "--perturb", "typos"], "empty.csv"),
+    (["--expect", "same", "--perturb", "typos"], "miss.csv"),
+    ([], "c.csv"),
+])
+def test_cli_bad_input_exit_2_nothing_written(tuned, tmp_path, flags, corpus):
+    _, path = tuned
+    toy_frame(3).to_csv(tmp_path / "c.csv", index=False)
+    (tmp_path / "empty.csv").write_text("doc_id,text\n")
+    (tmp_path / "miss.csv").write_text("doc_id,text\na,\n")
+    assert main(["behave", "--model", str(path), "--input", str(tmp_path / corpus),
+                 "--out", str(tmp_path / "r.json"), *flags]) == 2
+    assert not (tmp_path / "r.json").exists()

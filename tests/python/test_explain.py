@@ -1,0 +1,235 @@
+"""quantformer explain: Integrated Gradients word attributions on tiny fine-tuned models."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from toydata import toy_frame
+
+from quantformer._core.errors import InputError, ModelDirError
+from quantformer.cli.main import main
+from quantformer.infer import explain as ex_mod
+from quantformer.infer.explain import explain, words_of
+from quantformer.score.attributions import aopc, by_term, spearman
+from quantformer.train.finetune import finetune
+
+HARD = ["Café naïve résumé 👍🏽 don't stop — the économie is 😀 great!!",
+        "Crème bru\u0302lée, jalapen\u0303o & 👨‍👩‍👧 well-known taxes... ¿Qué?",
+        "The deficit grew."]
+
+
+def _tuned(base, tmp_path_factory, name, **kw):
+    clf = finetune(toy_frame(24), model=str(base), epochs=1, quiet=True, device="cpu",
+                   max_length=64, **kw)
+    return clf, clf.save(tmp_path_factory.mktemp("explain") / name)
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_bert_dir, tmp_path_factory):
+    return _tuned(tiny_bert_dir, tmp_path_factory, "bert")
+
+
+@pytest.fixture(scope="module")
+def roberta(tiny_roberta_dir, tmp_path_factory):
+    return _tuned(tiny_roberta_dir, tmp_path_factory, "roberta")
+
+
+def _direct_word_attributions(clf, text, steps):
+    """A direct Captum call on one unpadded document, summed into words by hand."""
+    from captum.attr import LayerIntegratedGradients
+
+    enc = clf.tokenizer(text, return_offsets_mapping=True, return_special_tokens_mask=True)
+    ids = torch.tensor([enc["input_ids"]])
+    special = np.array(enc["special_tokens_mask"], dtype=bool)
+    base = ids.clone()
+    base[0, ~special] = clf.tokenizer.pad_token_id
+    mask = torch.ones_like(ids)
+
+    def fwd(i, m):
+        return clf.model(input_ids=i, attention_mask=m).logits
+
+    with torch.no_grad():
+        target = int(fwd(ids, mask).argmax())
+    lig = LayerIntegratedGradients(fwd, clf.model.get_input_embeddings())
+    attr = lig.attribute(ids, baselines=base, target=target, additional_forward_args=(mask,),
+                         n_steps=steps).sum(-1)[0].detach().numpy()
+    words = words_of(text)
+    out = np.zeros(len(words))
+    for a, (s, e), sp in zip(attr, enc["offset_mapping"], special):
+        if sp:
+            continue
+        overlap = [min(e, we) - max(s, ws) for _, ws, we in words]
+        out[int(np.argmax(overlap))] += a
+    return out, clf.labels[target]
+
+
+@pytest.mark.parametrize("which", ["bert", "roberta"])
+def test_words_slice_the_text_exactly_and_match_a_direct_captum_call(which, request):
+    clf, _ = request.getfixturevalue(which)
+    res = explain(clf, HARD, steps=8)
+    for i, text in enumerate(HARD):
+        w = res.words[res.words["doc_id"] == f"text{i + 1}"]
+        assert [text[s:e] for s, e in zip(w["start"], w["end"])] == w["word"].tolist()
+        assert w["word"].tolist() == [x[0] for x in words_of(text)]
+        direct, target = _direct_word_attributions(clf, text, 8)
+        assert (w["target"] == target).all()
+        np.testing.assert_allclose(w["attribution"].to_numpy(), direct, atol=1e-5)
+    # subwords are summed into words, nothing lost
+    sums = res.words.groupby("doc_id")["attribution"].sum().to_numpy()
+    np.testing.assert_allclose(sums, res.documents["attribution_sum"].to_numpy(), atol=1e-6)
+
+
+def test_words_keep_accents_emoji_and_contractions_whole():
+    words = [w for w, _, _ in words_of(HARD[1])]
+    assert words == ["Crème", "bru\u0302lée", ",", "jalapen\u0303o", "&", "👨‍👩‍👧",
+                     "well-known", "taxes", "...", "¿", "Qué", "?"]
+
+
+def test_completeness_holds_and_logits_are_the_models(bert):
+    clf, _ = bert
+    frame = toy_frame(6)
+    res = explain(clf, frame, steps=64)
+    d = res.documents
+    diff = d["logit"] - d["baseline_logit"]
+    np.testing.assert_allclose(d["attribution_sum"], diff, atol=1e-6 + 1e-3 * diff.abs().max())
+    gap = (d["attribution_sum"] - diff).abs() / np.maximum(diff.abs(), ex_mod.DIFF_FLOOR)
+    np.testing.assert_allclose(d["completeness_gap"], gap, rtol=1e-9)
+    # the probabilities beside the attributions are predict's
+    probs = clf.predict_proba(frame)
+    np.testing.assert_allclose(d[[f"prob_{c}" for c in clf.labels]].to_numpy(), probs,
+                               atol=1e-5)
+    assert d["target"].tolist() == [clf.labels[i] for i in probs.argmax(axis=1)]
+
+
+def test_adaptive_steps_integrate_again_only_above_the_tolerance(bert, monkeypatch):
+    clf, _ = bert
+    frame = toy_frame(4)
+    monkeypatch.setattr(ex_mod, "GAP_TOLERANCE", np.inf)  # every gap is small enough
+    assert (explain(clf, frame).documents["steps"] == ex_mod.ADAPTIVE_STEPS[0]).all()
+    monkeypatch.setattr(ex_mod, "GAP_TOLERANCE", -1.0)  # every gap is too large
+    with pytest.warns(ex_mod.CompletenessWarning, match="raise steps"):
+        res = explain(clf, frame)
+    assert (res.documents["steps"] == ex_mod.ADAPTIVE_STEPS[-1]).all()
+    fixed = explain(clf, frame, steps=ex_mod.ADAPTIVE_STEPS[-1], batch_size=1)
+    np.testing.assert_allclose(res.words["attribution"], fixed.words["attribution"],
+                               atol=1e-6)
+
+
+def test_long_document_is_explained_in_predicts_window(bert):
+    clf, _ = bert
+    text = " ".join(f"word{i % 7} tax" for i in range(80)) + " final."
+    with pytest.warns(UserWarning, match="1 of 2 document"):
+        res = explain(clf, [text, "short text"], steps=4)
+    w = res.words[res.words["doc_id"] == "text1"]
+    d = res.documents.iloc[0]
+    assert bool(d["truncated"]) and d["n_unseen"] == w["attribution"].isna().sum() > 0
+    seen = w["attribution"].notna().to_numpy()
+    # head+tail: seen at both ends, not seen in the middle, in one run
+    assert seen[0] and seen[-1] and not seen[len(seen) // 2]
+    assert np.count_nonzero(np.diff(seen.astype(int))) == 2
+    np.testing.assert_allclose(d[[f"prob_{c}" for c in clf.labels]].to_numpy(dtype=float),
+                               clf.predict_proba([text])[0], atol=1e-5)
+    assert res.words[res.words["doc_id"] == "text2"]["attribution"].notna().all()
+
+
+def test_target_multilabel_and_regression(bert, tiny_bert_dir):
+    clf, _ = bert
+    res = explain(clf, toy_frame(3), target="econ", steps=2)
+    assert (res.words["target"] == "econ").all()
+    f = toy_frame(24)
+    f["label"] = np.where(f["label"] == "econ", "econ|tax", "other")
+    ml = finetune(f, model=str(tiny_bert_dir), epochs=1, quiet=True, device="cpu",
+                  max_length=64, task="multilabel", label_sep="|")
+    res = explain(ml, ["taxes and jobs"], steps=2)
+    assert sorted(res.documents["target"]) == sorted(ml.labels)
+    f["label"] = f["year"] - 2000.0
+    reg = finetune(f, model=str(tiny_bert_dir), epochs=1, quiet=True, device="cpu",
+                   max_length=64, task="regression")
+    res = explain(reg, ["taxes and jobs"], steps=2)
+    assert res.documents["target"].tolist() == ["predicted"]
+    with pytest.raises(InputError, match="not a class"):
+        explain(reg, ["x"], target="econ")
+
+
+def test_bad_input_is_refused(bert):
+    clf, path = bert
+    with pytest.raises(InputError, match="at least 1"):
+        explain(clf, ["a text"], steps=0)
+    with pytest.raises(InputError, match="'nope' is not a class"):
+        explain(path, ["a text"], target="nope")
+    with pytest.raises(InputError, match="all 2 texts are missing"):
+        explain(clf, [None, "  "])
+    with pytest.raises(InputError, match="no documents"):
+        explain(clf, pd.DataFrame({"doc_id": [], "text": []}))
+    with pytest.raises(ModelDirError):
+        explain(path.parent, ["a text"])
+
+
+def test_cli_writes_words_page_terms_and_checks(bert, tmp_path):
+    _, path = bert
+    frame = toy_frame(12)
+    frame.loc[3, "text"] = None
+    frame.to_csv(tmp_path / "c.csv", index=False)
+    out = tmp_path / "w.parquet"
+    code = main(["explain", "--model", str(path), "--input", str(tmp_path / "c.csv"),
+                 "--out", str(out), "--html", str(tmp_path / "p.html"), "--by-term",
+                 str(tmp_path / "t.csv"), "--top", "3", "--check", "--quiet"])
+    assert code == 0
+    words = pd.read_parquet(out)
+    assert list(words.columns[:8]) == ["doc_id", "word_id", "word", "start", "end",
+                                       "attribution", "target", "completeness_gap"]
+    assert words["doc_id"].nunique() == 11  # the missing text has no words
+    page = (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert page.count('class="doc"') == 11 and "<script" not in page
+    terms = pd.read_csv(tmp_path / "t.csv")
+    first = terms.iloc[0]
+    mine = words[words["target"] == first["target"]].assign(t=lambda w: w["word"].str.lower())
+    per_doc = mine[mine["t"] == first["term"]].groupby("doc_id")["attribution"].sum()
+    assert first["n_docs"] == len(per_doc)
+    assert first["mean_attribution"] == pytest.approx(per_doc.mean())
+    assert first["lower"] <= first["mean_attribution"] <= first["upper"]
+    check = json.loads((tmp_path / "w.check.json").read_text())
+    for key in ("aopc_top", "aopc_random", "randomisation_spearman"):
+        assert isinstance(check[key], float)
+    assert check["aopc_n_docs"] == 11
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--steps", "0"], "--steps must be a whole number"),
+    (["--target", "nope"], "--target 'nope' is not a class"),
+    (["--backend", "onnx"], "torch only"),
+])
+def test_cli_bad_flags_exit_2_and_write_nothing(bert, tmp_path, capsys, flags, message):
+    _, path = bert
+    toy_frame(3).to_csv(tmp_path / "c.csv", index=False)
+    out = tmp_path / "w.parquet"
+    code = main(["explain", "--model", str(path), "--input", str(tmp_path / "c.csv"),
+                 "--out", str(out), "--html", str(tmp_path / "p.html"), *flags])
+    assert code == 2 and message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.csv"]
+
+
+def test_cli_bad_corpus_or_model_exit_2(bert, tmp_path):
+    _, path = bert
+    (tmp_path / "empty.csv").write_text("doc_id,text\n")
+    (tmp_path / "miss.csv").write_text("doc_id,text\na,\nb,\n")
+    toy_frame(2).to_csv(tmp_path / "ok.csv", index=False)
+    for model, corpus in [(path, "empty.csv"), (path, "miss.csv"), (tmp_path, "ok.csv")]:
+        assert main(["explain", "--model", str(model), "--input", str(tmp_path / corpus),
+                     "--out", str(tmp_path / "w.csv")]) == 2
+    assert not (tmp_path / "w.csv").exists()
+
+
+def test_aopc_by_term_and_spearman_on_known_values():
+    assert aopc(np.array([1.0, 0.5]), np.array([[0.5, 0.0], [0.5, 0.5]])) == \
+        pytest.approx(((0.5 + 1.0) / 3 + 0.0) / 2)
+    assert spearman([1, 2, 3, 4], [10, 20, 40, 30]) == pytest.approx(0.8)
+    words = pd.DataFrame({"doc_id": ["a", "a", "b", "c"], "word": ["Tax", "tax", "tax", "war"],
+                          "attribution": [1.0, 2.0, 5.0, 9.0], "target": ["econ"] * 4})
+    t = by_term(words, min_docs=2)
+    assert t["term"].tolist() == ["tax"] and t["mean_attribution"].iloc[0] == 4.0
+    assert t["n_docs"].iloc[0] == 2 and (t["lower"].iloc[0], t["upper"].iloc[0]) == (3.0, 5.0)
