@@ -46,6 +46,7 @@ VERB_MODULES = [
     "quantformer.select.tune",
     "quantformer.select.compare",
     "quantformer.label.suggest",
+    "quantformer.cli.code",
     "quantformer.cli.serve",
 ]
 
