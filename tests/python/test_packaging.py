@@ -40,7 +40,10 @@ def dist(tmp_path_factory) -> Path:
 
 
 def _modules() -> set[str]:
-    return {p.relative_to(PACKAGE.parent).as_posix() for p in PACKAGE.rglob("*.py")
+    """Every module, and the coding room's page (package data: HTML, script, style)."""
+    static = [p for p in (PACKAGE / "label" / "room" / "static").iterdir()]
+    assert {p.suffix for p in static} == {".html", ".js", ".css"}
+    return {p.relative_to(PACKAGE.parent).as_posix() for p in [*PACKAGE.rglob("*.py"), *static]
             if "__pycache__" not in p.parts}
 
 
@@ -55,7 +58,7 @@ def test_wheel_carries_every_module_and_the_console_script(dist):
     assert _modules() <= names, sorted(_modules() - names)
     for verb_module in VERB_MODULES + ["quantformer.cli.main", "quantformer.__main__"]:
         assert verb_module.replace(".", "/") + ".py" in names
-    assert "quantformer = quantformer.cli:main" in scripts
+    assert "quantformer = quantformer.cli.main:main" in scripts
     assert not any(n.startswith("tests/") for n in names)
     assert "Provides-Extra: all" in meta and "Requires-Dist: torch" in meta
 
