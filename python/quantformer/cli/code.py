@@ -56,6 +56,8 @@ def add_cli(sub) -> None:
                    help="model for the embeddings (default: the bundled all-MiniLM-L6-v2)")
     p.add_argument("--no-cache", action="store_true",
                    help="do not read or write the embedding cache beside the corpus")
+    p.add_argument("--cache-dir", default=None,
+                   help="folder for the embedding cache (default: beside the corpus file)")
     add_device_option(p)
     add_quiet_option(p)
     p.set_defaults(func=run)
@@ -137,7 +139,8 @@ def open_room(args, codebook):
         check_codebook_change(store, codebook)
         store.put("codebook", codebook)
         vectors = embed_corpus(frame, args.embed_model, corpus_path=args.input,
-                               cache=not args.no_cache, device=args.device, quiet=args.quiet)
+                               cache=not args.no_cache, cache_dir=args.cache_dir,
+                               device=args.device, quiet=args.quiet)
         room = Room(frame, vectors, store, codebook, strategy=args.strategy,
                     random_share=args.random_share, retrain_every=args.retrain_every,
                     overlap=args.overlap, seed=args.seed)
