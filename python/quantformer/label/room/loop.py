@@ -4,7 +4,9 @@ learns from the codes in a background thread.
 Next documents come from a queue filled by :func:`quantformer.label.suggest.suggest` (a cold
 start while fewer than two classes are coded, then the chosen uncertainty strategy with its
 diversity guard and a random share, or random order), so showing the next document is a
-dictionary look-up, never a model fit. A background thread retrains the light classifier
+dictionary look-up, never a model fit. A cold start clusters a random sample of at most
+5,000 uncoded documents (k-means over a 100,000-document corpus takes minutes on two cores;
+the medoids of a random sample of that size are typical documents all the same). A background thread retrains the light classifier
 (logistic regression over the cached embeddings, :func:`~quantformer.label.suggest.light_classifier`)
 every ``retrain_every`` codes, refills the queue from its probabilities and records:
 
@@ -38,6 +40,7 @@ from .store import Store
 STOP_KAPPA = 0.99  # Bloodgood & Vijay-Shanker (2009): kappa threshold ...
 STOP_WINDOW = 3    # ... averaged over the last three comparisons
 STOP_SET = 2000    # documents in the stop set (at most)
+COLD_SAMPLE = 5000  # a cold start clusters a random sample of at most this many documents
 
 
 def in_overlap(doc_id: str, share: float) -> bool:
@@ -108,7 +111,8 @@ class Room:
         self.frame = frame.reset_index(drop=True)
         self.ids = self.frame["doc_id"].astype(str).to_numpy()
         self.pos = {d: i for i, d in enumerate(self.ids)}
-        self.vectors = np.nan_to_num(vectors.astype(np.float32))
+        self.vectors = np.array(vectors, dtype=np.float32)
+        self.vectors[np.isnan(self.vectors)] = 0.0  # missing texts: never shown anyway
         text = self.frame["text"].where(self.frame["text"].notna(), "").astype(str)
         self.usable = text.str.strip().ne("").to_numpy()
         self.store, self.codebook = store, codebook
@@ -262,6 +266,9 @@ class Room:
             return
         rows = np.array([self.pos[d] for d in free])
         run = strategy if probs is not None or strategy == "random" else "cold"
+        if run == "cold" and len(rows) > COLD_SAMPLE:  # k-means over 100,000 takes minutes
+            rng = np.random.default_rng(self.seed + n_handled)
+            rows = np.sort(rng.choice(rows, size=COLD_SAMPLE, replace=False))
         out = suggest(self.frame.iloc[rows].drop(columns=["label"], errors="ignore"),
                       self.vectors[rows], n=min(self.batch, len(rows)), strategy=run,
                       seed=self.seed + n_handled,
