@@ -27,6 +27,7 @@ if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.skip("needs Debian's chromium and chromium-driver (scripts/setup.sh installs them)",
                 allow_module_level=True)
 webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -91,9 +92,15 @@ class Server:
 @pytest.fixture(scope="module")
 def server(corpus, tiny_bert_dir):
     folder, _ = corpus
-    srv = Server(folder / "corpus.csv", folder / "p.sqlite", tiny_bert_dir)
+    srv = Server(folder / "corpus.csv", folder / "p.sqlite", tiny_bert_dir, "--overlap", "0.5")
     yield srv
     srv.stop()
+
+
+def wait(driver, condition, timeout: float = 20):
+    """Wait until ``condition(driver)`` holds (the page redraws: stale elements retried)."""
+    return WebDriverWait(driver, timeout, ignored_exceptions=(
+        StaleElementReferenceException,)).until(condition)
 
 
 def shown(driver) -> str:
@@ -102,7 +109,7 @@ def shown(driver) -> str:
 
 def wait_doc(driver, previous: str | None = None) -> str:
     """The shown document's id, once one is shown (and differs from ``previous``)."""
-    WebDriverWait(driver, 20).until(lambda d: shown(d) and shown(d) != previous)
+    wait(driver, lambda d: shown(d) and shown(d) != previous)
     return shown(driver)
 
 
@@ -110,22 +117,29 @@ def press(driver, key: str) -> None:
     ActionChains(driver).send_keys(key).perform()
 
 
-def code_docs(driver, truth: dict, n: int) -> dict:
-    """Code ``n`` documents by keyboard with their true labels; {doc_id: label}."""
+def code_docs(driver, truth: dict, n: int, flip: list | None = None) -> dict:
+    """Code ``n`` documents by keyboard with their true labels; {doc_id: label}. With
+    ``flip`` (an empty list), the first overlap document gets the other label (its id is
+    appended to ``flip``)."""
     pressed = {}
     doc = wait_doc(driver)
     for _ in range(n):
         label = truth[doc]
+        why = driver.find_element(By.ID, "doc-strategy").text
+        if flip is not None and not flip and "overlap" in why:
+            label = "econ" if label == "other" else "other"
+            flip.append(doc)
         press(driver, KEYS[label])
         pressed[doc] = label
         doc = wait_doc(driver, doc)
     return pressed
 
 
-def export(project: Path, out: Path) -> pd.DataFrame:
+def export(project: Path, out: Path, final: bool = False) -> pd.DataFrame:
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
     subprocess.run([sys.executable, "-m", "quantformer", "code", "--project", str(project),
-                    "--export", str(out), "--quiet"], check=True, env=env)
+                    "--export", str(out), "--quiet", *(["--final"] if final else [])],
+                   check=True, env=env)
     return pd.read_csv(out) if out.suffix == ".csv" else pd.read_parquet(out)
 
 
@@ -145,14 +159,32 @@ def test_code_20_by_keyboard_undo_reload_resume_export(browser, server, corpus):
     browser.refresh()  # resume: the undone document is still the one to code
     assert wait_doc(browser) == last
     pressed.update(code_docs(browser, truth, 1))
-    progress = {e.get_attribute("data-label"): int(e.get_attribute("data-count"))
-                for e in browser.find_elements(By.CSS_SELECTOR, "#progress [data-label]")}
-    assert progress == pd.Series(pressed).value_counts().reindex(["econ", "other"],
-                                                                 fill_value=0).to_dict()
+    # a comment (c, text, Enter), then the model's guess shown (g) and accepted (a)
+    commented = shown(browser)
+    press(browser, "c")
+    wait(browser, lambda d: d.find_element(By.ID, "comment").is_displayed())
+    press(browser, "ironic, not about money\n")
+    wait(browser, lambda d: "saved" in d.find_element(By.ID, "status").text)
+    press(browser, "g")
+    wait(browser, lambda d: d.find_element(By.ID, "guess").is_displayed())
+    guess = browser.find_element(By.ID, "guess").text.split(": ")[1].split(" (")[0]
+    assert guess in KEYS
+    press(browser, "a")
+    accepted = commented
+    pressed[accepted] = guess
+    wait_doc(browser, accepted)
+    press(browser, "g")
+    per_class = pd.Series(pressed).value_counts().reindex(["econ", "other"], fill_value=0)
+    wait(browser, lambda d: {e.get_attribute("data-label"): int(e.get_attribute("data-count"))
+                             for e in d.find_elements(By.CSS_SELECTOR, "#progress [data-label]")}
+         == per_class.to_dict())  # progress per class, as shown
     codes = export(folder / "p.sqlite", folder / "codes.parquet")
     mine = codes[codes["coder"] == "coder1"]
-    assert dict(zip(mine["doc_id"], mine["label"])) == pressed and len(mine) == 20
+    assert dict(zip(mine["doc_id"], mine["label"])) == pressed and len(mine) == 21
     assert mine["strategy"].iloc[0] == "cold" and mine["time"].is_monotonic_increasing
+    row = mine.set_index("doc_id").loc[accepted]
+    assert row["guess_accepted"] and row["comment"] == "ironic, not about money"
+    assert mine["guess_accepted"].sum() == 1
 
 
 def test_two_coders_in_two_sessions_lose_no_code(browser, server, corpus):
@@ -163,19 +195,37 @@ def test_two_coders_in_two_sessions_lose_no_code(browser, server, corpus):
     browser.get(server.link("bob"))
     bob_tab = browser.current_window_handle
     pressed = {"ann": {}, "bob": {}}
+    flipped = []  # bob codes one overlap document against its true label
     for _ in range(6):  # alternate: each coder codes while the other's page is open
         for coder, tab in (("ann", ann_tab), ("bob", bob_tab)):
             browser.switch_to.window(tab)
-            pressed[coder].update(code_docs(browser, truth, 2))
+            pressed[coder].update(code_docs(browser, truth, 2,
+                                            flip=flipped if coder == "bob" else None))
     browser.close()
     browser.switch_to.window(ann_tab)
+    # reconciliation: r lists the disagreement, the label's key resolves it
+    assert len(flipped) == 1
+    press(browser, "r")
+    wait(browser, lambda d: d.find_elements(
+        By.CSS_SELECTOR, f"[data-reconcile-id='{flipped[0]}']"))
+    wait(browser, lambda d: "Krippendorff" in d.find_element(
+        By.ID, "agreement").text)
+    if SHOTS:
+        browser.save_screenshot(str(Path(SHOTS) / "coding-room-reconcile.png"))
+    press(browser, KEYS[truth[flipped[0]]])
+    wait(browser, lambda d: "resolved: " + truth[flipped[0]] in d.find_element(
+        By.CSS_SELECTOR, f"[data-reconcile-id='{flipped[0]}']").text)
+    press(browser, "r")
+    final = export(folder / "p.sqlite", folder / "final.csv", final=True)
     codes = export(folder / "p.sqlite", folder / "codes2.csv")
+    assert final.set_index("doc_id").loc[flipped[0]].tolist() == [
+        truth[flipped[0]], (codes["doc_id"] == flipped[0]).sum(), "resolved"]
     for coder in ("ann", "bob"):
         got = codes[codes["coder"] == coder]
         assert dict(zip(got["doc_id"], got["label"])) == pressed[coder]
     # only overlap documents are shown to both, the second time as "overlap"
     both = set(pressed["ann"]) & set(pressed["bob"])
-    assert all(in_overlap(d, 0.2) for d in both)
+    assert all(in_overlap(d, 0.5) for d in both)
     pair = codes[codes["doc_id"].isin(both) & codes["coder"].isin(["ann", "bob"])]
     assert all("overlap" in set(g) for _, g in pair.groupby("doc_id")["strategy"])
 

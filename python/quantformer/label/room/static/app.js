@@ -118,6 +118,23 @@
       line.setAttribute("fill", "none"); line.setAttribute("stroke", "#36c");
       line.setAttribute("stroke-width", "2");
       svg.append(line);
+      for (const [x, y] of xy) {
+        const dot = document.createElementNS(ns, "circle");
+        dot.setAttribute("cx", x); dot.setAttribute("cy", y); dot.setAttribute("r", 3);
+        dot.setAttribute("fill", "#36c");
+        svg.append(dot);
+      }
+      const label = (x, y, text, anchor) => {
+        const t = document.createElementNS(ns, "text");
+        t.setAttribute("x", x); t.setAttribute("y", y); t.setAttribute("font-size", "10");
+        t.setAttribute("fill", "#666"); t.setAttribute("text-anchor", anchor);
+        t.textContent = text;
+        svg.append(t);
+      };
+      label(pad - 3, 10, "1", "end");
+      label(pad - 3, H - pad, "0", "end");
+      label(W, H - 4, maxN + " codes", "end");
+      label(pad + 4, 10, "macro-F1", "start");
     }
     const last = m.rounds[m.rounds.length - 1];
     $("model").textContent = last ?
@@ -252,7 +269,11 @@
       return;
     }
     if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.target.tagName === "SELECT") { return; }
-    if (ev.key === "Backspace") { ev.preventDefault(); }
+    // a key the page uses does nothing else (no typing into the comment box it opens, no
+    // browser "back" for Backspace)
+    if (labelOfKey(ev.key) || "snbcgarqBackspaceEscape".includes(ev.key)) {
+      ev.preventDefault();
+    }
     chain = chain.then(() => handleKey(ev)).catch((e) => setStatus(e.message, true));
   });
   $("strategy").addEventListener("change", (ev) => {
