@@ -28,6 +28,7 @@ bootstrap intervals, :func:`quantformer.score.reliability.agreement`) is compute
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 
 import numpy as np
@@ -40,6 +41,7 @@ from .store import Store
 STOP_KAPPA = 0.99  # Bloodgood & Vijay-Shanker (2009): kappa threshold ...
 STOP_WINDOW = 3    # ... averaged over the last three comparisons
 STOP_SET = 2000    # documents in the stop set (at most)
+SWITCH_INTERVAL = 0.001  # seconds: how long the learner may hold the interpreter at a time
 COLD_SAMPLE = 5000  # a cold start clusters a random sample of at most this many documents
 
 
@@ -134,6 +136,7 @@ class Room:
         self.wake = threading.Event()
         self.stopping = False
         self.busy = threading.Lock()
+        self.rounds = store.rounds().to_dict("records")  # the learning curve, kept in memory
         self.load_codes()
 
     # -- codes -----------------------------------------------------------------------
@@ -296,6 +299,7 @@ class Room:
         stability = prediction_stability(self.stop_preds, preds)
         self.store.add_round(len(ids), f1, stability)
         with self.lock:
+            self.rounds.append({"n_codes": len(ids), "macro_f1": f1, "stability": stability})
             self.probs, self.prob_labels = probs, list(clf.classes_)
             self.stop_preds, self.fitted_at = preds, len(ids)
         return True
@@ -314,7 +318,12 @@ class Room:
                 self.refill()
 
     def run_background(self) -> threading.Thread:
-        """Start the learner thread (a daemon: it never keeps the server alive)."""
+        """Start the learner thread (a daemon: it never keeps the server alive).
+
+        The interpreter's switch interval drops from 5 ms to 1 ms, so that a request waiting
+        for the interpreter lock while the learner runs Python code waits at most about a
+        millisecond each time (measured in bench/bench_code.py)."""
+        sys.setswitchinterval(SWITCH_INTERVAL)
 
         def loop():
             while not self.stopping:
@@ -352,12 +361,13 @@ class Room:
                 "total": int(self.usable.sum()), "coders": coders}
 
     def model_state(self) -> dict:
-        rounds = self.store.rounds()
-        stability = rounds["stability"].tolist()
+        with self.lock:
+            rounds = list(self.rounds)
         return {"strategy": self.strategy, "queue": len(self.queue),
-                "rounds": [{"n_codes": int(r.n_codes), "macro_f1": _num(r.macro_f1),
-                            "stability": _num(r.stability)} for r in rounds.itertuples()],
-                "stop_hint": stop_hint(stability), "error": getattr(self, "error", None)}
+                "rounds": [{"n_codes": int(r["n_codes"]), "macro_f1": _num(r["macro_f1"]),
+                            "stability": _num(r["stability"])} for r in rounds],
+                "stop_hint": stop_hint([r["stability"] for r in rounds]),
+                "error": getattr(self, "error", None)}
 
     def disagreements(self) -> list[dict]:
         """Documents two coders coded differently: doc_id, text, each coder's code and the
