@@ -252,6 +252,14 @@ def test_every_request_needs_the_token(served):
     assert server.room.store.current_codes()["doc_id"].tolist() == [doc]
 
 
+def test_links_per_coder_carry_the_token(served):
+    server, _ = served
+    port = server.server_address[1]
+    assert server.url() == f"http://127.0.0.1:{port}/?token={server.token}"
+    assert server.url("ann b") == f"http://127.0.0.1:{port}/?token={server.token}&coder=ann%20b"
+    assert len(server.token) >= 32
+
+
 def test_request_log_has_no_token_and_no_text(served, capfd):
     server, _ = served
     server.quiet = False
@@ -278,6 +286,7 @@ def write_corpus(path, frame):
     ("one_label", "at least two labels"),
     ("ten_labels", "more than the nine digit keys"),
     ("no_input", "give the corpus to code with --input"),
+    ("read_only", "is read-only"),
 ])
 def test_cli_bad_input(tmp_path, capsys, case, message):
     frame, _, _ = blobs(3)
@@ -292,6 +301,17 @@ def test_cli_bad_input(tmp_path, capsys, case, message):
         args[4] = "a" if case == "one_label" else ",".join(f"l{i}" for i in range(10))
     elif case == "no_input":
         args = args[:1] + args[3:]
+    if case == "read_only":  # chattr +i: root ignores chmod
+        if shutil.which("chattr") is None:
+            pytest.skip("needs chattr")
+        Store(tmp_path / "p.sqlite").close()
+        subprocess.run(["chattr", "+i", str(tmp_path / "p.sqlite")], check=True)
+        try:
+            assert main(args) == 2
+        finally:
+            subprocess.run(["chattr", "-i", str(tmp_path / "p.sqlite")], check=True)
+        assert message in capsys.readouterr().err
+        return
     assert main(args) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "p.sqlite").exists()  # nothing half-written

@@ -32,7 +32,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, quote, urlparse
 
 from ..._core.atomic import json_default
 from ..._core.errors import InputError
@@ -204,4 +204,4 @@ class RoomServer(ThreadingHTTPServer):
 
             name = socket.gethostname()
         link = f"http://{name}:{self.server_address[1]}/?token={self.token}"
-        return link + (f"&coder={coder}" if coder else "")
+        return link + (f"&coder={quote(coder)}" if coder else "")
