@@ -30,7 +30,8 @@ def blobs(n_per: int = 30, seed: int = 0):
     n = len(vecs)
     frame = pd.DataFrame({"doc_id": [f"d{i:03d}" for i in range(n)],
                           "text": [f"document number {i}" for i in range(n)],
-                          "party": np.where(np.arange(n) % 2, "x", "y")})
+                          "party": np.where(np.arange(n) % 2, "x", "y"),
+                          "seats": pd.array(([1, None] * n)[:n], dtype="Int64")})
     return frame, vecs.astype(np.float32), np.repeat(["a", "b", "c"], n_per)
 
 
@@ -168,6 +169,18 @@ def test_loop_cold_start_then_margin_learning_curve_and_stop_hint(tmp_path):
     assert len({d for d, _ in shown}) == 30  # never the same document twice
 
 
+def test_restart_refits_without_a_second_point_on_the_learning_curve(tmp_path):
+    room, truth = new_room(tmp_path, retrain_every=5)
+    room.step()
+    code_until(room, "ann", truth, 12)
+    before = room.store.rounds()["n_codes"].tolist()
+    again = Room(room.frame, room.vectors, room.store, room.codebook, retrain_every=5)
+    again.step()  # what a restart does before serving
+    assert again.probs is not None and again.model_state()["strategy"] == "margin"
+    assert room.store.rounds()["n_codes"].tolist() == before
+    assert len(again.model_state()["rounds"]) == len(before)
+
+
 def test_undo_shows_the_document_again_and_skips_are_not_shown_again(tmp_path):
     room, truth = new_room(tmp_path)
     room.step()
@@ -247,6 +260,7 @@ def test_every_request_needs_the_token(served):
     assert server.room.store.current_codes().empty
     status, state = request(f"{base}/api/state?token={server.token}")
     doc = state["doc"]["doc_id"]
+    assert state["doc"]["docvars"]["seats"] in (1, None)  # pd.NA shown as missing
     status, after = request(base + "/api/code", {"doc_id": doc, "label": "a"}, server.token)
     assert status == 200 and after["doc"]["doc_id"] != doc
     assert server.room.store.current_codes()["doc_id"].tolist() == [doc]

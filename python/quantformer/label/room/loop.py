@@ -297,9 +297,13 @@ class Room:
         f1 = cv_macro_f1(self.vectors[rows], y, self.seed)
         preds = np.asarray(clf.classes_)[probs[self.stop_set].argmax(axis=1)]
         stability = prediction_stability(self.stop_preds, preds)
-        self.store.add_round(len(ids), f1, stability)
+        resumed = bool(self.rounds) and self.rounds[-1]["n_codes"] == len(ids)
+        if not resumed:  # a restart refits on the same codes: no second point on the curve
+            self.store.add_round(len(ids), f1, stability)
         with self.lock:
-            self.rounds.append({"n_codes": len(ids), "macro_f1": f1, "stability": stability})
+            if not resumed:
+                self.rounds.append({"n_codes": len(ids), "macro_f1": f1,
+                                    "stability": stability})
             self.probs, self.prob_labels = probs, list(clf.classes_)
             self.stop_preds, self.fitted_at = preds, len(ids)
         return True

@@ -44,6 +44,16 @@ TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=u
 MAX_BODY = 1 << 20
 
 
+def missing(value) -> bool:
+    """None, NaN, pd.NA or NaT (a scalar docvar value)."""
+    import pandas as pd
+
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list or array value: shown as it is
+        return False
+
+
 def doc_state(room: Room, coder: str, show_guess: bool) -> dict:
     """What the page shows ``coder`` now (see :meth:`Room.next_for`)."""
     pick = room.next_for(coder)
@@ -51,10 +61,10 @@ def doc_state(room: Room, coder: str, show_guess: bool) -> dict:
     if pick is not None:
         doc_id, why = pick
         row = room.frame.iloc[room.pos[doc_id]]
-        docvars = {str(k): (None if v is None or v != v else v) for k, v in row.items()
+        docvars = {str(k): (None if missing(v) else v) for k, v in row.items()
                    if k not in ("doc_id", "text", "label")}
         text = row["text"]
-        doc = {"doc_id": doc_id, "text": "" if text is None or text != text else str(text),
+        doc = {"doc_id": doc_id, "text": "" if missing(text) else str(text),
                "docvars": docvars, "strategy": why}
         guess = room.guess(doc_id) if show_guess else None
     return {"coder": coder, "doc": doc, "guess": guess, "progress": room.progress(coder),
