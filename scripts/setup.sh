@@ -5,7 +5,8 @@
 #      only the CUDA build of torch, set TORCH_INDEX_URL to PyTorch's CPU wheel index;
 #      PYTHON names the interpreter (3.10 or newer; default python3);
 #   2. R and the R packages the R side needs (Debian packages) when R is missing and we are
-#      root with apt-get; otherwise say what to install.
+#      root with apt-get; otherwise say what to install;
+#   3. Debian's chromium and chromium-driver for the coding room's browser tests, the same way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -66,6 +67,21 @@ if ! r_ok; then
     echo "   Install: $R_DEBS"
     echo "   Until then make check fails at the R part (scripts/check.sh python runs the"
     echo "   Python tests alone)."
+  fi
+fi
+# the coding room's browser tests (tests/python/test_code_browser.py) drive Debian's headless
+# Chromium through Debian's chromedriver with Selenium (the test extra); nothing is downloaded
+BROWSER_DEBS="chromium chromium-driver"
+if ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing $BROWSER_DEBS from Debian (browser tests of the coding room)"
+    if ! { apt-get update -q >/dev/null &&
+           DEBIAN_FRONTEND=noninteractive apt-get install -y -q $BROWSER_DEBS >/dev/null; }; then
+      echo "== installing $BROWSER_DEBS failed; the coding room's browser tests will be skipped"
+    fi
+  else
+    echo "== $BROWSER_DEBS missing and this is not root with apt-get: install them to run the"
+    echo "   coding room's browser tests (they are skipped until then)"
   fi
 fi
 echo "== setup done"

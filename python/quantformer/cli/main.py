@@ -49,6 +49,7 @@ VERB_MODULES = [
     "quantformer.cli.suggest",
     "quantformer.cli.explain",
     "quantformer.cli.behave",
+    "quantformer.cli.code",
     "quantformer.cli.serve",
 ]
 

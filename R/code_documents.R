@@ -1,0 +1,181 @@
+#' Hand-code documents in the browser while a model learns (the coding room)
+#'
+#' Starts `quantformer code`: a local web page that shows one document at a time with its
+#' docvars and the codebook. The digit keys 1-9 code it with the k-th label; `s` skips it,
+#' `n` marks it not applicable, `b` (or Backspace) goes back and undoes the last code, `c`
+#' adds a comment, `g` shows the model's guess (hidden by default, as it anchors coders) and
+#' `a` accepts it, `r` opens the reconciliation of two coders' disagreements, `q` ends.
+#' Every code is committed to the `project` file (SQLite) the moment its key is pressed, so
+#' closing the browser, an interrupted R session or a crash loses nothing; calling
+#' `code_documents()` again with the same project resumes where the coder stopped.
+#'
+#' The next documents come from the strategies of [suggest_documents()] (a cold start, then
+#' uncertainty sampling with a diversity guard and a random share); a logistic regression
+#' over cached embeddings of the bundled all-MiniLM-L6-v2 retrains in the background every
+#' `retrain_every` codes without blocking the page, which shows its cross-validated macro-F1
+#' as a learning curve and says when its predictions have stopped changing (stabilising
+#' predictions: Cohen's kappa of successive rounds' predictions of at least 0.99 over three
+#' rounds; Bloodgood & Vijay-Shanker 2009). A second coder joins with another `coder` name
+#' on the same project; a share `overlap` of the documents is shown to both, blind, and the
+#' page reports Krippendorff's alpha and Cohen's kappa on it with bootstrap intervals.
+#'
+#' The page is served on 127.0.0.1 (this computer only) on a free port and needs the random
+#' token in its address; no document text is written to any log.
+#'
+#' @param x documents: a quanteda corpus, a character vector or a data frame with a `text`
+#'   column (see [suggest_documents()]).
+#' @param labels character vector of at least two labels (keys 1-9 in this order), or `NULL`
+#'   when `codebook` is given.
+#' @param codebook `NULL`, a data frame with a `label` column and optional `description`,
+#'   `examples` (several separated by `|`) and `key` (one character; required for more
+#'   than nine labels) columns, or the path of such a `.csv`/`.tsv`/`.json` file.
+#' @param project path of the project file (default `"coding.sqlite"`): created when
+#'   absent, resumed when present; a project made for another corpus is refused.
+#' @param coder the coder's name (default `"coder1"`).
+#' @param strategy which document comes next: `"margin"` (default), `"least_confidence"`,
+#'   `"entropy"`, `"random"` or `"cold"`; switchable on the page.
+#' @param random_share number from 0 to 1 (default 0.1): share of an uncertainty batch drawn
+#'   at random.
+#' @param retrain_every whole number >= 1 (default 10): codes between two retrainings.
+#' @param overlap number from 0 to 1 (default 0.2): share of documents every coder codes.
+#' @param port port number; 0 (default) takes a free one.
+#' @param browser logical: open the page in the RStudio viewer or the web browser.
+#' @param wait logical: `TRUE` (default) waits until the coder presses `q` (done) on the page
+#'   and returns the codes; `FALSE` returns at once with the running server (stop it with
+#'   `$kill()`; read the codes at any time with [read_codes()]).
+#' @param cache_dir folder for the embedding cache (default: a folder in [tempdir()]).
+#' @param verbose logical: show the Python core's messages.
+#' @return With `wait = TRUE`, the codes as [read_codes()] returns them. With
+#'   `wait = FALSE`, the server's `processx::process`, with the page's address in its
+#'   `url` attribute, invisibly.
+#' @seealso [read_codes()], [suggest_documents()], [textmodel_finetune()]
+#' @examples
+#' \dontrun{
+#' sotu <- readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
+#' codes <- code_documents(sotu, labels = c("economy", "other"), project = "sotu.sqlite")
+#' y <- merge_codes(sotu, codes)
+#' }
+#' @export
+code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.sqlite",
+                           coder = "coder1",
+                           strategy = c("margin", "least_confidence", "entropy", "random",
+                                        "cold"),
+                           random_share = 0.1, retrain_every = 10, overlap = 0.2, port = 0,
+                           browser = interactive(), wait = TRUE,
+                           cache_dir = file.path(tempdir(), "quantformer-embeddings"),
+                           verbose = getOption("quantformer.verbose", TRUE)) {
+  strategy <- match.arg(strategy)
+  if (is.null(labels) == is.null(codebook))
+    stop("give the labels with `labels` or a codebook with `codebook`, one of the two",
+         call. = FALSE)
+  frame <- as_frame(x)
+  corpus_file <- file.path(tempdir(), paste0("qf-code-corpus-", coding_key(frame), ".rds"))
+  if (!file.exists(corpus_file)) saveRDS(frame, corpus_file, version = 2, compress = FALSE)
+  book <- codebook_args(labels, codebook)
+  dir.create(cache_dir, showWarnings = FALSE, recursive = TRUE)
+  args <- c("code", "--input", corpus_file, book,
+            cli_flags(project = normalizePath(project, mustWork = FALSE), coder = coder,
+                      strategy = strategy, random_share = random_share,
+                      retrain_every = retrain_every, overlap = overlap, port = port,
+                      cache_dir = cache_dir, quiet = !isTRUE(verbose)),
+            "--no-browser")
+  proc <- start_room(args, r_args = names(formals()))
+  url <- attr(proc, "url")
+  if (isTRUE(browser)) open_page(url)
+  if (!isTRUE(wait)) return(invisible(proc))
+  on.exit(if (proc$is_alive()) proc$kill_tree(), add = TRUE)
+  message("Coding at ", url, "\nPress q on the page (or its 'done' button) when finished.")
+  while (proc$is_alive()) proc$wait(500)
+  read_codes(project)
+}
+
+#' Read the codes of a coding-room project
+#'
+#' @param project path of the project file written by [code_documents()] (or
+#'   `quantformer code`).
+#' @param all logical: `FALSE` (default) gives one code per document, ready for
+#'   [merge_codes()] or `textmodel_finetune(y = ...)`: the reconciled code where two coders
+#'   disagreed and reconciled, else the code all its coders gave (documents with an open
+#'   disagreement, and skipped or not applicable ones, are left out). `TRUE` gives every
+#'   coder's current code with its status, time, strategy and comment.
+#' @return A data frame. `all = FALSE`: `doc_id`, `code`, `n_coders`, `source`
+#'   (`"single"`, `"agreed"` or `"resolved"`). `all = TRUE`: `doc_id`, `code` (`NA` for
+#'   skipped and not applicable documents), `coder`, `status` (`"code"`, `"skip"`,
+#'   `"not_applicable"`), `time` (UTC, ISO 8601), `strategy` (what showed the document:
+#'   `"cold"`, `"margin"`, ..., `"overlap"`, `"back"`), `guess_accepted` (logical),
+#'   `comment`.
+#' @export
+read_codes <- function(project, all = FALSE) {
+  if (!is.character(project) || length(project) != 1 || !file.exists(project))
+    stop("`project` must be the path of an existing project file, not ", format(project),
+         call. = FALSE)
+  out <- out_path()
+  on.exit(unlink(out), add = TRUE)
+  run_cli("code", c("--project", normalizePath(project), "--export", out,
+                    if (!isTRUE(all)) "--final", "--quiet"),
+          verbose = FALSE, r_args = names(formals()))
+  codes <- read_output(out)
+  names(codes)[names(codes) == "label"] <- "code"
+  codes
+}
+
+# A short digest of the documents, so that the same corpus is written to the same file and
+# its embeddings are cached once per R session.
+coding_key <- function(frame) {
+  f <- tempfile()
+  on.exit(unlink(f))
+  saveRDS(frame, f, version = 2, compress = FALSE)
+  substr(unname(tools::md5sum(f)), 1, 16)
+}
+
+# The --labels or --codebook arguments; a data frame codebook goes to a CSV file.
+codebook_args <- function(labels, codebook) {
+  if (!is.null(labels)) {
+    if (!is.character(labels) || anyNA(labels) || any(grepl(",", labels, fixed = TRUE)))
+      stop("`labels` must be a character vector of labels without commas", call. = FALSE)
+    return(c("--labels", paste(labels, collapse = ",")))
+  }
+  if (is.character(codebook) && length(codebook) == 1)
+    return(c("--codebook", normalizePath(codebook, mustWork = FALSE)))
+  if (!is.data.frame(codebook) || !"label" %in% names(codebook))
+    stop("`codebook` must be a data frame with a `label` column, or a file path",
+         call. = FALSE)
+  f <- tempfile("qf-codebook-", fileext = ".csv")
+  utils::write.csv(codebook, f, row.names = FALSE, na = "", fileEncoding = "UTF-8")
+  c("--codebook", f)
+}
+
+# Start the server process and read its address from the first line of its stdout; a start
+# that fails (bad input: exit status 2) becomes an R error with the core's message.
+start_room <- function(args, r_args = NULL, timeout = 600) {
+  found <- find_python()
+  check_core_version(found)
+  # stderr goes to a file: a pipe nobody reads would fill up and stall the server
+  err_file <- tempfile("qf-code-", fileext = ".log")
+  proc <- processx::process$new(found$python, c("-m", "quantformer", args), stdout = "|",
+                                stderr = err_file, env = child_env(), cleanup_tree = TRUE)
+  deadline <- Sys.time() + timeout
+  line <- character()
+  while (!length(line) && Sys.time() < deadline) {
+    proc$poll_io(200)
+    line <- proc$read_output_lines(1)
+    if (!length(line) && !proc$is_alive()) break
+  }
+  if (!length(line) || !startsWith(line, "http")) {
+    proc$wait(5000)
+    err <- paste(readLines(err_file, warn = FALSE), collapse = "\n")
+    if (proc$is_alive()) proc$kill_tree()
+    status <- proc$get_exit_status()
+    res <- list(status = if (is.null(status)) 1L else status, stdout = "", stderr = err)
+    stop(cli_error_message("code", res, r_args = r_args), call. = FALSE)
+  }
+  attr(proc, "url") <- line
+  attr(proc, "log") <- err_file
+  proc
+}
+
+# The RStudio viewer when there is one (it shows local addresses), else the web browser.
+open_page <- function(url) {
+  viewer <- getOption("viewer")
+  if (is.function(viewer)) viewer(url) else utils::browseURL(url)
+}

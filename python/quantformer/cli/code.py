@@ -1,0 +1,197 @@
+"""``quantformer code``: the coding room (hand-coding in the browser with the model in the
+loop; see :mod:`quantformer.label.room`), and ``--export`` of a project's codes."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+from .._core.errors import InputError
+from ..io.frames import read_frame
+from ..label.room.codebook import make_codebook
+from ..label.room.loop import Room
+from ..label.room.server import RoomServer
+from ..label.room.store import Store, check_writable, export_codes
+from ..label.suggest import STRATEGIES, embed_corpus
+from ._options import (
+    add_corpus_options,
+    add_device_option,
+    add_quiet_option,
+    corpus_kwargs,
+    positive,
+)
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser(
+        "code", help="the coding room: hand-code documents in the browser while a model learns",
+        description="Serve a local page that shows one document at a time with the codebook; "
+                    "keys 1-9 code it, every code is committed at once to the --project "
+                    "file (SQLite), and a light classifier over cached embeddings chooses "
+                    "the next documents (active learning). Prints the page's address (with "
+                    "its access token) on a line of its own. With --export, write the "
+                    "project's codes instead.")
+    p.add_argument("--input", default=None, help="corpus file (doc_id, text, docvars)")
+    add_corpus_options(p, label=False)
+    p.add_argument("--labels", default=None, help="labels, comma-separated (keys 1-9)")
+    p.add_argument("--codebook", default=None,
+                   help="codebook file: .json (list of {label, description, examples, key}) "
+                        "or .csv/.tsv (columns label, description, examples split by |, key)")
+    p.add_argument("--project", required=True, help="project file (.sqlite): every code, "
+                   "created when absent; a restart resumes it")
+    p.add_argument("--export", default=None, metavar="FILE",
+                   help="write the project's codes to FILE (.csv, .parquet, .rds) and exit")
+    p.add_argument("--final", action="store_true",
+                   help="with --export: one code per document (reconciled or agreed)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to serve on (default 127.0.0.1: this computer only; "
+                        "0.0.0.0 shares it on the network, with a link per --coders)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("--coder", default="coder1", help="the coder's name (coder1)")
+    p.add_argument("--coders", default=None,
+                   help="several coders, comma-separated: a link is printed for each")
+    p.add_argument("--strategy", default="margin", choices=STRATEGIES,
+                   help="which document comes next (margin; switchable on the page)")
+    p.add_argument("--random-share", type=float, default=0.1, metavar="SHARE",
+                   help="share of an uncertainty batch drawn at random (0.1)")
+    p.add_argument("--retrain-every", type=positive(int), default=10,
+                   help="retrain the light classifier after this many new codes (10)")
+    p.add_argument("--overlap", type=float, default=0.2, metavar="SHARE",
+                   help="share of documents every coder codes, blind, for agreement (0.2)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (1)")
+    p.add_argument("--embed-model", default=None,
+                   help="model for the embeddings (default: the bundled all-MiniLM-L6-v2)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="do not read or write the embedding cache beside the corpus")
+    p.add_argument("--cache-dir", default=None,
+                   help="folder for the embedding cache (default: beside the corpus file)")
+    add_device_option(p)
+    add_quiet_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.export is not None:
+        return run_export(args)
+    if args.input is None:
+        raise InputError("give the corpus to code with {input} (or --export FILE to write "
+                         "the codes of {project})", params=["input", "project"])
+    if args.final:
+        raise InputError("--final applies to --export only", params=[])
+    check_shares(args)
+    codebook = make_codebook(args.labels, args.codebook)
+    check_writable_project(args.project)
+    room, store = open_room(args, codebook)
+    try:
+        serve_room(room, args)
+    finally:
+        room.stopping = True
+        room.wake.set()
+        store.close()
+    return 0
+
+
+def run_export(args) -> int:
+    given = [f for f, v in (("--input", args.input), ("--labels", args.labels),
+                            ("--codebook", args.codebook)) if v is not None]
+    if given:
+        raise InputError(f"--export reads the project file only; leave out {', '.join(given)}")
+    table = export_codes(args.project, args.export, final=args.final)
+    if not args.quiet:
+        print(f"wrote {len(table)} code(s) of {table['doc_id'].nunique()} document(s) to "
+              f"{args.export}", file=sys.stderr)
+    return 0
+
+
+def check_shares(args) -> None:
+    for name, value in (("random_share", args.random_share), ("overlap", args.overlap)):
+        if not 0.0 <= value <= 1.0:
+            raise InputError(f"{{{name}}} must be a share between 0 and 1, not {value!r}",
+                             params=[name])
+
+
+def check_writable_project(path: str) -> None:
+    from pathlib import Path
+
+    check_writable(Path(path))
+
+
+def read_corpus(args):
+    """The corpus frame, checked: documents, texts; a label column is not shown."""
+    frame = read_frame(args.input, **corpus_kwargs(args, label=False))
+    if len(frame) == 0:
+        raise InputError(f"{{input}} '{args.input}' has no documents; give a corpus with "
+                         "texts to code", params=["input"])
+    text = frame["text"].fillna("").astype(str).str.strip()
+    if not text.ne("").any():
+        raise InputError(f"every document of {{input}} '{args.input}' has an empty text; "
+                         "check --text-col", params=["input"])
+    if "label" in frame.columns:
+        warnings.warn("the corpus has a 'label' column: the coding room neither shows nor "
+                      "uses it (codes come from the coders)", UserWarning, stacklevel=2)
+    return frame
+
+
+def open_room(args, codebook):
+    """Read and check the corpus, open the project (same corpus, same labels), embed."""
+    frame = read_corpus(args)
+    store = Store(args.project)
+    try:
+        store.bind_corpus(frame, args.input)
+        check_codebook_change(store, codebook)
+        store.put("codebook", codebook)
+        vectors = embed_corpus(frame, args.embed_model, corpus_path=args.input,
+                               cache=not args.no_cache, cache_dir=args.cache_dir,
+                               device=args.device, quiet=args.quiet)
+        room = Room(frame, vectors, store, codebook, strategy=args.strategy,
+                    random_share=args.random_share, retrain_every=args.retrain_every,
+                    overlap=args.overlap, seed=args.seed)
+        room.step()  # the first model (on resumed codes) and the first queue, before serving
+    except BaseException:
+        store.close()
+        raise
+    return room, store
+
+
+def check_codebook_change(store: Store, codebook: list[dict]) -> None:
+    """A resumed project may get a new codebook only if every label already used is in it."""
+    used = set(store.current_codes().query("status == 'code'")["label"])
+    missing = sorted(used - {e["label"] for e in codebook})
+    if missing:
+        raise InputError(f"{{project}} '{store.path}' has codes with label(s) "
+                         f"{', '.join(missing)}, which the codebook lacks; keep them in "
+                         "{labels}", params=["project", "labels"])
+
+
+def serve_room(room, args) -> None:
+    """Serve until 'done' on the page, Ctrl-C or SIGTERM; print the links first."""
+    import signal
+    import webbrowser
+
+    server = RoomServer(room, args.host, args.port, coder=args.coder, quiet=args.quiet)
+    room.run_background()
+    coders = [c.strip() for c in args.coders.split(",") if c.strip()] if args.coders else [None]
+    for coder in coders:
+        print(server.url(coder), flush=True)
+    if not args.quiet:
+        print(f"quantformer code: serving {len(room.frame)} documents; codes go to "
+              f"{args.project} as they are pressed; Ctrl-C stops", file=sys.stderr, flush=True)
+    if not args.no_browser:
+        webbrowser.open(server.url(coders[0]))
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, stop) if main else None
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+        server.server_close()

@@ -1,0 +1,217 @@
+"""The coding room's local web server: the standard library's ``ThreadingHTTPServer``.
+
+Security (the page shows documents that may be confidential): the server binds to
+127.0.0.1 by default, on a free port; every request must carry the random token of this
+start (``?token=`` in a page or file URL, the ``X-Token`` header in the page's API calls),
+else it is answered 403; requests that change anything are POSTs with a JSON body, which a
+page of another origin cannot send with that header without a CORS preflight, which this
+server never grants. The request log names the method, path and status only (no query
+string, so neither the token nor any document text).
+
+Routes (all need the token):
+
+``GET /``                      the page (``static/index.html``)
+``GET /static/<file>``         its script and style
+``GET /api/state``             the coder's current document, progress, model, codebook
+``GET /api/agreement``         Krippendorff's alpha and Cohen's kappa on the overlap
+``GET /api/reconcile``         documents the coders coded differently
+``POST /api/code``             ``{coder, doc_id, label | status}``: commit, return the next state
+``POST /api/undo``             ``{coder}``: undo the coder's last code
+``POST /api/comment``          ``{coder, doc_id, text}``
+``POST /api/strategy``         ``{strategy}``
+``POST /api/resolve``          ``{coder, doc_id, label}``
+``POST /api/done``             stop the server (the codes are already in the project file)
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlparse
+
+from ..._core.atomic import json_default
+from ..._core.errors import InputError
+from .loop import Room
+
+STATIC = Path(__file__).with_name("static")
+TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+         ".css": "text/css; charset=utf-8"}
+MAX_BODY = 1 << 20
+
+
+def missing(value) -> bool:
+    """None, NaN, pd.NA or NaT (a scalar docvar value)."""
+    import pandas as pd
+
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list or array value: shown as it is
+        return False
+
+
+def doc_state(room: Room, coder: str, show_guess: bool) -> dict:
+    """What the page shows ``coder`` now (see :meth:`Room.next_for`)."""
+    pick = room.next_for(coder)
+    doc = guess = None
+    if pick is not None:
+        doc_id, why = pick
+        row = room.frame.iloc[room.pos[doc_id]]
+        docvars = {str(k): (None if missing(v) else v) for k, v in row.items()
+                   if k not in ("doc_id", "text", "label")}
+        text = row["text"]
+        doc = {"doc_id": doc_id, "text": "" if missing(text) else str(text),
+               "docvars": docvars, "strategy": why}
+        guess = room.guess(doc_id) if show_guess else None
+    return {"coder": coder, "doc": doc, "guess": guess, "progress": room.progress(coder),
+            "model": room.model_state(), "codebook": room.codebook}
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One request; the room, token and server options are attributes of the server."""
+
+    server_version = "quantformer-code"
+    protocol_version = "HTTP/1.1"
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def log_message(self, fmt, *args):  # method, path (no query) and status only
+        if not self.server.quiet:
+            sys.stderr.write(f"quantformer code: {self.command} "
+                             f"{urlparse(self.path).path} {args[1] if len(args) > 1 else ''}\n")
+
+    def send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def send_json(self, obj, status: int = 200) -> None:
+        self.send(status, json.dumps(obj, default=json_default).encode())
+
+    def authorised(self, query: dict) -> bool:
+        given = self.headers.get("X-Token") or (query.get("token") or [""])[0]
+        if self.command == "POST":
+            given = self.headers.get("X-Token") or ""
+        if hmac.compare_digest(given.encode(), self.server.token.encode()):
+            return True
+        self.send_json({"error": "forbidden: this page needs the link with its token"}, 403)
+        return False
+
+    def body(self) -> dict:
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > MAX_BODY:
+            raise InputError("request too large")
+        data = json.loads(self.rfile.read(n) or b"{}")
+        if not isinstance(data, dict):
+            raise InputError("the request body must be a JSON object")
+        return data
+
+    # -- GET ---------------------------------------------------------------------------
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        query = parse_qs(url.query)
+        if not self.authorised(query):
+            return
+        room = self.server.room
+        coder = (query.get("coder") or [self.server.coder])[0]
+        if url.path in ("/", "/index.html"):
+            page = (STATIC / "index.html").read_text(encoding="utf-8")
+            self.send(200, page.replace("__TOKEN__", self.server.token).encode(), TYPES[".html"])
+        elif url.path.startswith("/static/") and "/" not in url.path[8:] and \
+                (STATIC / url.path[8:]).is_file():
+            f = STATIC / url.path[8:]
+            self.send(200, f.read_bytes(), TYPES.get(f.suffix, "application/octet-stream"))
+        elif url.path == "/api/state":
+            self.send_json(doc_state(room, coder, (query.get("guess") or ["0"])[0] == "1"))
+        elif url.path == "/api/agreement":
+            self.send_json(room.agreement())
+        elif url.path == "/api/reconcile":
+            self.send_json({"disagreements": room.disagreements()})
+        else:
+            self.send_json({"error": "not found"}, 404)
+
+    # -- POST --------------------------------------------------------------------------
+
+    def do_POST(self):
+        url = urlparse(self.path)
+        if not self.authorised({}):
+            return
+        try:
+            data = self.body()
+            reply = self.route_post(url.path, data)
+        except (InputError, ValueError, KeyError) as exc:
+            self.send_json({"error": str(exc)}, 400)
+            return
+        if reply is None:
+            self.send_json({"error": "not found"}, 404)
+        else:
+            self.send_json(reply)
+
+    def route_post(self, path: str, data: dict) -> dict | None:
+        room = self.server.room
+        coder = str(data.get("coder") or self.server.coder)
+        show = bool(data.get("guess"))
+        if path == "/api/code":
+            doc_id = str(data["doc_id"])
+            if doc_id not in room.pos:
+                raise InputError(f"unknown doc_id {doc_id!r}")
+            status = str(data.get("status") or "code")
+            label = data.get("label") if status == "code" else None
+            if status == "code" and label not in room.labels:
+                raise InputError(f"label {label!r} is not in the codebook")
+            room.code(coder, doc_id, label, status, bool(data.get("guess_accepted")))
+            return doc_state(room, coder, show)
+        if path == "/api/undo":
+            undone = room.undo(coder)
+            return {**doc_state(room, coder, show), "undone": undone}
+        if path == "/api/comment":
+            room.store.add_comment(str(data["doc_id"]), coder, str(data["text"]))
+            return {"ok": True}
+        if path == "/api/strategy":
+            room.set_strategy(str(data["strategy"]))
+            return doc_state(room, coder, show)
+        if path == "/api/resolve":
+            if data.get("label") not in room.labels:
+                raise InputError(f"label {data.get('label')!r} is not in the codebook")
+            room.resolve(str(data["doc_id"]), str(data["label"]), coder)
+            return {"disagreements": room.disagreements()}
+        if path == "/api/done":
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+            return {"ok": True, "done": True}
+        return None
+
+
+class RoomServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` carrying the room, the token and the default coder."""
+
+    daemon_threads = True
+
+    def __init__(self, room: Room, host: str = "127.0.0.1", port: int = 0,
+                 token: str | None = None, coder: str = "coder1", quiet: bool = True):
+        self.room, self.coder, self.quiet = room, coder, quiet
+        self.token = token or secrets.token_urlsafe(24)
+        try:
+            super().__init__((host, port), Handler)
+        except OSError as exc:
+            raise InputError(f"cannot serve on {host}:{port} ({exc.strerror}); give another "
+                             "{port} (0 = a free one)", params=["port"]) from None
+
+    def url(self, coder: str | None = None, host: str | None = None) -> str:
+        """The page's address with its token (and ``coder`` when given)."""
+        name = host or self.server_address[0]
+        if name in ("0.0.0.0", "::", ""):
+            import socket
+
+            name = socket.gethostname()
+        link = f"http://{name}:{self.server_address[1]}/?token={self.token}"
+        return link + (f"&coder={quote(coder)}" if coder else "")

@@ -1,0 +1,284 @@
+"""The coding room's project file: one SQLite database (Python's ``sqlite3``, write-ahead log).
+
+Every code is one row, committed (``synchronous=FULL``) before the request that made it
+returns, so closing the browser, killing the server or losing power loses nothing that the
+page showed as coded. Nothing is ever overwritten: "back" marks the coder's last code as
+undone, a new code of the same document is a new row, and a document's current code for a
+coder is their latest row that is not undone. Tables:
+
+``meta``      key/value: corpus fingerprint and size, codebook (JSON), strategy, created.
+``codes``     doc_id, coder, label (None for skip / not applicable), status (``code``,
+              ``skip``, ``not_applicable``), strategy that showed the document, the model's
+              guess when it was accepted, time (UTC, ISO 8601), undone (0/1).
+``comments``  doc_id, coder, text, time.
+``resolved``  doc_id, label, coder, time: the reconciled code of a disagreement.
+``rounds``    one row per retraining: n_codes, cross-validated macro-F1, agreement (Cohen's
+              kappa) of the predictions with the previous round's, time.
+
+A project belongs to one corpus: its fingerprint (SHA-256 over the sorted doc_ids and texts)
+is stored at creation, and opening it with another corpus is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from ..._core.errors import InputError
+from ...io.frames import check_output_path, write_frame
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS codes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, coder TEXT NOT NULL,
+  label TEXT, status TEXT NOT NULL, strategy TEXT, guess_accepted INTEGER NOT NULL DEFAULT 0,
+  time TEXT NOT NULL, undone INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS codes_coder ON codes (coder, undone, id);
+CREATE TABLE IF NOT EXISTS comments (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, doc_id TEXT NOT NULL, coder TEXT NOT NULL,
+  text TEXT NOT NULL, time TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS resolved (
+  doc_id TEXT PRIMARY KEY, label TEXT NOT NULL, coder TEXT NOT NULL, time TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rounds (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, n_codes INTEGER NOT NULL, macro_f1 REAL,
+  stability REAL, time TEXT NOT NULL);
+"""
+STATUSES = ("code", "skip", "not_applicable")
+EXPORT_COLUMNS = ["doc_id", "label", "coder", "status", "time", "strategy", "guess_accepted",
+                  "comment"]
+
+
+def now() -> str:
+    """The current time in UTC, ISO 8601 with milliseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def corpus_fingerprint(frame: pd.DataFrame) -> str:
+    """SHA-256 (hex) over the corpus' doc_ids and texts, sorted by doc_id: the same documents
+    in another order give the same fingerprint, an edited text another one."""
+    h = hashlib.sha256()
+    texts = frame["text"].where(frame["text"].notna(), "")
+    for doc_id, text in sorted(zip(frame["doc_id"].astype(str), texts.astype(str))):
+        h.update(doc_id.encode() + b"\x1f" + text.encode() + b"\x1e")
+    return h.hexdigest()
+
+
+def check_writable(path: Path) -> None:
+    """Refuse a project file (or folder) that cannot be written, before SQLite is asked.
+
+    Raises:
+        InputError: the file is read-only (permissions, ``chattr +i``, a read-only mount) or
+            its folder cannot be written (SQLite's write-ahead log lives beside the file).
+    """
+    fix = ("the coding room writes every code into it as it is pressed; make it writable "
+           "or give another {project}")
+    if path.is_dir():
+        raise InputError(f"{{project}} '{path}' is a folder; give a file name such as "
+                         "coding.sqlite", params=["project"])
+    if path.exists():
+        try:
+            with open(path, "r+b"):
+                pass
+        except OSError as exc:
+            raise InputError(f"{{project}} '{path}' is read-only ({exc.strerror}): " + fix,
+                             params=["project"]) from None
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"the folder of {{project}} '{path}' does not exist; create it or "
+                         "give another path", params=["project"])
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"the folder of {{project}} '{path}' is read-only: " + fix,
+                         params=["project"])
+
+
+class Store:
+    """The project file. Thread-safe: one connection behind a lock (writes take a few
+    milliseconds, and every one is committed before the call returns).
+
+    Args:
+        path: the ``.sqlite`` file (created when absent).
+        create: create the file when it is absent; False for reading (export) only.
+
+    Raises:
+        InputError: a read-only file or folder, a file that is not a coding-room project,
+            or (``create=False``) a missing file.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise InputError(f"{{project}} '{path}' does not exist; start coding with "
+                             "`quantformer code --input CORPUS --labels ... --project "
+                             f"{path}` first", params=["project"])
+        if create:
+            check_writable(self.path)
+        self.lock = threading.Lock()
+        try:
+            self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{{project}} '{path}' is not a coding-room project ({exc}); "
+                             "give a new file name", params=["project"]) from None
+
+    def close(self) -> None:
+        with self.lock:
+            self.db.close()
+
+    # -- meta --------------------------------------------------------------------------
+
+    def get(self, key: str, default=None):
+        """A ``meta`` value (JSON-decoded), or ``default``."""
+        with self.lock:
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def put(self, key: str, value) -> None:
+        with self.lock:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def bind_corpus(self, frame: pd.DataFrame, source: str) -> None:
+        """Record the corpus of a new project; refuse another corpus for an existing one.
+
+        Raises:
+            InputError: the project was made for a corpus with another fingerprint.
+        """
+        fingerprint = corpus_fingerprint(frame)
+        known = self.get("fingerprint")
+        if known is None:
+            self.put("fingerprint", fingerprint)
+            self.put("n_docs", len(frame))
+            self.put("created", now())
+            return
+        if known != fingerprint:
+            raise InputError(
+                f"{{project}} '{self.path}' was made for another corpus ({self.get('n_docs')} "
+                f"documents, fingerprint {known[:12]}); {{input}} '{source}' has {len(frame)} "
+                f"documents (fingerprint {fingerprint[:12]}). Give the corpus the project was "
+                "made with (same doc_ids and texts), or a new project file",
+                params=["project", "input"])
+
+    # -- codes -------------------------------------------------------------------------
+
+    def add_code(self, doc_id: str, coder: str, label: str | None, status: str = "code",
+                 strategy: str | None = None, guess_accepted: bool = False) -> int:
+        """Commit one code (or skip / not applicable); returns its row id."""
+        if status not in STATUSES:
+            raise InputError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+        with self.lock:
+            cur = self.db.execute(
+                "INSERT INTO codes (doc_id, coder, label, status, strategy, guess_accepted, "
+                "time) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (doc_id, coder, label, status, strategy, int(guess_accepted), now()))
+            return int(cur.lastrowid)
+
+    def undo(self, coder: str) -> str | None:
+        """Mark ``coder``'s last code as undone; returns its doc_id (None: nothing to undo)."""
+        with self.lock:
+            row = self.db.execute(
+                "SELECT id, doc_id FROM codes WHERE coder = ? AND undone = 0 "
+                "ORDER BY id DESC LIMIT 1", (coder,)).fetchone()
+            if row is None:
+                return None
+            self.db.execute("UPDATE codes SET undone = 1 WHERE id = ?", (row[0],))
+            return str(row[1])
+
+    def add_comment(self, doc_id: str, coder: str, text: str) -> None:
+        with self.lock:
+            self.db.execute("INSERT INTO comments (doc_id, coder, text, time) VALUES "
+                            "(?, ?, ?, ?)", (doc_id, coder, text, now()))
+
+    def resolve(self, doc_id: str, label: str, coder: str) -> None:
+        """Record the reconciled code of a document (replaces an earlier resolution)."""
+        with self.lock:
+            self.db.execute("INSERT OR REPLACE INTO resolved VALUES (?, ?, ?, ?)",
+                            (doc_id, label, coder, now()))
+
+    def add_round(self, n_codes: int, macro_f1: float | None, stability: float | None) -> None:
+        with self.lock:
+            self.db.execute("INSERT INTO rounds (n_codes, macro_f1, stability, time) VALUES "
+                            "(?, ?, ?, ?)", (n_codes, macro_f1, stability, now()))
+
+    # -- reading -----------------------------------------------------------------------
+
+    def query(self, sql: str, params=()) -> pd.DataFrame:
+        with self.lock:
+            cur = self.db.execute(sql, params)
+            cols = [d[0] for d in cur.description]
+            return pd.DataFrame(cur.fetchall(), columns=cols)
+
+    def current_codes(self) -> pd.DataFrame:
+        """Every coder's current code of every document they handled (latest row not
+        undone), with their latest comment on it: the export's columns, in coding order."""
+        return self.query(
+            "SELECT c.doc_id, c.label, c.coder, c.status, c.time, c.strategy, "
+            "c.guess_accepted, (SELECT m.text FROM comments m WHERE m.doc_id = c.doc_id AND "
+            "m.coder = c.coder ORDER BY m.id DESC LIMIT 1) AS comment FROM codes c "
+            "WHERE c.id IN (SELECT MAX(id) FROM codes WHERE undone = 0 "
+            "GROUP BY doc_id, coder) ORDER BY c.id")
+
+    def resolutions(self) -> pd.DataFrame:
+        return self.query("SELECT doc_id, label, coder, time FROM resolved")
+
+    def rounds(self) -> pd.DataFrame:
+        return self.query("SELECT n_codes, macro_f1, stability, time FROM rounds ORDER BY id")
+
+
+def final_codes(current: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
+    """One code per document, to train on: the reconciled code where there is one, else the
+    code all its coders gave; documents the coders disagree on without a reconciliation, and
+    skipped or not applicable ones, are left out.
+
+    Returns:
+        ``doc_id``, ``label``, ``n_coders``, ``source`` (``resolved``, ``agreed`` or
+        ``single``), in coding order.
+    """
+    codes = current[current["status"] == "code"]
+    fixed = dict(zip(resolved["doc_id"], resolved["label"]))
+    rows = []
+    for doc, group in codes.groupby("doc_id", sort=False):
+        labels = set(group["label"])
+        if doc in fixed:
+            rows.append((doc, fixed[doc], len(group), "resolved"))
+        elif len(labels) == 1:
+            rows.append((doc, labels.pop(), len(group), "single" if len(group) == 1
+                         else "agreed"))
+    return pd.DataFrame(rows, columns=["doc_id", "label", "n_coders", "source"])
+
+
+def export_codes(project: str | os.PathLike, out: str | os.PathLike,
+                 final: bool = False) -> pd.DataFrame:
+    """Write a project's codes to ``out`` (``.csv``, ``.parquet``, ``.rds``, ... by its
+    extension; atomically).
+
+    Args:
+        project: the project file.
+        out: the output file.
+        final: one code per document (:func:`final_codes`) instead of every coder's current
+            code with its status, time, strategy and comment (``EXPORT_COLUMNS``).
+
+    Returns:
+        The frame written.
+
+    Raises:
+        InputError: a missing project file, an unknown output format.
+    """
+    check_output_path(out)
+    store = Store(project, create=False)
+    try:
+        current = store.current_codes()
+        table = final_codes(current, store.resolutions()) if final else current
+    finally:
+        store.close()
+    if not final:
+        table["guess_accepted"] = table["guess_accepted"].astype(bool)
+    write_frame(table, out)
+    return table

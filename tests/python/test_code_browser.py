@@ -1,0 +1,261 @@
+"""The coding room in a real browser (issue 26): Debian's headless Chromium driven by Selenium
+through Debian's chromedriver (``apt-get install chromium chromium-driver``, see
+scripts/setup.sh; nothing is downloaded). The server is a real child process,
+``quantformer code ... --no-browser --port 0``, whose address is read from its stdout.
+
+Screenshots for the vignette are written where ``QUANTFORMER_SCREENSHOTS`` points, when set.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from toydata import toy_frame
+
+from quantformer.label.room.loop import in_overlap
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+    pytest.skip("needs Debian's chromium and chromium-driver (scripts/setup.sh installs them)",
+                allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+KEYS = {"econ": "1", "other": "2"}
+SHOTS = os.environ.get("QUANTFORMER_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1200,800"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(options=opts,
+                              service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("room")
+    frame = toy_frame(80)
+    truth = dict(zip(frame["doc_id"], frame["label"]))
+    frame.drop(columns=["label"]).to_csv(folder / "corpus.csv", index=False)
+    return folder, truth
+
+
+class Server:
+    """``quantformer code`` as a child process; ``url`` is the line it prints."""
+
+    def __init__(self, corpus: Path, project: Path, model: Path, *extra: str):
+        env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "quantformer", "code", "--input", str(corpus), "--labels",
+             "econ,other", "--project", str(project), "--no-browser", "--port", "0",
+             "--embed-model", str(model), "--quiet", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("http://127.0.0.1:"):
+            self.proc.kill()
+            raise RuntimeError(f"no address printed: {self.url!r} {self.proc.stderr.read()}")
+        self.base = self.url.split("/?")[0]
+        self.token = self.url.split("token=")[1].split("&")[0]
+
+    def link(self, coder: str) -> str:
+        return f"{self.base}/?token={self.token}&coder={coder}"
+
+    def kill9(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def server(corpus, tiny_bert_dir):
+    folder, _ = corpus
+    srv = Server(folder / "corpus.csv", folder / "p.sqlite", tiny_bert_dir, "--overlap", "0.5")
+    yield srv
+    srv.stop()
+
+
+def wait(driver, condition, timeout: float = 20):
+    """Wait until ``condition(driver)`` holds (the page redraws: stale elements retried)."""
+    return WebDriverWait(driver, timeout, ignored_exceptions=(
+        StaleElementReferenceException,)).until(condition)
+
+
+def shown(driver) -> str:
+    return driver.find_element(By.CSS_SELECTOR, "[data-doc-id]").get_attribute("data-doc-id")
+
+
+def wait_doc(driver, previous: str | None = None) -> str:
+    """The shown document's id, once one is shown (and differs from ``previous``)."""
+    wait(driver, lambda d: shown(d) and shown(d) != previous)
+    return shown(driver)
+
+
+def press(driver, key: str) -> None:
+    ActionChains(driver).send_keys(key).perform()
+
+
+def code_docs(driver, truth: dict, n: int, flip: list | None = None) -> dict:
+    """Code ``n`` documents by keyboard with their true labels; {doc_id: label}. With
+    ``flip`` (an empty list), the first overlap document gets the other label (its id is
+    appended to ``flip``)."""
+    pressed = {}
+    doc = wait_doc(driver)
+    for _ in range(n):
+        label = truth[doc]
+        why = driver.find_element(By.ID, "doc-strategy").text
+        if flip is not None and not flip and "overlap" in why:
+            label = "econ" if label == "other" else "other"
+            flip.append(doc)
+        press(driver, KEYS[label])
+        pressed[doc] = label
+        doc = wait_doc(driver, doc)
+    return pressed
+
+
+def export(project: Path, out: Path, final: bool = False) -> pd.DataFrame:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    subprocess.run([sys.executable, "-m", "quantformer", "code", "--project", str(project),
+                    "--export", str(out), "--quiet", *(["--final"] if final else [])],
+                   check=True, env=env)
+    return pd.read_csv(out) if out.suffix == ".csv" else pd.read_parquet(out)
+
+
+def test_code_20_by_keyboard_undo_reload_resume_export(browser, server, corpus):
+    folder, truth = corpus
+    browser.get(server.link("coder1"))
+    pressed = code_docs(browser, truth, 20)
+    last = list(pressed)[-1]
+    current = shown(browser)
+    press(browser, "b")  # back: the last code is undone and its document shown again
+    assert wait_doc(browser, current) == last
+    del pressed[last]
+    if SHOTS:
+        press(browser, "g")
+        browser.save_screenshot(str(Path(SHOTS) / "coding-room.png"))
+        press(browser, "g")
+    browser.refresh()  # resume: the undone document is still the one to code
+    assert wait_doc(browser) == last
+    pressed.update(code_docs(browser, truth, 1))
+    # a comment (c, text, Enter), then the model's guess shown (g) and accepted (a)
+    commented = shown(browser)
+    press(browser, "c")
+    wait(browser, lambda d: d.find_element(By.ID, "comment").is_displayed())
+    press(browser, "ironic, not about money\n")
+    wait(browser, lambda d: "saved" in d.find_element(By.ID, "status").text)
+    press(browser, "g")
+    wait(browser, lambda d: d.find_element(By.ID, "guess").is_displayed())
+    guess = browser.find_element(By.ID, "guess").text.split(": ")[1].split(" (")[0]
+    assert guess in KEYS
+    press(browser, "a")
+    accepted = commented
+    pressed[accepted] = guess
+    wait_doc(browser, accepted)
+    press(browser, "g")
+    per_class = pd.Series(pressed).value_counts().reindex(["econ", "other"], fill_value=0)
+    wait(browser, lambda d: {e.get_attribute("data-label"): int(e.get_attribute("data-count"))
+                             for e in d.find_elements(By.CSS_SELECTOR, "#progress [data-label]")}
+         == per_class.to_dict())  # progress per class, as shown
+    codes = export(folder / "p.sqlite", folder / "codes.parquet")
+    mine = codes[codes["coder"] == "coder1"]
+    assert dict(zip(mine["doc_id"], mine["label"])) == pressed and len(mine) == 21
+    assert mine["strategy"].iloc[0] == "cold" and mine["time"].is_monotonic_increasing
+    row = mine.set_index("doc_id").loc[accepted]
+    assert row["guess_accepted"] and row["comment"] == "ironic, not about money"
+    assert mine["guess_accepted"].sum() == 1
+
+
+def test_two_coders_in_two_sessions_lose_no_code(browser, server, corpus):
+    folder, truth = corpus
+    browser.get(server.link("ann"))
+    ann_tab = browser.current_window_handle
+    browser.switch_to.new_window("window")
+    browser.get(server.link("bob"))
+    bob_tab = browser.current_window_handle
+    pressed = {"ann": {}, "bob": {}}
+    flipped = []  # bob codes one overlap document against its true label
+    for _ in range(6):  # alternate: each coder codes while the other's page is open
+        for coder, tab in (("ann", ann_tab), ("bob", bob_tab)):
+            browser.switch_to.window(tab)
+            pressed[coder].update(code_docs(browser, truth, 2,
+                                            flip=flipped if coder == "bob" else None))
+    browser.close()
+    browser.switch_to.window(ann_tab)
+    # reconciliation: r lists the disagreement, the label's key resolves it
+    assert len(flipped) == 1
+    press(browser, "r")
+    wait(browser, lambda d: d.find_elements(
+        By.CSS_SELECTOR, f"[data-reconcile-id='{flipped[0]}']"))
+    wait(browser, lambda d: "Krippendorff" in d.find_element(
+        By.ID, "agreement").text)
+    if SHOTS:
+        browser.save_screenshot(str(Path(SHOTS) / "coding-room-reconcile.png"))
+    press(browser, KEYS[truth[flipped[0]]])
+    wait(browser, lambda d: "resolved: " + truth[flipped[0]] in d.find_element(
+        By.CSS_SELECTOR, f"[data-reconcile-id='{flipped[0]}']").text)
+    press(browser, "r")
+    final = export(folder / "p.sqlite", folder / "final.csv", final=True)
+    codes = export(folder / "p.sqlite", folder / "codes2.csv")
+    assert final.set_index("doc_id").loc[flipped[0]].tolist() == [
+        truth[flipped[0]], (codes["doc_id"] == flipped[0]).sum(), "resolved"]
+    for coder in ("ann", "bob"):
+        got = codes[codes["coder"] == coder]
+        assert dict(zip(got["doc_id"], got["label"])) == pressed[coder]
+    # only overlap documents are shown to both, the second time as "overlap"
+    both = set(pressed["ann"]) & set(pressed["bob"])
+    assert all(in_overlap(d, 0.5) for d in both)
+    pair = codes[codes["doc_id"].isin(both) & codes["coder"].isin(["ann", "bob"])]
+    assert all("overlap" in set(g) for _, g in pair.groupby("doc_id")["strategy"])
+
+
+def test_without_the_token_403(browser, server):
+    for path in ("/", "/api/state", "/static/app.js"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(server.base + path, timeout=10)
+        assert err.value.code == 403
+    browser.get(server.base + "/")
+    assert "forbidden" in browser.page_source and not browser.find_elements(
+        By.CSS_SELECTOR, "[data-doc-id]")
+
+
+def test_kill_9_and_restart_loses_no_code(browser, corpus, tiny_bert_dir):
+    folder, truth = corpus
+    project = folder / "killed.sqlite"
+    srv = Server(folder / "corpus.csv", project, tiny_bert_dir)
+    try:
+        browser.get(srv.url)
+        pressed = code_docs(browser, truth, 12)
+        srv.kill9()
+    finally:
+        srv.stop()
+    again = Server(folder / "corpus.csv", project, tiny_bert_dir)
+    try:
+        browser.get(again.url)
+        resumed = wait_doc(browser)
+        assert resumed not in pressed
+        codes = export(project, folder / "killed.csv")
+        assert dict(zip(codes["doc_id"], codes["label"])) == pressed
+    finally:
+        again.stop()

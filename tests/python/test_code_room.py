@@ -1,0 +1,354 @@
+"""The coding room (issue 26) without a browser: the project store, the codebook, the model
+in the loop, the server's token rule and the CLI's bad-input checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quantformer._core.errors import InputError
+from quantformer.cli.main import main
+from quantformer.label.room.codebook import make_codebook
+from quantformer.label.room.loop import Room, in_overlap, prediction_stability, stop_hint
+from quantformer.label.room.server import RoomServer
+from quantformer.label.room.store import Store, export_codes, final_codes
+
+
+def blobs(n_per: int = 30, seed: int = 0):
+    """Three separated clusters of vectors (true labels a, b, c) and their corpus frame."""
+    rng = np.random.default_rng(seed)
+    vecs = np.concatenate([c + rng.normal(0, 0.3, (n_per, 8)) for c in np.eye(8)[:3] * 5])
+    n = len(vecs)
+    frame = pd.DataFrame({"doc_id": [f"d{i:03d}" for i in range(n)],
+                          "text": [f"document number {i}" for i in range(n)],
+                          "party": np.where(np.arange(n) % 2, "x", "y"),
+                          "seats": pd.array(([1, None] * n)[:n], dtype="Int64")})
+    return frame, vecs.astype(np.float32), np.repeat(["a", "b", "c"], n_per)
+
+
+def new_room(tmp_path, **kw):
+    frame, vecs, truth = blobs()
+    store = Store(tmp_path / "p.sqlite")
+    store.bind_corpus(frame, "blobs")
+    room = Room(frame, vecs, store, make_codebook("a,b,c"), **kw)
+    return room, truth
+
+
+# ------------------------------------------------------------------------------------------
+# store
+
+
+def test_store_keeps_every_code_undo_marks_and_resume_reads_back(tmp_path):
+    room, truth = new_room(tmp_path)
+    store = room.store
+    store.add_code("d000", "ann", "a", strategy="cold")
+    store.add_code("d001", "ann", None, status="skip", strategy="margin")
+    store.add_code("d002", "ann", "b", strategy="margin")
+    assert store.undo("ann") == "d002"
+    store.add_code("d002", "ann", "c", strategy="back")
+    store.add_comment("d002", "ann", "ironic")
+    store.close()
+    again = Store(tmp_path / "p.sqlite")
+    cur = again.current_codes()
+    assert cur[["doc_id", "status"]].values.tolist() == [
+        ["d000", "code"], ["d001", "skip"], ["d002", "code"]]
+    assert cur["label"].fillna("-").tolist() == ["a", "-", "c"]
+    assert cur["comment"].fillna("-").tolist() == ["-", "-", "ironic"]
+    # every row is kept: 4 inserted, one of them undone
+    assert again.query("SELECT COUNT(*) n, SUM(undone) u FROM codes").values.tolist() == [[4, 1]]
+    again.close()
+
+
+def test_project_of_another_corpus_is_refused(tmp_path):
+    frame, _, _ = blobs()
+    store = Store(tmp_path / "p.sqlite")
+    store.bind_corpus(frame, "a.csv")
+    store.bind_corpus(frame.sample(frac=1.0, random_state=1), "a.csv")  # same docs, reordered
+    other = frame.assign(text=frame["text"].where(frame.index != 3, "edited"))
+    with pytest.raises(InputError, match="was made for another corpus"):
+        store.bind_corpus(other, "b.csv")
+
+
+@pytest.mark.skipif(shutil.which("chattr") is None, reason="needs chattr")
+def test_read_only_project_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "p.sqlite"
+    Store(path).close()
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    try:
+        with pytest.raises(InputError, match="is read-only"):
+            Store(path)
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_final_codes_resolved_agreed_single_and_open_disagreement():
+    current = pd.DataFrame({
+        "doc_id": ["x", "x", "y", "y", "z", "w", "w", "v"],
+        "label": ["a", "a", "a", "b", "c", "a", "b", None],
+        "coder": ["p", "q", "p", "q", "p", "p", "q", "p"],
+        "status": ["code"] * 7 + ["skip"]})
+    resolved = pd.DataFrame({"doc_id": ["w"], "label": ["b"]})
+    out = final_codes(current, resolved)
+    assert out.values.tolist() == [["x", "a", 2, "agreed"], ["z", "c", 1, "single"],
+                                   ["w", "b", 2, "resolved"]]
+
+
+# ------------------------------------------------------------------------------------------
+# codebook
+
+
+@pytest.mark.parametrize("labels, message", [
+    ("a", "at least two labels"),
+    ("a,b,a", "must be distinct"),
+    (",".join(f"l{i}" for i in range(10)), "more than the nine digit keys"),
+])
+def test_bad_codebooks(labels, message):
+    with pytest.raises(InputError, match=message):
+        make_codebook(labels)
+
+
+def test_codebook_file_with_keys_descriptions_and_examples(tmp_path):
+    entries = [{"label": f"l{i}", "key": k, "description": f"class {i}"}
+               for i, k in enumerate("1234567890xyz"[:12]) if k != "0"]
+    entries[0]["examples"] = ["first example", "second"]
+    (tmp_path / "cb.json").write_text(json.dumps(entries))
+    book = make_codebook(path=tmp_path / "cb.json")
+    assert [e["key"] for e in book] == list("123456789xyz")[:11]
+    assert book[0]["examples"] == ["first example", "second"]
+    pd.DataFrame({"label": ["pro", "con"], "key": ["p", "k"],
+                  "examples": ["yes | sure", None]}).to_csv(tmp_path / "cb.csv", index=False)
+    book = make_codebook(path=tmp_path / "cb.csv")
+    assert [(e["label"], e["key"], e["examples"]) for e in book] == [
+        ("pro", "p", ["yes", "sure"]), ("con", "k", [])]
+    entries = [{"label": "pro", "key": "s"}, {"label": "con", "key": "k"}]
+    (tmp_path / "bad.json").write_text(json.dumps(entries))
+    with pytest.raises(InputError, match="s = skip"):
+        make_codebook(path=tmp_path / "bad.json")
+
+
+# ------------------------------------------------------------------------------------------
+# the loop
+
+
+def code_until(room, coder, truth, n):
+    shown = []
+    for _ in range(n):
+        doc, why = room.next_for(coder)
+        shown.append((doc, why))
+        room.code(coder, doc, str(truth[room.pos[doc]]))
+        room.step()
+    return shown
+
+
+def test_loop_cold_start_then_margin_learning_curve_and_stop_hint(tmp_path):
+    room, truth = new_room(tmp_path, retrain_every=5, random_share=0.0)
+    room.step()
+    first = [room.next_for("ann")]
+    assert first[0][1] == "cold"  # no codes yet: k-means medoids
+    room.shown.clear()
+    shown = code_until(room, "ann", truth, 30)
+    whys = [w for _, w in shown]
+    assert whys[0] == "cold" and "margin" in whys[5:]
+    rounds = room.store.rounds()
+    # a round at the first two classes, then every 5 codes
+    assert rounds["n_codes"].diff().dropna().ge(5).all() and len(rounds) >= 5
+    # three separated clusters: cross-validated macro-F1 reaches 1 and predictions stabilise
+    assert rounds["macro_f1"].iloc[-1] == pytest.approx(1.0)
+    assert room.model_state()["stop_hint"]
+    assert stop_hint([None, 0.5, 1.0, 1.0, 0.98]) and not stop_hint([1.0, 1.0])
+    assert prediction_stability(np.array(["a", "b"]), np.array(["a", "b"])) == 1.0
+    assert len({d for d, _ in shown}) == 30  # never the same document twice
+
+
+def test_restart_refits_without_a_second_point_on_the_learning_curve(tmp_path):
+    room, truth = new_room(tmp_path, retrain_every=5)
+    room.step()
+    code_until(room, "ann", truth, 12)
+    before = room.store.rounds()["n_codes"].tolist()
+    again = Room(room.frame, room.vectors, room.store, room.codebook, retrain_every=5)
+    again.step()  # what a restart does before serving
+    assert again.probs is not None and again.model_state()["strategy"] == "margin"
+    assert room.store.rounds()["n_codes"].tolist() == before
+    assert len(again.model_state()["rounds"]) == len(before)
+
+
+def test_undo_shows_the_document_again_and_skips_are_not_shown_again(tmp_path):
+    room, truth = new_room(tmp_path)
+    room.step()
+    d1, _ = room.next_for("ann")
+    room.code("ann", d1, "a")
+    d2, _ = room.next_for("ann")
+    room.code("ann", d2, None, status="skip")
+    assert room.undo("ann") == d2
+    assert room.next_for("ann") == (d2, "back")
+    room.code("ann", d2, "b")
+    d3, _ = room.next_for("ann")
+    assert d3 not in (d1, d2)
+    assert room.progress("ann")["per_label"] == {"a": 1, "b": 1, "c": 0}
+
+
+def test_two_coders_overlap_is_shown_to_both_blind_and_agreement(tmp_path):
+    room, truth = new_room(tmp_path, overlap=0.5)
+    room.step()
+    ann = code_until(room, "ann", truth, 12)
+    bob = code_until(room, "bob", truth, 12)
+    ann_docs, bob_docs = {d for d, _ in ann}, {d for d, _ in bob}
+    shared = ann_docs & bob_docs
+    assert shared == {d for d in ann_docs if in_overlap(d, 0.5)}
+    assert all(w == "overlap" for d, w in bob if d in shared)
+    agree = room.agreement(n_boot=50)
+    assert agree["n"] == len(shared) and agree["percent"] == 1.0
+    # disagree on one overlap document: it is listed until reconciled
+    doc = sorted(shared)[0]
+    other = "b" if truth[room.pos[doc]] != "b" else "c"
+    room.shown["bob"] = (doc, "requested")
+    room.code("bob", doc, other)
+    assert [d["doc_id"] for d in room.disagreements()] == [doc]
+    assert doc not in room.training_codes()[0]
+    room.resolve(doc, other, "ann")
+    assert room.disagreements()[0]["resolved"] == other
+    assert dict(zip(*room.training_codes()))[doc] == other
+    out = export_codes(room.store.path, tmp_path / "final.csv", final=True)
+    assert out.set_index("doc_id").loc[doc, "source"] == "resolved"
+
+
+# ------------------------------------------------------------------------------------------
+# the server
+
+
+@pytest.fixture()
+def served(tmp_path):
+    room, truth = new_room(tmp_path)
+    room.step()
+    server = RoomServer(room, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server, truth
+    server.shutdown()
+    server.server_close()
+
+
+def request(url, body=None, token=None):
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["X-Token"] = token
+    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
+                                 headers=headers)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.status, json.loads(r.read() or b"{}")
+
+
+def test_every_request_needs_the_token(served):
+    server, _ = served
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    for path in ("/", "/static/app.js", "/api/state"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            request(base + path)
+        assert err.value.code == 403
+    with pytest.raises(urllib.error.HTTPError) as err:  # token in the URL is not enough
+        request(f"{base}/api/code?token={server.token}", {"doc_id": "d000", "label": "a"})
+    assert err.value.code == 403
+    assert server.room.store.current_codes().empty
+    status, state = request(f"{base}/api/state?token={server.token}")
+    doc = state["doc"]["doc_id"]
+    assert state["doc"]["docvars"]["seats"] in (1, None)  # pd.NA shown as missing
+    status, after = request(base + "/api/code", {"doc_id": doc, "label": "a"}, server.token)
+    assert status == 200 and after["doc"]["doc_id"] != doc
+    assert server.room.store.current_codes()["doc_id"].tolist() == [doc]
+
+
+def test_links_per_coder_carry_the_token(served):
+    server, _ = served
+    port = server.server_address[1]
+    assert server.url() == f"http://127.0.0.1:{port}/?token={server.token}"
+    assert server.url("ann b") == f"http://127.0.0.1:{port}/?token={server.token}&coder=ann%20b"
+    assert len(server.token) >= 32
+
+
+def test_request_log_has_no_token_and_no_text(served, capfd):
+    server, _ = served
+    server.quiet = False
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    _, state = request(f"{base}/api/state?token={server.token}")
+    request(base + "/api/code", {"doc_id": state["doc"]["doc_id"], "label": "b"}, server.token)
+    err = capfd.readouterr().err
+    assert "POST /api/code 200" in err
+    assert server.token not in err and "document number" not in err
+
+
+# ------------------------------------------------------------------------------------------
+# the CLI's bad input (all refused before anything is embedded or served)
+
+
+def write_corpus(path, frame):
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("empty", "no documents"),
+    ("duplicates", "duplicate"),
+    ("one_label", "at least two labels"),
+    ("ten_labels", "more than the nine digit keys"),
+    ("no_input", "give the corpus to code with --input"),
+    ("read_only", "is read-only"),
+])
+def test_cli_bad_input(tmp_path, capsys, case, message):
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    args = ["code", "--input", corpus, "--labels", "a,b", "--project",
+            str(tmp_path / "p.sqlite"), "--no-browser"]
+    if case == "empty":
+        (tmp_path / "c.csv").write_text("doc_id,text\n")
+    elif case == "duplicates":
+        write_corpus(tmp_path / "c.csv", pd.concat([frame, frame.head(2)]))
+    elif case in ("one_label", "ten_labels"):
+        args[4] = "a" if case == "one_label" else ",".join(f"l{i}" for i in range(10))
+    elif case == "no_input":
+        args = args[:1] + args[3:]
+    if case == "read_only":  # chattr +i: root ignores chmod
+        if shutil.which("chattr") is None:
+            pytest.skip("needs chattr")
+        Store(tmp_path / "p.sqlite").close()
+        subprocess.run(["chattr", "+i", str(tmp_path / "p.sqlite")], check=True)
+        try:
+            assert main(args) == 2
+        finally:
+            subprocess.run(["chattr", "-i", str(tmp_path / "p.sqlite")], check=True)
+        assert message in capsys.readouterr().err
+        return
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "p.sqlite").exists()  # nothing half-written
+
+
+def test_cli_refuses_project_of_another_corpus(tmp_path, capsys):
+    frame, _, _ = blobs(3)
+    store = Store(tmp_path / "p.sqlite")
+    store.bind_corpus(frame, "first")
+    store.close()
+    corpus = write_corpus(tmp_path / "other.csv", frame.assign(text="something else"))
+    assert main(["code", "--input", corpus, "--labels", "a,b", "--project",
+                 str(tmp_path / "p.sqlite"), "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert "was made for another corpus" in err and "--project" in err
+
+
+def test_cli_export_refuses_corpus_flags_and_needs_the_project(tmp_path, capsys):
+    assert main(["code", "--project", str(tmp_path / "none.sqlite"), "--export",
+                 str(tmp_path / "c.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    Store(tmp_path / "p.sqlite").close()
+    assert main(["code", "--project", str(tmp_path / "p.sqlite"), "--labels", "a,b",
+                 "--export", str(tmp_path / "c.csv")]) == 2
+    assert "leave out --labels" in capsys.readouterr().err
+    time.sleep(0)
