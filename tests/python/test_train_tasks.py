@@ -264,7 +264,7 @@ def test_early_stopping_record_and_needs_validation(tiny_bert_dir):
     assert clf.record["validation"]["macro_f1"] == pytest.approx(
         curve["per_epoch"][curve["kept_epoch"] - 1], abs=1e-6)
     assert clf.record["hyperparameters"]["early_stopping"] == 1
-    with pytest.raises(InputError, match="--early-stopping needs validation data"):
+    with pytest.raises(InputError, match="early_stopping needs validation data: give valid or valid_fraction"):
         finetune(frame, model=str(tiny_bert_dir), early_stopping=2, **FAST)
 
 

@@ -609,7 +609,7 @@ def _predict_frame(clf, frame: pd.DataFrame, no_text: np.ndarray) -> pd.DataFram
     """Predictions for every row of ``frame`` in order; ``predicted`` missing where
     ``no_text``. A :class:`~quantformer.infer.classifier.Classifier` gives its full output (docvars,
     ``prob_<label>``); any other ``fit_fn`` result gives ``doc_id``, ``label``, ``predicted``."""
-    if hasattr(clf, "predict") and hasattr(clf, "_output"):
+    if hasattr(clf, "predict") and hasattr(clf, "output_frame"):
         return clf.predict(frame, warn=False)
     pred = np.full(len(frame), None, dtype=object)
     if (~no_text).any():
