@@ -49,7 +49,9 @@ TORCH_CPU_INDEX <- "https://download.pytorch.org/whl/cpu"
 #'   (ONNX Runtime); `character()` for the core alone.
 #' @param dry_run if `TRUE`, return the commands without running them.
 #' @return Invisibly, the commands (a list of character vectors: program then arguments);
-#'   run for their side effect unless `dry_run = TRUE`.
+#'   run for their side effect unless `dry_run = TRUE`. Its attribute `envdir` is the absolute
+#'   path of the environment, the one the commands install into and R later uses (a relative
+#'   `envdir` is taken from the working directory at the call).
 #' @examples
 #' # the commands it would run, without running them
 #' quantformer_install(dry_run = TRUE, envdir = file.path(tempdir(), "qf-venv"))
@@ -58,12 +60,15 @@ quantformer_install <- function(path = NULL, envdir = quantformer_venv(),
                                 python = default_python(), torch = "2.13.0",
                                 cuda = FALSE, cpu = !cuda, extras = "all", dry_run = FALSE) {
   source <- core_source(path)
-  envdir <- path.expand(envdir)
+  # absolute, as R later finds it (find_python()): a relative `envdir` would name another
+  # folder once the working directory changes
+  envdir <- absolute_path(envdir)
   check_envdir(envdir)
   if (!dry_run) check_base_python(python)
   uv <- Sys.which("uv")[[1]]
   cmds <- install_commands(source, envdir, if (nzchar(python)) python else "python3",
                            torch, isTRUE(cpu), extras, uv)
+  attr(cmds, "envdir") <- envdir
   if (dry_run) return(invisible(cmds))
   run_install(cmds, envdir, source)
   invisible(cmds)

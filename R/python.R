@@ -158,16 +158,25 @@ python_not_found_message <- function(tried) {
 #' for versions, the default model and the devices it sees (`quantformer info --json`).
 #'
 #' @return A list of class `quantformer_config`: `python` (path), `source` (where it was found),
-#'   and the fields reported by the core (`quantformer`, `torch`, `transformers`, ...,
-#'   `default_model`, `default_model_path`, `cuda`, `mps`). Printed as a table.
+#'   and the fields reported by the core (`quantformer`, `python_version`, `torch`,
+#'   `transformers`, ..., `default_model`, `default_model_path`, `cuda`, `mps`). Printed as a
+#'   table. Before the core is installed (no Python with quantformer found) it does not fail:
+#'   `python` and `source` are `NA`, `quantformer` is `"not installed"` and `missing` says
+#'   what is missing and how to install it ([quantformer_install()]).
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) quantformer_config()
 #' }
 #' @export
 quantformer_config <- function() {
-  found <- find_python()
+  found <- tryCatch(find_python(), error = function(e) e)
+  if (inherits(found, "error"))  # no core yet: say what is missing instead of failing
+    return(structure(list(python = NA_character_, source = NA_character_,
+                          quantformer = "not installed", missing = conditionMessage(found)),
+                     class = "quantformer_config"))
   info <- call_verb("info", "--json", output = "stdout", verbose = FALSE)$output
+  # the core's `python` is its version; `python` here is the interpreter's path
+  names(info)[names(info) == "python"] <- "python_version"
   structure(c(list(python = found$python, source = found$source), info),
             class = "quantformer_config")
 }
@@ -179,10 +188,12 @@ quantformer_config <- function() {
 #' @export
 print.quantformer_config <- function(x, ...) {
   cat("quantformer configuration\n")
-  vals <- vapply(unclass(x), function(v) if (is.null(v)) "NA" else paste(format(v), collapse = ", "),
+  rows <- unclass(x)[names(x) != "missing"]
+  vals <- vapply(rows, function(v) if (is.null(v)) "NA" else paste(format(v), collapse = ", "),
                  "")
   w <- max(nchar(names(vals)))
   cat(sprintf("  %-*s %s", w, names(vals), vals), sep = "\n")
+  if (!is.null(x$missing)) cat("\nmissing: ", x$missing, "\n", sep = "")
   invisible(x)
 }
 

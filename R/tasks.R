@@ -10,6 +10,7 @@ task_training_frame <- function(task, frame, y, arg = "y", x_arg = "x", name_onl
   base <- frame[c("doc_id", "text")]
   if (task == "classification") {
     yy <- resolve_y(y, frame, arg = arg, name_only = name_only, x_arg = x_arg)
+    check_class_labels(yy$y, arg)  # R/label_checks.R
     levels <- label_levels(yy$y)
     label <- as.character(yy$y)
     label[!label %in% levels] <- NA

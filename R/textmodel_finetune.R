@@ -16,8 +16,11 @@
 #'   docvars.
 #' @param y the class of each document (character, factor, logical or numeric, `NA` for
 #'   uncoded documents), or the name of a docvar of `x`. When `y` is a factor its level order
-#'   is the class order of the model. For `task = "regression"` a numeric vector (or docvar
-#'   name); for `task = "multilabel"` see `task`.
+#'   is the class order of the model; levels no coded document has are left out, with a
+#'   message. A numeric `y` with more than 10 distinct values (a year, a score) warns that each
+#'   value becomes a class: use `task = "regression"` for a numeric outcome, `factor(y)` to keep
+#'   the classes. For `task = "regression"` a numeric vector (or docvar name); for
+#'   `task = "multilabel"` see `task`.
 #' @param model `NULL` (the bundled all-MiniLM-L6-v2), a Hugging Face hub id or the path of a
 #'   local model folder.
 #' @param epochs,lr number of training epochs and peak learning rate; `NULL` takes the Python

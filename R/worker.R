@@ -63,9 +63,10 @@ worker_run <- function(found, verb, args, debug, stream, r_names = NULL) {
   w <- worker_get(found)
   id <- w$next_id
   w$next_id <- id + 1L
-  req <- jsonlite::toJSON(list(id = id, verb = verb, args = I(as.character(args)),
-                               cwd = normalizePath(getwd(), winslash = "/"), debug = debug,
-                               r_names = r_names),
+  # no `r_names` field without names (a NULL list element would be sent as {})
+  req <- jsonlite::toJSON(c(list(id = id, verb = verb, args = I(as.character(args)),
+                                 cwd = normalizePath(getwd(), winslash = "/"), debug = debug),
+                            if (!is.null(r_names)) list(r_names = r_names)),
                           auto_unbox = TRUE)
   w$state <- "busy"
   finished <- FALSE
@@ -122,7 +123,7 @@ worker_crash <- function(w, verb, stream) {
   try(worker_drain(w, stream), silent = TRUE)
   status <- w$proc$get_exit_status()
   how <- if (is.null(status)) "for an unknown reason"
-         else if (status < 0) paste0("killed by signal ", -status)
+         else if (status < 0) paste0("(killed by signal ", -status, ")")
          else paste0("with exit status ", status)
   if (identical(.qf$worker, w)) .qf$worker <- NULL
   w$state <- "finished"

@@ -220,7 +220,7 @@ def test_partitioned_predict_counts_truncated_documents_as_one_file(tmp_path, mo
     with pytest.warns(TruncationWarning) as parts:
         predict_partitions(model_dir, tmp_path / "in", tmp_path / "out", device="cpu",
                            quiet=True)
-    message = "4 of 30 document(s) truncated to 64 tokens (head_tail)"
+    message = "4 of 30 document(s) truncated to 64 tokens (head_tail), 13% of the documents"
     for caught in (one, parts):
         assert [str(w.message).split(";")[0] for w in caught
                 if w.category is TruncationWarning] == [message]

@@ -139,7 +139,16 @@ def test_predict_reports_truncated_documents_everywhere(model_dir, tmp_path, cap
     assert cli.main(["predict", "--model", str(model_dir), "--input", str(src), "--out",
                      str(tmp_path / "q.csv"), "--device", "cpu", "--quiet"]) == 0
     err = capsys.readouterr().err
-    assert "quantformer: warning: 2 of 6 document(s) truncated to 64 tokens (head_tail)" in err
+    head = "2 of 6 document(s) truncated to 64 tokens (head_tail), 33% of the documents; "
+    assert f"quantformer: warning: {head}`quantformer tokenize --model M" in err
+    assert err.count("truncated to") == 1
+    # called from R (--r-names): once, in R terms, no command line (issue 27, point 3)
+    assert cli.main(["--r-names", "object,newdata,type", "predict", "--model", str(model_dir),
+                     "--input", str(src), "--out", str(tmp_path / "r.csv"), "--device", "cpu",
+                     "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert f"quantformer: warning: {head}textstat_subwords(x, model = fit) shows which\n" in err
+    assert err.count("truncated to") == 1 and "quantformer tokenize" not in err
     # `tokenize` with the model directory marks the same documents, at the model's max_length
     assert cli.main(["tokenize", "--input", str(src), "--model", str(model_dir), "--out",
                      str(tmp_path / "t.csv")]) == 0

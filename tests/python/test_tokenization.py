@@ -176,3 +176,21 @@ def test_token_stats_and_summary(bert_tok):
     assert summary["over 128 (truncated)"] == "1" and summary["share truncated"] == "0.25"
     empty = summarise(stats.iloc[[1]], 128)["value"]
     assert empty["missing or empty"] == "1" and empty["median"] == "NA"
+
+
+def test_truncation_warning_gives_the_share_and_speaks_r_when_r_called():
+    import warnings
+
+    from quantformer.cli.main import warning_text
+    from quantformer.models.tokenize import TruncationWarning, warn_truncated
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_truncated(3, 1000, 256, "head_tail")
+        warn_truncated(0, 10, 256, "head")  # nothing cut: no warning
+    assert [w.category for w in caught] == [TruncationWarning]
+    head = "3 of 1000 document(s) truncated to 256 tokens (head_tail), 0.3% of the documents; "
+    assert warning_text(caught[0].message, None) == \
+        head + "`quantformer tokenize --model M --input F --out G` shows which"
+    assert warning_text(caught[0].message, ["x", "model"]) == \
+        head + "textstat_subwords(x, model = fit) shows which"

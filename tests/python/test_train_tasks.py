@@ -4,6 +4,7 @@ accumulation, the train/ parts and their bad inputs (tiny models, one epoch)."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -328,3 +329,44 @@ def test_cli_evaluate_pred_regression(tmp_path, capsys):
     assert cli.main(["evaluate", "--pred", str(pred), "--truth", str(pred), "--truth-col",
                      "truth", "--task", "regression"]) == 2
     assert "give exactly one of --truth (a file) or --truth-col" in capsys.readouterr().err
+
+
+# ---- numeric labels read as classes (issue 27, point 2)
+
+
+def test_numeric_labels_with_many_values_warn_and_name_task_regression():
+    from quantformer.models.tasks import NUMERIC_CLASSES_MAX, Classification, TrainingWarning
+
+    years = regression_frame()  # 24 distinct years, 1900 ... 1969
+    with pytest.warns(TrainingWarning) as caught:
+        Classification().fit(years)
+    numeric = [w.message for w in caught if "every label is a number" in str(w.message)]
+    assert len(numeric) == 1
+    assert str(numeric[0]).startswith(
+        "every label is a number and there are 24 distinct ones (1900, 1903, ..., 1969); they "
+        "become 24 classes")
+    assert cli.warning_text(numeric[0], None).endswith(
+        "pass --task regression; to keep them as classes, list them with --labels")
+    assert cli.warning_text(numeric[0], ["x", "y", "task"]).endswith(
+        'pass `task = "regression"`; to keep them as classes, list them with `y`')
+    # at the threshold, with words among the labels, or with the classes listed: no warning
+    codes = years.iloc[:NUMERIC_CLASSES_MAX * 2].assign(
+        label=[str(i % NUMERIC_CLASSES_MAX) for i in range(NUMERIC_CLASSES_MAX * 2)])
+    worded = years.assign(label=years["label"].where(years.index > 0, "none"))
+    for frame, kw in ((codes, {}), (worded, {}), (years, {"labels": years["label"]})):
+        with warnings.catch_warnings(record=True) as quiet:
+            warnings.simplefilter("always")
+            Classification(**kw).fit(frame)
+        assert [str(w.message) for w in quiet if "is a number" in str(w.message)] == []
+
+
+def test_cli_finetune_warns_about_numeric_labels_before_training(tmp_path, tiny_bert_dir,
+                                                                  capsys):
+    data = tmp_path / "years.csv"
+    regression_frame().to_csv(data, index=False)
+    assert cli.main(["finetune", "--train", str(data), "--model", str(tiny_bert_dir),
+                     "--epochs", "1", "--max-length", "32", "--device", "cpu", "--quiet",
+                     "--out", str(tmp_path / "model")]) == 0
+    err = capsys.readouterr().err
+    assert "quantformer: warning: every label is a number and there are 24 distinct ones" in err
+    assert "pass --task regression;" in err

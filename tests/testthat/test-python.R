@@ -70,7 +70,7 @@ test_that("quantformer_install() installs torch first, then the bundled core wit
   py <- file.path(env, "bin", "python")
   core <- normalizePath(system.file("pycore", package = "quantformer"))
   expect_true(file.exists(file.path(core, "pyproject.toml")))
-  expect_true(file.exists(file.path(core, "python", "quantformer", "serve.py")))
+  expect_true(file.exists(file.path(core, "python", "quantformer", "cli", "serve.py")))
   expect_equal(cmds[[1]], c("/usr/bin/python3", "-m", "venv", env))
   expect_equal(cmds[[3]], c(py, "-m", "pip", "install", "torch==2.13.0", "--index-url",
                             "https://download.pytorch.org/whl/cpu"))
@@ -95,6 +95,25 @@ test_that("quantformer_install() installs torch first, then the bundled core wit
   expect_error(quantformer_install(path = tempfile(), dry_run = TRUE), "is not a folder")
   expect_error(quantformer_install(path = withr::local_tempdir(), dry_run = TRUE),
                "has no pyproject.toml")
+})
+
+test_that("quantformer_install() installs into the absolute path it returns (#27)", {
+  dir <- withr::local_tempdir()
+  withr::local_dir(dir)
+  cmds <- quantformer_install(envdir = "qf-rel-venv", python = "/usr/bin/python3",
+                              dry_run = TRUE)
+  env <- file.path(getwd(), "qf-rel-venv")
+  expect_identical(attr(cmds, "envdir"), env)
+  expect_equal(cmds[[1]], c("/usr/bin/python3", "-m", "venv", env))
+  expect_identical(cmds[[3]][1], file.path(env, "bin", "python"))
+})
+
+test_that("?textstat_prevalence keeps its text after a percent sign (#27)", {
+  rd <- tools::Rd_db("quantformer")[["textstat_prevalence.Rd"]]
+  if (is.null(rd)) rd <- tools::parse_Rd(test_path("..", "..", "man", "textstat_prevalence.Rd"))
+  txt <- paste(utils::capture.output(tools::Rd2txt(rd, options = list(underline_titles = FALSE))),
+               collapse = " ")
+  expect_match(gsub("\\s+", " ", txt), "biased even at 80-90% accuracy and their textbook")
 })
 
 test_that("quantformer_install() refuses what it cannot use, saying what to do (#11)", {
@@ -160,6 +179,22 @@ test_that("quantformer_config() reports the Python, versions and the default mod
   expect_equal(cfg$default_model, "all-MiniLM-L6-v2")
   expect_true(dir.exists(cfg$default_model_path))
   expect_output(print(cfg), "default_model_path")
+  # one row per name: the interpreter's path is `python`, the core's Python version
+  # `python_version` (issue 27, point 4)
+  expect_false(anyDuplicated(names(cfg)) > 0)
+  expect_match(cfg$python_version, "^3\\.[0-9]+\\.[0-9]+")
+})
+
+test_that("quantformer_config() before the core is installed says what is missing (#27)", {
+  local_no_python()
+  cfg <- expect_no_error(quantformer_config())
+  expect_identical(cfg$quantformer, "not installed")
+  expect_true(is.na(cfg$python))
+  expect_match(cfg$missing, "cannot find a Python with the quantformer package installed")
+  out <- capture.output(print(cfg))
+  expect_match(out, "^  quantformer +not installed$", all = FALSE)
+  expect_match(out, "^missing: quantformer cannot find a Python", all = FALSE)
+  expect_match(paste(out, collapse = "\n"), "quantformer_install()", fixed = TRUE)
 })
 
 test_that("the CLI failing mid-run gives an R error with its message; R carries on", {

@@ -33,8 +33,15 @@ test_that("predict() warns how many documents it truncated and textstat_subwords
   new$text <- c("Taxes are too high.",
                 paste(rep("The economy of the nation is strong.", 20), collapse = " "),
                 "We will defend the nation.")
-  expect_warning(predict(fit, newdata = new),
-                 "1 of 3 document\\(s\\) truncated to 32 tokens \\(head_tail\\)")
+  # once per call, with the share, in R terms (issue 27, point 3)
+  warned <- character()
+  withCallingHandlers(predict(fit, newdata = new), warning = function(w) {
+    warned <<- c(warned, conditionMessage(w))
+    invokeRestart("muffleWarning")
+  })
+  expect_identical(warned, paste0("1 of 3 document(s) truncated to 32 tokens (head_tail), 33% ",
+                                  "of the documents; textstat_subwords(x, model = fit) shows ",
+                                  "which"))
   res <- textstat_subwords(new, model = fit)
   expect_equal(res$document, new$doc_id)
   expect_equal(res$truncated, res$n_tokens > 32)

@@ -105,7 +105,7 @@ test_that("a worker killed mid-call gives an R error that says so; the next call
   err <- expect_error(quantformer:::run_cli("finetune", finetune_args(tempfile())),
                       class = "quantformer_worker_crash")
   expect_match(conditionMessage(err), sprintf(
-    "worker \\(pid %d\\) stopped killed by signal 9 while running `finetune`; the next call starts a fresh worker", pid))
+    "worker \\(pid %d\\) stopped \\(killed by signal 9\\) while running `finetune`; the next call starts a fresh worker", pid))
   expect_false(file.exists(file.path("/proc", pid)))   # ended and reaped: no zombie
   res <- quantformer:::run_cli("info", "--json")
   expect_equal(jsonlite::fromJSON(res$stdout)$default_model, "all-MiniLM-L6-v2")

@@ -46,3 +46,35 @@ class InputError(QuantformerError, ValueError):
 
 class ModelDirError(InputError):
     """A model directory is missing, incomplete (no completion record) or not a classifier."""
+
+
+class ParamWarning(UserWarning):
+    """A warning that names parameters, rendered like :class:`InputError`: as flags on the
+    command line, as the calling function's arguments in R.
+
+    Args:
+        message: the text; each parameter it names is written ``{name}``, a setting of one
+            ``{name=value}`` (``--task regression`` on the command line,
+            ``task = "regression"`` in R).
+        params: the fields of ``message`` (``"max_length"``, ``"task=regression"``).
+        r_message: the text when R called, for wording that is not a parameter (an R
+            function call instead of a command line); fields as in ``message``.
+    """
+
+    def __init__(self, message: str = "", *, params: Iterable[str] = (),
+                 r_message: str | None = None):
+        super().__init__(message)
+        self.params = tuple(params)
+        self.r_message = r_message
+
+    def render(self, name: Callable[[str], str], r: bool = False) -> str:
+        """The message (``r``: the R message, when there is one) with each field written as
+        ``name(field)``."""
+        text = self.r_message if r and self.r_message is not None else \
+            (str(self.args[0]) if self.args else "")
+        for p in self.params:
+            text = text.replace("{" + p + "}", name(p))
+        return text
+
+    def __str__(self) -> str:
+        return self.render(lambda p: p)

@@ -28,6 +28,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "in_format": ("--format", ("format",)),
     "lrs": ("--lrs", ("lr",)),
     "epochs_grid": ("--epochs-grid", ("epochs",)),
+    "task": ("--task", ("task",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")
@@ -50,6 +51,26 @@ def r_argument(name: str, r_args: Iterable[str] | None = None) -> str:
     if name in SWITCHES and (r_args is None or name not in r_args):
         return f"`{names[0]} = TRUE`"  # passed through `...`
     return f"`{names[0]}`"
+
+
+def cli_setting(field: str) -> str:
+    """A field of a message on the command line: ``"task=regression"`` -> ``--task
+    regression``; a plain parameter name -> its flag (:func:`cli_flag`)."""
+    name, sep, value = field.partition("=")
+    return f"{cli_flag(name)} {value}" if sep else cli_flag(name)
+
+
+def r_setting(field: str, r_args: Iterable[str] | None = None) -> str:
+    """A field of a message in R: ``"task=regression"`` -> `` `task = "regression"` ``
+    (numbers and ``TRUE``/``FALSE`` unquoted); a plain parameter name -> its R argument
+    (:func:`r_argument`)."""
+    name, sep, value = field.partition("=")
+    if not sep:
+        return r_argument(name, r_args)
+    arg = r_argument(name, r_args).strip("`").split(" = ")[0]
+    bare = value in ("TRUE", "FALSE") or re.fullmatch(r"-?\d+(\.\d+)?", value)
+    shown = value if bare else '"' + value + '"'
+    return f"`{arg} = {shown}`"
 
 
 def _flag_names() -> dict[str, str]:

@@ -24,8 +24,8 @@ import sys
 import traceback
 import warnings
 
-from .._core.errors import InputError
-from .._core.parameters import cli_flag, r_argument, r_flags
+from .._core.errors import InputError, ParamWarning
+from .._core.parameters import cli_flag, cli_setting, r_argument, r_flags, r_setting
 from .._core.show import print_json
 from .._core.version import __version__
 from ..io.modeldir import read_record
@@ -192,7 +192,19 @@ def _r_names(argv: list[str]) -> list[str] | None:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"quantformer: warning: {message}", file=sys.stderr, flush=True)
+    print(f"quantformer: warning: {warning_text(message, _Parser.r_names)}", file=sys.stderr,
+          flush=True)
+
+
+def warning_text(message, r_names: list[str] | None) -> str:
+    """A warning's one line: a :class:`ParamWarning` names its parameters as flags, or, when R
+    called (``r_names``: the calling R function's arguments), as R arguments in its R
+    wording; other warnings as they are."""
+    if not isinstance(message, ParamWarning):
+        return str(message)
+    if r_names is None:
+        return message.render(cli_setting)
+    return message.render(lambda field: r_setting(field, r_names), r=True)
 
 
 def main(argv: list[str] | None = None) -> int:

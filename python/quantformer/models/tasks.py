@@ -35,14 +35,21 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError
+from .._core.errors import InputError, ParamWarning
 from ..io.frames import _as_str_series
 from ..score.evaluate import evaluate
 from ..score.metrics import as_numbers, multilabel_metrics, regression_metrics
 
 
-class TrainingWarning(UserWarning):
-    """A problem in the training data that training works around (tiny classes, dropped rows)."""
+#: more distinct labels than this, all of them numbers, look like a numeric outcome (a year,
+#: a score) read as classes: classification warns and names ``--task regression``. Ten keeps
+#: 0-10 rating scales and small numeric codes quiet.
+NUMERIC_CLASSES_MAX = 10
+
+
+class TrainingWarning(ParamWarning):
+    """A problem in the training data that training works around (tiny classes, dropped rows,
+    numeric labels read as classes)."""
 
 
 def _missing(values: pd.Series) -> np.ndarray:
@@ -81,6 +88,8 @@ class Classification:
             InputError: a single class, training labels missing from ``labels``.
         """
         seen = sorted(data["label"].unique().tolist())
+        if self.labels is None:
+            _warn_numeric(seen)
         self.labels = _label_order(self.labels, seen)
         if len(seen) < 2:
             raise InputError(
@@ -135,6 +144,23 @@ class Classification:
 
     def say(self, result: dict) -> str:
         return f"accuracy {result['accuracy']:.4f}, macro-F1 {result['macro_f1']:.4f}"
+
+
+def _warn_numeric(seen: list) -> None:
+    """Warn when the labels are more than :data:`NUMERIC_CLASSES_MAX` distinct numbers: a
+    numeric outcome would silently become one class per value."""
+    if len(seen) <= NUMERIC_CLASSES_MAX:
+        return
+    numbers = pd.to_numeric(pd.Series(seen, dtype=object), errors="coerce")
+    if numbers.isna().any():
+        return
+    low, second, high = (f"{v:g}" for v in numbers.sort_values().iloc[[0, 1, -1]])
+    warnings.warn(TrainingWarning(
+        f"every label is a number and there are {len(seen)} distinct ones ({low}, {second}, "
+        f"..., {high}); they become {len(seen)} classes, one per value. For a numeric "
+        "outcome (a year, a score) pass {task=regression}; to keep them as classes, list "
+        "them with {labels}",
+        params=["task=regression", "labels"]), stacklevel=5)
 
 
 def _label_order(given, seen: list) -> list:

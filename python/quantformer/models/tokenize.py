@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError
+from .._core.errors import InputError, ParamWarning
 from ..io.modeldir import RECORD
 
 STRATEGIES = ("head_tail", "head", "tail")
@@ -30,7 +30,7 @@ PAPER_HEAD = 128  # first tokens kept at 512 (Wankmüller 2022, section 6.3)
 PAPER_BUDGET = 510  # 512 minus [CLS] and [SEP]
 
 
-class TruncationWarning(UserWarning):
+class TruncationWarning(ParamWarning):
     """Documents longer than ``max_length`` were cut."""
 
 
@@ -38,16 +38,19 @@ def warn_truncated(n_truncated: int, n: int, max_length: int, strategy: str) -> 
     """Warn that ``n_truncated`` of ``n`` documents were cut to ``max_length`` tokens.
 
     The wording is the one every verb uses (``predict``, ``zeroshot``, ``evaluate --model``):
-    ``"3 of 120 document(s) truncated to 256 tokens (head_tail)"``, with where to see which.
+    ``"3 of 120 document(s) truncated to 256 tokens (head_tail), 2.5% of the documents"``,
+    then where to see which: ``quantformer tokenize`` on the command line,
+    ``textstat_subwords(x, model = fit)`` when R called (the CLI's ``--r-names``).
     """
     if n_truncated:
         import warnings
 
-        warnings.warn(
-            f"{n_truncated} of {n} document(s) truncated to {max_length} tokens ({strategy}); "
-            "`quantformer tokenize --model M --input F --out G` (R: textstat_subwords(x, model)) shows "
-            "which",
-            TruncationWarning, stacklevel=3)
+        share = 100 * n_truncated / n
+        head = (f"{n_truncated} of {n} document(s) truncated to {max_length} tokens "
+                f"({strategy}), {share:.{0 if share >= 1 else 1}f}% of the documents")
+        warnings.warn(TruncationWarning(
+            f"{head}; `quantformer tokenize --model M --input F --out G` shows which",
+            r_message=f"{head}; textstat_subwords(x, model = fit) shows which"), stacklevel=3)
 
 
 def check_strategy(strategy: str) -> str:
