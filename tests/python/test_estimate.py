@@ -302,3 +302,45 @@ def test_ppi_python_import_does_not_silence_warnings():
             "warnings.warn('still heard', UserWarning)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "still heard" in r.stderr
+
+
+def test_gold_needed_beyond_the_corpus_is_noted_issue27():
+    pred, truth = biased_corpus(n=300)
+    gold = _gold(pred, truth, n=100)
+    t = quantformer.estimate(pred, gold, method="gold", target_halfwidth=0.01)
+    p = np.mean(truth[:100] == "toxic")
+    needed = np.ceil(1.96 ** 2 * p * (1 - p) / 0.01 ** 2)
+    assert t["n_gold_needed"].iloc[0] == pytest.approx(needed, abs=1) and needed > 300
+    assert t["note"].iloc[0] == (f"n_gold_needed ({t['n_gold_needed'].iloc[0]:.0f}) is more "
+                                 "than the 300 documents the corpus has: coding all of them is "
+                                 "the most one can do")
+    wide = quantformer.estimate(pred, gold, method="gold", target_halfwidth=0.2)
+    assert (wide["note"] == "").all()
+
+
+def test_group_whose_gold_documents_agree_gets_exact_interval_issue27():
+    from scipy.stats import beta
+
+    pred, truth = biased_corpus(n=600)
+    pred["region"] = np.where(np.arange(600) < 590, "north", "south")
+    south = np.flatnonzero(pred["region"] == "south")[:3]
+    gold = pd.concat([_gold(pred, truth, n=100),
+                      pd.DataFrame({"doc_id": pred["doc_id"].to_numpy()[south],
+                                    "label": "ok"})])
+    with pytest.warns(GoldWarning, match="fewer than 10: region=south"):
+        t = quantformer.estimate(pred, gold, by="region")
+    row = t[(t["region"] == "south") & (t["class"] == "ok")].iloc[0]
+    # 3 of 3 gold documents coded ok: Clopper-Pearson [(alpha/2)^(1/3), 1], not [1, 1]
+    assert row["n_gold"] == 3 and row["ci_low"] == pytest.approx(beta.ppf(0.025, 3, 1))
+    assert row["ci_low"] == pytest.approx(0.025 ** (1 / 3)) and row["ci_high"] == 1.0
+    assert row["note"] == ("its 3 gold document(s) agree (3 of 3 in this class): the variance "
+                           "estimate is zero, so the interval is widened to the exact "
+                           "Clopper-Pearson interval of the gold share")
+    toxic = t[(t["region"] == "south") & (t["class"] == "toxic")].iloc[0]
+    assert toxic["ci_low"] == 0.0 and toxic["ci_high"] == pytest.approx(1 - 0.025 ** (1 / 3))
+    north = t[t["region"] == "north"]
+    assert (north["note"] == "").all() and (north["ci_high"] > north["ci_low"]).all()
+    with pytest.warns(GoldWarning):
+        g = quantformer.estimate(pred, gold, by="region", method="gold")
+    assert g.loc[(g["region"] == "south") & (g["class"] == "ok"), "ci_low"].iloc[0] == \
+        pytest.approx(0.025 ** (1 / 3))

@@ -217,7 +217,8 @@ def join_gold(pred, gold, *, label_col: str = "label", weight_col: str | None = 
     coded = pd.unique(gold[label_col].dropna())
     if len(coded) == 1:
         warnings.warn(f"every gold document is coded {coded[0]!r}: the intervals of the shares "
-                      "rest on one class and are degenerate (often zero width); code a random "
+                      "rest on one class and are degenerate (widened to exact Clopper-Pearson "
+                      "intervals, see the note column); code a random "
                       "sample of the corpus, which will include the other classes",
                       GoldWarning, stacklevel=3)
     return GoldPair(frame=pred, classes=classes, yhat=yhat, predicted=predicted,

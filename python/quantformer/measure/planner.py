@@ -12,7 +12,9 @@ gold sample size ``n`` that makes the normal interval's half-width ``z * se`` eq
 * ``naive``: not planned (its interval does not depend on the gold sample).
 
 The answer is the total gold sample size (pilot included); subtract ``n_gold`` for "how many
-more". It is a plan, as good as the pilot's variance estimates.
+more". It is a plan, as good as the pilot's variance estimates. When it exceeds the documents
+of the corpus (or group), the row's ``note`` says that the corpus has only that many: coding
+all of them is the most one can do (their share is then known without sampling error).
 """
 
 from __future__ import annotations
@@ -65,15 +67,25 @@ def gold_needed(y: np.ndarray, f_gold: np.ndarray, f_all: np.ndarray, w: np.ndar
 
 def add_gold_needed(table: pd.DataFrame, pair, groups: list, by: list, halfwidth: float,
                     level: float, method: str) -> pd.DataFrame:
-    """Add ``n_gold_needed`` to an :func:`quantformer.measure.prevalence` table (NaN for ``naive``)."""
-    needed = []
+    """Add ``n_gold_needed`` to an :func:`quantformer.measure.prevalence` table (NaN for ``naive``).
+
+    A row whose ``n_gold_needed`` exceeds its group's documents gets a ``note`` saying so.
+    """
+    needed, notes = [], []
+    whose = "this group" if by else "the corpus"
     for _key, rows, gold in groups:
         for cls in pair.classes:
             if method == "naive" or not gold.any():
                 needed.append(math.nan)
+                notes.append("")
                 continue
             f = pair.column(cls)
             needed.append(gold_needed(pair.indicator(cls)[gold], f[pair.gold_rows[gold]],
                                       f[rows], pair.gold_weights[gold], halfwidth, level,
                                       method))
-    return table.assign(n_gold_needed=needed)
+            notes.append(f"n_gold_needed ({needed[-1]:.0f}) is more than the {len(rows)} "
+                         f"documents {whose} has: coding all "
+                         "of them is the most one can do"
+                         if needed[-1] > len(rows) else "")
+    note = ["; ".join(filter(None, pair_)) for pair_ in zip(table["note"], notes)]
+    return table.assign(n_gold_needed=needed, note=note)

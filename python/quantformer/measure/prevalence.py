@@ -25,6 +25,14 @@ With ``by``, each group of the docvars gets its own estimate from its own gold d
 without gold documents gets, for ``ppi``, the pooled correction (the mean error over all gold
 documents, assuming the classifier errs alike in every group; the ``note`` column says so) and,
 for ``gold``, no estimate (missing, with a note). Intervals are clipped to [0, 1].
+
+When the gold documents used for a class (those of the group, or all of them when pooled) all
+agree (every one in the class or none, e.g. a group with 3 gold documents), the variance
+estimate of ``ppi`` and ``gold`` is zero and their interval would have zero width, such as
+[1, 1]: certain-looking and wrong. The interval is then widened to contain the exact
+Clopper-Pearson interval of the gold share (k of n; Clopper & Pearson 1934, "The use of
+confidence or fiducial limits illustrated in the case of the binomial", Biometrika 26,
+unweighted even for a weighted sample) and the ``note`` says so; the estimate is kept.
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ from .planner import add_gold_needed
 METHODS = ("ppi", "naive", "gold")
 COLUMNS = ["class", "estimate", "ci_low", "ci_high", "method", "n_gold", "n_total", "note"]
 POOLED = "no gold documents in this group: the PPI correction is pooled over all groups"
+EXACT = ("its {n} gold document(s) agree ({k} of {n} in this class): the variance estimate is "
+         "zero, so the interval is widened to the exact Clopper-Pearson interval of the gold "
+         "share")
 
 
 def check_level(level: float) -> float:
@@ -102,9 +113,22 @@ def _gold_only(pair: GoldPair, gold: np.ndarray, cls: str, alpha: float):
     return float(np.average(y, weights=w)), float(np.ravel(low)[0]), float(np.ravel(high)[0])
 
 
+def _exact_if_degenerate(pair, used, cls, alpha, point):
+    """``point`` with its interval widened to Clopper-Pearson when the used gold codes agree."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    y = pair.indicator(cls)[used]
+    est, low, high = point
+    if not len(y) or np.isnan(est) or (y.min() != y.max() and high > low):
+        return point, ""
+    k, n = int(y.sum()), len(y)
+    exact = proportion_confint(k, n, alpha=alpha, method="beta")
+    return (est, min(low, float(exact[0])), max(high, float(exact[1]))), EXACT.format(n=n, k=k)
+
+
 def _one_class(pair, method, rows, gold, cls, alpha):
     """(estimate, low, high, n_gold, note) for one class within one group of rows."""
-    note = ""
+    note, used = "", gold
     if method == "naive":
         point = _naive(pair, rows, cls, alpha)
     elif method == "gold":
@@ -113,7 +137,11 @@ def _one_class(pair, method, rows, gold, cls, alpha):
     elif gold.sum():
         point = _ppi(pair, rows, gold, cls, alpha)
     else:
-        point, note = _ppi(pair, rows, np.ones_like(gold), cls, alpha), POOLED
+        used = np.ones_like(gold)
+        point, note = _ppi(pair, rows, used, cls, alpha), POOLED
+    if method != "naive":
+        point, exact = _exact_if_degenerate(pair, used, cls, alpha, point)
+        note = "; ".join(filter(None, [note, exact]))
     est, low, high = point
     return est, max(low, 0.0), min(high, 1.0), int(gold.sum()), len(rows), note
 
@@ -167,7 +195,8 @@ def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
     Returns:
         DataFrame, one row per group and class: the ``by`` columns, ``class``, ``estimate``,
         ``ci_low``, ``ci_high``, ``method``, ``n_gold``, ``n_total``, ``note`` (why a row is
-        pooled or missing; empty otherwise), [``n_gold_needed``].
+        pooled or missing, why its interval is the exact one of agreeing gold codes, why
+        ``n_gold_needed`` exceeds the group; empty otherwise), [``n_gold_needed``].
 
     Raises:
         InputError: bad ``method``/``level``/``by``; see :func:`quantformer.io.gold.join_gold`.
