@@ -17,7 +17,8 @@
 #' @param method `"ppi"` (default), `"naive"` (predicted labels as the outcome; for
 #'   contrast) or `"gold"` (the hand-coded documents alone).
 #' @return A data frame of class `textstat_regression`, one row per coefficient: `outcome`,
-#'   `term`, `estimate`, `ci_low`, `ci_high`, `family`, `method`, `n_gold`, `n_total`.
+#'   `term` (named as [lm()] names coefficients: `(Intercept)`, `partyR`, `decade1990s`,
+#'   `partyR:decade1990s`; the core's files use patsy's `Intercept`, `party[T.R]`), `estimate`, `ci_low`, `ci_high`, `family`, `method`, `n_gold`, `n_total`.
 #'   Documents with a missing covariate are an error, never dropped silently.
 #' @references See [textstat_prevalence()].
 #' @examples
@@ -51,6 +52,7 @@ textstat_regression <- function(pred, gold, formula, data, family = c("ols", "lo
                      cli_flags(family = family, method = method, level = level)),
                    inputs = gold_in$inputs, output = "rds", verbose = verbose,
                    r_args = names(formals()))$output
+  res$term <- r_term_names(res$term)
   class(res) <- c("textstat_regression", "textstat", "data.frame")
   res
 }
