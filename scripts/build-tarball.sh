@@ -16,4 +16,13 @@ tar -C "$root" --exclude=./.venv --exclude=./.git --exclude=./runs --exclude=./d
   --exclude='*.egg-info' --exclude=./.pytest_cache --exclude='quantformer_*.tar.gz' -cf - . |
   tar -C "$stage/quantformer" -xf -
 ( cd "$out" && R CMD build "$@" "$stage/quantformer" ) >&2
+for opt in "$@"; do
+  if [ "$opt" = --no-build-vignettes ]; then
+    # R lists only knitted vignettes; knitting needs the Python core (docs/install.md)
+    echo "note: the vignettes were not built, so vignette(package = \"quantformer\") lists" \
+      "none: read them in vignettes/ (or the articles of the site that make check builds in" \
+      "site/), or, once quantformer_install() has run, rebuild without --no-build-vignettes" \
+      "(it knits them, fine-tuning small models: minutes on a CPU) and install that tarball" >&2
+  fi
+done
 ls "$out"/quantformer_*.tar.gz | head -1

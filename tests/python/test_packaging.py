@@ -71,3 +71,21 @@ def test_sdist_carries_pyproject_and_the_package_not_the_tests(dist):
     assert "pyproject.toml" in names
     assert {f"python/{m}" for m in _modules()} <= names
     assert not any(n.startswith("tests/") or "__pycache__" in n for n in names)
+
+
+def test_r_tarball_without_vignettes_says_where_they_are_issue27(tmp_path):
+    """The README's build (--no-build-vignettes) gives a tarball without knitted vignettes, so
+    R's vignette index is empty: the build says so and where to read them."""
+    done = subprocess.run(["bash", str(REPO / "scripts" / "build-tarball.sh"), str(tmp_path),
+                           "--no-build-vignettes", "--no-manual"],
+                          capture_output=True, text=True, check=True)
+    tarball = Path(done.stdout.strip())
+    with tarfile.open(tarball) as tar:
+        names = tar.getnames()
+    assert "quantformer/vignettes/findings.Rmd" in names
+    assert not any(n.startswith("quantformer/inst/doc/") for n in names)
+    assert "quantformer/build/vignette.rds" not in names
+    assert ("note: the vignettes were not built, so vignette(package = \"quantformer\") lists "
+            "none: read them in vignettes/") in done.stderr
+    assert "once quantformer_install() has run, rebuild without --no-build-vignettes" \
+        in done.stderr
