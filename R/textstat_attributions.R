@@ -26,7 +26,9 @@
 #' @param html `NULL` or a file name ending in `.html`: a self-contained page highlighting
 #'   the words.
 #' @inheritParams textmodel_finetune
-#' @return A data frame with one row per word (and target): `document` (docnames),
+#' @return A data frame with one row per word (and target): `document` (docnames;
+#'   every textstat_* frame names it `document`, as quanteda's do; frames that go back to the
+#'   core, such as `predict(type = "both")`, keep `doc_id`),
 #'   `word_id`, `word`, `start`, `end` (0-based, end-exclusive character offsets), 
 #'   `attribution` (logits; `NA`: not seen by the model), `target`, `completeness_gap`.
 #'   Errors (from the core): `steps` < 1, a `target` that is not a class, empty or all-missing

@@ -23,7 +23,9 @@
 #' @param docvars if `TRUE`, the docvars of `x` are added as further columns.
 #' @inheritParams textmodel_finetune
 #' @return A data frame with one row per document, in the order of `x`: `document`
-#'   (docnames), `n_tokens` (integer; 0 for empty or `NA` texts), `truncated` (logical: more
+#'   (docnames;
+#'   every textstat_* frame names it `document`, as quanteda's do; frames that go back to the
+#'   core, such as `predict(type = "both")`, keep `doc_id`), `n_tokens` (integer; 0 for empty or `NA` texts), `truncated` (logical: more
 #'   than `max_length` tokens: cut by fine-tuning and prediction), then the docvars when
 #'   `docvars = TRUE`.
 #' @examples
