@@ -27,7 +27,7 @@
 #' @inheritParams textmodel_finetune
 #' @return An object of class `textmodel_behaviour`: a list with `summary` (a data frame: one
 #'   row per test with `name`, `type`, `expect`, `n`, `n_fail`, `fail_rate`, `ci_lower`,
-#'   `ci_upper`: a Wilson 95% interval) and `tests` (each test's failing examples: original,
+#'   `ci_upper`: a Wilson 95\% interval) and `tests` (each test's failing examples: original,
 #'   perturbed, both predictions).
 #' @export
 textmodel_behaviour <- function(fit, newdata = NULL, perturb = NULL, expect = NULL,

@@ -7,7 +7,7 @@
 #' into the text, so `substr(text, start + 1, end)` is the word. Attributions are in logit
 #' units and not normalised per document, so documents compare; `completeness_gap` says how
 #' far a document's attributions fall short of adding up to its logit difference (raise
-#' `steps` when the core warns it is above 5%). Long documents are explained in the window
+#' `steps` when the core warns it is above 5\%). Long documents are explained in the window
 #' `predict()` uses (head+tail by default); words outside it have `NA` attributions.
 #' Runs `quantformer explain`.
 #'
@@ -18,7 +18,7 @@
 #' @param target `NULL` (each document's predicted class; every label of a multi-label
 #'   model) or the class (character) whose logit is explained.
 #' @param steps `NULL` (adaptive: 16 Gauss-Legendre steps, 48 then 128 for documents whose
-#'   completeness gap exceeds 5%) or a whole number >= 1 of steps for every document.
+#'   completeness gap exceeds 5\%) or a whole number >= 1 of steps for every document.
 #' @param check if `TRUE`, also run the deletion test (AOPC of the 5 most attributed words vs
 #'   5 random words; Samek et al. 2017) and the model-randomisation check (Spearman rank
 #'   correlation with a re-initialised model; Adebayo et al. 2018), returned as the `check`

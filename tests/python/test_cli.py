@@ -316,6 +316,7 @@ def test_errors_name_the_flag_or_the_r_argument(capsys, tmp_path):
     assert error.render(lambda p: r_argument(p, ["x", "y", "max_length"])) == \
         "`y` names no column; `max_length` too small"
     assert r_argument("overwrite", ["x", "..."]) == "`overwrite = TRUE`"
+    assert r_argument("overwrite", ["x", "overwrite"]) == "`overwrite = TRUE`"
 
 
 def test_messages_in_flags_name_the_r_arguments(capsys):

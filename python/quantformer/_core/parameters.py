@@ -48,8 +48,8 @@ def r_argument(name: str, r_args: Iterable[str] | None = None) -> str:
     if r_args is not None:
         have = set(r_args)
         names = tuple(n for n in names if n in have) or (name,)
-    if name in SWITCHES and (r_args is None or name not in r_args):
-        return f"`{names[0]} = TRUE`"  # passed through `...`
+    if name in SWITCHES:  # an R argument or one passed through `...`: set to TRUE
+        return f"`{names[0]} = TRUE`"
     return f"`{names[0]}`"
 
 
@@ -93,7 +93,7 @@ def r_flags(text: str, r_args: Iterable[str]) -> str:
         name = by_flag.get(flag, flag[2:].replace("-", "_"))
         entry = PARAMETERS.get(name)
         candidates = [n for n in (entry[1] if entry else (name,)) if n in have]
-        if name in SWITCHES and "..." in have and name not in have:
+        if name in SWITCHES and ("..." in have or name in have):
             return f"`{name} = TRUE`"
         return f"`{candidates[0]}`" if candidates else flag
 
