@@ -63,10 +63,11 @@ worker_run <- function(found, verb, args, debug, stream, r_names = NULL) {
   w <- worker_get(found)
   id <- w$next_id
   w$next_id <- id + 1L
-  req <- jsonlite::toJSON(list(id = id, verb = verb, args = I(as.character(args)),
-                               cwd = normalizePath(getwd(), winslash = "/"), debug = debug,
-                               r_names = r_names),
-                          auto_unbox = TRUE)
+  # without r_names (an internal call) the field is left out: toJSON writes NULL as {}
+  req <- jsonlite::toJSON(Filter(Negate(is.null), list(
+    id = id, verb = verb, args = I(as.character(args)),
+    cwd = normalizePath(getwd(), winslash = "/"), debug = debug, r_names = r_names)),
+    auto_unbox = TRUE)
   w$state <- "busy"
   finished <- FALSE
   on.exit(if (!finished) worker_stop_now(grace_ms = 0), add = TRUE)
