@@ -2,7 +2,8 @@
 # Run every test: pytest (tests/python), then the R package's R CMD build + check (which runs
 # tests/testthat and builds the vignettes), then the pkgdown site with its links checked. Exits non-zero on any failure; pytest's "no tests
 # collected" (exit 5) counts as a failure, and so does missing R: skipped tests are not passed
-# tests (`scripts/check.sh python` runs the Python tests alone, on a machine without R).
+# tests (`scripts/check.sh python` runs the Python tests alone, on a machine without R). Under
+# CI=true any skip (pytest or testthat) fails the run unless its reason names a GPU.
 # Usage: scripts/check.sh [all|python|r] [extra pytest arguments...]   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +43,17 @@ if [ "$what" = all ] || [ "$what" = r ]; then
     elif [ ! -f scripts/check-r.sh ]; then
       echo "== R check script scripts/check-r.sh is missing: FAILING"; status=1; failed+=(R)
     else
-      bash scripts/check-r.sh || { status=1; failed+=(R); }
+      rlog=$(mktemp)
+      bash scripts/check-r.sh 2>&1 | tee "$rlog"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || { status=1; failed+=(R); }
+      # under CI=true a testthat skip is a failure unless its reason names a GPU (the same rule
+      # as tests/python/conftest.py; check-r.sh prints the "Skipped tests" bullets)
+      if [ "${CI:-}" = true ] && grep -E '^• ' "$rlog" | grep -vE 'GPU|CUDA' >/dev/null; then
+        echo "== testthat skipped tests under CI=true (only GPU-only skips may skip in CI): FAILING"
+        grep -E '^• ' "$rlog" | grep -vE 'GPU|CUDA'
+        status=1; failed+=("R (skipped tests)")
+      fi
+      rm -f "$rlog"
       # the documentation site (pkgdown) with its internal links checked
       echo "== documentation site"
       bash scripts/build-site.sh || { status=1; failed+=(site); }

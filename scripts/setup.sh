@@ -48,10 +48,10 @@ if ! .venv/bin/python -c "import quantformer, pytest, xgboost, Stemmer, captum" 
   .venv/bin/python -c "import quantformer.cli.main" && touch .venv/.quantformer-installed
 fi
 
-R_DEBS="r-base-core r-cran-processx r-cran-jsonlite r-cran-testthat r-cran-withr r-cran-knitr r-cran-rmarkdown pandoc r-cran-roxygen2 r-cran-pkgdown"
+R_DEBS="r-base-core r-cran-processx r-cran-jsonlite r-cran-testthat r-cran-withr r-cran-knitr r-cran-rmarkdown pandoc r-cran-roxygen2 r-cran-pkgdown r-cran-reticulate"
 r_ok() {
   command -v Rscript >/dev/null 2>&1 && command -v pandoc >/dev/null 2>&1 &&
-    Rscript -e 'for (p in c("processx","jsonlite","testthat","withr","knitr","rmarkdown","roxygen2","pkgdown")) if (!requireNamespace(p, quietly=TRUE)) quit(status=1)' >/dev/null 2>&1
+    Rscript -e 'for (p in c("processx","jsonlite","testthat","withr","knitr","rmarkdown","roxygen2","pkgdown","reticulate")) if (!requireNamespace(p, quietly=TRUE)) quit(status=1)' >/dev/null 2>&1
 }
 if ! r_ok; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -6,6 +6,7 @@ copies of the tiny models (the shared session fixtures are never written into).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -94,13 +95,30 @@ def test_cache_location(tmp_path, default_model_dir):
     got = onnx_backend.cache_dir(None, str(default_model_dir), "mean_pool", "none")
     assert got.parent.parent.parent == tmp_path / "cache"
     assert got.name == "mean_pool-fp32"
-    if os.geteuid() != 0:  # root can write anywhere
-        model.chmod(0o555)
-        try:
-            ro = onnx_backend.cache_dir(str(model), str(model), "proba", "none")
-        finally:
-            model.chmod(0o755)
-        assert str(ro).startswith(str(tmp_path / "cache"))
+    # an unwritable model folder: the user cache instead (root writes through chmod, not
+    # through the immutable attribute)
+    with unwritable(model):
+        ro = onnx_backend.cache_dir(str(model), str(model), "proba", "none")
+    assert str(ro).startswith(str(tmp_path / "cache"))
+
+
+@contextlib.contextmanager
+def unwritable(folder):
+    """``folder`` made unwritable for this process: ``chattr +i`` as root, else mode 555."""
+    root = os.geteuid() == 0
+    if root:
+        subprocess.run(["chattr", "+i", str(folder)], check=True)
+    else:
+        folder.chmod(0o555)
+    try:
+        with pytest.raises(OSError):
+            (folder / "probe").mkdir()
+        yield folder
+    finally:
+        if root:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        else:
+            folder.chmod(0o755)
 
 
 def test_longformer_is_refused_clearly(tiny_longformer_dir):

@@ -260,4 +260,11 @@ def test_cli_with_a_finetuned_model(corpus_file, tiny_bert_dir, tmp_path):
     assert run(args) == 0
     out = pd.read_csv(tmp_path / "s.csv")
     assert len(out) == 4 and set(out["guess"]) <= {"econ", "other"}
-    assert out["score"].between(0, 1).all()
+    # the fine-tuned model's probabilities of the suggested documents, derived here: the guess
+    # is its top class, guess_prob its probability, the margin score 1 - (p1 - p2)
+    texts = toy_frame(40).set_index("doc_id").loc[out["doc_id"], "text"]
+    probs = clf.predict(texts.tolist(), warn=False)[["prob_econ", "prob_other"]].to_numpy()
+    top = np.sort(probs, axis=1)[:, ::-1]
+    assert out["guess"].tolist() == [("econ", "other")[i] for i in probs.argmax(axis=1)]
+    np.testing.assert_allclose(out["guess_prob"], top[:, 0], atol=1e-5)
+    np.testing.assert_allclose(out["score"], 1 - (top[:, 0] - top[:, 1]), atol=1e-5)

@@ -64,7 +64,8 @@ def test_tune_multilabel_label_sep_uses_plain_folds_and_macro_f1(tiny_bert_dir):
                estimate=False)
     assert res.cv_results.columns.tolist() == ["lr", "epochs", "fold", "macro_f1", "micro_f1",
                                                "seconds"]
-    assert res.cv_results["macro_f1"].between(0, 1).all() and len(res.cv_results) == 3
+    assert len(res.cv_results) == 3
+    assert res.best["mean_macro_f1"] == pytest.approx(res.cv_results["macro_f1"].mean())
     assert res.info["labels"] == ["econ", "long"] and res.info["metric"] == "macro_f1"
     assert res.model.record["labels"] == ["econ", "long"]
 

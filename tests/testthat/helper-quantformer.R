@@ -17,7 +17,12 @@ skip_if_no_verb <- function(verb) {
   skip_if_no_python()
   py <- quantformer:::find_python()$python
   res <- processx::run(py, c("-m", "quantformer", verb, "--help"), error_on_status = FALSE)
-  if (res$status != 0) testthat::skip(paste0("the Python core has no '", verb, "' verb yet"))
+  if (res$status == 0) return(invisible(TRUE))
+  if (identical(Sys.getenv("QUANTFORMER_REQUIRE_PYTHON"), "1"))
+    stop("QUANTFORMER_REQUIRE_PYTHON=1 but the Python core at ", py, " has no '", verb,
+         "' verb (`", verb, " --help` exited with ", res$status, "): install the core of ",
+         "this source tree")
+  testthat::skip(paste0("the Python core has no '", verb, "' verb yet"))
 }
 
 # ../shared/data: from QUANTFORMER_TEST_DATA (set by scripts/check-r.sh), else relative to the
@@ -26,7 +31,11 @@ shared_data <- function(...) {
   dir <- Sys.getenv("QUANTFORMER_TEST_DATA", "")
   if (!nzchar(dir)) dir <- file.path(testthat::test_path(), "..", "..", "..", "shared", "data")
   path <- file.path(dir, ...)
-  if (!file.exists(path)) testthat::skip(paste0("shared test data absent: ", path))
+  if (!file.exists(path)) {
+    if (identical(Sys.getenv("CI"), "true"))
+      stop("shared test data absent under CI=true: ", path, " (set QUANTFORMER_TEST_DATA)")
+    testthat::skip(paste0("shared test data absent: ", path))
+  }
   path
 }
 

@@ -13,10 +13,12 @@ test_that("textmodel_compare returns the Table-1 data frame with the long result
   res <- attr(tab, "results")
   expect_equal(nrow(res), 2 * 2 * 2)
   expect_equal(sort(unique(res$train_size)), c(60, 120))
-  expect_true(all(res$macro_f1 >= 0 & res$macro_f1 <= 1))
-  # the table's means are the means of the draws
-  m <- mean(res$macro_f1[res$model == "svm-bow" & res$train_size == 120])
-  expect_equal(tab$f1_mean_120[1], m)
+  # the table's means, minima and maxima are those of the draws, per model and size
+  for (size in c(60, 120)) for (stat in c("mean", "min", "max")) {
+    draws <- res[res$train_size == size, ]
+    expect_equal(tab[[paste0("f1_", stat, "_", size)]],
+                 as.vector(tapply(draws$macro_f1, draws$model, stat)[tab$model]))
+  }
   expect_true(file.exists(file.path(attr(tab, "output_dir"), "table.md")))
   # the same output_dir again: refused (in R's words) unless overwrite = TRUE
   out <- attr(tab, "output_dir")

@@ -51,6 +51,14 @@ finetune_args <- function(out) {
   c("--train", f, "--label-col", "party", "--out", out, "--epochs", "3")
 }
 
+# sh code: wait (120 s at most) until process %d has used 1 s more CPU time than now (the
+# request it got is running), then run `%s %s`; sprintf(busy_then, pid, pid, command, arg)
+busy_then <- paste(
+  "ticks() { awk '{print $14 + $15}' /proc/$1/stat 2>/dev/null || echo 0; };",
+  "t0=$(ticks %d); i=0;",
+  "while [ $i -lt 600 ] && [ $(( $(ticks %d) - t0 )) -lt 100 ]; do sleep 0.2; i=$((i+1)); done;",
+  "%s %s")
+
 skip_unless_installed <- function() {
   if (!length(find.package("quantformer", lib.loc = .libPaths(), quiet = TRUE)))
     skip("quantformer is not installed (tests run from the source tree)")
@@ -79,7 +87,9 @@ test_that("the worker is reused: same pid, the model stays loaded, same results 
   expect_equal(p0, p1, tolerance = 1e-6)
   # relative paths follow R's working directory, as for a one-off process
   dir <- withr::local_tempdir()
-  withr::with_dir(dir, textstat_subwords(c(a = "One text.")))
+  file.symlink(fit$model_dir, file.path(dir, "my-model"))
+  sw <- withr::with_dir(dir, textstat_subwords(c(a = "One text."), model = "my-model"))
+  expect_equal(sw, textstat_subwords(c(a = "One text."), model = fit))
   expect_equal(quantformer:::worker_pid(), pid)
   # progress streams live and the core's warnings become R warnings, as from a one-off process
   msgs <- capture.output(
@@ -100,7 +110,8 @@ test_that("a worker killed mid-call gives an R error that says so; the next call
   local_worker()
   quantformer:::run_cli("info", "--json")
   pid <- quantformer:::worker_pid()
-  killer <- processx::process$new("sh", c("-c", sprintf("sleep 4; kill -9 %d", pid)))
+  # kill it once the finetune request is running: the worker has used 1 s more CPU time
+  killer <- processx::process$new("sh", c("-c", sprintf(busy_then, pid, pid, "kill -9", pid)))
   on.exit(killer$kill(), add = TRUE)
   err <- expect_error(quantformer:::run_cli("finetune", finetune_args(tempfile())),
                       class = "quantformer_worker_crash")
@@ -128,7 +139,8 @@ test_that("an interrupt cancels the request, R goes on, the next call has a fres
   on.exit(r$kill(), add = TRUE)
   pid <- as.integer(wait_for_file(pidfile))
   expect_true(alive(pid))
-  Sys.sleep(4)   # the finetune request is running
+  busy <- processx::run("sh", c("-c", sprintf(busy_then, pid, pid, "echo", "running")))
+  expect_equal(trimws(busy$stdout), "running")   # the finetune request is running
   r$interrupt()
   r$wait(120000)
   expect_equal(r$read_all_output(), "interrupted and R goes on; TRUE; TRUE")
