@@ -16,6 +16,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "out": ("--out", ("output_dir",)),
     "train": ("--train", ("x",)),
     "input": ("--input", ("newdata", "x")),
+    "inputs": ("--input", ("newdata", "x")),
     "valid": ("--valid", ("validation",)),
     "valid_fraction": ("--valid-fraction", ("validation",)),
     "label_col": ("--label-col", ("y",)),
@@ -26,6 +27,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "text_col": ("--text-col", ("text_field",)),
     "id_col": ("--id-col", ("docid_field",)),
     "in_format": ("--format", ("format",)),
+    "fmt": ("--format", ("format",)),
     "lrs": ("--lrs", ("lr",)),
     "epochs_grid": ("--epochs-grid", ("epochs",)),
 }
