@@ -61,10 +61,10 @@ def test_check_folds_names_the_small_class_and_suggests_fewer_folds():
     with pytest.raises(InputError) as e:
         check_folds(labels, 5)
     assert "class 'rare' has only 3 document(s)" in str(e.value)
-    assert "use --folds 3 or fewer" in str(e.value)
+    assert "use folds 3 or fewer" in str(e.value)
     with pytest.raises(InputError, match="only one class \\('a'\\); a classifier needs at "
                                          "least two: code documents of at least one other "
-                                         "class, or check --label-col"):
+                                         "class, or check label_col"):
         check_folds(["a"] * 10, 2)
     with pytest.raises(InputError, match="code more documents of that class"):
         check_folds(["a"] * 10 + ["b"], 2)
@@ -173,7 +173,7 @@ def test_unusable_rows_masks_and_errors():
     assert no_label.tolist() == [True] + [False] * 5
     assert no_text.tolist() == [True, True, True, False, False, False]
     with pytest.raises(InputError, match="the test data has no label column; name it with "
-                                         "--label-col"):
+                                         "label_col"):
         unusable_rows(f.drop(columns="label"), "test data")
     with pytest.raises(InputError, match="has no document with both a text and a label"):
         unusable_rows(f.assign(text=""), "test data")

@@ -108,7 +108,7 @@ def test_compare_rejects_folds_larger_than_a_sample_class():
         compare(train, test, models="svm-bow", train_sizes=[10], repeats=1, folds=5,
                 quiet=True)
     assert "class 'econ' has only" in str(e.value)
-    assert "training sample of 10 documents" in str(e.value) and "--folds" in str(e.value)
+    assert "training sample of 10 documents" in str(e.value) and "use folds" in str(e.value)
     with pytest.raises(InputError, match="^repeats must be"):
         compare(train, test, models="svm-bow", repeats=0, quiet=True)
 

@@ -105,7 +105,7 @@ def test_out_folder_refused_unless_resume_and_scheduler_strings(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "x.parquet").write_text("x")
-    with pytest.raises(InputError, match="not empty; pass --resume"):
+    with pytest.raises(InputError, match="not empty; pass resume"):
         check_out_dir(out, resume=False)
     with pytest.raises(InputError, match="no manifest.json"):
         check_out_dir(out, resume=True)

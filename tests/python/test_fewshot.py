@@ -105,7 +105,7 @@ def test_setfit_leaves_no_scratch_folders(tmp_path, monkeypatch):
 @pytest.mark.parametrize("kwargs, message", [
     ({"epochs": 0}, "epochs must be a positive number"),
     ({"lr": -1.0}, "lr must be a positive number"),
-    ({"labels": ["econ"]}, "not in --labels"),
+    ({"labels": ["econ"]}, "not in labels"),
 ])
 def test_setfit_bad_arguments(kwargs, message):
     with pytest.raises(InputError, match=message):

@@ -123,7 +123,7 @@ def test_labels_order_and_validation(tiny_bert_dir):
     assert clf2.record["validation"]["macro_f1"] == pytest.approx(f1_score(
         frame["label"].iloc[30:], pred, average="macro", zero_division=0,
         labels=["econ", "other"]))
-    with pytest.raises(InputError, match="not in --labels"):
+    with pytest.raises(InputError, match="not in labels"):
         finetune(frame, model=str(tiny_bert_dir), labels=["econ"], **FAST)
 
 
@@ -133,7 +133,7 @@ def test_bad_training_data(tiny_bert_dir):
     one = frame.assign(label=["econ"] * 18 + [None, None])
     with pytest.raises(InputError, match="only one class \\('econ'\\)") as e:
         finetune(one, model=m, **FAST)
-    assert "code documents of at least one other class, or check --label-col" in str(e.value)
+    assert "code documents of at least one other class, or check label_col" in str(e.value)
     with pytest.raises(InputError, match="training set is empty"):
         finetune(frame.assign(label=None), model=m, **FAST)
     with pytest.raises(InputError, match="training set is empty"):
@@ -149,14 +149,14 @@ def test_bad_training_data(tiny_bert_dir):
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"epochs": 0}, "--epochs must be a whole number greater than 0"),
-    ({"epochs": 1.5}, "--epochs must be a whole number"),
-    ({"lr": 0.0}, "--lr must be a number greater than 0"),
-    ({"lr": -1e-5}, "--lr must be"),
-    ({"batch_size": 0}, "--batch-size must be a whole number greater than 0"),
+    ({"epochs": 0}, "^epochs must be a whole number greater than 0"),
+    ({"epochs": 1.5}, "^epochs must be a whole number"),
+    ({"lr": 0.0}, "^lr must be a number greater than 0"),
+    ({"lr": -1e-5}, "^lr must be"),
+    ({"batch_size": 0}, "^batch_size must be a whole number greater than 0"),
     ({"max_length": 600}, "above this model's limit of 512 tokens"),
     ({"truncation": "middle"}, "unknown truncation 'middle'"),
-    ({"oversample": 2.0}, "--oversample must be a ratio"),
+    ({"oversample": 2.0}, "^oversample must be a ratio"),
 ])
 def test_bad_arguments(tiny_bert_dir, kw, msg):
     args = {**FAST, **kw}

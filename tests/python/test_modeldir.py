@@ -39,7 +39,7 @@ def test_save_and_load_round_trip(clf, tmp_path):
     texts = toy_frame(10)["text"]
     np.testing.assert_allclose(loaded.predict_proba(texts), clf.predict_proba(texts),
                                atol=1e-6)
-    with pytest.raises(InputError, match="exists; pass --overwrite"):
+    with pytest.raises(InputError, match="exists; pass overwrite or choose another out"):
         clf.save(path)
     clf.save(path, overwrite=True)
     assert read_record(path)["labels"] == clf.labels

@@ -44,7 +44,7 @@ def test_local_folder(tiny_bert_dir, tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", ["./no/such/model", "/no/such/model", "a/b/c"])
 def test_missing_path(name):
     with pytest.raises(InputError, match=f"model folder not found: '{name}'; check the path, "
-                       "or give a hub id .* or leave --model out for the bundled default"):
+                       "or give a hub id .* or leave model out for the bundled default"):
         resolve_model(name)
 
 
@@ -66,8 +66,8 @@ def test_uncached_hub_id_fails_fast_offline(monkeypatch, tmp_path):
     assert tried == []
     msg = str(info.value)
     assert "not in the Hugging Face cache" in msg and "cannot be reached" in msg
-    assert "pass its local folder with --model" in msg
-    assert "leave --model out to use the bundled all-MiniLM-L6-v2" in msg
+    assert "pass its local folder with model" in msg
+    assert "leave model out to use the bundled all-MiniLM-L6-v2" in msg
 
 
 def test_hub_probe_has_a_hard_timeout(monkeypatch):
@@ -142,13 +142,13 @@ def test_resolve_device(monkeypatch):
     assert resolve_device("auto") == "cpu"
     assert resolve_device(None) == "cpu"
     assert resolve_device("CPU") == "cpu"
-    with pytest.raises(InputError, match="--device cuda was asked for but no CUDA GPU"):
+    with pytest.raises(InputError, match="^device cuda was asked for but no CUDA GPU"):
         resolve_device("cuda")
     with pytest.raises(InputError, match="no CUDA GPU"):
         resolve_device("cuda:1")
     with pytest.raises(InputError, match="Apple MPS is not available"):
         resolve_device("mps")
-    with pytest.raises(InputError, match="unknown --device 'tpu'; use auto, cpu, cuda"):
+    with pytest.raises(InputError, match="unknown device 'tpu'; use auto, cpu, cuda"):
         resolve_device("tpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert resolve_device("auto") == "cuda" and resolve_device("cuda:0") == "cuda:0"

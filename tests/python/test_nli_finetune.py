@@ -227,7 +227,7 @@ def test_validation_fraction_scores_the_held_out_documents(tiny_roberta_nli_dir)
 
 
 def test_a_model_without_entailment_label_is_refused(tiny_bert_dir):
-    with pytest.raises(InputError, match=r"needs an NLI model.*--model with an NLI model such "
+    with pytest.raises(InputError, match=r"needs an NLI model.*pass model with an NLI model such "
                                          r"as MoritzLaurer"):
         finetune(toy_frame(8), model=str(tiny_bert_dir), method="nli")
     with pytest.raises(InputError, match="all-MiniLM-L6-v2 has labels"):
@@ -235,13 +235,13 @@ def test_a_model_without_entailment_label_is_refused(tiny_bert_dir):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"method": "nli", "oversample": 0.5}, "--oversample cannot be used with --method nli"),
-    ({"method": "nli", "nli_pairs": "some"}, "--nli-pairs must be one of balanced, all"),
+    ({"method": "nli", "oversample": 0.5}, "oversample cannot be used with method nli"),
+    ({"method": "nli", "nli_pairs": "some"}, "nli_pairs must be one of balanced, all"),
     ({"method": "nli", "hypothesis": "About it."}, "no {} placeholder"),
     ({"method": "nli", "task": "regression"}, "trains classifiers only"),
-    ({"method": "nli", "epochs": 0}, "--epochs must be a whole number greater than 0"),
-    ({"hypothesis": "About {}."}, "--hypothesis is for --method nli"),
-    ({"method": "setfit", "label_phrases": {"econ": "x"}}, "--label-phrases is for --method"),
+    ({"method": "nli", "epochs": 0}, "epochs must be a whole number greater than 0"),
+    ({"hypothesis": "About {}."}, "hypothesis is for method nli"),
+    ({"method": "setfit", "label_phrases": {"econ": "x"}}, "label_phrases is for method"),
 ])
 def test_bad_nli_arguments(tiny_roberta_nli_dir, kwargs, message):
     with pytest.raises(InputError, match=message):

@@ -67,10 +67,10 @@ def test_regression_bad_labels(tiny_bert_dir, change, msg):
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"oversample": 0.5}, "--oversample balances classes and has no meaning for --task "
+    ({"oversample": 0.5}, "oversample balances classes and has no meaning for task "
                           "regression"),
-    ({"labels": ["a", "b"]}, "--labels orders classes"),
-    ({"label_cols": ["econ"]}, "--label-cols and --label-sep are for --task multilabel"),
+    ({"labels": ["a", "b"]}, "labels orders classes"),
+    ({"label_cols": ["econ"]}, "label_cols and label_sep are for task multilabel"),
     ({"tune_thresholds": True, "valid_fraction": 0.2}, "tune_thresholds is for task "
                                                         "multilabel"),
 ])
@@ -174,16 +174,16 @@ def test_multilabel_metrics_against_hand_computed_values():
 
 @pytest.mark.parametrize("change, kw, msg", [
     ({"econ": ["yes"] + [0] * 23}, {},
-     "label column 'econ' \\(--label-cols\\) must hold 0/1 values, but it has 'yes' \\(row 1\\)"),
+     "label column 'econ' \\(label_cols\\) must hold 0/1 values, but it has 'yes' \\(row 1\\)"),
     # review finding: a float column (R numbers, or a column with NA) said "2.0"; the row is
     # the file's (R's document number), not the row among the coded documents
     ({"econ": [0.0, 1.0, None, 2.0] + [0.0] * 20}, {},
-     "label column 'econ' \\(--label-cols\\) must hold 0/1 values, but it has 2 \\(row 4\\); "
+     "label column 'econ' \\(label_cols\\) must hold 0/1 values, but it has 2 \\(row 4\\); "
      "recode it as 0/1"),
     ({"long": [0] * 24}, {}, "label 'long' is present in no training document"),
-    ({}, {"oversample": 0.5}, "--oversample balances the classes of a single-label"),
-    ({}, {"label_cols": None}, "--task multilabel needs either --label-cols"),
-    ({}, {"label_cols": ["econ", "nope"]}, "no column 'nope' of --label-cols"),
+    ({}, {"oversample": 0.5}, "oversample balances the classes of a single-label"),
+    ({}, {"label_cols": None}, "task multilabel needs either label_cols"),
+    ({}, {"label_cols": ["econ", "nope"]}, "no column 'nope' of label_cols"),
 ])
 def test_multilabel_bad_inputs(tiny_bert_dir, change, kw, msg):
     frame = multilabel_frame().assign(**change)
@@ -277,9 +277,9 @@ def test_bf16_on_cpu_trains_and_predicts_and_fp16_is_refused(tiny_bert_dir):
     assert np.isfinite(probs).all() and np.allclose(probs.sum(axis=1), 1, atol=1e-5)
     assert finetune(frame, model=str(tiny_bert_dir), **FAST).record[
         "hyperparameters"]["precision"] == "fp32"  # auto on CPU
-    with pytest.raises(InputError, match="--precision fp16 needs a CUDA GPU"):
+    with pytest.raises(InputError, match="^precision fp16 needs a CUDA GPU"):
         finetune(frame, model=str(tiny_bert_dir), precision="fp16", **FAST)
-    with pytest.raises(InputError, match="--precision must be one of"):
+    with pytest.raises(InputError, match="^precision must be one of"):
         finetune(frame, model=str(tiny_bert_dir), precision="fp8", **FAST)
 
 
@@ -291,7 +291,7 @@ def test_grad_accum_steps_less_often(tiny_bert_dir):
     assert four.record["hyperparameters"]["grad_accum"] == 4
     # 4 batches of 8 = one optimisation step instead of four: different weights
     assert np.abs(one.predict_proba(frame) - four.predict_proba(frame)).max() > 1e-6
-    with pytest.raises(InputError, match="--grad-accum must be a whole number greater than 0"):
+    with pytest.raises(InputError, match="^grad_accum must be a whole number greater than 0"):
         finetune(frame, model=str(tiny_bert_dir), grad_accum=0, **FAST)
 
 
@@ -303,16 +303,16 @@ def test_tune_and_compare_check_arguments_before_any_work():
     from quantformer.select.tune import tune
 
     frame = toy_frame(40)
-    with pytest.raises(InputError, match="--oversample must be a ratio in \\(0, 1\\]"):
+    with pytest.raises(InputError, match="^oversample must be a ratio in \\(0, 1\\]"):
         tune(frame, oversample=2.0, quiet=True)
-    with pytest.raises(InputError, match="--max-length must be a whole number greater than 0"):
+    with pytest.raises(InputError, match="^max_length must be a whole number greater than 0"):
         tune(frame, max_length=0, quiet=True)
     with pytest.raises(InputError, match="give task to compare itself"):
         compare(frame, frame, models="default", finetune_kwargs={"task": "regression"},
                 quiet=True)
-    with pytest.raises(InputError, match="--task must be one of"):
+    with pytest.raises(InputError, match="^task must be one of"):
         tune(frame, task="ordinal", quiet=True)
-    with pytest.raises(InputError, match="--lr must be a number greater than 0"):
+    with pytest.raises(InputError, match="lr must be a number greater than 0"):
         compare(frame, frame, models="default", finetune_kwargs={"lr": -1.0}, quiet=True)
 
 

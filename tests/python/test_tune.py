@@ -125,7 +125,7 @@ def test_max_runs_and_small_classes_are_refused():
     with pytest.raises(InputError) as e:
         tune(imbalanced(n_minor=3), folds=5, lrs=[1e-5], epochs_grid=[2], quiet=True,
              fit_fn=fake_fit([]))
-    assert "class 'minor' has only 3" in str(e.value) and "--folds 3 or fewer" in str(e.value)
+    assert "class 'minor' has only 3" in str(e.value) and "folds 3 or fewer" in str(e.value)
     with pytest.raises(InputError, match="^lrs must be comma-separated numbers"):
         tune(imbalanced(), lrs=[-1e-5], epochs_grid=[2], folds=2, fit_fn=fake_fit([]))
 

@@ -164,8 +164,9 @@ class Classifier:
         hp = record.get("hyperparameters", {})
         if use_onnx:
             if task.name != "classification":
-                raise InputError(f"--backend onnx supports classification models only; this "
-                                 f"is a {task.name} model: use --backend torch")
+                raise InputError(f"{{backend}} onnx supports classification models only; "
+                                 f"this is a {task.name} model: use {{backend}} torch",
+                                 params=["backend"])
             net = open_model(str(path), use="proba", fn=softmax_logits, loader=_load_torch,
                              quantize=quantize)
             clf = cls(net, net.tokenizer, record["labels"], max_length=hp.get("max_length", 512),

@@ -97,7 +97,7 @@ def detect_format(path: str | os.PathLike, fmt: str | None = None, *, write: boo
             )
         raise InputError(
             f"cannot tell the format of '{path}' from its extension '{ext or '(none)'}'; "
-            f"use one of {kinds}, or pass --format"
+            f"use one of {kinds}, or pass {{fmt}}", params=["fmt"]
         )
     return found
 
@@ -306,8 +306,9 @@ def _tsv_quoting(path: Path, text: str, sep: str) -> str:
             f"'{path}' has {len(lines)} lines of data, but reading quotes as CSV quoting "
             f"would give {n_rows} rows: the quote opening a field on line {first} runs on into "
             "later lines and would merge them into one document. If the file has no quoting "
-            "(made with paste or exported unquoted), pass --quoting none to read every line as "
-            "it is; if its quoted fields really span lines, pass --quoting csv"
+            "(made with paste or exported unquoted), pass {quoting} none to read every line as "
+            "it is; if its quoted fields really span lines, pass {quoting} csv",
+            params=["quoting"]
         )
     warnings.warn(
         f"{len(quoted)} line(s) of '{path}' have a field that begins with a quote (first: "
@@ -323,8 +324,8 @@ def _check_unquoted_fields(path: Path, text: str, sep: str, n_fields: int) -> No
         if ln.count(sep) + 1 != n_fields:
             raise InputError(
                 f"'{path}', line {i}: {ln.count(sep) + 1} field(s) where the header has "
-                f"{n_fields} (read with --quoting none, so every line is one row); remove the "
-                f"extra delimiters {sep!r} or add the missing fields"
+                f"{n_fields} (read with {{quoting}} none, so every line is one row); remove "
+                f"the extra delimiters {sep!r} or add the missing fields", params=["quoting"]
             )
 
 
@@ -382,14 +383,15 @@ def as_str_series(s: pd.Series) -> pd.Series:
 _as_str_series = as_str_series  # the name modules inside io/ and older callers use
 
 
-def _choose(columns: list[str], given: str | None, default: str, what: str, flag: str,
+def _choose(columns: list[str], given: str | None, default: str, what: str, param: str,
             path, required: bool) -> str | None:
     if given is not None:
         if given not in columns:
+            hint, hint_params = _file_for_column_hint(given, what, param)
             raise InputError(
                 f"{what} column '{given}' is not in {path}; its columns are: "
-                f"{', '.join(map(str, columns))}. Pass the right name with {flag}"
-                + _file_for_column_hint(given, what, flag)
+                f"{', '.join(map(str, columns))}. Pass the right name with {{{param}}}" + hint,
+                params=[param, *hint_params]
             )
         return given
     if default in columns:
@@ -397,7 +399,8 @@ def _choose(columns: list[str], given: str | None, default: str, what: str, flag
     if required:
         raise InputError(
             f"{path} has no '{default}' column; its columns are: "
-            f"{', '.join(map(str, columns))}. Name the {what} column with {flag}"
+            f"{', '.join(map(str, columns))}. Name the {what} column with {{{param}}}",
+            params=[param]
         )
     return None
 
@@ -406,15 +409,18 @@ def _looks_like_file(name: str) -> bool:
     return Path(name).suffix.lower() in _EXT or Path(name).is_file()
 
 
-def _file_for_column_hint(given: str, what: str, flag: str) -> str:
-    """The fix when a file name was given to a column flag (e.g. ``--label-col labels.txt``)."""
+def _file_for_column_hint(given: str, what: str, param: str) -> tuple[str, list[str]]:
+    """The fix when a file name was given to a column parameter (e.g. ``label_col =
+    "labels.txt"``): the text (parameters as fields) and the parameters it names."""
     if not _looks_like_file(given):
-        return ""
+        return "", []
     if what == "label":
-        return (f". '{given}' looks like a file: {flag} takes a column name; for labels in a "
-                f"file of their own (one a line, in document order) pass --labels-file {given}")
-    return (f". '{given}' looks like a file: {flag} takes a column name; give the corpus file "
-            "with --input (or --train), and labels in a file of their own with --labels-file")
+        return ((f". '{given}' looks like a file: {{{param}}} takes a column name; for labels "
+                 "in a file of their own (one a line, in document order) pass {labels_file} "
+                 f"{given}"), ["labels_file"])
+    return ((f". '{given}' looks like a file: {{{param}}} takes a column name; give the corpus "
+             "file with {input} (or {train}), and labels in a file of their own with "
+             "{labels_file}"), ["input", "train", "labels_file"])
 
 
 def _check_text_type(s: pd.Series, column: str, source: str) -> None:
@@ -438,7 +444,8 @@ def _duplicate_ids(source: str, dups: list[str]) -> InputError:
     shown = list(dict.fromkeys(dups))[:5]
     return InputError(
         f"doc_ids must be unique, but {source} repeats {len(dups)} id(s), first: "
-        f"{', '.join(map(repr, shown))}. Make them unique or pass another --id-col"
+        f"{', '.join(map(repr, shown))}. Make them unique or pass another {{id_col}}",
+        params=["id_col"]
     )
 
 
@@ -475,10 +482,10 @@ def to_frame(
     columns = [str(c) for c in df.columns]
     df = df.copy()
     df.columns = columns
-    tcol = _choose(columns, text_col, "text", "text", "--text-col", source, required=True)
-    lcol = _choose(columns, label_col, "label", "label", "--label-col", source,
+    tcol = _choose(columns, text_col, "text", "text", "text_col", source, required=True)
+    lcol = _choose(columns, label_col, "label", "label", "label_col", source,
                    required=require_label)
-    icol = _choose(columns, id_col, "doc_id", "id", "--id-col", source, required=False)
+    icol = _choose(columns, id_col, "doc_id", "id", "id_col", source, required=False)
     n = len(df)
     if icol is not None:
         ids = _as_str_series(df[icol])
@@ -487,8 +494,8 @@ def to_frame(
             first = np.flatnonzero(missing.to_numpy())[:5] + 1
             raise InputError(
                 f"{int(missing.sum())} document(s) in {source} have no id in column '{icol}' "
-                f"(rows {', '.join(map(str, first))}); fill them in or drop --id-col to use "
-                "text1..textN"
+                f"(rows {', '.join(map(str, first))}); fill them in or drop {{id_col}} to use "
+                "text1..textN", params=["id_col"]
             )
     else:
         ids = pd.Series([f"text{i}" for i in range(id_offset + 1, id_offset + n + 1)],
@@ -503,11 +510,12 @@ def to_frame(
         labels = _as_str_series(df[lcol])
         if labels.isna().all():
             msg = (f"every value of the label column '{lcol}' in {source} is missing; "
-                   "code some documents or name another column with --label-col")
+                   "code some documents or name another column with {label_col}")
             if require_label:
-                raise InputError(msg)
+                raise InputError(msg, params=["label_col"])
             if label_col is not None and n and warn_label:
-                warnings.warn(msg, FrameWarning, stacklevel=3)
+                warnings.warn(msg.replace("{label_col}", "--label-col"), FrameWarning,
+                              stacklevel=3)
         out["label"] = labels
     used = {tcol, lcol, icol}
     reserved = {"doc_id", "text", "label"}
@@ -579,9 +587,10 @@ def read_labels_file(path: str | os.PathLike, n_docs: int, corpus) -> list[str |
     p = Path(path)
     if not p.is_file():
         raise InputError(
-            f"--labels-file '{path}' is not a file; it takes a text file with one label a line"
-            + (f". To use the column '{path}' of the corpus, pass --label-col {path}"
-               if not _looks_like_file(str(path)) else ""))
+            f"{{labels_file}} '{path}' is not a file; it takes a text file with one label a "
+            "line" + (f". To use the column '{path}' of the corpus, pass {{label_col}} {path}"
+                      if not _looks_like_file(str(path)) else ""),
+            params=["labels_file", "label_col"])
     lines = read_text_file(p).split("\n")
     if lines and lines[-1] == "":
         lines = lines[:-1]
@@ -589,21 +598,23 @@ def read_labels_file(path: str | os.PathLike, n_docs: int, corpus) -> list[str |
         header = " (if its first line is a header, remove it)" if len(lines) == n_docs + 1 \
             else ""
         raise InputError(
-            f"--labels-file '{path}' has {len(lines)} lines but '{corpus}' has {n_docs} "
-            f"documents; give one label a line, in the order of the documents{header}")
+            f"{{labels_file}} '{path}' has {len(lines)} lines but '{corpus}' has {n_docs} "
+            f"documents; give one label a line, in the order of the documents{header}",
+            params=["labels_file"])
     return [ln.strip() or None for ln in lines]
 
 
 def _check_labels_file_use(label_col: str | None) -> None:
     if label_col is not None:
-        raise InputError(f"give either --label-col ({label_col}) or --labels-file, not both")
+        raise InputError(f"give either {{label_col}} ({label_col}) or {{labels_file}}, not "
+                         "both", params=["label_col", "labels_file"])
 
 
 def _with_labels(df: pd.DataFrame, labels: list) -> pd.DataFrame:
     """``df`` with the labels of a labels file as its ``label`` column."""
     if _LABELS_FILE_COL in df.columns:
-        raise InputError("the corpus has a 'label' column already; drop --labels-file, or "
-                         "rename that column")
+        raise InputError("the corpus has a 'label' column already; drop {labels_file}, or "
+                         "rename that column", params=["labels_file"])
     df = df.copy()
     df[_LABELS_FILE_COL] = labels
     return df
@@ -927,7 +938,8 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Pat
     p = Path(path)
     detect_format(p, write=True)
     if p.exists() and not overwrite:
-        raise InputError(f"'{path}' exists; pass --overwrite or choose another --out")
+        raise InputError(f"'{path}' exists; pass {{overwrite}} or choose another file name",
+                         params=["overwrite"])
     if p.is_dir():
-        raise InputError(f"--out '{path}' is a folder; give a file name such as preds.parquet")
+        raise InputError(f"'{path}' is a folder; give a file name such as preds.parquet")
     return p

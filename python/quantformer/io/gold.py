@@ -119,7 +119,7 @@ def _predictions(pred: pd.DataFrame, classes: list) -> tuple[np.ndarray, np.ndar
 def _with_ids(df: pd.DataFrame, name: str) -> pd.DataFrame:
     if "doc_id" not in df.columns:
         raise InputError(f"the {name} file has no doc_id column (it has: "
-                         f"{', '.join(df.columns)}); name it with --id-col")
+                         f"{', '.join(df.columns)}); name it with {{id_col}}", params=["id_col"])
     return df.assign(doc_id=np.asarray(_as_str_series(df["doc_id"]).to_numpy(), dtype=object))
 
 
@@ -133,7 +133,7 @@ def _check_ids(pred: pd.DataFrame, gold: pd.DataFrame) -> None:
         raise InputError(
             f"{len(unknown)} gold document(s) are not in the prediction file (e.g. "
             f"{', '.join(unknown.head(5))}); the gold sample must be drawn from the predicted "
-            "corpus: predict those documents too, or check --id-col")
+            "corpus: predict those documents too, or check {id_col}", params=["id_col"])
 
 
 def _weights(gold: pd.DataFrame, weight_col: str | None) -> np.ndarray:
@@ -142,7 +142,7 @@ def _weights(gold: pd.DataFrame, weight_col: str | None) -> np.ndarray:
     if weight_col not in gold.columns:
         raise InputError(f"the gold sample has no '{weight_col}' column (it has: "
                          f"{', '.join(gold.columns)}); name the inclusion probabilities "
-                         "with --weight-col")
+                         "with {weight_col}", params=["weight_col"])
     p = pd.to_numeric(gold[weight_col], errors="coerce").to_numpy(float)
     if np.isnan(p).any() or (p <= 0).any() or (p > 1).any():
         raise InputError(f"the inclusion probabilities in '{weight_col}' must be numbers in "
@@ -154,7 +154,8 @@ def _weights(gold: pd.DataFrame, weight_col: str | None) -> np.ndarray:
 def _gold_labels(gold: pd.DataFrame, label_col: str, classes: list) -> pd.DataFrame:
     if label_col not in gold.columns:
         raise InputError(f"the gold sample has no '{label_col}' column (it has: "
-                         f"{', '.join(gold.columns)}); name it with --label-col")
+                         f"{', '.join(gold.columns)}); name it with {{label_col}}",
+                         params=["label_col"])
     labels = _as_str_series(gold[label_col])
     if labels.isna().any():
         warnings.warn(f"{int(labels.isna().sum())} gold document(s) have no label and are "

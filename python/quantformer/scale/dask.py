@@ -119,15 +119,17 @@ def list_partitions(inputs) -> list[Path]:
         elif p.is_file():
             found = [p]
         else:
-            raise InputError(f"--input '{item}' is neither a file, a folder nor a glob that "
-                             "matches files; check the path")
+            raise InputError(f"{{inputs}} '{item}' is neither a file, a folder nor a glob that "
+                             "matches files; check the path", params=["inputs"])
         if not found:
-            raise InputError(f"--input '{item}' matches no files; check the path or pattern")
+            raise InputError(f"{{inputs}} '{item}' matches no files; check the path or "
+                             "pattern", params=["inputs"])
         parts.extend(found)
     seen = [str(p.resolve()) for p in parts]
     dup = sorted({s for s in seen if seen.count(s) > 1})
     if dup:
-        raise InputError(f"--input lists {dup[0]} more than once; give each partition once")
+        raise InputError(f"{{inputs}} lists {dup[0]} more than once; give each partition once",
+                         params=["inputs"])
     return parts
 
 
@@ -152,15 +154,17 @@ def check_out_dir(out, resume: bool) -> Path:
     """
     d = Path(out)
     if d.exists() and not d.is_dir():
-        raise InputError(f"--out '{out}' is a file; a partitioned run writes a folder "
-                         "(one Parquet file per input partition)")
+        raise InputError(f"{{out}} '{out}' is a file; a partitioned run writes a folder "
+                         "(one Parquet file per input partition)", params=["out"])
     content = [f for f in d.iterdir() if not f.name.startswith(".")] if d.exists() else []
     if content and not resume:
-        raise InputError(f"--out '{out}' exists and is not empty; pass --resume to continue "
-                         "the job recorded in its manifest.json, or choose a new --out")
+        raise InputError(f"{{out}} '{out}' exists and is not empty; pass {{resume}} to "
+                         "continue the job recorded in its manifest.json, or choose a new {out}",
+                         params=["out", "resume"])
     if content and not (d / MANIFEST).exists():
-        raise InputError(f"--out '{out}' has files but no {MANIFEST}, so it is not the "
-                         "output of a quantformer partitioned run; choose a new --out")
+        raise InputError(f"{{out}} '{out}' has files but no {MANIFEST}, so it is not the "
+                         "output of a quantformer partitioned run; choose a new {out}",
+                         params=["out"])
     return d
 
 
@@ -180,11 +184,11 @@ def _parquet_ids(path: Path, id_col: str | None, text_col: str | None):
     text = text_col or "text"
     if text not in names:
         raise InputError(f"partition '{path}' has no text column '{text}' (columns: "
-                         f"{', '.join(names)}); name it with --text-col")
+                         f"{', '.join(names)}); name it with {{text_col}}", params=["text_col"])
     icol = id_col or ("doc_id" if "doc_id" in names else None)
     if icol is not None and icol not in names:
         raise InputError(f"partition '{path}' has no id column '{icol}' (columns: "
-                         f"{', '.join(names)}); name it with --id-col")
+                         f"{', '.join(names)}); name it with {{id_col}}", params=["id_col"])
     if pf.metadata.num_rows == 0:
         raise InputError(f"partition '{path}' is empty: it has no documents")
     if icol is None:
@@ -195,7 +199,7 @@ def _parquet_ids(path: Path, id_col: str | None, text_col: str | None):
     ids = ids.astype(object).where(ids.notna(), None)
     if ids.isna().any():
         raise InputError(f"partition '{path}' has documents without an id in '{icol}'; fill "
-                         "them in or drop --id-col")
+                         "them in or drop {id_col}", params=["id_col"])
     ids = pd.Series([str(v) for v in ids], dtype=object)
     dup = ids[ids.duplicated()]
     if len(dup):
@@ -239,7 +243,7 @@ def scan_partitions(parts: list[Path], corpus: dict) -> tuple[list[int], list[in
         if dup:
             raise InputError(f"doc_ids must be unique across partitions, but '{dup[0]}' of "
                              f"'{p}' is also in an earlier partition; make ids unique or "
-                             "pass another --id-col")
+                             "pass another {id_col}", params=["id_col"])
         rows.append(n)
         offsets.append(total)
         total += n
@@ -281,9 +285,9 @@ class Manifest:
         old = json.loads(self.path.read_text(encoding="utf-8")) if self.path.exists() else None
         if old is not None and old.get("job") != job:
             raise InputError(
-                f"--out '{folder}' holds a {old.get('job', {}).get('verb')} job with other "
+                f"{{out}} '{folder}' holds a {old.get('job', {}).get('verb')} job with other "
                 f"settings ({_diff(old.get('job', {}), job)}); resume with the same verb, "
-                "model and options, or choose a new --out")
+                "model and options, or choose a new {out}", params=["out"])
         self.data = old or {"job": job, "created": _now(), "runs": [], "partitions": {}}
 
     def start_run(self, scheduler, todo: int) -> None:
@@ -455,9 +459,9 @@ def parse_scheduler(scheduler: str | None):
         return ("local", int(s[6:]))
     if "://" in s and len(s.split("://", 1)[1]) > 0:
         return ("address", s)
-    raise InputError(f"--scheduler '{scheduler}' is not understood; use local:N (N worker "
+    raise InputError(f"{{scheduler}} '{scheduler}' is not understood; use local:N (N worker "
                      "processes on this machine) or the address of a running Dask scheduler, "
-                     "e.g. tcp://10.0.0.5:8786")
+                     "e.g. tcp://10.0.0.5:8786", params=["scheduler"])
 
 
 def torch_threads(n_workers: int) -> int:
@@ -613,7 +617,8 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     if failed:
         raise InputError(f"{len(failed)} partition(s) failed: " + "; ".join(
             f"'{r['input']}': {r['error']}" for r in failed) + f". The other partitions' "
-            f"outputs are in '{folder}'; fix these and rerun with --resume")
+            f"outputs are in '{folder}'; fix these and rerun with {{resume}}",
+            params=["resume"])
     secs = time.perf_counter() - t0
     done_rows = sum(rows[i] for i in todo)
     return {"out": str(folder), "partitions": len(parts), "done": len(todo),

@@ -31,19 +31,20 @@ def check_sizes(sizes, n_train: int) -> list[int]:
     if sizes is None:
         return [n_train]
     if isinstance(sizes, str):
-        sizes = parse_list(sizes, int, "--train-sizes")
+        sizes = parse_list(sizes, int, "train_sizes")
     out = []
     for s in sizes:
         if isinstance(s, bool) or not float(s) == int(s) or int(s) <= 0:
-            raise InputError(f"--train-sizes must be whole numbers greater than 0, not {s!r}")
+            raise InputError(f"{{train_sizes}} must be whole numbers greater than 0, not "
+                             f"{s!r}", params=["train_sizes"])
         out.append(int(s))
     too_big = [s for s in out if s > n_train]
     if too_big:
         raise InputError(
-            f"--train-sizes {', '.join(map(str, too_big))} "
+            f"{{train_sizes}} {', '.join(map(str, too_big))} "
             f"{'is' if len(too_big) == 1 else 'are'} larger than the {n_train} labelled "
-            f"training documents; use sizes up to {n_train}, or leave --train-sizes out to "
-            "train on all of them")
+            f"training documents; use sizes up to {n_train}, or leave {{train_sizes}} out to "
+            "train on all of them", params=["train_sizes"])
     return sorted(set(out))
 
 

@@ -63,10 +63,10 @@ def parse_models(models) -> list[str]:
     names = split_names(models)
     bad = [m for m in names if m not in KNOWN]
     if bad or not names:
-        raise InputError(f"unknown model name(s) in --models: {', '.join(bad) or '(none)'}; "
-                         f"valid names are: {', '.join(KNOWN)}")
+        raise InputError(f"unknown model name(s) in {{models}}: {', '.join(bad) or '(none)'}; "
+                         f"valid names are: {', '.join(KNOWN)}", params=["models"])
     if len(set(names)) != len(names):
-        raise InputError("--models names a model twice; list each once")
+        raise InputError("{models} names a model twice; list each once", params=["models"])
     return names
 
 

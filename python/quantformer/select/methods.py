@@ -63,16 +63,16 @@ def method_kwargs(method: str, *, task: str = "classification", oversample=None,
     if method not in METHODS:
         raise InputError(f"tune knows the methods {', '.join(METHODS)}, not '{method}'")
     if method != "standard" and task != "classification":
-        raise InputError(f"--method {method} trains classifiers only; use the standard method "
-                         f"for --task {task}")
+        raise InputError(f"{{method}} {method} trains classifiers only; use the standard "
+                         f"method for {{task}} {task}", params=["method", "task"])
     if method != "standard" and oversample is not None:
         why = ("SetFit draws its pairs class by class" if method == "setfit" else
                "its training pairs are balanced per class hypothesis already")
-        raise InputError(f"--oversample cannot be used with --method {method} ({why}); leave "
-                         "it out")
+        raise InputError(f"{{oversample}} cannot be used with {{method}} {method} ({why}); "
+                         "leave it out", params=["oversample", "method"])
     if setfit_iterations is not None and method != "setfit":
-        raise InputError("--setfit-iterations is for --method setfit; add --method setfit or "
-                         "leave it out")
+        raise InputError("{setfit_iterations} is for {method} setfit; add {method} setfit or "
+                         "leave it out", params=["setfit_iterations", "method"])
     check_method_options(method, hypothesis, label_phrases, nli_pairs)
     kwargs = {} if method == "standard" else {"method": method}
     if setfit_iterations is not None:
@@ -111,7 +111,8 @@ def compare_kwargs(names: list, *, model, labels: list, hypothesis: str | None =
     """
     if "nli" not in names:
         check_method_options("standard", hypothesis, label_phrases, nli_pairs,
-                             where="compare's nli model; add nli to --models")
+                             where="compare's nli model; add nli to {models}",
+                             where_params=("models",))
         return {}
     kwargs = method_kwargs("nli", hypothesis=hypothesis, label_phrases=label_phrases,
                            nli_pairs=nli_pairs)
@@ -136,6 +137,6 @@ def _positive_int(value) -> int:
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise InputError(f"--setfit-iterations must be a whole number greater than 0, not "
-                         f"{value!r}")
+        raise InputError(f"{{setfit_iterations}} must be a whole number greater than 0, not "
+                         f"{value!r}", params=["setfit_iterations"])
     return int(value)

@@ -73,44 +73,46 @@ def check_positive(value, name: str, kind) -> None:
         ok = ok and float(value) == int(value)
     if not ok or not value > 0 or (isinstance(value, float) and not math.isfinite(value)):
         what = "a whole number" if kind is int else "a number"
-        raise InputError(f"--{name} must be {what} greater than 0, not {value!r}")
+        raise InputError(f"{{{name}}} must be {what} greater than 0, not {value!r}",
+                         params=[name])
 
 
 def check_choice(value, name: str, choices) -> None:
     """Raise InputError unless ``value`` is one of ``choices``."""
     if value not in choices:
-        raise InputError(f"--{name} must be one of {', '.join(choices)}, not {value!r}")
+        raise InputError(f"{{{name}}} must be one of {', '.join(choices)}, not {value!r}",
+                         params=[name])
 
 
 def _check_seed(value, name: str) -> None:
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-        raise InputError(f"--{name} must be a whole number, not {value!r}")
+        raise InputError(f"{{{name}}} must be a whole number, not {value!r}", params=[name])
 
 
 def _check_fraction(value, name: str) -> None:
     if not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise InputError(f"--{name} must be in [0, 1), not {value}")
+        raise InputError(f"{{{name}}} must be in [0, 1), not {value}", params=[name])
 
 
 def _check_ratio(value, name: str) -> None:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 1:
-        raise InputError(f"--{name} must be a ratio in (0, 1] (the paper uses 0.25), not "
-                         f"{value!r}")
+        raise InputError(f"{{{name}}} must be a ratio in (0, 1] (the paper uses 0.25), not "
+                         f"{value!r}", params=[name])
 
 
-#: python parameter -> (CLI flag, check(value, flag)); ``None`` values are "use the default"
+#: python parameter -> check(value, parameter); ``None`` values are "use the default"
 PARAMETERS = {
-    "epochs": ("epochs", lambda v, n: check_positive(v, n, int)),
-    "lr": ("lr", lambda v, n: check_positive(v, n, float)),
-    "batch_size": ("batch-size", lambda v, n: check_positive(v, n, int)),
-    "max_length": ("max-length", lambda v, n: check_positive(v, n, int)),
-    "seed": ("seed", _check_seed),
-    "valid_fraction": ("valid-fraction", _check_fraction),
-    "oversample": ("oversample", _check_ratio),
-    "grad_accum": ("grad-accum", lambda v, n: check_positive(v, n, int)),
-    "early_stopping": ("early-stopping", lambda v, n: check_positive(v, n, int)),
-    "task": ("task", lambda v, n: check_choice(v, n, TASKS)),
-    "precision": ("precision", lambda v, n: check_choice(v, n, PRECISIONS)),
+    "epochs": lambda v, n: check_positive(v, n, int),
+    "lr": lambda v, n: check_positive(v, n, float),
+    "batch_size": lambda v, n: check_positive(v, n, int),
+    "max_length": lambda v, n: check_positive(v, n, int),
+    "seed": _check_seed,
+    "valid_fraction": _check_fraction,
+    "oversample": _check_ratio,
+    "grad_accum": lambda v, n: check_positive(v, n, int),
+    "early_stopping": lambda v, n: check_positive(v, n, int),
+    "task": lambda v, n: check_choice(v, n, TASKS),
+    "precision": lambda v, n: check_choice(v, n, PRECISIONS),
 }
 
 
@@ -119,9 +121,8 @@ def check_arguments(**values) -> None:
     means the default). Also used by tune and compare before any work.
 
     Raises:
-        InputError: the first bad value, naming its flag and what was expected.
+        InputError: the first bad value, naming its parameter and what was expected.
     """
     for name, value in values.items():
         if name in PARAMETERS and value is not None:
-            flag, check = PARAMETERS[name]
-            check(value, flag)
+            PARAMETERS[name](value, name)

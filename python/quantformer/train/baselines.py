@@ -81,12 +81,14 @@ def unusable_rows(frame: pd.DataFrame, what: str = "training data"):
             both a text and a label.
     """
     if "label" not in frame.columns:
-        raise InputError(f"the {what} has no label column; name it with --label-col")
+        raise InputError(f"the {what} has no label column; name it with {{label_col}}",
+                         params=["label_col"])
     no_label = frame["label"].isna().to_numpy()
     no_text = is_missing_text(frame["text"])
     if (no_label | no_text).all():
         raise InputError(f"the {what} has no document with both a text and a label; give "
-                         "coded documents (or name the columns with --text-col/--label-col)")
+                         "coded documents (or name the columns with {text_col}/{label_col})",
+                         params=["text_col", "label_col"])
     return no_label, no_text
 
 
@@ -123,21 +125,22 @@ def check_folds(labels, folds: int, where: str = "the training data") -> None:
             ``folds`` (the message names the class and suggests a smaller ``--folds``).
     """
     if not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise InputError(f"--folds must be a whole number of at least 2, not {folds}")
+        raise InputError(f"{{folds}} must be a whole number of at least 2, not {folds}",
+                         params=["folds"])
     counts = pd.Series(list(labels)).value_counts()
     if len(counts) < 2:
         raise InputError(f"{where} has only one class ({', '.join(map(repr, counts.index))}); "
                          "a classifier needs at least two: code documents of at least one "
-                         "other class, or check --label-col")
+                         "other class, or check {label_col}", params=["label_col"])
     small = counts[counts < folds]
     if len(small):
         cls, n = small.index[-1], int(small.iloc[-1])
-        fix = (f"use --folds {n} or fewer" if n >= 2 else
+        fix = (f"use {{folds}} {n} or fewer" if n >= 2 else
                "code more documents of that class or remove it")
         raise InputError(
             f"class '{cls}' has only {n} document(s) in {where}, fewer than the {folds} "
-            f"cross-validation folds (each fold needs one of every class); {fix}"
-        )
+            f"cross-validation folds (each fold needs one of every class); {fix}",
+            params=["folds"] if n >= 2 else ())
 
 
 def stratified_folds(labels, folds: int, seed: int):
@@ -250,7 +253,7 @@ class WordVectors:
         self.path = str(path)
         self.name = f"{Path(path).name} vectors"
         if not Path(path).is_file():
-            raise InputError(f"--vectors file not found: '{path}'")
+            raise InputError(f"{{vectors}} file not found: '{path}'", params=["vectors"])
         self._vecs: dict[str, np.ndarray] = {}
         self.dim: int | None = None
         self._seen: set[str] = set()
@@ -286,7 +289,8 @@ class WordVectors:
                         raise InputError(f"line {lineno} of '{self.path}' has a value that is "
                                          "not a number; give a GloVe text file") from exc
         if self.dim is None:
-            raise InputError(f"--vectors file '{self.path}' has no vectors")
+            raise InputError(f"{{vectors}} file '{self.path}' has no vectors",
+                             params=["vectors"])
 
     def transform(self, texts) -> np.ndarray:
         """Array (n, dim) of float32, one row per text."""

@@ -101,8 +101,8 @@ def split_valid(frame: pd.DataFrame, fraction: float, seed: int, strata=None):
 
     n_valid = max(1, int(round(fraction * len(frame))))
     if n_valid >= len(frame) - 1:
-        raise InputError(f"--valid-fraction {fraction} leaves no training data; use a smaller "
-                         "fraction")
+        raise InputError(f"{{valid_fraction}} {fraction} leaves no training data; use a "
+                         "smaller fraction", params=["valid_fraction"])
     if strata is not None:
         counts = strata.value_counts()
         if counts.min() < 2 or n_valid < len(counts):

@@ -39,8 +39,8 @@ def resolve_precision(precision: str, device: str) -> str:
             return "fp32"
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     if precision == "fp16" and kind != "cuda":
-        raise InputError(f"--precision fp16 needs a CUDA GPU (device here: {device}); use "
-                         "bf16 or fp32")
+        raise InputError(f"{{precision}} fp16 needs a CUDA GPU (device here: {device}); use "
+                         "bf16 or fp32", params=["precision"])
     return precision
 
 

@@ -96,8 +96,8 @@ def parse_label_phrases(value) -> dict:
         for part in parts:
             if "=" not in str(part):
                 raise InputError(f"label phrase {str(part)!r} has no '='; write each as "
-                                 "CLASS=PHRASE, e.g. --label-phrases 'pro=in favor of,"
-                                 "con=against'")
+                                 "CLASS=PHRASE, e.g. {label_phrases} 'pro=in favor of,"
+                                 "con=against'", params=["label_phrases"])
             items.append(tuple(str(part).split("=", 1)))
     phrases: dict = {}
     for cls, phrase in items:
@@ -134,13 +134,15 @@ def phrases_for(classes: list, phrases: dict) -> dict:
         return {c: c for c in classes}
     unknown = [c for c in phrases if c not in classes]
     if unknown:
-        raise InputError(f"--label-phrases names class(es) {', '.join(map(repr, unknown))} that "
-                         f"are not among the classes ({', '.join(classes)}); fix the name")
+        raise InputError(f"{{label_phrases}} names class(es) {', '.join(map(repr, unknown))} "
+                         f"that are not among the classes ({', '.join(classes)}); fix the name",
+                         params=["label_phrases"])
     lacking = [c for c in classes if c not in phrases]
     if lacking:
         raise InputError(f"class(es) {', '.join(map(repr, lacking))} have no label phrase; add "
-                         f"them to --label-phrases (e.g. '{lacking[0]}=PHRASE'), or leave "
-                         "--label-phrases out to use the class names as phrases")
+                         f"them to {{label_phrases}} (e.g. '{lacking[0]}=PHRASE'), or leave "
+                         "{label_phrases} out to use the class names as phrases",
+                         params=["label_phrases"])
     return {c: phrases[c] for c in classes}
 
 
@@ -154,9 +156,10 @@ def nli_outputs(model) -> tuple[int, int]:
     ids = nli_label_ids(config)
     if ids is None:
         names = ", ".join(map(str, (getattr(config, "id2label", None) or {}).values()))
-        raise InputError(f"--method nli needs an NLI model (one with an 'entailment' label), but "
-                         f"{model_label(model)} has labels: {names or 'none'}; pass --model with "
-                         f"an NLI model such as {EXAMPLE_MODEL}, or use --method standard")
+        raise InputError(f"{{method}} nli needs an NLI model (one with an 'entailment' label), "
+                         f"but {model_label(model)} has labels: {names or 'none'}; pass {{model}} "
+                         f"with an NLI model such as {EXAMPLE_MODEL}, or use {{method}} standard",
+                         params=["method", "model"])
     return ids
 
 
@@ -280,11 +283,12 @@ def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **set
     hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
     phrases = parse_label_phrases(label_phrases)
     if pairs not in PAIRS:
-        raise InputError(f"--nli-pairs must be one of {', '.join(PAIRS)}, not {pairs!r}")
+        raise InputError(f"{{nli_pairs}} must be one of {', '.join(PAIRS)}, not {pairs!r}",
+                         params=["nli_pairs"])
     if oversample is not None:
-        raise InputError("--oversample cannot be used with --method nli: its training pairs are "
-                         "balanced per class hypothesis already (--nli-pairs balanced); leave "
-                         "it out")
+        raise InputError("{oversample} cannot be used with {method} nli: its training pairs "
+                         "are balanced per class hypothesis already ({nli_pairs} balanced); "
+                         "leave it out", params=["oversample", "method", "nli_pairs"])
     outputs = nli_outputs(model)
     for name, value in DEFAULTS.items():
         settings[name] = value if settings[name] is None else settings[name]
@@ -337,21 +341,23 @@ def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, dev
 
 
 def check_method_options(method: str, hypothesis, label_phrases, nli_pairs,
-                         where: str = "--method nli; add --method nli") -> None:
+                         where: str = "{method} nli; add {method} nli",
+                         where_params: tuple = ("method",)) -> None:
     """Refuse the NLI options with another method.
 
     Args:
         where: what the options are for and the fix, e.g. ``compare``'s ``"the nli model;
-            add nli to --models"``.
+            add nli to {models}"``; ``where_params``: the parameters it names as fields.
 
     Raises:
         InputError: naming the option and the fix.
     """
     if method == METHOD:
         return
-    used = [flag for flag, v in (("--hypothesis", hypothesis is not None),
-                                 ("--label-phrases", bool(label_phrases)),
-                                 ("--nli-pairs", nli_pairs != "balanced")) if v]
+    used = [name for name, v in (("hypothesis", hypothesis is not None),
+                                 ("label_phrases", bool(label_phrases)),
+                                 ("nli_pairs", nli_pairs != "balanced")) if v]
     if used:
-        raise InputError(f"{', '.join(used)} is for {where} (with an NLI --model) or leave it "
-                         "out")
+        fields = ", ".join(f"{{{name}}}" for name in used)
+        raise InputError(f"{fields} is for {where} (with an NLI {{model}}) or leave it out",
+                         params=[*used, *where_params, "model"])

@@ -90,7 +90,8 @@ class TaskScoring(ClassificationScoring):
                           stacklevel=3)
         if len(rows) == 0:
             raise InputError(f"the {what} has no document with both a text and a label; give "
-                             "coded documents (or name the columns with --text-col/--label-col)")
+                             "coded documents (or name the columns with {text_col}/{label_col})",
+                             params=["text_col", "label_col"])
         return rows
 
     def fitted(self, rows: pd.DataFrame, oversample=None, where: str = "the training data"):
@@ -106,16 +107,18 @@ class TaskScoring(ClassificationScoring):
         try:
             kind.fit(rows, oversample=oversample)
         except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
+            raise InputError(f"{where}: {exc.args[0]}", params=exc.params) from None
         return kind
 
     def check(self, rows: pd.DataFrame, folds: int, oversample=None,
               where: str = "the training data") -> None:
         if not isinstance(folds, (int, np.integer)) or isinstance(folds, bool) or folds < 2:
-            raise InputError(f"--folds must be a whole number of at least 2, not {folds}")
+            raise InputError(f"{{folds}} must be a whole number of at least 2, not {folds}",
+                             params=["folds"])
         if folds > len(rows):
             raise InputError(f"{where} has {len(rows)} documents, fewer than the {folds} "
-                             f"cross-validation folds; use --folds {max(2, len(rows))} or fewer")
+                             f"cross-validation folds; use {{folds}} {max(2, len(rows))} or "
+                             "fewer", params=["folds"])
         self.fitted(rows, oversample, where)
 
     def splits(self, rows: pd.DataFrame, folds: int, seed: int) -> list:
@@ -152,8 +155,9 @@ def make_scoring(task: str = "classification", label_cols=None, label_sep=None):
     check_arguments(task=task)
     if task == "classification":
         if label_cols is not None or label_sep is not None:
-            raise InputError("--label-cols and --label-sep are for --task multilabel; add "
-                             "--task multilabel or leave them out")
+            raise InputError("{label_cols} and {label_sep} are for {task} multilabel; add "
+                             "{task} multilabel or leave them out",
+                             params=["label_cols", "label_sep", "task"])
         return ClassificationScoring()
     return TaskScoring(task, label_cols, label_sep)
 

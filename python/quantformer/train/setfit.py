@@ -113,7 +113,8 @@ def training_rows(frame: pd.DataFrame, labels):
         InputError: no label column, fewer than two classes, labels outside ``labels``.
     """
     if "label" not in frame.columns:
-        raise InputError("the training data have no label column; name it with --label-col")
+        raise InputError("the training data have no label column; name it with {label_col}",
+                         params=["label_col"])
     keep = frame["label"].notna() & frame["text"].notna() & (frame["text"].astype(str)
                                                              .str.strip() != "")
     train = frame.loc[keep, ["text", "label"]].astype(str).reset_index(drop=True)
@@ -121,7 +122,8 @@ def training_rows(frame: pd.DataFrame, labels):
     order = [str(x) for x in labels] if labels else present
     unknown = sorted(set(present) - set(order))
     if unknown:
-        raise InputError(f"training labels {unknown} are not in --labels {order}; add them")
+        raise InputError(f"training labels {unknown} are not in {{labels}} {order}; add them",
+                         params=["labels"])
     if len(present) < 2:
         raise InputError(f"SetFit needs codes of at least two classes, but the training data "
                          f"have {len(present)} ({', '.join(present) or 'none'}); code more "
@@ -139,8 +141,8 @@ def _train(train, model, hp, order, seed, device, quiet):
         from datasets import Dataset
         from setfit import SetFitModel, Trainer, TrainingArguments
     except ImportError as exc:
-        raise InputError(f"--method setfit needs the setfit package ({exc}); install it with "
-                         "pip install 'quantformer[fewshot]'") from exc
+        raise InputError(f"{{method}} setfit needs the setfit package ({exc}); install it "
+                         "with pip install 'quantformer[fewshot]'", params=["method"]) from exc
     from transformers import set_seed
 
     set_seed(seed)

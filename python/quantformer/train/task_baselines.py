@@ -40,9 +40,9 @@ def check_task_models(names: list[str], task: str) -> None:
     valid = ("default", *TASK_BASELINES[task])
     bad = [n for n in names if n not in valid]
     if bad:
-        raise InputError(f"--models {', '.join(bad)} cannot run with --task {task} (XGBoost, "
-                         "the -vec baselines and SetFit are classification only); for this task "
-                         f"use: {', '.join(valid)}")
+        raise InputError(f"{{models}} {', '.join(bad)} cannot run with {{task}} {task} "
+                         "(XGBoost, the -vec baselines and SetFit are classification only); for "
+                         f"this task use: {', '.join(valid)}", params=["models", "task"])
 
 
 def describe(name: str) -> str:

@@ -110,18 +110,22 @@ def check_backend(backend: str, quantize: str = "none", device: str | None = "au
             backend without onnxruntime installed, or with a GPU device (it runs on CPU).
     """
     if backend not in BACKENDS:
-        raise InputError(f"unknown --backend '{backend}'; use one of: {', '.join(BACKENDS)}")
+        raise InputError(f"unknown {{backend}} '{backend}'; use one of: {', '.join(BACKENDS)}",
+                         params=["backend"])
     if quantize not in QUANTIZE:
-        raise InputError(f"unknown --quantize '{quantize}'; use one of: {', '.join(QUANTIZE)}")
+        raise InputError(f"unknown {{quantize}} '{quantize}'; use one of: "
+                         f"{', '.join(QUANTIZE)}", params=["quantize"])
     if quantize != "none" and backend != "onnx":
-        raise InputError("--quantize int8 needs --backend onnx (ONNX Runtime's int8 kernels); "
-                         "add --backend onnx or drop --quantize")
+        raise InputError("{quantize} int8 needs {backend} onnx (ONNX Runtime's int8 kernels); "
+                         "add {backend} onnx or drop {quantize}", params=["quantize", "backend"])
     if backend == "onnx" and importlib.util.find_spec("onnxruntime") is None:
-        raise InputError("--backend onnx needs ONNX Runtime: pip install 'quantformer[onnx]' "
-                         "(onnxruntime, onnx, onnxscript), or use --backend torch")
+        raise InputError("{backend} onnx needs ONNX Runtime: pip install 'quantformer[onnx]' "
+                         "(onnxruntime, onnx, onnxscript), or use {backend} torch",
+                         params=["backend"])
     if backend == "onnx" and (device or "auto").lower() not in ("auto", "cpu"):
-        raise InputError(f"--backend onnx runs on the CPU, not on --device {device}; use "
-                         "--device cpu (or auto), or --backend torch for a GPU")
+        raise InputError(f"{{backend}} onnx runs on the CPU, not on {{device}} {device}; use "
+                         "{device} cpu (or auto), or {backend} torch for a GPU",
+                         params=["backend", "device"])
     return backend
 
 
@@ -301,9 +305,9 @@ def open_model(name: str | None, *, use: str, fn: Callable, loader: Callable,
     config = read_config(path)
     if getattr(config, "model_type", "") in UNSUPPORTED_TYPES:
         raise InputError(
-            f"{config.model_type} models are not supported with --backend onnx: their "
+            f"{config.model_type} models are not supported with {{backend}} onnx: their "
             "sliding-window attention has data-dependent shapes that torch.onnx cannot export. "
-            "Use --backend torch (the default)"
+            "Use {backend} torch (the default)", params=["backend"]
         )
     folder = ensure_export(name, path, use, quantize, fn, loader)
     return OnnxModel(folder, json.loads((folder / MANIFEST).read_text()), config)
@@ -367,8 +371,8 @@ def _export(path: str, tmp: Path, fn: Callable, loader: Callable) -> dict:
                               external_data=False, verbose=False)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise InputError(f"this model could not be exported to ONNX ({first}); use --backend "
-                         "torch (the default)") from exc
+        raise InputError(f"this model could not be exported to ONNX ({first}); use {{backend}} "
+                         "torch (the default)", params=["backend"]) from exc
     (tmp / TOKENIZER_FILE).write_text(tokenizer.backend_tokenizer.to_str(), encoding="utf-8")
     return {"inputs": names, "template": asdict(template), "fusion": _fuse(tmp, names, sample),
             "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0}
