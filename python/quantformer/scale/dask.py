@@ -357,7 +357,9 @@ def run_partition(spec: dict) -> dict:
     try:
         counts = _RUNNERS[spec["verb"]](spec)
     except InputError as exc:
-        return {"input": spec["input"], "error": str(exc)}
+        # the message with its parameter fields, rendered where the job's error is raised
+        return {"input": spec["input"], "error": str(exc.args[0]) if exc.args else str(exc),
+                "params": list(exc.params)}
     return {"input": spec["input"], **counts, "seconds": round(time.perf_counter() - t0, 3),
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
@@ -618,7 +620,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
         raise InputError(f"{len(failed)} partition(s) failed: " + "; ".join(
             f"'{r['input']}': {r['error']}" for r in failed) + f". The other partitions' "
             f"outputs are in '{folder}'; fix these and rerun with {{resume}}",
-            params=["resume"])
+            params=["resume", *{p for r in failed for p in r.get("params", ())}])
     secs = time.perf_counter() - t0
     done_rows = sum(rows[i] for i in todo)
     return {"out": str(folder), "partitions": len(parts), "done": len(todo),
