@@ -45,6 +45,7 @@ import pandas as pd
 
 from .._core.atomic import atomic_file, temporary_sibling
 from .._core.errors import InputError
+from .writable import check_writable
 
 READ_FORMATS = ("parquet", "csv", "tsv", "txt", "lines", "jsonl", "rds")
 WRITE_FORMATS = ("parquet", "csv", "tsv", "jsonl", "rds")
@@ -918,11 +919,15 @@ class FrameWriter:
             self.abort()
 
 
-def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Path:
+def check_output_path(path: str | os.PathLike, *, overwrite: bool = True,
+                      param: str = "out") -> Path:
     """Validate an output file path before any work starts (format known, folder writable).
 
+    ``param``: the library parameter that gave ``path`` (named in the message; default ``out``).
+
     Raises:
-        InputError: unknown format, or the file exists and ``overwrite`` is False.
+        InputError: unknown format, the file exists and ``overwrite`` is False, or its folder
+            cannot be written (:func:`quantformer.io.writable.check_writable`).
     """
     p = Path(path)
     detect_format(p, write=True)
@@ -930,4 +935,4 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Pat
         raise InputError(f"'{path}' exists; pass --overwrite or choose another --out")
     if p.is_dir():
         raise InputError(f"--out '{path}' is a folder; give a file name such as preds.parquet")
-    return p
+    return check_writable(p, param)

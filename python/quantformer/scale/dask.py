@@ -73,6 +73,7 @@ from ..io.frames import (
     write_frame,
 )
 from ..io.modeldir import read_record
+from ..io.writable import check_writable
 from ..models.hub import resolve_model
 from ..models.onnx.backend import check_backend
 from ..models.tokenize import check_strategy, warn_truncated
@@ -161,7 +162,7 @@ def check_out_dir(out, resume: bool) -> Path:
     if content and not (d / MANIFEST).exists():
         raise InputError(f"--out '{out}' has files but no {MANIFEST}, so it is not the "
                          "output of a quantformer partitioned run; choose a new --out")
-    return d
+    return check_writable(d)
 
 
 # ------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from .._core.callable import make_callable
 from .._core.errors import InputError
 from ..io.frames import write_frame
 from ..io.modeldir import hf_quiet
+from ..io.writable import check_writable
 from ..models.batching import pad_batch
 from ..models.hub import load_tokenizer, model_label, resolve_device, resolve_model
 from ..models.tokenize import encode
@@ -97,8 +98,9 @@ def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
         ``Path(out)``.
 
     Raises:
-        InputError: ``out`` is a file (never replaced), or a non-empty folder and
-            ``overwrite`` is False.
+        InputError: ``out`` is a file (never replaced), a non-empty folder and
+            ``overwrite`` is False, or it cannot be written
+            (:func:`quantformer.io.writable.check_writable`).
     """
     p = Path(out)
     if p.exists() and not p.is_dir():
@@ -107,7 +109,7 @@ def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
     if p.is_dir() and not overwrite and any(p.iterdir()):
         raise InputError(f"{{out}} '{out}' exists and is not empty; pass {{overwrite}} or "
                          "choose another {out}", params=["out", "overwrite"])
-    return p
+    return check_writable(p)
 
 
 @contextlib.contextmanager
