@@ -7,8 +7,10 @@ import argparse
 import os
 from pathlib import Path
 
+from .._core.errors import InputError
 from .._core.show import print_table
 from ..io.frames import read_frame, write_frame
+from ..models.hub import MAX_LENGTH_RULE, check_length_value
 from ..models.onnx import backend as onnx_backend
 from ..models.tasks import Multilabel
 from ..models.tokenize import STRATEGIES
@@ -166,6 +168,15 @@ def positive(kind):
 
     conv.__name__ = f"positive {kind.__name__}"
     return conv
+
+
+def max_length_arg(s: str) -> int:
+    """argparse type of every verb's ``--max-length``: the rule of
+    :func:`quantformer.models.hub.check_length_value`, with its wording, before any work."""
+    try:
+        return check_length_value(int(s))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"{MAX_LENGTH_RULE}, not {s}") from None
 
 
 def add_backend_options(p) -> None:

@@ -19,6 +19,7 @@ from ._options import (
     add_results_dir_options,
     add_scheduler_option,
     add_task_options,
+    max_length_arg,
     nli_kwargs,
     positive,
     read_train_test,
@@ -63,7 +64,7 @@ def add_cli(sub) -> None:
                    help="fine-tuning epochs (default by model size)")
     p.add_argument("--lr", type=positive(float), default=None,
                    help="fine-tuning learning rate (default by model size)")
-    p.add_argument("--max-length", type=positive(int), default=512,
+    p.add_argument("--max-length", type=max_length_arg, default=512,
                    help="tokens per document for the Transformer (512)")
     add_device_option(p)
     add_quiet_option(p)

@@ -10,8 +10,8 @@ from .._core.atomic import write_json
 from ..infer.explain import check_model, check_steps, explain, load_explainable
 from ..infer.explain_check import check
 from ..io.frames import check_output_path, read_frame, write_frame
-from ..io.writable import check_writable
 from ..io.highlight import check_html_path, write_attribution_page
+from ..io.writable import check_writable
 from ..score.attributions import by_term
 from ._options import (
     add_corpus_options,

@@ -16,6 +16,7 @@ from ._options import (
     add_quiet_option,
     check_task_flags,
     corpus_kwargs,
+    max_length_arg,
     nli_kwargs,
     positive,
 )
@@ -42,7 +43,7 @@ def add_cli(sub) -> None:
                         "1e-5 large)")
     p.add_argument("--batch-size", type=positive(int), default=BATCH_SIZE,
                    help="documents per step (16)")
-    p.add_argument("--max-length", type=positive(int), default=512,
+    p.add_argument("--max-length", type=max_length_arg, default=512,
                    help="tokens per document incl. special tokens (512; Longformer up to 4096)")
     p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
                    help="how long documents are cut (head_tail: first 128 + last 382 at 512)")

@@ -14,6 +14,7 @@ from ._options import (
     add_results_dir_options,
     add_scheduler_option,
     add_task_options,
+    max_length_arg,
     nli_kwargs,
     positive,
     read_train_test,
@@ -64,7 +65,7 @@ def add_cli(sub) -> None:
                         "over labels; both use plain shuffled folds")
     p.add_argument("--batch-size", type=positive(int), default=16,
                    help="training batch size (16)")
-    p.add_argument("--max-length", type=positive(int), default=512,
+    p.add_argument("--max-length", type=max_length_arg, default=512,
                    help="tokens per document, special tokens included (512)")
     p.add_argument("--truncation", default="head_tail", choices=("head_tail", "head", "tail"),
                    help="how long documents are cut (head_tail)")

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._core.errors import InputError
-from ..models.hub import load_config
+from ..models.hub import check_length_value, load_config
 
 DROPOUT = 0.1
 BATCH_SIZE = 16
@@ -103,7 +103,7 @@ PARAMETERS = {
     "epochs": ("epochs", lambda v, n: check_positive(v, n, int)),
     "lr": ("lr", lambda v, n: check_positive(v, n, float)),
     "batch_size": ("batch-size", lambda v, n: check_positive(v, n, int)),
-    "max_length": ("max-length", lambda v, n: check_positive(v, n, int)),
+    "max_length": ("max-length", lambda v, n: check_length_value(v)),  # the one rule
     "seed": ("seed", _check_seed),
     "valid_fraction": ("valid-fraction", _check_fraction),
     "oversample": ("oversample", _check_ratio),
