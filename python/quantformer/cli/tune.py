@@ -65,10 +65,11 @@ def add_cli(sub) -> None:
                         "over labels; both use plain shuffled folds")
     p.add_argument("--batch-size", type=positive(int), default=16,
                    help="training batch size (16)")
-    p.add_argument("--max-length", type=max_length_arg, default=512,
-                   help="tokens per document, special tokens included (512)")
-    p.add_argument("--truncation", default="head_tail", choices=("head_tail", "head", "tail"),
-                   help="how long documents are cut (head_tail)")
+    p.add_argument("--max-length", type=max_length_arg, default=None,
+                   help="tokens per document, special tokens included (512; --method setfit: "
+                        "the sentence-transformer's own, 256 for MiniLM)")
+    p.add_argument("--truncation", default=None, choices=("head_tail", "head", "tail"),
+                   help="how long documents are cut (head_tail; --method setfit: head)")
     add_device_option(p)
     add_quiet_option(p)
     add_scheduler_option(p)
