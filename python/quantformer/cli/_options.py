@@ -232,13 +232,25 @@ def written_files(folder: str | os.PathLike) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
+def add_train_test_labels_options(p: argparse.ArgumentParser) -> None:
+    """--labels-file (of --train) and --test-labels-file (of --test): tune and compare."""
+    add_labels_file_option(p, "--train")
+    p.add_argument("--test-labels-file", default=None,
+                   help="labels of the --test documents in a file of their own, one a line in "
+                        "document order; instead of --label-col")
+
+
 def read_train_test(args, task: dict) -> tuple:
     """The ``--train`` and ``--test`` corpora of tune and compare (``--test`` None when not
-    given), read with the shared corpus options; each needs a label column unless ``task``
-    (from :func:`task_kwargs`) names the label columns."""
+    given), read with the shared corpus options and their labels files; each needs a label
+    column unless ``task`` (from :func:`task_kwargs`) names the label columns."""
     needs_label = task["label_cols"] is None
-    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
-    test = (read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
+    train = read_frame(args.train, require_label=needs_label,
+                       labels_file=args.labels_file, **corpus_kwargs(args))
+    if args.test_labels_file and not args.test:
+        raise InputError("--test-labels-file labels the --test documents; give --test too")
+    test = (read_frame(args.test, require_label=needs_label,
+                       labels_file=args.test_labels_file, **corpus_kwargs(args))
             if args.test else None)
     return train, test
 

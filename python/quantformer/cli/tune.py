@@ -14,6 +14,7 @@ from ._options import (
     add_results_dir_options,
     add_scheduler_option,
     add_task_options,
+    add_train_test_labels_options,
     max_length_arg,
     nli_kwargs,
     positive,
@@ -39,6 +40,7 @@ def add_cli(sub) -> None:
     p.add_argument("--train", required=True, help="labelled training corpus file")
     p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
     add_corpus_options(p)
+    add_train_test_labels_options(p)
     add_model_option(p)
     p.add_argument("--method", default="standard", choices=("standard", "setfit", "nli"),
                    help="standard fine-tuning; setfit (few-shot; the grid is then over body "
