@@ -205,3 +205,23 @@ def test_cli_finetune_and_evaluate_take_a_labels_file(tiny_bert_dir, model_dir, 
                      str(tmp_path / "train_text.txt"), "--labels-file",
                      str(tmp_path / "train_labels.txt"), "--device", "cpu", "--quiet"]) == 0
     assert "macro avg" in capsys.readouterr().out
+
+
+def test_nli_pairs_advance_a_document_bar_by_whole_documents():
+    """Zero-shot/NLI batches hold (document, hypothesis) pairs: a caller's bar over documents
+    advances by the documents whose every pair is done."""
+    from quantformer.models.batching import PerGroup
+
+    class Bar:
+        n = 0
+
+        def update(self, k):
+            self.n += k
+
+    bar = Bar()
+    per = PerGroup(bar, 3)  # 3 hypotheses per document
+    seen = []
+    for pairs in (4, 4, 1, 6):  # 15 pairs = 5 documents
+        per.update(pairs)
+        seen.append(bar.n)
+    assert seen == [1, 2, 3, 5]
