@@ -27,7 +27,8 @@
 #'   core's defaults for the model.
 #' @param batch_size documents per training step (16).
 #' @param max_length maximum subword tokens per document, special tokens included (512);
-#'   longer documents are truncated.
+#'   longer documents are truncated. With `method = "setfit"`, when not given, the
+#'   sentence-transformer body's own limit (256 for the default model) and `"head"` truncation.
 #' @param truncation which tokens a long document keeps: `"head_tail"` (the first 128 and the
 #'   last 382 of 512, the default, section 6.3), `"head"` or `"tail"`.
 #' @param oversample `NULL` (no oversampling) or the minority:majority ratio (in (0, 1]) that
@@ -118,6 +119,9 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   truncation <- match.arg(truncation)
   task <- match.arg(task)
   method <- match.arg(method)
+  # SetFit's body has limits of its own (256 tokens, head for MiniLM): only given values go
+  if (method == "setfit" && missing(max_length)) max_length <- NULL
+  if (method == "setfit" && missing(truncation)) truncation <- NULL
   frame <- as_frame(x, text_field, docid_field)
   yy <- task_training_frame(task, frame, y)  # R/tasks.R
   label_args <- c(yy$args, if (task == "classification")

@@ -84,6 +84,9 @@ textmodel_tune <- function(x, y, lr = NULL, epochs = NULL, folds = 5, test = NUL
   method <- match.arg(method)
   task <- match.arg(task)
   truncation <- match.arg(truncation)
+  # SetFit's body has limits of its own (see ?textmodel_finetune): only given values go
+  if (method == "setfit" && missing(max_length)) max_length <- NULL
+  if (method == "setfit" && missing(truncation)) truncation <- NULL
   frame <- as_frame(x, text_field, docid_field)
   tframe <- if (!is.null(test)) as_frame(test, text_field, docid_field, arg = "test")
   labelled <- labelled_inputs(task, frame, y, tframe, test_y)  # R/tasks.R

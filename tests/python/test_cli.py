@@ -288,7 +288,8 @@ def test_negative_numbers_are_values_not_options(capsys, tmp_path, value):
 @pytest.mark.parametrize("verb,flag,value,msg", [
     ("compare", "--lr", "-1e-5", "must be greater than 0, not -1e-5"),
     ("compare", "--repeats", "1.5", "'1.5' is not an integer"),
-    ("compare", "--max-length", "0", "must be greater than 0, not 0"),
+    ("compare", "--max-length", "0", "must be a whole number of tokens of at least 8 (special "
+                                     "tokens included), not 0"),
     ("tune", "--batch-size", "0", "must be greater than 0, not 0"),
 ])
 def test_compare_and_tune_check_numbers_before_any_work(capsys, tmp_path, verb, flag, value,
@@ -336,4 +337,5 @@ def test_messages_in_flags_name_the_r_arguments(capsys):
     code, _, stderr = run(capsys, "--r-names", "x,y,max_length,output_dir", "finetune",
                           "--train", "t.csv", "--out", "m", "--max-length", "0")
     assert code == 2
-    assert "error: argument `max_length`: must be greater than 0, not 0" in stderr
+    assert ("error: argument `max_length`: must be a whole number of tokens of at least 8 "
+            "(special tokens included), not 0") in stderr

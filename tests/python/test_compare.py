@@ -253,3 +253,28 @@ def test_cli_quiet_prints_only_the_closing_line_and_verbose_no_blank_line(
     assert lines[-1].startswith("wrote figure10.png, ")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["vectors"] == "MiniLM input embeddings (all-MiniLM-L6-v2)"
+
+
+def test_cli_labels_files_equal_label_columns(tmp_path, capsys):
+    """Issue 27, point 10: compare (and tune) take --labels-file / --test-labels-file as the
+    other verbs take --labels-file; the results equal those of the label columns."""
+    train, test = toy()
+    with_cols = tmp_path / "cols"
+    assert cli.main(_compare_args(tmp_path, with_cols, "--quiet")) == 0
+    for name, frame in (("train", train), ("test", test)):
+        frame.drop(columns="label").to_csv(tmp_path / f"{name}_text.csv", index=False)
+        (tmp_path / f"{name}_labels.txt").write_text("\n".join(frame["label"]) + "\n")
+    with_files = tmp_path / "files"
+    assert cli.main(["compare", "--train", str(tmp_path / "train_text.csv"), "--labels-file",
+                     str(tmp_path / "train_labels.txt"), "--test",
+                     str(tmp_path / "test_text.csv"), "--test-labels-file",
+                     str(tmp_path / "test_labels.txt"), "--models", "svm-bow", "--repeats",
+                     "1", "--folds", "2", "--quiet", "--out", str(with_files)]) == 0
+    a = pd.read_csv(with_cols / "results.csv")
+    b = pd.read_csv(with_files / "results.csv")
+    assert len(a) == 1 and a[["macro_f1", "accuracy"]].equals(b[["macro_f1", "accuracy"]])
+    sa, sb = (json.loads((d / "summary.json").read_text()) for d in (with_cols, with_files))
+    assert (sb["n_train"], sb["n_test"], sb["labels"]) == (len(train), len(test),
+                                                           sorted(set(train["label"])))
+    assert (sa["n_train"], sa["n_test"], sa["labels"]) == (sb["n_train"], sb["n_test"],
+                                                           sb["labels"])

@@ -362,6 +362,10 @@ def test_worker_killed_mid_job_every_document_once(tmp_path, model_dir, cluster)
     manifest = json.loads((out / "manifest.json").read_text())
     assert len(manifest["partitions"]) == 8
     assert not list(out.glob(".*.part"))  # no temporary file of the killed task left
+    # the manifest says which partitions ran again because their worker died (issue 27, 7)
+    lost = {n: e["workers_lost"] for n, e in manifest["partitions"].items()}
+    assert sum(lost.values()) >= 1, lost
+    assert all(e["retries"] == 0 for e in manifest["partitions"].values())  # no task error
 
 
 def test_tune_on_cluster_equals_serial(tiny_bert_dir, cluster):

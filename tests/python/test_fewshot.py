@@ -259,3 +259,28 @@ def test_cli_tune_setfit_iterations_reach_every_run_and_the_record(tiny_bert_dir
                  str(tmp_path / "train.csv"), "--out", str(tmp_path / "t2")]) == 2
     assert "must be greater than 0" in capsys.readouterr().err
     assert not (tmp_path / "t2").exists()
+
+
+def test_cli_setfit_takes_max_length_and_truncation(tiny_bert_dir, tmp_path):
+    """Issue 27, point 6: ``--max-length`` and ``--truncation`` reach SetFit (training: the
+    body's max_seq_length and the cut training texts; prediction: the record), never ignored."""
+    code, out = cli_setfit(tiny_bert_dir, tmp_path, "--epochs", "1", "--max-length", "12",
+                           "--truncation", "tail")
+    assert code == 0
+    hp = json.loads((out / "quantformer.json").read_text())["hyperparameters"]
+    assert (hp["max_length"], hp["truncation"]) == (12, "tail")
+    # the body trained at 12 tokens: sentence-transformers saves its limit with the tokenizer
+    assert json.loads((out / "tokenizer_config.json").read_text())["model_max_length"] == 12
+    clf = SetFitClassifier.from_dir(out, device="cpu")
+    assert (clf.max_length, clf.truncation) == (12, "tail")
+    long_text = " ".join(["taxes"] * 40)
+    with pytest.warns(Warning, match=r"truncated to 12 tokens \(tail\)"):
+        clf.predict([long_text])
+    (tmp_path / "d").mkdir()
+    code, out = cli_setfit(tiny_bert_dir, tmp_path / "d", "--epochs", "1")
+    hp = json.loads((out / "quantformer.json").read_text())["hyperparameters"]
+    assert hp["truncation"] == "head"  # SetFit's default: sentence-transformers cuts the head
+    assert main(["finetune", "--method", "setfit", "--model", str(tiny_bert_dir), "--train",
+                 str(tmp_path / "train.csv"), "--max-length", "600", "--out",
+                 str(tmp_path / "m3")]) == 2
+    assert not (tmp_path / "m3").exists()

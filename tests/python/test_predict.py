@@ -88,6 +88,31 @@ def test_streaming_progress_bar_knows_the_total(model_dir, tmp_path, capsys):
     assert "predicting: 100%" in err and "60/60" in err  # a total, so an ETA
 
 
+def test_streaming_progress_bar_advances_per_batch(model_dir, tmp_path, monkeypatch):
+    """Issue 27, points 1 and 9: one bar over all documents, advanced after every batch (not
+    once per chunk), missing documents counted once per chunk."""
+    import tqdm.auto
+
+    updates = []
+
+    class Recording(tqdm.auto.tqdm):
+        def update(self, n=1):
+            if self.desc == "predicting":
+                updates.append(n)
+            return super().update(n)
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
+    src = tmp_path / "in.csv"
+    docs = _docs(30)  # 3 missing or empty: 27 documents to score
+    docs.to_csv(src, index=False)
+    with pytest.warns(PredictionWarning):
+        predict_file(str(model_dir), src, tmp_path / "out.csv", chunk_rows=16, batch_size=4,
+                     device="cpu")
+    # chunk 1: 16 rows, 3 missing -> 13 scored in 4,4,4,1 then 3; chunk 2: 14 in 4,4,4,2 then 0
+    assert updates == [4, 4, 4, 1, 3, 4, 4, 4, 2, 0]
+    assert sum(updates) == 30
+
+
 def test_cli_predict(model_dir, tmp_path, capsys):
     docs = toy_frame(20).rename(columns={"text": "body", "doc_id": "key"})
     src = tmp_path / "in.csv"
@@ -189,3 +214,23 @@ def test_cli_finetune_and_evaluate_take_a_labels_file(tiny_bert_dir, model_dir, 
                      str(tmp_path / "train_text.txt"), "--labels-file",
                      str(tmp_path / "train_labels.txt"), "--device", "cpu", "--quiet"]) == 0
     assert "macro avg" in capsys.readouterr().out
+
+
+def test_nli_pairs_advance_a_document_bar_by_whole_documents():
+    """Zero-shot/NLI batches hold (document, hypothesis) pairs: a caller's bar over documents
+    advances by the documents whose every pair is done."""
+    from quantformer.models.batching import PerGroup
+
+    class Bar:
+        n = 0
+
+        def update(self, k):
+            self.n += k
+
+    bar = Bar()
+    per = PerGroup(bar, 3)  # 3 hypotheses per document
+    seen = []
+    for pairs in (4, 4, 1, 6):  # 15 pairs = 5 documents
+        per.update(pairs)
+        seen.append(bar.n)
+    assert seen == [1, 2, 3, 5]

@@ -305,7 +305,8 @@ def test_tune_and_compare_check_arguments_before_any_work():
     frame = toy_frame(40)
     with pytest.raises(InputError, match="^oversample must be a ratio in \\(0, 1\\]"):
         tune(frame, oversample=2.0, quiet=True)
-    with pytest.raises(InputError, match="^max_length must be a whole number greater than 0"):
+    with pytest.raises(InputError, match="max_length must be a whole number of tokens of at "
+                                         "least 8 \\(special tokens included\\), not 0"):
         tune(frame, max_length=0, quiet=True)
     with pytest.raises(InputError, match="give task to compare itself"):
         compare(frame, frame, models="default", finetune_kwargs={"task": "regression"},

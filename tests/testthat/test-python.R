@@ -303,7 +303,8 @@ test_that("the real core names the R arguments of the calling function", {
   expect_error(quantformer:::run_cli("finetune", c("--train", train, "--out", out,
                                                    "--max-length", "0"),
                                      r_args = c("x", "y", "max_length", "output_dir")),
-               "argument `max_length`: must be greater than 0", fixed = TRUE)
+               "argument `max_length`: must be a whole number of tokens of at least 8",
+               fixed = TRUE)
   expect_error(quantformer:::run_cli("finetune", c("--train", train, "--out", out,
                                                    "--tune-thresholds"),
                                      r_args = c("x", "y", "output_dir", "...")),

@@ -7,8 +7,10 @@ import argparse
 import os
 from pathlib import Path
 
+from .._core.errors import InputError
 from .._core.show import print_table
 from ..io.frames import read_frame, write_frame
+from ..models.hub import MAX_LENGTH_RULE, check_length_value
 from ..models.onnx import backend as onnx_backend
 from ..models.tasks import Multilabel
 from ..models.tokenize import STRATEGIES
@@ -168,6 +170,15 @@ def positive(kind):
     return conv
 
 
+def max_length_arg(s: str) -> int:
+    """argparse type of every verb's ``--max-length``: the rule of
+    :func:`quantformer.models.hub.check_length_value`, with its wording, before any work."""
+    try:
+        return check_length_value(int(s))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"{MAX_LENGTH_RULE}, not {s}") from None
+
+
 def add_backend_options(p) -> None:
     """``--backend`` and ``--quantize`` for the inference verbs (predict, zeroshot, embed)."""
     p.add_argument("--backend", default="torch", choices=onnx_backend.BACKENDS,
@@ -221,13 +232,25 @@ def written_files(folder: str | os.PathLike) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
+def add_train_test_labels_options(p: argparse.ArgumentParser) -> None:
+    """--labels-file (of --train) and --test-labels-file (of --test): tune and compare."""
+    add_labels_file_option(p, "--train")
+    p.add_argument("--test-labels-file", default=None,
+                   help="labels of the --test documents in a file of their own, one a line in "
+                        "document order; instead of --label-col")
+
+
 def read_train_test(args, task: dict) -> tuple:
     """The ``--train`` and ``--test`` corpora of tune and compare (``--test`` None when not
-    given), read with the shared corpus options; each needs a label column unless ``task``
-    (from :func:`task_kwargs`) names the label columns."""
+    given), read with the shared corpus options and their labels files; each needs a label
+    column unless ``task`` (from :func:`task_kwargs`) names the label columns."""
     needs_label = task["label_cols"] is None
-    train = read_frame(args.train, require_label=needs_label, **corpus_kwargs(args))
-    test = (read_frame(args.test, require_label=needs_label, **corpus_kwargs(args))
+    train = read_frame(args.train, require_label=needs_label,
+                       labels_file=args.labels_file, **corpus_kwargs(args))
+    if args.test_labels_file and not args.test:
+        raise InputError("--test-labels-file labels the --test documents; give --test too")
+    test = (read_frame(args.test, require_label=needs_label,
+                       labels_file=args.test_labels_file, **corpus_kwargs(args))
             if args.test else None)
     return train, test
 

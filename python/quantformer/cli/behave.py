@@ -18,6 +18,7 @@ from ..infer.behave import (
 from ..infer.load import load_model
 from ..io.frames import read_frame
 from ..io.modeldir import read_record
+from ..io.writable import check_writable
 from ._options import add_corpus_options, add_device_option, corpus_kwargs
 
 
@@ -82,6 +83,7 @@ def tests_from_args(args) -> list:
 def run(args) -> int:
     if not str(args.out).lower().endswith(".json"):
         raise InputError(f"{{out}} '{args.out}' must end in .json", params=["out"])
+    check_writable(args.out)
     tests = tests_from_args(args)
     labels = [str(x) for x in read_record(args.model).get("labels") or []]
     for t in tests:

@@ -19,6 +19,8 @@ from ._options import (
     add_results_dir_options,
     add_scheduler_option,
     add_task_options,
+    add_train_test_labels_options,
+    max_length_arg,
     nli_kwargs,
     positive,
     read_train_test,
@@ -40,6 +42,7 @@ def add_cli(sub) -> None:
     p.add_argument("--train", required=True, help="labelled training corpus file")
     p.add_argument("--test", required=True, help="labelled test corpus file")
     add_corpus_options(p)
+    add_train_test_labels_options(p)
     p.add_argument("--models", default=None,
                    help=f"comma-separated models, in table order (default: all of the task's; "
                         f"classification: {','.join(MODELS)}, also setfit: SetFit few-shot "
@@ -63,7 +66,7 @@ def add_cli(sub) -> None:
                    help="fine-tuning epochs (default by model size)")
     p.add_argument("--lr", type=positive(float), default=None,
                    help="fine-tuning learning rate (default by model size)")
-    p.add_argument("--max-length", type=positive(int), default=512,
+    p.add_argument("--max-length", type=max_length_arg, default=512,
                    help="tokens per document for the Transformer (512)")
     add_device_option(p)
     add_quiet_option(p)

@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 
 from ..select.demo import MAX_LENGTH, SINCE, TRAIN_DOCS, run_demo
-from ._options import add_device_option, add_model_option, add_quiet_option, positive
+from ._options import (
+    add_device_option,
+    add_model_option,
+    add_quiet_option,
+    max_length_arg,
+    positive,
+)
 
 
 def _count_or_all(s: str) -> int | None:
@@ -40,7 +46,7 @@ def add_cli(sub) -> None:
     add_model_option(p)
     p.add_argument("--epochs", type=positive(int), default=None,
                    help="epochs (default: by model size, as finetune)")
-    p.add_argument("--max-length", type=int, default=MAX_LENGTH,
+    p.add_argument("--max-length", type=max_length_arg, default=MAX_LENGTH,
                    help=f"tokens per paragraph ({MAX_LENGTH})")
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
     add_device_option(p)

@@ -11,6 +11,7 @@ from ._options import (
     add_partition_options,
     add_run_options,
     corpus_kwargs,
+    max_length_arg,
     partitioned,
     positive,
 )
@@ -32,7 +33,7 @@ def add_cli(sub) -> None:
     p.add_argument("--batch-size", type=positive(int), default=32,
                    help="documents per forward pass at most (32; fewer for long documents: "
                         "at most 4096 padded tokens per pass)")
-    p.add_argument("--max-length", type=int, default=None,
+    p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token limit, special tokens included (default: the model's "
                         "sentence-transformers max_seq_length, 256 for the default model, "
                         "else 512)")

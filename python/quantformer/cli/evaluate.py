@@ -21,6 +21,7 @@ from .._core.errors import InputError
 from ..infer.load import load_model
 from ..io.frames import as_str_series, read_frame, read_table_file
 from ..io.modeldir import read_record
+from ..io.writable import check_writable
 from ..models.tasks import zero_one
 from ..score.calibration import calibration_summary
 from ..score.evaluate import EvaluationWarning, apply_label_map, evaluate, parse_label_map
@@ -98,6 +99,9 @@ def _check_outputs(args) -> None:
     _check_png(args.calibration_plot)
     if args.out and Path(args.out).is_dir():
         raise InputError(f"--out '{args.out}' is a folder; give a file name such as report.json")
+    for param in ("out", "plot", "calibration_plot"):
+        if getattr(args, param):
+            check_writable(getattr(args, param), param)
     if args.task != "multilabel" and (args.label_cols or args.label_sep):
         raise InputError("--label-cols and --label-sep are for --task multilabel; add --task "
                          "multilabel or leave them out")

@@ -11,6 +11,7 @@ from ..infer.explain import check_model, check_steps, explain, load_explainable
 from ..infer.explain_check import check
 from ..io.frames import check_output_path, read_frame, write_frame
 from ..io.highlight import check_html_path, write_attribution_page
+from ..io.writable import check_writable
 from ..score.attributions import by_term
 from ._options import (
     add_corpus_options,
@@ -78,8 +79,9 @@ def _check_args(args) -> None:
     check_output_path(args.out)
     if args.html:
         check_html_path(args.html)
+        check_writable(args.html, "html")
     if args.by_term:
-        check_output_path(args.by_term)
+        check_output_path(args.by_term, param="by_term")
     check_model(args.model, args.backend, args.target)
 
 

@@ -16,6 +16,7 @@ from ._options import (
     add_quiet_option,
     check_task_flags,
     corpus_kwargs,
+    max_length_arg,
     nli_kwargs,
     positive,
 )
@@ -42,10 +43,12 @@ def add_cli(sub) -> None:
                         "1e-5 large)")
     p.add_argument("--batch-size", type=positive(int), default=BATCH_SIZE,
                    help="documents per step (16)")
-    p.add_argument("--max-length", type=positive(int), default=512,
-                   help="tokens per document incl. special tokens (512; Longformer up to 4096)")
-    p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
-                   help="how long documents are cut (head_tail: first 128 + last 382 at 512)")
+    p.add_argument("--max-length", type=max_length_arg, default=None,
+                   help="tokens per document incl. special tokens (512; Longformer up to 4096; "
+                        "--method setfit: the sentence-transformer's own, 256 for MiniLM)")
+    p.add_argument("--truncation", default=None, choices=STRATEGIES,
+                   help="how long documents are cut (head_tail: first 128 + last 382 at 512; "
+                        "--method setfit: head)")
     p.add_argument("--oversample", type=positive(float), default=None,
                    help="oversample minority classes up to RATIO x the majority (paper: 0.25)")
     p.add_argument("--labels", default=None,

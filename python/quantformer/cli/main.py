@@ -44,6 +44,7 @@ VERB_MODULES = [
     "quantformer.cli.demo",
     "quantformer.cli.zeroshot",
     "quantformer.cli.embed",
+    "quantformer.cli.partition",
     "quantformer.cli.tune",
     "quantformer.cli.compare",
     "quantformer.cli.suggest",

@@ -11,6 +11,7 @@ from ._options import (
     add_device_option,
     add_quiet_option,
     corpus_kwargs,
+    max_length_arg,
     positive,
 )
 
@@ -52,7 +53,7 @@ def add_cli(sub) -> None:
                         "classifier (default: logistic regression over the embeddings)")
     p.add_argument("--embed-model", default=None,
                    help="model for the embeddings (default: the bundled all-MiniLM-L6-v2)")
-    p.add_argument("--max-length", type=positive(int), default=None,
+    p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token limit of the embeddings (default: the model's, 256 for MiniLM)")
     p.add_argument("--truncation", default="head_tail", choices=TRUNCATIONS,
                    help="how long documents are cut for the embeddings (head_tail)")

@@ -15,7 +15,13 @@ from ..models.tokenize import (
     model_truncation,
     summarise,
 )
-from ._options import add_corpus_options, add_labels_file_option, add_model_option, corpus_kwargs
+from ._options import (
+    add_corpus_options,
+    add_labels_file_option,
+    add_model_option,
+    corpus_kwargs,
+    max_length_arg,
+)
 
 
 def add_cli(sub) -> None:
@@ -33,7 +39,7 @@ def add_cli(sub) -> None:
     add_corpus_options(p)
     add_labels_file_option(p)
     add_model_option(p)
-    p.add_argument("--max-length", type=int, default=None,
+    p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token limit, special tokens included (default: the limit a "
                         "fine-tuned --model was trained and predicts with, else 512)")
     p.add_argument("--truncation", default=None, choices=STRATEGIES,

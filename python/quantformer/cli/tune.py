@@ -14,6 +14,8 @@ from ._options import (
     add_results_dir_options,
     add_scheduler_option,
     add_task_options,
+    add_train_test_labels_options,
+    max_length_arg,
     nli_kwargs,
     positive,
     read_train_test,
@@ -38,6 +40,7 @@ def add_cli(sub) -> None:
     p.add_argument("--train", required=True, help="labelled training corpus file")
     p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
     add_corpus_options(p)
+    add_train_test_labels_options(p)
     add_model_option(p)
     p.add_argument("--method", default="standard", choices=("standard", "setfit", "nli"),
                    help="standard fine-tuning; setfit (few-shot; the grid is then over body "
@@ -64,10 +67,11 @@ def add_cli(sub) -> None:
                         "over labels; both use plain shuffled folds")
     p.add_argument("--batch-size", type=positive(int), default=16,
                    help="training batch size (16)")
-    p.add_argument("--max-length", type=positive(int), default=512,
-                   help="tokens per document, special tokens included (512)")
-    p.add_argument("--truncation", default="head_tail", choices=("head_tail", "head", "tail"),
-                   help="how long documents are cut (head_tail)")
+    p.add_argument("--max-length", type=max_length_arg, default=None,
+                   help="tokens per document, special tokens included (512; --method setfit: "
+                        "the sentence-transformer's own, 256 for MiniLM)")
+    p.add_argument("--truncation", default=None, choices=("head_tail", "head", "tail"),
+                   help="how long documents are cut (head_tail; --method setfit: head)")
     add_device_option(p)
     add_quiet_option(p)
     add_scheduler_option(p)

@@ -26,6 +26,7 @@ from ._options import (
     add_partition_options,
     add_run_options,
     corpus_kwargs,
+    max_length_arg,
     partitioned,
     positive,
 )
@@ -60,7 +61,7 @@ def add_cli(sub) -> None:
     p.add_argument("--batch-size", type=positive(int), default=32,
                    help="inputs per forward pass at most (32; fewer for long inputs: at most "
                         "4096 padded tokens per pass)")
-    p.add_argument("--max-length", type=int, default=None,
+    p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token limit per input (NLI: 512 or the model's limit; embedding: the "
                         "model's sentence-transformers max_seq_length, 256 for the default)")
     p.add_argument("--calibration", default="standardise", choices=CALIBRATIONS,

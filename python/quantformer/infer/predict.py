@@ -79,14 +79,15 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer:
         for chunk in chunks:
-            probs, missing, rechecked = clf.scored(chunk["text"].tolist(), batch_size, False,
+            # the bar advances per batch (run_batches), missing documents once per chunk
+            probs, missing, rechecked = clf.scored(chunk["text"].tolist(), batch_size, bar,
                                                     counts)
             if temperature is not None:
                 probs = apply_temperature(probs, temperature)
             writer.write(clf.output_frame(chunk, probs, missing, keep_text, rechecked))
             n += len(chunk)
             n_missing += int(missing.sum())
-            bar.update(len(chunk))
+            bar.update(int(missing.sum()))
         if n == 0:
             raise InputError(f"'{input_path}' has no documents")
     bar.close()

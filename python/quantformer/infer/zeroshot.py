@@ -342,6 +342,8 @@ def nli_pair_logits(net, tokenizer, texts: list, hypotheses: list, *, max_length
     enc = encode(tokenizer, [t for t in texts for _ in range(k)], max_length=max_length,
                  truncation=truncation, pairs=list(hypotheses) * len(texts))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    if hasattr(progress, "update"):  # a caller's bar over documents: k pairs each
+        progress = PerGroup(progress, k)
     logits = run_batches(net, enc.input_ids, enc.token_type_ids, fn=_logits,
                          batch_size=batch_size, device=device, pad_id=pad, progress=progress,
                          desc=desc)
@@ -531,7 +533,7 @@ def describe(meta: dict) -> str:
 from .._core.callable import make_callable  # noqa: E402
 from ..io.frames import read_text_file
 from ..io.modeldir import hf_quiet
-from ..models.batching import run_batches
+from ..models.batching import PerGroup, run_batches
 from ..models.hub import (
     check_max_length,
     load_config,

@@ -45,6 +45,7 @@ import pandas as pd
 
 from .._core.atomic import atomic_file, temporary_sibling
 from .._core.errors import InputError
+from .writable import check_writable
 
 READ_FORMATS = ("parquet", "csv", "tsv", "txt", "lines", "jsonl", "rds")
 WRITE_FORMATS = ("parquet", "csv", "tsv", "jsonl", "rds")
@@ -132,12 +133,51 @@ def _guess_legacy_encoding(raw: bytes) -> str:
     return best.encoding
 
 
+#: how binary and compressed files begin (their magic bytes), and what to do with each
+_MAGIC = (
+    (b"PAR1", "a Parquet file", "rename it to .parquet or pass --format parquet"),
+    (b"\x1f\x8b", "a gzip-compressed file (R's saveRDS() writes these too)",
+     "decompress it (gunzip), or rename an R data file to .rds"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file (R's saveRDS(compress = \"xz\") writes these)",
+     "decompress it (unxz), or rename an R data file to .rds"),
+    (b"BZh", "a bzip2-compressed file (R's saveRDS(compress = \"bzip2\") writes these)",
+     "decompress it (bunzip2), or rename an R data file to .rds"),
+    (b"PK\x03\x04", "a zip archive or an Excel workbook (.xlsx)",
+     "unzip it, or save the sheet as CSV (UTF-8)"),
+    (b"RDX2\n", "an R data file", "rename it to .rds, or save it with saveRDS()"),
+    (b"RDX3\n", "an R data file", "rename it to .rds, or save it with saveRDS()"),
+    (b"X\n\x00\x00", "an R data file (uncompressed)", "rename it to .rds"),
+)
+
+
+def check_text_bytes(path: str | os.PathLike, raw: bytes) -> None:
+    """Refuse a binary or compressed file read as text, naming the format it looks like
+    (from its first bytes, :data:`_MAGIC`) instead of a parser's error.
+
+    Raises:
+        InputError: the file starts like Parquet, gzip, xz, bzip2, zip/xlsx or an R data file,
+            or has NUL bytes in its first 8 KB (another binary format).
+    """
+    for magic, what, fix in _MAGIC:
+        if raw.startswith(magic):
+            raise InputError(f"'{path}' does not look like text: it starts like {what}; {fix}")
+    head = raw[:8192]
+    if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"'{path}' does not look like text (it has NUL bytes): a binary file; "
+                         "save it as CSV (UTF-8), or give a .parquet or .rds file with its "
+                         "extension")
+
+
 def read_text_file(path: str | os.PathLike) -> str:
     """Decode a text file: UTF-8 (BOM stripped) first, else the detected encoding (with a warning).
 
     Line ends (CRLF, CR) are normalised to LF.
+
+    Raises:
+        InputError: a binary or compressed file (:func:`check_text_bytes`).
     """
     raw = Path(path).read_bytes()
+    check_text_bytes(path, raw)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -929,11 +969,15 @@ class FrameWriter:
             self.abort()
 
 
-def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Path:
+def check_output_path(path: str | os.PathLike, *, overwrite: bool = True,
+                      param: str = "out") -> Path:
     """Validate an output file path before any work starts (format known, folder writable).
 
+    ``param``: the library parameter that gave ``path`` (named in the message; default ``out``).
+
     Raises:
-        InputError: unknown format, or the file exists and ``overwrite`` is False.
+        InputError: unknown format, the file exists and ``overwrite`` is False, or its folder
+            cannot be written (:func:`quantformer.io.writable.check_writable`).
     """
     p = Path(path)
     detect_format(p, write=True)
@@ -942,4 +986,4 @@ def check_output_path(path: str | os.PathLike, *, overwrite: bool = True) -> Pat
                          params=["overwrite"])
     if p.is_dir():
         raise InputError(f"'{path}' is a folder; give a file name such as preds.parquet")
-    return p
+    return check_writable(p, param)

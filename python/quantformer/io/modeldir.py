@@ -26,6 +26,7 @@ from pathlib import Path
 from .._core.atomic import atomic_dir, json_default
 from .._core.errors import InputError, ModelDirError
 from .._core.version import __version__
+from .writable import check_writable
 
 RECORD = "quantformer.json"
 FORMAT_VERSION = 1
@@ -72,7 +73,8 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
     """Validate a model output folder before training starts.
 
     Raises:
-        InputError: ``out`` is a file, or it exists and ``overwrite`` is False.
+        InputError: ``out`` is a file, it exists and ``overwrite`` is False, or it cannot be
+            written (:func:`quantformer.io.writable.check_writable`).
     """
     p = Path(out)
     if p.exists() and not p.is_dir():
@@ -81,7 +83,7 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
     if p.exists() and not overwrite:
         raise InputError(f"'{out}' exists; pass {{overwrite}} or choose another {{out}}",
                          params=["overwrite", "out"])
-    return p
+    return check_writable(p)
 
 
 def _card_title(record: dict) -> str:

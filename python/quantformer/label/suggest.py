@@ -364,15 +364,16 @@ def suggest(frame: pd.DataFrame, vectors: np.ndarray, *, coded: pd.DataFrame | N
                         chosen_by, guess[picked], guess_prob[picked])
 
 
-def check_pool(pool: np.ndarray, codes: pd.Series, no_text: np.ndarray) -> None:
-    """Warn about uncoded documents without a text (never suggested); refuse a corpus whose
-    documents are all coded.
+def check_pool(pool: np.ndarray, codes: pd.Series, no_text: np.ndarray,
+               warn: bool = True) -> None:
+    """Warn about uncoded documents without a text (never suggested, when ``warn``); refuse a
+    corpus whose documents are all coded.
 
     Raises:
         InputError: no uncoded document with a text is left.
     """
     skipped = int((codes.isna().to_numpy() & no_text).sum())
-    if skipped:
+    if skipped and warn:
         warnings.warn(f"{skipped} uncoded document(s) have a missing or empty text and are "
                       "never suggested", SuggestWarning, stacklevel=3)
     if len(pool) == 0 and codes.notna().any():
@@ -575,7 +576,10 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
     coded = combine_codes([read_codes(f, coded_label_col, coded_id_col) for f in labelled],
                           labelled)
     check_args(frame, np.zeros((len(frame), 1)), n, strategy, stratify, random_share)
-    merge_codes(frame, coded, ", ".join(labelled))  # errors before any model loads
+    # errors before any model loads, and before the corpus is embedded (issue 27, point 8)
+    codes = merge_codes(frame, coded, ", ".join(labelled))
+    no_text = np.array([_is_missing(t) for t in frame["text"]], dtype=bool)
+    check_pool(np.flatnonzero(codes.isna().to_numpy() & ~no_text), codes, no_text, warn=False)
     vectors = embed_corpus(frame, embed_model, corpus_path=corpus_path, cache=cache,
                            cache_dir=cache_dir, max_length=max_length, truncation=truncation,
                            batch_size=batch_size, device=device, quiet=quiet)
@@ -591,5 +595,6 @@ from ..infer.embed import Encoder, check_length, embed_texts, load_encoder
 from ..infer.load import load_model
 from ..io.frames import _as_str_series, _check_input, _read_whole
 from ..models.hub import load_config, resolve_model
+from ..models.tokenize import _is_missing
 
 make_callable(__name__, "suggest")  # quantformer.suggest(frame, vectors, ...) works

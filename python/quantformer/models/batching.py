@@ -69,6 +69,21 @@ def length_batches(lengths: Sequence[int], batch_size: int,
     return batches
 
 
+class PerGroup:
+    """A caller's bar advanced by whole groups of ``size`` inputs (e.g. a document's
+    (document, hypothesis) pairs in zero-shot NLI), for :func:`run_batches`' ``progress``."""
+
+    def __init__(self, bar, size: int):
+        self.bar, self.size, self.inputs, self.done = bar, max(1, size), 0, 0
+
+    def update(self, n: int) -> None:
+        self.inputs += n
+        groups = self.inputs // self.size
+        if groups > self.done:
+            self.bar.update(groups - self.done)
+            self.done = groups
+
+
 def run_batches(
     model,
     input_ids: Sequence[list[int]],
@@ -80,7 +95,7 @@ def run_batches(
     device: str = "cpu",
     pad_id: int = 0,
     extra: Callable | None = None,
-    progress: bool = False,
+    progress=False,
     desc: str = "predicting",
 ) -> np.ndarray:
     """Run ``fn(model, batch) -> array (b, ...)`` over length-sorted batches; input order out.
@@ -96,7 +111,9 @@ def run_batches(
             None for batches of ``batch_size`` whatever their length.
         extra: optional ``extra(batch) -> batch`` hook (e.g. Longformer's global attention;
             torch models only).
-        progress: show a tqdm bar on stderr.
+        progress: True for a tqdm bar of batches on stderr; or a caller's bar (anything with
+            ``update(n)``, e.g. one tqdm bar over all documents of a streamed file), advanced
+            by the number of inputs after each batch.
 
     Returns:
         A float32 array whose row i belongs to input i.
@@ -109,8 +126,10 @@ def run_batches(
     forward, pad, context = _backend(model, fn, device, extra)
     batches = length_batches([len(x) for x in input_ids], batch_size, max_tokens)
     out = None
+    bar = progress if hasattr(progress, "update") else None
     with context:
-        for idx in tqdm(batches, desc=desc, unit="batch", disable=not progress, leave=False):
+        for idx in tqdm(batches, desc=desc, unit="batch", disable=bar is not None or not progress,
+                        leave=False):
             batch = pad([input_ids[i] for i in idx],
                         [token_type_ids[i] for i in idx] if token_type_ids else None, pad_id)
             res = forward(batch)
@@ -118,6 +137,8 @@ def run_batches(
             if out is None:
                 out = np.zeros((n, *res.shape[1:]), dtype=np.float32)
             out[idx] = res
+            if bar is not None:
+                bar.update(len(idx))
     return out
 
 

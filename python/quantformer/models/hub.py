@@ -200,19 +200,38 @@ def max_positions(config) -> int | None:
     return int(n)
 
 
+#: the fewest tokens a document may be cut to: [CLS], [SEP] and a few words (every verb, one rule)
+MIN_MAX_LENGTH = 8
+#: the rule's wording, shared by the library's error and the CLI's argparse converter
+MAX_LENGTH_RULE = (f"must be a whole number of tokens of at least {MIN_MAX_LENGTH} (special "
+                   "tokens included)")
+
+
+def check_length_value(max_length) -> int:
+    """The one rule for ``max_length`` that needs no model: a whole number >= :data:`MIN_MAX_LENGTH`.
+
+    Raises:
+        InputError: ``"{max_length} must be a whole number of tokens of at least 8 ..., not 0"``.
+    """
+    if (isinstance(max_length, bool) or not isinstance(max_length, int)
+            or max_length < MIN_MAX_LENGTH):
+        raise InputError(f"{{max_length}} {MAX_LENGTH_RULE}, not {max_length!r}",
+                         params=["max_length"])
+    return max_length
+
+
 def check_max_length(max_length: int, config, tokenizer=None) -> int:
-    """Validate ``max_length`` against the model's position limit.
+    """Validate ``max_length`` (:func:`check_length_value`) and against the model's position limit.
 
     Raises:
         InputError: ``max_length`` is below 8 or above the model's limit (the message names it).
     """
-    if not isinstance(max_length, int) or max_length < 8:
-        raise InputError(f"--max-length must be a whole number of at least 8, not {max_length}")
+    check_length_value(max_length)
     limit = max_positions(config)
     if limit is not None and max_length > limit:
         raise InputError(
-            f"--max-length {max_length} is above this model's limit of {limit} tokens; use "
-            f"--max-length {limit} or less (long documents are truncated head+tail), or a "
-            "Longformer model for longer inputs"
+            f"{{max_length}} {max_length} is above this model's limit of {limit} tokens; use "
+            f"{{max_length}} {limit} or less (long documents are truncated head+tail), or a "
+            "Longformer model for longer inputs", params=["max_length"]
         )
     return max_length

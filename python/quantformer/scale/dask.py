@@ -73,6 +73,7 @@ from ..io.frames import (
     write_frame,
 )
 from ..io.modeldir import read_record
+from ..io.writable import check_writable
 from ..models.hub import resolve_model
 from ..models.onnx.backend import check_backend
 from ..models.tokenize import check_strategy, warn_truncated
@@ -165,7 +166,7 @@ def check_out_dir(out, resume: bool) -> Path:
         raise InputError(f"{{out}} '{out}' has files but no {MANIFEST}, so it is not the "
                          "output of a quantformer partitioned run; choose a new {out}",
                          params=["out"])
-    return d
+    return check_writable(d)
 
 
 # ------------------------------------------------------------------------------------------
@@ -466,6 +467,30 @@ def parse_scheduler(scheduler: str | None):
                      "e.g. tcp://10.0.0.5:8786", params=["scheduler"])
 
 
+def check_scheduler_reachable(scheduler: str | None, timeout: float = 5.0) -> None:
+    """Open (and close) a TCP connection to a ``tcp://host:port`` scheduler before anything is
+    written: nothing listening fails in milliseconds, not after Dask's 30 s connect timeout.
+
+    Raises:
+        InputError: the address cannot be reached (the message names it and the fix).
+    """
+    from urllib.parse import urlparse
+
+    how = parse_scheduler(scheduler)
+    if how is None or how[0] != "address":
+        return
+    url = urlparse(how[1])
+    if url.scheme not in ("tcp", "tls") or not url.hostname or not url.port:
+        return  # other transports (ucx, inproc): left to Dask
+    try:
+        socket.create_connection((url.hostname, url.port), timeout=timeout).close()
+    except OSError as exc:
+        raise InputError(f"cannot reach the Dask scheduler at {how[1]} "
+                         f"({exc.strerror or exc}); start it first (dask scheduler, or a "
+                         "dask-jobqueue cluster), or check {scheduler}",
+                         params=["scheduler"]) from None
+
+
 def torch_threads(n_workers: int) -> int:
     """Torch threads per worker so that workers x threads fits this machine's cores."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -501,8 +526,12 @@ def dask_client(scheduler: str | None):
     if how[0] == "local":
         with local_cluster(how[1]) as cluster, Client(cluster) as client:
             client.quantformer_threads = torch_threads(how[1])
-            yield client
+            try:
+                yield client
+            finally:
+                _close_quietly(client, cluster)
     else:
+        check_scheduler_reachable(scheduler)
         try:
             client = Client(how[1], timeout="30s")
         except OSError as exc:
@@ -511,6 +540,28 @@ def dask_client(scheduler: str | None):
         with client:
             client.quantformer_threads = None
             yield client
+
+
+#: seconds a LocalCluster's worker process gets to exit before its nanny kills it (Dask's
+#: default, 4 s, is too short for a worker that holds torch on a busy machine: "Worker process
+#: still alive after 4.0 seconds, killing", then a "leaked semaphore" at exit)
+WORKER_CLOSE_SECONDS = 30
+
+
+async def _close_workers(cluster, timeout: float) -> None:
+    import asyncio
+
+    await asyncio.gather(*(w.close(timeout=timeout) for w in list(cluster.workers.values())),
+                         return_exceptions=True)
+
+
+def _close_quietly(client, cluster) -> None:
+    """Stop a LocalCluster started here in order: tasks cancelled, each worker closed by its
+    nanny with :data:`WORKER_CLOSE_SECONDS` to exit on its own, then the cluster."""
+    with contextlib.suppress(Exception):
+        client.cancel(list(client.futures))
+    with contextlib.suppress(Exception):
+        cluster.sync(_close_workers, cluster, WORKER_CLOSE_SECONDS)
 
 
 def _results(client, specs: list[dict]):
@@ -528,12 +579,34 @@ def _results(client, specs: list[dict]):
     for fut in as_completed(futures):
         spec = futures[fut]
         try:
-            yield spec, fut.result()
+            yield spec, {**fut.result(), **_attempts(client, fut.key)}
         except Exception as exc:
             for other in futures:
                 other.cancel()
             raise RuntimeError(f"partition '{spec['input']}' failed after "
                                f"{TASK_RETRIES} retries: {type(exc).__name__}: {exc}") from exc
+
+
+def _task_attempts(dask_scheduler, key) -> dict | None:
+    ts = dask_scheduler.tasks.get(key)
+    if ts is None:
+        return None
+    return {"workers_lost": int(ts.suspicious), "retries_left": int(ts.retries)}
+
+
+def _attempts(client, key) -> dict:
+    """How often a finished task was run again: ``workers_lost`` (workers that died while it
+    ran there: the scheduler's ``suspicious`` count) and ``retries`` (errors retried, of
+    :data:`TASK_RETRIES`); empty when the scheduler cannot say (e.g. quantformer is not
+    installed beside a remote scheduler)."""
+    try:
+        got = client.run_on_scheduler(_task_attempts, key=key)
+    except Exception:
+        return {}
+    if not got:
+        return {}
+    return {"workers_lost": got["workers_lost"],
+            "retries": max(0, TASK_RETRIES - got["retries_left"])}
 
 
 def map_runs(fn, items: list, scheduler: str | None = None, on_result=None) -> list:
@@ -592,7 +665,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
             others finished; their names in the message).
     """
     corpus = {k: v for k, v in (corpus or {}).items() if v is not None}
-    parse_scheduler(scheduler)
+    check_scheduler_reachable(scheduler)  # before anything is written
     parts = list_partitions(inputs)
     names = output_names(parts)
     folder = check_out_dir(out, resume).resolve()  # absolute: workers have other folders
@@ -602,18 +675,27 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
            else str(model), "options": options, "corpus": corpus}
     manifest = Manifest(folder, job)
     rows, offsets = scan_partitions(parts, corpus)  # before anything is written
+    existed = folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     todo = [i for i, n in enumerate(names) if not manifest.complete(n)]
     manifest.start_run(scheduler, len(todo))
     t0 = time.perf_counter()
-    with dask_client(scheduler) as client:
-        threads = getattr(client, "quantformer_threads", None)
-        specs = [{"verb": verb, "model": job["model"], "options": options, "corpus": corpus,
-                  "input": str(parts[i].resolve()), "output": str(folder / names[i]),
-                  "id_offset": offsets[i], "threads": threads} for i in todo]
-        failed = _drive(client, specs, manifest, sum(rows[i] for i in todo), quiet)
+    try:
+        with dask_client(scheduler) as client:
+            threads = getattr(client, "quantformer_threads", None)
+            specs = [{"verb": verb, "model": job["model"], "options": options,
+                      "corpus": corpus, "input": str(parts[i].resolve()),
+                      "output": str(folder / names[i]), "id_offset": offsets[i],
+                      "threads": threads} for i in todo]
+            failed = _drive(client, specs, manifest, sum(rows[i] for i in todo), quiet)
+    except BaseException:  # Ctrl-C included: no temporary file, no manifest of nothing
+        _remove_orphans(folder, names)
+        _undo_empty_start(manifest, existed)
+        raise
     manifest.finish_run()
     _remove_orphans(folder, names)
+    if failed:
+        _undo_empty_start(manifest, existed)
     _warn_missing(manifest, [names[i] for i in todo])
     _warn_truncated(manifest, [names[i] for i in todo])
     if failed:
@@ -628,6 +710,17 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
             "rows_done": int(done_rows), "seconds": round(secs, 3),
             "docs_per_second": round(done_rows / secs, 1) if secs > 0 else None,
             "manifest": str(manifest.path)}
+
+
+def _undo_empty_start(manifest: Manifest, existed: bool) -> None:
+    """A job that has written no partition in any run leaves nothing: its manifest goes, and
+    the output folder too when this run created it (so a plain rerun is not refused)."""
+    if manifest.data["partitions"]:
+        return
+    manifest.path.unlink(missing_ok=True)
+    if not existed:
+        with contextlib.suppress(OSError):  # not empty: something else is in it, keep it
+            manifest.path.parent.rmdir()
 
 
 def _remove_orphans(folder: Path, names: list[str]) -> None:

@@ -26,6 +26,7 @@ from .._core.errors import InputError, ModelDirError
 from ..io.frames import write_figure
 from ..io.gold import read_table
 from ..io.modeldir import RECORD, read_record
+from ..io.writable import check_writable
 
 N_BINS = 10
 
@@ -115,9 +116,10 @@ def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
 
     Raises:
         ModelDirError: not a model directory. InputError: missing columns, unknown labels,
-            fewer than 10 documents with a label.
+            fewer than 10 documents with a label, a model directory that cannot be written.
     """
     record = read_record(model_dir)
+    check_writable(Path(model_dir) / RECORD, "model")  # the temperature is stored there
     labels = [str(x) for x in record["labels"]]
     table = read_table(pred, "prediction")
     missing = [c for c in [truth_col] + [f"prob_{x}" for x in labels] if c not in table.columns]

@@ -38,6 +38,7 @@ from .._core.errors import InputError
 from .._core.show import print_table
 from ..io.datasets import sotu, split_by_group
 from ..io.frames import write_figure, write_frame
+from ..io.writable import check_writable
 from ..score.evaluate import evaluate
 from ..train.baselines import fit_baseline
 from ..train.finetune import finetune
@@ -76,6 +77,7 @@ def run_demo(out: str | Path, *, train_docs: int | None = TRAIN_DOCS,
     if out.exists() and not out.is_dir():
         raise InputError(f"{{out}} '{out}' is a file; give a folder for the demo's outputs",
                          params=["out"])
+    check_writable(out)
     frame = sotu(since=SINCE, parties=PARTIES, label="party")
     train, test = split_by_group(frame, "address", test_share=0.2, seed=seed)
     overlap = set(train["address"]) & set(test["address"])

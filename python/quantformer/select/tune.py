@@ -51,6 +51,7 @@ from .._core.callable import make_callable
 from .._core.errors import InputError
 from ..io.frames import write_frame
 from ..io.modeldir import hf_quiet
+from ..io.writable import check_writable
 from ..models.batching import pad_batch
 from ..models.hub import load_tokenizer, model_label, resolve_device, resolve_model
 from ..models.tokenize import encode
@@ -97,8 +98,9 @@ def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
         ``Path(out)``.
 
     Raises:
-        InputError: ``out`` is a file (never replaced), or a non-empty folder and
-            ``overwrite`` is False.
+        InputError: ``out`` is a file (never replaced), a non-empty folder and
+            ``overwrite`` is False, or it cannot be written
+            (:func:`quantformer.io.writable.check_writable`).
     """
     p = Path(out)
     if p.exists() and not p.is_dir():
@@ -107,7 +109,7 @@ def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
     if p.is_dir() and not overwrite and any(p.iterdir()):
         raise InputError(f"{{out}} '{out}' exists and is not empty; pass {{overwrite}} or "
                          "choose another {out}", params=["out", "overwrite"])
-    return p
+    return check_writable(p)
 
 
 @contextlib.contextmanager
@@ -332,8 +334,8 @@ def tune(
     max_runs: int | None = None,
     seed: int = 1,
     batch_size: int = 16,
-    max_length: int = 512,
-    truncation: str = "head_tail",
+    max_length: int | None = None,
+    truncation: str | None = None,
     device: str = "auto",
     quiet: bool = False,
     refit: bool = True,
@@ -366,7 +368,9 @@ def tune(
         max_runs: refuse to start when the grid needs more fine-tuning runs than this
             (configurations x folds + 1 refit); None for no limit.
         seed: CV split and every run's seed.
-        batch_size, max_length, truncation, device: passed to fine-tuning.
+        batch_size, max_length, truncation, device: passed to fine-tuning (``max_length`` and
+            ``truncation``: ``None`` for the method's defaults, see
+            :func:`quantformer.train.finetune.finetune`).
         quiet: no progress lines and no transformers progress bars (the plan and estimate
             are printed unless quiet).
         refit: refit the best configuration on all training data (default True).
@@ -384,7 +388,7 @@ def tune(
         label_cols, label_sep: multilabel labels, as in :func:`quantformer.train.finetune.finetune`.
         method: ``standard`` (this recipe), ``setfit`` (SetFit, :mod:`quantformer.train.setfit`:
             ``lrs`` are body learning rates, ``epochs_grid`` epochs over the pairs; no
-            oversampling; ``max_length`` and ``truncation`` do not apply) or ``nli`` (an NLI
+            oversampling; ``max_length`` and ``truncation`` apply to the body) or ``nli`` (an NLI
             ``model`` fine-tuned on the classes as hypotheses, Laurer et al. 2023; no
             oversampling; ``batch_size`` counts premise-hypothesis pairs).
         setfit_iterations: ``method="setfit"`` only: pairs per training document and
@@ -455,7 +459,8 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
            f"{model_label(model)} on {len(data)} documents")
     if estimate and fit_fn is None and method == "standard":
         msg += _estimate_note(model, data, plan, seed=seed, batch_size=batch_size,
-                              max_length=max_length, truncation=truncation, device=device,
+                              max_length=max_length or 512,
+                              truncation=truncation or "head_tail", device=device,
                               n_labels=len(labels))
     say(msg)
     cv_runs = [(lr, ep, k, tr, va) for lr, ep in configs

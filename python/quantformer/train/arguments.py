@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._core.errors import InputError
-from ..models.hub import load_config
+from ..models.hub import check_length_value, load_config
 
 DROPOUT = 0.1
 BATCH_SIZE = 16
@@ -105,7 +105,7 @@ PARAMETERS = {
     "epochs": lambda v, n: check_positive(v, n, int),
     "lr": lambda v, n: check_positive(v, n, float),
     "batch_size": lambda v, n: check_positive(v, n, int),
-    "max_length": lambda v, n: check_positive(v, n, int),
+    "max_length": lambda v, n: check_length_value(v),  # the one rule (models.hub)
     "seed": _check_seed,
     "valid_fraction": _check_fraction,
     "oversample": _check_ratio,

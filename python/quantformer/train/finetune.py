@@ -44,8 +44,8 @@ def finetune(
     epochs: int | None = None,
     lr: float | None = None,
     batch_size: int = BATCH_SIZE,
-    max_length: int = 512,
-    truncation: str = "head_tail",
+    max_length: int | None = None,
+    truncation: str | None = None,
     oversample: float | None = None,
     valid: pd.DataFrame | None = None,
     valid_fraction: float = DEFAULT_VALID_FRACTION,
@@ -75,9 +75,11 @@ def finetune(
         model: hub id or local folder; ``None`` = the bundled all-MiniLM-L6-v2.
         epochs, lr: default by model size, see :func:`default_hyperparameters`.
         batch_size: documents per forward pass (16, the paper's).
-        max_length: tokens per document, special tokens included (512; up to 4,096 for
-            Longformer models, whose first token gets global attention).
-        truncation: ``head_tail`` (128 + 382 at 512, section 6.3), ``head`` or ``tail``.
+        max_length: tokens per document, special tokens included (``None``: 512; up to 4,096
+            for Longformer models, whose first token gets global attention; SetFit: the
+            sentence-transformer's own limit, 256 for the bundled model).
+        truncation: ``head_tail`` (128 + 382 at 512, section 6.3), ``head`` or ``tail``
+            (``None``: ``head_tail``; SetFit: ``head``, as sentence-transformers cuts).
         oversample: minority:majority ratio for random oversampling of the training data
             (e.g. 0.25, the paper's); ``None`` for none. Classification only.
         valid: labelled validation frame: metrics per epoch, early stopping, thresholds.
@@ -130,6 +132,9 @@ def finetune(
         raise InputError("{setfit_iterations} is for {method} setfit only; add {method} setfit "
                          "or leave it out", params=["setfit_iterations", "method"])
     check_method_options(method, hypothesis, label_phrases, nli_pairs)
+    if method not in ("setfit",):  # SetFit's defaults are its body's (train.setfit)
+        max_length = 512 if max_length is None else max_length
+        truncation = "head_tail" if truncation is None else truncation
     if method == "nli" and task == "classification":
         return nli_finetune(
             frame, model=model, hypothesis=hypothesis, label_phrases=label_phrases,
@@ -144,7 +149,8 @@ def finetune(
                              f"method for task={task!r}")
 
         return finetune_fewshot(method, frame, model=model, epochs=epochs, lr=lr,
-                                batch_size=batch_size, labels=labels, seed=seed, device=device,
+                                batch_size=batch_size, max_length=max_length,
+                                truncation=truncation, labels=labels, seed=seed, device=device,
                                 quiet=quiet, source=source, oversample=oversample, valid=valid,
                                 valid_fraction=valid_fraction,
                                 num_iterations=setfit_iterations)

@@ -41,7 +41,14 @@ from .._core.errors import InputError
 from ..infer.embed import Encoder
 from ..infer.setfit import SetFitClassifier
 from ..io.modeldir import hf_quiet, now_utc, versions
-from ..models.hub import model_label, resolve_device, resolve_model
+from ..models.hub import (
+    check_length_value,
+    check_max_length,
+    model_label,
+    resolve_device,
+    resolve_model,
+)
+from ..models.tokenize import check_strategy, encode
 
 METHOD = "setfit"
 DEFAULTS = {"num_iterations": 5, "epochs": 1, "batch_size": 16, "body_lr": 1e-4}
@@ -70,7 +77,9 @@ def setfit_finetune(frame: pd.DataFrame, *, model: str | None = None,
                     labels: list[str] | None = None, epochs: int | None = None,
                     lr: float | None = None, batch_size: int | None = None,
                     num_iterations: int | None = None, seed: int = 1, device: str = "auto",
-                    quiet: bool = False, source: str | None = None) -> SetFitClassifier:
+                    quiet: bool = False, source: str | None = None,
+                    max_length: int | None = None,
+                    truncation: str | None = None) -> SetFitClassifier:
     """Few-shot fine-tuning with SetFit (Tunstall et al. 2022).
 
     Args:
@@ -87,20 +96,31 @@ def setfit_finetune(frame: pd.DataFrame, *, model: str | None = None,
         device: ``auto``, ``cpu``, ``cuda`` or ``mps``.
         quiet: no progress bars or messages.
         source: where the data came from, for the record.
+        max_length: tokens per document, special tokens included, in training (the body's
+            ``max_seq_length``) and prediction (default: the sentence-transformer's own, 256
+            for all-MiniLM-L6-v2).
+        truncation: how longer documents are cut, in training and prediction: ``head``
+            (default, as sentence-transformers cuts), ``head_tail`` or ``tail`` (training
+            documents are cut with :func:`quantformer.models.tokenize.encode` first, so the
+            body trains on the tokens it later predicts from).
 
     Returns:
         A :class:`SetFitClassifier`; its ``record`` has ``"method": "setfit"``.
 
     Raises:
         InputError: fewer than two classes, labels not in ``labels``, non-positive values,
-            an unknown model or device.
+            ``max_length`` below 8 or above the model's limit, an unknown truncation, model
+            or device.
     """
     check_hyperparameters(epochs=epochs, lr=lr, batch_size=batch_size,
                           num_iterations=num_iterations)
+    if max_length is not None:
+        check_length_value(max_length)
+    truncation = check_strategy("head" if truncation is None else truncation)
     hp = {**DEFAULTS, **{k: v for k, v in {"epochs": epochs, "body_lr": lr,
                                            "batch_size": batch_size,
                                            "num_iterations": num_iterations}.items()
-                         if v is not None}}
+                         if v is not None}, "max_length": max_length, "truncation": truncation}
     train, order = training_rows(frame, labels)
     body, head = _train(train, model, hp, order, seed, device, quiet)
     return _classifier(body, head, order, hp, model, train, seed, device, source)
@@ -152,6 +172,7 @@ def _train(train, model, hp, order, seed, device, quiet):
         net = SetFitModel.from_pretrained(resolve_model(model), labels=None,
                                           device=resolve_device(device))
         net.model_head.set_params(max_iter=1000, random_state=seed)
+        train = _cut(net.model_body, train, hp)
         args = TrainingArguments(output_dir=scratch,
                                  batch_size=hp["batch_size"], num_epochs=hp["epochs"],
                                  num_iterations=hp["num_iterations"],
@@ -166,6 +187,22 @@ def _train(train, model, hp, order, seed, device, quiet):
             _one_line_log(trainer, quiet)
             trainer.train()
     return net.model_body, net.model_head
+
+
+def _cut(body, train: pd.DataFrame, hp: dict) -> pd.DataFrame:
+    """Set the body's ``max_seq_length`` to ``hp["max_length"]`` (checked against the model's
+    limit) and, for a truncation other than ``head``, cut the longer training documents with
+    :func:`quantformer.models.tokenize.encode` (decoded back to text), as prediction cuts them."""
+    if hp["max_length"] is not None:
+        body.max_seq_length = check_max_length(hp["max_length"], body[0].auto_model.config)
+    hp["max_length"] = int(body.max_seq_length or 256)
+    if hp["truncation"] == "head":
+        return train
+    enc = encode(body.tokenizer, train["text"].tolist(), max_length=hp["max_length"],
+                 truncation=hp["truncation"])
+    texts = [body.tokenizer.decode(ids, skip_special_tokens=True) if cut else text
+             for ids, cut, text in zip(enc.input_ids, enc.truncated, train["text"])]
+    return train.assign(text=texts)
 
 
 def _one_line_log(trainer, quiet: bool) -> None:
@@ -220,11 +257,11 @@ def _classifier(body, head, order, hp, model, train, seed, device, source):
     record = {"method": METHOD, "labels": order, "model": model_label(model),
               "label_counts": train["label"].value_counts().reindex(order, fill_value=0)
               .to_dict(), "n_train": len(train), "n_train_oversampled": len(train),
-              "hyperparameters": {**hp, "max_length": max_length, "truncation": "head",
+              "hyperparameters": {**hp, "max_length": max_length,
                                   "head": "logistic regression", "seed": seed},
               "data_source": source, "versions": versions(), "finished": now_utc()}
     clf = SetFitClassifier(encoder, coef, intercept, order, normalize=normalize,
-                           max_length=max_length, truncation="head", record=record)
+                           max_length=max_length, truncation=hp["truncation"], record=record)
     weakref.finalize(clf, shutil.rmtree, folder, True)  # the body's temporary folder
     return clf
 
@@ -252,8 +289,9 @@ METHODS = ("standard", METHOD, "nli")  # nli: quantformer.nli_finetune
 
 
 def finetune_fewshot(method: str, frame: pd.DataFrame, *, model=None, epochs=None, lr=None,
-                     batch_size=None, labels=None, seed=1, device="auto", quiet=False,
-                     source=None, num_iterations=None, **ignored) -> SetFitClassifier:
+                     batch_size=None, max_length=None, truncation=None, labels=None, seed=1,
+                     device="auto", quiet=False, source=None, num_iterations=None,
+                     **ignored) -> SetFitClassifier:
     """``finetune(..., method=...)`` for a few-shot method (the dispatch of
     :func:`quantformer.train.finetune.finetune`).
 
@@ -271,4 +309,5 @@ def finetune_fewshot(method: str, frame: pd.DataFrame, *, model=None, epochs=Non
                          "leave it out, and evaluate on held-out documents with `evaluate`")
     return setfit_finetune(frame, model=model, labels=labels, epochs=epochs, lr=lr,
                            batch_size=batch_size, num_iterations=num_iterations, seed=seed,
-                           device=device, quiet=quiet, source=source)
+                           device=device, quiet=quiet, source=source, max_length=max_length,
+                           truncation=truncation)
