@@ -142,6 +142,8 @@ def speed(clf, frame: pd.DataFrame, label: str, check: bool, n_agree: int) -> di
                ours_within=float((docs["completeness_gap"] <= GAP).mean()),
                ours_steps=docs["steps"].value_counts().sort_index().to_dict(),
                ours_warnings=[str(w.message)[:160] for w in caught])
+    print(f"{label}: explain {n} documents in {wall:.0f} s ({cpu:.0f} CPU s), "
+          f"{res['ours_within']:.1%} within 5 %", flush=True)
     diff = (docs["logit"] - docs["baseline_logit"]).to_numpy()
     targets = np.array([clf.labels.index(t) for t in docs["target"]])
     ref = PerDocument(clf)
@@ -152,6 +154,8 @@ def speed(clf, frame: pd.DataFrame, label: str, check: bool, n_agree: int) -> di
     gap = np.abs(deltas) / np.maximum(np.abs(diff), 0.05)
     res.update(base_wall_s=wall, base_cpu_s=cpu, base_docs_s=n / wall, base_docs_cpu_s=n / cpu,
                base_within=float((gap <= GAP).mean()))
+    print(f"{label}: per-document 50 steps in {wall:.0f} s ({cpu:.0f} CPU s), "
+          f"{res['base_within']:.1%} within 5 %", flush=True)
     res["ratio_wall"] = res["ours_docs_s"] / res["base_docs_s"]
     res["ratio_cpu"] = res["ours_docs_cpu_s"] / res["base_docs_cpu_s"]
     if check:
