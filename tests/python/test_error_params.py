@@ -41,9 +41,14 @@ def test_training_options_render_as_parameter_flag_and_r_argument():
     e = _error(make_task, "multilabel")
     assert str(e).startswith("task multilabel needs either label_cols A,B,C")
     assert e.render(cli_flag).startswith("--task multilabel needs either --label-cols A,B,C")
-    e = _error(check_arguments, max_length=0)
-    assert _three(e)[:2] == ("max_length must be a whole number greater than 0, not 0",
-                             "--max-length must be a whole number greater than 0, not 0")
+    e = _error(check_arguments, batch_size=0)
+    assert _three(e)[:2] == ("batch_size must be a whole number greater than 0, not 0",
+                             "--batch-size must be a whole number greater than 0, not 0")
+    e = _error(check_arguments, max_length=0)  # the one --max-length rule (models.hub)
+    assert _three(e)[:2] == (
+        "max_length must be a whole number of tokens of at least 8 (special tokens included), "
+        "not 0", "--max-length must be a whole number of tokens of at least 8 (special tokens "
+        "included), not 0")
     e = _error(check_arguments, valid_fraction=1.5)
     assert e.render(lambda p: r_argument(p, ["validation"])) == \
         "`validation` must be in [0, 1), not 1.5"
