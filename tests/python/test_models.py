@@ -122,8 +122,8 @@ def test_check_max_length():
     bert = BertConfig()
     assert check_max_length(512, bert) == 512
     assert check_max_length(8, bert) == 8
-    with pytest.raises(InputError, match=r"--max-length 513 is above this model's limit of 512 "
-                                         r"tokens; use --max-length 512 or less .*Longformer"):
+    with pytest.raises(InputError, match=r"max_length 513 is above this model's limit of 512 "
+                                         r"tokens; use max_length 512 or less .*Longformer"):
         check_max_length(513, bert)
     with pytest.raises(InputError, match="at least 8, not 4"):
         check_max_length(4, bert)
