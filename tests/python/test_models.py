@@ -125,7 +125,7 @@ def test_check_max_length():
     with pytest.raises(InputError, match=r"max_length 513 is above this model's limit of 512 "
                                          r"tokens; use max_length 512 or less .*Longformer"):
         check_max_length(513, bert)
-    with pytest.raises(InputError, match="at least 8, not 4"):
+    with pytest.raises(InputError, match=r"at least 8 \(special tokens included\), not 4"):
         check_max_length(4, bert)
     with pytest.raises(InputError, match="whole number"):
         check_max_length(256.0, bert)
