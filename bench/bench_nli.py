@@ -72,8 +72,9 @@ def one_run(name: str, model: str, train, test, args, seed: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get("QUANTFORMER_SHARED_DATA",
-                                                     "/work/shared/data"))
+    ap.add_argument("--data", default=os.environ.get(
+        "QUANTFORMER_SHARED_DATA",
+        str(Path(__file__).resolve().parents[2] / "shared" / "data")))
     ap.add_argument("--per-class", type=int, default=16)
     ap.add_argument("--test", type=int, default=280)
     ap.add_argument("--max-length", type=int, default=128)

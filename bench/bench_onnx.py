@@ -29,7 +29,7 @@ the start and end of each part.
 The models are copied to a temporary folder, so the ONNX exports (not timed) never touch the
 shared model folders. Run (2 threads)::
 
-    OMP_NUM_THREADS=2 PYTHONPATH=python python bench/bench_onnx.py --models /work/models \
+    OMP_NUM_THREADS=2 PYTHONPATH=python python bench/bench_onnx.py --models MODELS \
         --threads 2 [--rounds 3] [--toxic-n 1000] [--only predict,int8,nli,embed,cold] \
         [--tasks abortion,toxic] [--json out.json]
 """
@@ -182,7 +182,7 @@ INT8_VARIANTS = {
     "MatMul, per_channel, reduce_range (before)": {"first_layer_fp32": False},
     "MatMul, per_channel, reduce_range, first layer fp32 (chosen)": {},
     "ONNX fp32, unfused graph": {"graph": "unfused", "fp32": True},
-    "chosen settings on the unfused graph (session 2)": {"graph": "unfused"},
+    "chosen settings on the unfused graph": {"graph": "unfused"},
 }
 
 
@@ -260,7 +260,8 @@ def cold_start(model_dir: Path, tmp: Path, repeats: int = 3) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default="/work/models", help="folder of the lead's models")
+    ap.add_argument("--models", default=str(Path(__file__).resolve().parents[2] / "models"),
+                    help="folder of the fine-tuned models (outside the repository)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3,
                     help="interleaved rounds of the compared runners (median time)")

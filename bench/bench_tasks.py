@@ -12,8 +12,8 @@ multi-label").
                multilabel`` against a bag-of-words one-vs-rest logistic regression and (with
                ``--binary toxic,obscene,...``) one single-label fine-tuned model per label;
                per-label F1 and macro-F1 (``--n-train``, ``--n-test``). ``--lead-split`` tests
-               on the lead's ``toxic_test1000`` comments, so the toxic label can be checked
-               against the single-label toxic-1000 model (/work/models). Results are written
+               on the ``toxic_test1000`` comments (the test set of the single-label Toxic model), so the toxic label can be checked
+               against the single-label toxic-1000 model (in --models). Results are written
                to ``--out`` after each model, so a run stopped early keeps what finished.
 
 Run e.g. ``OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_tasks.py --only
@@ -88,9 +88,9 @@ def run_sotu(seed: int, which: str = "recipe,defaults") -> dict:
 
 
 def jigsaw_split(data: Path, seed: int, n_train: int, n_test: int, lead_split: bool):
-    """Train and test frames from the shared 5k sample. ``lead_split``: the test set is the
-    lead's ``toxic_test1000`` (rows 1,001-2,000 of the seed-1 permutation, see
-    /work/models/prep.py) and training comments come from the other rows, so the toxic label
+    """Train and test frames from the shared 5k sample. ``lead_split``: the test set is
+    ``toxic_test1000`` (rows 1,001-2,000 of the seed-1 permutation, the split of the
+    single-label Toxic model) and training comments come from the other rows, so the toxic label
     can be checked against the single-label toxic-1000 model on the same test comments."""
     raw = pd.read_csv(data / "jigsaw_toxic" / "jigsaw_5k.csv", dtype={"id": str})
     raw = raw.rename(columns={"comment_text": "text", "id": "doc_id"})
@@ -187,7 +187,7 @@ def main() -> None:
     p.add_argument("--tune-thresholds", action="store_true",
                    help="jigsaw: hold out 20 %% of the training sample and tune thresholds")
     p.add_argument("--lead-split", action="store_true",
-                   help="jigsaw: test on the lead's toxic_test1000 comments (see jigsaw_split)")
+                   help="jigsaw: test on the toxic_test1000 comments (see jigsaw_split)")
     p.add_argument("--binary", default="",
                    help="jigsaw: comma-separated labels that also get one binary model each")
     p.add_argument("--out", default=None, help="write the numbers as JSON here")

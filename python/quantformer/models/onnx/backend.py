@@ -88,8 +88,8 @@ UNSUPPORTED_TYPES = ("longformer", "led")
 #: quantize_dynamic settings: int8 weights of the MatMuls only (embeddings, pooler and
 #: classification head stay fp32), one scale per output channel, 7-bit weight range (no
 #: saturation in the u8s8 kernels of CPUs without VNNI), and the first encoder layer's MatMuls
-#: kept fp32 (``first_layer_fp32``: the layer most sensitive to quantization in session 2's
-#: search), applied to the fused fp32 graph (1.2x faster than int8 of the unfused graph, which
+#: kept fp32 (``first_layer_fp32``: the layer most sensitive to quantization in the settings
+#: search of bench/bench_onnx.py), applied to the fused fp32 graph (1.2x faster than int8 of the unfused graph, which
 #: was no faster than fused fp32); there the query, key and value weights sit inside the fused
 #: ``Attention`` nodes and stay fp32, so int8 covers the attention output and FFN MatMuls. Top-1 agreement with fp32 varies by a few documents between
 #: settings and library versions: on the Abortion test tweets 98.2-98.9 %, on Toxic 99.3-99.7 %

@@ -6,7 +6,7 @@ optimizer does not recognise the dynamo export's attention, so :func:`fuse` rewr
 graph with onnxscript's ORT fusion rules (``onnxscript.rewriter.ort_fusions.optimize_for_ort``:
 ``Attention``, ``SkipLayerNormalization``, ``BiasGelu``, ONNX Runtime contrib operators with
 fused CPU kernels). On the fine-tuned MiniLM this made fp32 prediction 1.24x (Abortion tweets)
-to 1.28x (Toxic comments) faster (bench/RESULTS.md, "Sessions 3 and 4: fused graphs").
+to 1.28x (Toxic comments) faster (bench/RESULTS.md, "ONNX Runtime and int8 inference").
 
 A fused graph is kept only when it computes what the unfused one does: both are run on the
 export's sample batch (which has padding) and the fused graph is refused when any output
