@@ -38,7 +38,7 @@ call_verb <- function(verb, args = character(), inputs = list(),
   }
   out_args <- character()
   if (output %in% c("rds", "json")) {
-    files <- c(files, tempfile("qf-output-", fileext = paste0(".", output)))
+    files <- c(files, out_path(paste0(".", output)))
     out_args <- c("--out", files[length(files)])
   }
   res <- run_cli(verb, c(input_args, args, out_args), verbose = verbose, r_args = r_args)
@@ -49,6 +49,9 @@ call_verb <- function(verb, args = character(), inputs = list(),
     stdout = jsonlite::fromJSON(res$stdout, simplifyVector = TRUE))
   res
 }
+
+# A temporary file name for a verb's output (the verb writes it; the caller unlinks it).
+out_path <- function(ext = ".rds") tempfile("qf-output-", fileext = ext)
 
 # Write one input of a verb to a temporary file: a data frame as .rds, a character vector as a
 # UTF-8 text file with one element a line. Returns the path.

@@ -152,7 +152,9 @@ start_room <- function(args, r_args = NULL, timeout = 600) {
   check_core_version(found)
   # stderr goes to a file: a pipe nobody reads would fill up and stall the server
   err_file <- tempfile("qf-code-", fileext = ".log")
-  proc <- processx::process$new(found$python, c("-m", "quantformer", args), stdout = "|",
+  names_arg <- if (length(r_args)) c("--r-names", paste(r_args, collapse = ","))
+  proc <- processx::process$new(found$python, c("-m", "quantformer", names_arg, args),
+                                stdout = "|",
                                 stderr = err_file, env = child_env(), cleanup_tree = TRUE)
   deadline <- Sys.time() + timeout
   line <- character()
@@ -167,7 +169,7 @@ start_room <- function(args, r_args = NULL, timeout = 600) {
     if (proc$is_alive()) proc$kill_tree()
     status <- proc$get_exit_status()
     res <- list(status = if (is.null(status)) 1L else status, stdout = "", stderr = err)
-    stop(cli_error_message("code", res, r_args = r_args), call. = FALSE)
+    stop(cli_error("code", res))  # R/python.R: a classed condition naming R's arguments
   }
   attr(proc, "url") <- line
   attr(proc, "log") <- err_file

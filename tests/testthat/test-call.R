@@ -13,15 +13,16 @@ qf_files <- function() list.files(tempdir(), pattern = "^qf-(input|output)-")
 
 test_that("a failed verb is a classed condition carrying its exit status and stderr", {
   skip_on_os("windows")
+  # the core names R's arguments itself (R passes them with --r-names); R shows its message
   withr::local_options(quantformer.python = fake_core(c(
-    "echo 'quantformer predict: error: --batch-size must be positive' >&2", "exit 2")))
+    "echo 'quantformer predict: error: `batch_size` must be positive' >&2", "exit 2")))
   err <- tryCatch(quantformer:::call_verb("predict", r_args = "batch_size"),
                   quantformer_input_error = function(e) e)
   expect_s3_class(err, c("quantformer_input_error", "quantformer_error", "error", "condition"),
                   exact = TRUE)
   expect_identical(err$status, 2L)
   expect_identical(err$verb, "predict")
-  expect_equal(err$stderr, "quantformer predict: error: --batch-size must be positive\n")
+  expect_equal(err$stderr, "quantformer predict: error: `batch_size` must be positive\n")
   expect_equal(conditionMessage(err),
                "quantformer predict: error: `batch_size` must be positive")
 
