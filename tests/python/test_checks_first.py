@@ -51,3 +51,20 @@ def test_suggest_refuses_a_fully_coded_corpus_before_embedding(tmp_path):
     with pytest.raises(InputError, match="all 12 documents with a text are already coded"):
         suggest_round(frame, embed_model=str(tmp_path / "no-such-model"), n=3, quiet=True)
     assert time.monotonic() - start < 2
+
+
+def test_predict_reads_the_input_before_loading_the_model(tmp_path, monkeypatch):
+    """A bad --input fails before any model loads (a fresh user waited 10 s for the error)."""
+    import gzip
+
+    import quantformer.infer.predict as predict_module
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("the model was loaded before the input was read")
+
+    monkeypatch.setattr(predict_module, "load_model", no_load)
+    bad = tmp_path / "fake.csv"
+    bad.write_bytes(gzip.compress(b"doc_id,text\na,hello\n"))
+    with pytest.raises(InputError, match="does not look like text"):
+        predict_module.predict_file(str(tmp_path / "model"), bad, tmp_path / "p.parquet")
+    assert not (tmp_path / "p.parquet").exists()

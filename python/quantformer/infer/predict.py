@@ -66,6 +66,10 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     from tqdm.auto import tqdm
 
     check_output_path(out_path)
+    # the input is opened (format, columns, ids) before the model loads: a bad file fails fast
+    chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
+                         label_col=label_col, fmt=fmt, quoting=quoting,
+                         labels_file=labels_file)
     clf = model if isinstance(model, Classifier) else load_model(
         model, device=device, backend=backend, quantize=quantize)
     temperature = None
@@ -73,9 +77,6 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
         temperature = stored_temperature(clf.record or {}, model)
     n = n_missing = 0
     counts: dict = {}
-    chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
-                         label_col=label_col, fmt=fmt, quoting=quoting,
-                         labels_file=labels_file)
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer:
         for chunk in chunks:
