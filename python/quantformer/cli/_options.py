@@ -300,3 +300,11 @@ def add_run_options(p) -> None:
     add_quiet_option(p)
     add_backend_options(p)
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
+
+
+def add_embedding_cache_options(p) -> None:
+    """--no-cache and --cache-dir: the embedding cache of suggest and the coding room."""
+    p.add_argument("--no-cache", action="store_true",
+                   help="do not read or write the embedding cache beside the corpus")
+    p.add_argument("--cache-dir", default=None,
+                   help="folder for the embedding cache (default: beside the corpus file)")

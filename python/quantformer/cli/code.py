@@ -16,6 +16,7 @@ from ..label.suggest import STRATEGIES, embed_corpus
 from ._options import (
     add_corpus_options,
     add_device_option,
+    add_embedding_cache_options,
     add_quiet_option,
     corpus_kwargs,
     positive,
@@ -62,10 +63,7 @@ def add_cli(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
     p.add_argument("--embed-model", default=None,
                    help="model for the embeddings (default: the bundled all-MiniLM-L6-v2)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="do not read or write the embedding cache beside the corpus")
-    p.add_argument("--cache-dir", default=None,
-                   help="folder for the embedding cache (default: beside the corpus file)")
+    add_embedding_cache_options(p)
     add_device_option(p)
     add_quiet_option(p)
     p.set_defaults(func=run)

@@ -9,6 +9,7 @@ from ..models.tokenize import STRATEGIES as TRUNCATIONS
 from ._options import (
     add_corpus_options,
     add_device_option,
+    add_embedding_cache_options,
     add_quiet_option,
     corpus_kwargs,
     max_length_arg,
@@ -59,10 +60,7 @@ def add_cli(sub) -> None:
                    help="how long documents are cut for the embeddings (head_tail)")
     p.add_argument("--batch-size", type=positive(int), default=32,
                    help="documents per forward pass (32)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="do not read or write the embedding cache beside the corpus")
-    p.add_argument("--cache-dir", default=None,
-                   help="folder for the embedding cache (default: beside the corpus file)")
+    add_embedding_cache_options(p)
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="output file (.csv for a spreadsheet, .rds, ...)")
