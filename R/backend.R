@@ -31,11 +31,11 @@ NULL
 backend_flags <- function(backend = getOption("quantformer.backend", "torch"),
                           quantize = getOption("quantformer.quantize", "none")) {
   if (!is.character(backend) || length(backend) != 1 || !backend %in% c("torch", "onnx"))
-    stop("`backend` must be \"torch\" or \"onnx\", not ", deparse(backend), call. = FALSE)
+    input_error("`backend` must be \"torch\" or \"onnx\", not ", deparse(backend), call. = FALSE)
   if (!is.character(quantize) || length(quantize) != 1 || !quantize %in% c("none", "int8"))
-    stop("`quantize` must be \"none\" or \"int8\", not ", deparse(quantize), call. = FALSE)
+    input_error("`quantize` must be \"none\" or \"int8\", not ", deparse(quantize), call. = FALSE)
   if (quantize == "int8" && backend != "onnx")
-    stop("`quantize = \"int8\"` needs `backend = \"onnx\"`", call. = FALSE)
+    input_error("`quantize = \"int8\"` needs `backend = \"onnx\"`", call. = FALSE)
   cli_flags(backend = if (backend != "torch") backend,
             quantize = if (quantize != "none") quantize)
 }

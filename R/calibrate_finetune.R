@@ -38,9 +38,9 @@
 calibrate_finetune <- function(object, newdata, y, batch_size = 64, device = "auto",
                                text_field = "text", docid_field = "doc_id", verbose = NULL) {
   if (!inherits(object, "textmodel_finetune"))
-    stop("`object` must be a model from textmodel_finetune() or load_finetune()", call. = FALSE)
+    input_error("`object` must be a model from textmodel_finetune() or load_finetune()", call. = FALSE)
   if (!is.null(object$task) && object$task != "classification")
-    stop("temperature scaling calibrates a classifier's softmax; this is a ", object$task,
+    input_error("temperature scaling calibrates a classifier's softmax; this is a ", object$task,
          " model", call. = FALSE)
   check_model_dir(object)
   frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")

@@ -35,9 +35,9 @@
 #' @export
 classification_report <- function(predicted, truth, verbose = FALSE) {
   if (length(predicted) != length(truth))
-    stop("`predicted` has ", length(predicted), " value(s) but `truth` has ", length(truth),
+    input_error("`predicted` has ", length(predicted), " value(s) but `truth` has ", length(truth),
          "; give one prediction per true class, in the same order", call. = FALSE)
-  if (!length(truth)) stop("`truth` is empty: nothing to evaluate", call. = FALSE)
+  if (!length(truth)) input_error("`truth` is empty: nothing to evaluate", call. = FALSE)
   ids <- names(predicted)
   if (is.null(ids) || anyDuplicated(ids) || anyNA(ids)) ids <- paste0("text", seq_along(truth))
   frame <- data.frame(doc_id = enc2utf8(ids),

@@ -38,17 +38,17 @@ as_frame <- function(x, text_field = "text", docid_field = "doc_id", arg = "x") 
     ids <- names(x)
     docvars <- NULL
   } else {
-    stop("`", arg, "` must be a quanteda corpus, a character vector or a data frame with a ",
+    input_error("`", arg, "` must be a quanteda corpus, a character vector or a data frame with a ",
          "text column (named by `text_field`), not ", class(x)[1], call. = FALSE)
   }
   n <- length(text)
-  if (n == 0) stop("`", arg, "` has no documents", call. = FALSE)
+  if (n == 0) input_error("`", arg, "` has no documents", call. = FALSE)
   if (is.null(ids) || all(is.na(ids) | ids == "")) ids <- paste0("text", seq_len(n))
   if (anyNA(ids) || any(ids == ""))
-    stop("`", arg, "` has ", sum(is.na(ids) | ids == ""), " document(s) without a name; ",
+    input_error("`", arg, "` has ", sum(is.na(ids) | ids == ""), " document(s) without a name; ",
          "name every document or none", call. = FALSE)
   if (anyDuplicated(ids))
-    stop("document names in `", arg, "` must be unique, but '", ids[anyDuplicated(ids)],
+    input_error("document names in `", arg, "` must be unique, but '", ids[anyDuplicated(ids)],
          "' repeats; make them unique (e.g. with make.unique())", call. = FALSE)
   frame <- data.frame(doc_id = enc2utf8(ids), text = enc2utf8(text), stringsAsFactors = FALSE,
                       check.names = FALSE)
@@ -66,7 +66,7 @@ as_frame <- function(x, text_field = "text", docid_field = "doc_id", arg = "x") 
 # name; NULL when an optional field (the default `docid_field`) is absent.
 field_column <- function(x, field, what, arg, required) {
   if ((!is.character(field) && !is.numeric(field)) || length(field) != 1 || is.na(field))
-    stop("`", what, "` must be one column name or number, not ",
+    input_error("`", what, "` must be one column name or number, not ",
          if (length(field) != 1) paste(length(field), "values") else format(field),
          call. = FALSE)
   if (is.numeric(field)) {
@@ -83,7 +83,7 @@ field_column <- function(x, field, what, arg, required) {
   chars <- vapply(texty, function(n) mean(nchar(as.character(x[[n]])), na.rm = TRUE), 0)
   example <- if (what == "text_field" && length(texty))
     texty[which.max(replace(chars, is.na(chars), -1))] else names(x)[1]
-  stop("`", arg, "` is a data frame without a", if (is.numeric(field))
+  input_error("`", arg, "` is a data frame without a", if (is.numeric(field))
        paste(" column number", field) else paste0(" '", field, "' column"),
        "; its columns are: ", paste(names(x), collapse = ", "), ". Name its ",
        if (what == "text_field") "text" else "document-name", " column with `", what,
@@ -100,7 +100,7 @@ data_frame_parts <- function(x, text_field, docid_field, arg) {
   text <- x[[text_col]]
   if (is.factor(text)) text <- as.character(text)
   if (!is.character(text))
-    stop("column '", text_col, "' of `", arg, "` must hold text (character), not ",
+    input_error("column '", text_col, "' of `", arg, "` must hold text (character), not ",
          class(text)[1], "; name the text column with `text_field`", call. = FALSE)
   ids <- if (!is.null(id_col)) as.character(x[[id_col]])
          else if (!identical(rownames(x), as.character(seq_len(nrow(x))))) rownames(x)
@@ -119,7 +119,7 @@ frame_docvars <- function(frame) {
 # Returns list(y = <vector>, name = <docvar name or NULL>).
 resolve_y <- function(y, frame, arg = "y", name_only = FALSE, x_arg = "x") {
   n <- nrow(frame)
-  if (is.null(y)) stop("`", arg, "` is missing: give the labels (one per document) or a ",
+  if (is.null(y)) input_error("`", arg, "` is missing: give the labels (one per document) or a ",
                        "docvar name", call. = FALSE)
   # any column but doc_id and text, a column named "label" included
   dv <- frame[setdiff(names(frame), c("doc_id", "text"))]
@@ -127,14 +127,14 @@ resolve_y <- function(y, frame, arg = "y", name_only = FALSE, x_arg = "x") {
     (name_only || n != 1 || y %in% names(dv))
   if (is_name) {
     if (!y %in% names(dv))
-      stop("`", arg, "` = '", y, "' is not a docvar of `", x_arg, "`; ",
+      input_error("`", arg, "` = '", y, "' is not a docvar of `", x_arg, "`; ",
            if (ncol(dv)) paste0("its docvars are: ", paste(names(dv), collapse = ", "))
            else paste0("`", x_arg, "` has no docvars"),
            ". Give a docvar name or one label per document", call. = FALSE)
     return(list(y = dv[[y]], name = y))
   }
   if (length(y) != n)
-    stop("`", arg, "` has ", length(y), " value(s) but `", x_arg, "` has ", n,
+    input_error("`", arg, "` has ", length(y), " value(s) but `", x_arg, "` has ", n,
          " document(s); give one ",
          "label per document (NA for uncoded ones) or a docvar name", call. = FALSE)
   list(y = y, name = NULL)
@@ -145,11 +145,11 @@ label_levels <- function(y) {
   present <- unique(as.character(y[!is.na(y)]))
   lev <- if (is.factor(y)) intersect(levels(y), present) else sort(present)
   if (length(lev) < 2)
-    stop("`y` must have at least two classes among the coded documents, but ",
+    input_error("`y` must have at least two classes among the coded documents, but ",
          if (length(lev)) paste0("every coded document is '", lev, "'") else "every label is NA",
          "; code documents of another class too", call. = FALSE)
   if (any(grepl(",", lev, fixed = TRUE)))
-    stop("class labels must not contain commas (the command line separates labels with ",
+    input_error("class labels must not contain commas (the command line separates labels with ",
          "commas): ", paste0("'", lev[grepl(",", lev, fixed = TRUE)], "'", collapse = ", "),
          "; rename them, e.g. `y <- gsub(\",\", \";\", y)`", call. = FALSE)
   lev

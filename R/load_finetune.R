@@ -22,7 +22,7 @@
 #' @export
 load_finetune <- function(dir) {
   if (!is.character(dir) || length(dir) != 1 || !dir.exists(dir))
-    stop("model directory '", dir, "' does not exist; give the folder written by ",
+    input_error("model directory '", dir, "' does not exist; give the folder written by ",
          "textmodel_finetune(output_dir = ...)", call. = FALSE)
   rec <- model_record(dir)
   task <- if (is.null(rec$task)) "classification" else rec$task
@@ -46,11 +46,11 @@ model_record <- function(dir) {
 check_model_dir <- function(object) {
   if (dir.exists(object$model_dir)) return(invisible(TRUE))
   if (temporary_dir_gone(object))
-    stop("the model directory '", object$model_dir, "' of this model no longer exists: it was ",
+    input_error("the model directory '", object$model_dir, "' of this model no longer exists: it was ",
          "in the temporary folder of the R session that fitted the model, which R deleted when ",
          "that session ended. Fit again with `output_dir` set to a permanent folder (e.g. ",
          "textmodel_finetune(..., output_dir = \"models/my-model\")); then the saved object ",
          "works in later sessions", call. = FALSE)
-  stop("the model directory '", object$model_dir, "' of this model no longer exists; fine-tune ",
+  input_error("the model directory '", object$model_dir, "' of this model no longer exists; fine-tune ",
        "again, or load_finetune() a copy of the directory", call. = FALSE)
 }

@@ -6,7 +6,7 @@ nli_phrase_inputs <- function(label_phrases) {
   phrases <- unlist(label_phrases)
   if (!is.character(phrases) || is.null(names(phrases)) || any(!nzchar(names(phrases))) ||
       anyNA(phrases))
-    stop("`label_phrases` must be a named character vector, one phrase per class, e.g. ",
+    input_error("`label_phrases` must be a named character vector, one phrase per class, e.g. ",
          "c(pro = \"in favor of\", con = \"against\")", call. = FALSE)
   list("--label-phrases-file" = enc2utf8(paste0(names(phrases), "=", phrases)))
 }

@@ -63,10 +63,10 @@ predict_files <- function(model, files, output_dir, scheduler = NULL, resume = F
                           verbose = getOption("quantformer.verbose", TRUE)) {
   model_dir <- files_model_dir(model)
   if (!is.character(files) || !length(files) || anyNA(files))
-    stop("`files` must be a character vector of corpus files, folders or globs",
+    input_error("`files` must be a character vector of corpus files, folders or globs",
          call. = FALSE)
   if (!is.character(output_dir) || length(output_dir) != 1 || is.na(output_dir))
-    stop("`output_dir` must be one folder path", call. = FALSE)
+    input_error("`output_dir` must be one folder path", call. = FALSE)
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
   # an existing folder makes even one file a partitioned run; ours goes if the run fails empty
   if (!dir.exists(output_dir)) {
@@ -88,7 +88,7 @@ files_model_dir <- function(model) {
     return(model$model_dir)
   }
   if (!is.character(model) || length(model) != 1 || !dir.exists(model))
-    stop("`model` must be a textmodel_finetune object or the folder of a fine-tuned model",
+    input_error("`model` must be a textmodel_finetune object or the folder of a fine-tuned model",
          call. = FALSE)
   normalizePath(model)
 }

@@ -225,6 +225,15 @@ cli_error <- function(verb, res, debug = FALSE) {
                  verb = verb, status = status, stderr = res$stderr))
 }
 
+# An error in the caller's arguments found on the R side, before any Python runs: the same
+# class as the core's bad-input errors (`quantformer_input_error`, a `quantformer_error`), so
+# that one tryCatch() handler catches both. Arguments are pasted together as stop() does;
+# `call.` is accepted for the look of stop() calls and ignored (the message names the argument).
+input_error <- function(..., call. = FALSE) {
+  stop(structure(class = c("quantformer_input_error", "quantformer_error", "error", "condition"),
+                 list(message = paste0(...), call = NULL, status = 2L)))
+}
+
 # The message of a failed verb: the CLI's `quantformer <verb>: error: ...` line(s), else the
 # last lines of stderr.
 cli_error_message <- function(verb, res, debug = FALSE) {

@@ -21,10 +21,10 @@
 #' @export
 regression_report <- function(predicted, truth, verbose = FALSE) {
   if (length(predicted) != length(truth))
-    stop("`predicted` has ", length(predicted), " value(s) but `truth` has ", length(truth),
+    input_error("`predicted` has ", length(predicted), " value(s) but `truth` has ", length(truth),
          "; give one prediction per true value, in the same order", call. = FALSE)
   if (!is.numeric(predicted) || !is.numeric(truth))
-    stop("`predicted` and `truth` must be numeric; use classification_report() for classes",
+    input_error("`predicted` and `truth` must be numeric; use classification_report() for classes",
          call. = FALSE)
   frame <- data.frame(doc_id = paste0("text", seq_along(truth)), predicted = predicted,
                       truth = truth)

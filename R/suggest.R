@@ -73,16 +73,16 @@ suggest_documents <- function(x, y = NULL, n = 50,
                               verbose = getOption("quantformer.verbose", TRUE)) {
   strategy <- match.arg(strategy)
   if (!is.numeric(n) || length(n) != 1 || is.na(n) || n < 1 || n != round(n))
-    stop("`n` must be one whole number of at least 1, not ", format(n), call. = FALSE)
+    input_error("`n` must be one whole number of at least 1, not ", format(n), call. = FALSE)
   if (!is.numeric(random_share) || length(random_share) != 1 || is.na(random_share) ||
       random_share < 0 || random_share > 1)
-    stop("`random_share` must be one number from 0 to 1 (e.g. 0.2), not ",
+    input_error("`random_share` must be one number from 0 to 1 (e.g. 0.2), not ",
          format(random_share), call. = FALSE)
   frame <- as_frame(x)
   codes <- if (is.null(y)) rep(NA_character_, nrow(frame)) else
     as.character(resolve_y(y, frame)$y)
   if (!is.null(stratify) && !stratify %in% names(frame_docvars(frame)))
-    stop("`stratify` = '", stratify, "' is not a docvar of `x`", call. = FALSE)
+    input_error("`stratify` = '", stratify, "' is not a docvar of `x`", call. = FALSE)
   args <- cli_flags(n = n, strategy = strategy, stratify = stratify,
                     no_diversity = !isTRUE(diversity),
                     random_share = if (random_share > 0) random_share,
@@ -116,7 +116,7 @@ model_dir_of <- function(model) {
   if (is.null(model)) return(NULL)
   if (inherits(model, "textmodel_finetune")) return(model$model_dir)
   if (is.character(model) && length(model) == 1) return(normalizePath(model, mustWork = FALSE))
-  stop("`model` must be NULL, a textmodel_finetune object or a model directory path",
+  input_error("`model` must be NULL, a textmodel_finetune object or a model directory path",
        call. = FALSE)
 }
 
@@ -134,7 +134,7 @@ model_dir_of <- function(model) {
 #' @export
 write_suggestions <- function(x, file) {
   if (!is.data.frame(x) || !all(c("doc_id", "text") %in% names(x)))
-    stop("`x` must be the data frame returned by suggest_documents() (with doc_id and text)",
+    input_error("`x` must be the data frame returned by suggest_documents() (with doc_id and text)",
          call. = FALSE)
   if (!"code" %in% names(x)) x$code <- NA_character_
   utils::write.csv(x, file, row.names = FALSE, na = "", fileEncoding = "UTF-8")
@@ -145,12 +145,12 @@ write_suggestions <- function(x, file) {
 #' @param code name of the column holding the codes (default `"code"`).
 #' @export
 read_suggestions <- function(file, code = "code") {
-  if (!file.exists(file)) stop("file not found: '", file, "'", call. = FALSE)
+  if (!file.exists(file)) input_error("file not found: '", file, "'", call. = FALSE)
   df <- utils::read.csv(file, colClasses = "character", na.strings = "",
                         encoding = "UTF-8", check.names = FALSE)
   miss <- setdiff(c("doc_id", code), names(df))
   if (length(miss))
-    stop("'", file, "' has no column ", paste0("'", miss, "'", collapse = ", "),
+    input_error("'", file, "' has no column ", paste0("'", miss, "'", collapse = ", "),
          "; its columns are: ", paste(names(df), collapse = ", "),
          ". Keep the doc_id column and fill in the '", code, "' column", call. = FALSE)
   out <- data.frame(doc_id = df$doc_id, code = trimws(df[[code]]), stringsAsFactors = FALSE)
@@ -176,16 +176,16 @@ merge_codes <- function(x, coded, y = NULL) {
   codes <- if (is.null(y)) rep(NA_character_, nrow(frame)) else
     as.character(resolve_y(y, frame)$y)
   if (!is.data.frame(coded) || !all(c("doc_id", "code") %in% names(coded)))
-    stop("`coded` must be a data frame with columns doc_id and code (see read_suggestions())",
+    input_error("`coded` must be a data frame with columns doc_id and code (see read_suggestions())",
          call. = FALSE)
   coded <- coded[!is.na(coded$code), c("doc_id", "code")]
   pos <- match(coded$doc_id, frame$doc_id)
   if (anyNA(pos))
-    stop(sum(is.na(pos)), " doc_id(s) in `coded` are not docnames of `x`, first: '",
+    input_error(sum(is.na(pos)), " doc_id(s) in `coded` are not docnames of `x`, first: '",
          coded$doc_id[is.na(pos)][1], "'; code documents of this corpus only", call. = FALSE)
   clash <- !is.na(codes[pos]) & codes[pos] != coded$code
   if (any(clash))
-    stop(sum(clash), " document(s) already have another code in `y`, first: '",
+    input_error(sum(clash), " document(s) already have another code in `y`, first: '",
          coded$doc_id[clash][1], "'; keep one code per document", call. = FALSE)
   codes[pos] <- coded$code
   stats::setNames(codes, frame$doc_id)

@@ -50,6 +50,22 @@ test_that("real quanteda corpora are recognised by structure, without quanteda",
   expect_false(quantformer:::is_corpus(structure("a", class = c("corpus", "character"))))
 })
 
+test_that("R-side argument errors are quantformer_input_error, like the core's", {
+  f <- quantformer:::as_frame(data.frame(text = c("a", "b", "c"), party = c("x", "y", "x")))
+  err <- tryCatch(quantformer:::resolve_y("nope", f), quantformer_input_error = function(e) e)
+  expect_s3_class(err, c("quantformer_input_error", "quantformer_error", "error", "condition"),
+                  exact = TRUE)
+  expect_identical(err$status, 2L)
+  expect_null(conditionCall(err))
+  expect_equal(conditionMessage(err),
+               paste("`y` = 'nope' is not a docvar of `x`; its docvars are: party.",
+                     "Give a docvar name or one label per document"))
+  expect_error(quantformer:::as_frame(character()), "`x` has no documents",
+               class = "quantformer_input_error")
+  expect_error(classification_report(c("a", "b"), "a"), "`predicted` has 2 value",
+               class = "quantformer_input_error")
+})
+
 test_that("y: a docvar name or one value per document", {
   f <- quantformer:::as_frame(data.frame(text = c("a", "b", "c"), party = c("x", "y", "x")))
   expect_equal(quantformer:::resolve_y("party", f)$y, c("x", "y", "x"))
