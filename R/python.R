@@ -246,6 +246,8 @@ cli_error_message <- function(verb, res, debug = FALSE) {
   # the CLI's own hint names its flag; R gives its own hint below. The core already names R's
   # arguments instead of flags (run_cli() passes --r-names)
   msg <- sub(" \\(run with --debug for the traceback\\)$", "", msg)
+  # argparse's pointer to the verb's --help is for command-line users; R's help is ?function
+  msg <- sub(" \\(see 'quantformer( [a-z-]+)? --help'\\)$", "", msg)
   if (length(trace)) msg <- c(trace, setdiff(msg, trace))
   paste0(paste(msg, collapse = "\n"),
          if (res$status == 2 || length(trace)) "" else

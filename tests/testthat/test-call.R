@@ -36,6 +36,16 @@ test_that("a failed verb is a classed condition carrying its exit status and std
   expect_match(caught$stderr, "OSError: disk full", fixed = TRUE)
 })
 
+test_that("argparse's pointer to --help is not shown to R users", {
+  skip_on_os("windows")
+  withr::local_options(quantformer.python = fake_core(c(
+    paste("echo \"quantformer finetune: error: argument \\`max_length\\`: must be a whole",
+          "number, not 0 (see 'quantformer finetune --help')\" >&2"), "exit 2")))
+  err <- tryCatch(quantformer:::call_verb("finetune"), quantformer_input_error = function(e) e)
+  expect_equal(conditionMessage(err),
+               "quantformer finetune: error: argument `max_length`: must be a whole number, not 0")
+})
+
 test_that("call_verb() writes its inputs, passes their paths and removes them, even on error", {
   skip_on_os("windows")
   before <- qf_files()
