@@ -43,7 +43,13 @@ from .._core.errors import InputError
 from ..io.modeldir import read_record
 from ..models.batching import length_batches, pad_arrays
 from ..models.tokenize import encode, special_template, truncate_ids, warn_truncated
-from .classifier import Classifier, PredictionWarning, global_attention_hook
+from .classifier import Classifier, PredictionWarning
+from .explain_forward import (
+    ClassifierForward,
+    check_architecture,
+    class_probabilities,
+    forward_for,
+)
 from .load import load_model
 
 #: Gauss-Legendre step counts of the adaptive schedule: all documents get the first, those
@@ -54,7 +60,7 @@ GAP_TOLERANCE = 0.05
 DIFF_FLOOR = 0.05
 #: padded tokens per forward (and backward) pass at most
 TOKEN_BUDGET = 8192
-METHODS = ("standard",)
+METHODS = ("standard", "nli", "setfit")
 
 _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 #: a word: letters/digits (with combining accents), joined by inner apostrophes or hyphens;
@@ -95,8 +101,9 @@ def check_model(path, backend: str = "torch", target: str | None = None) -> dict
     ``target`` is one of its classes; returns its record.
 
     Raises:
-        ModelDirError: not a model directory. InputError: ``backend`` other than torch, an NLI
-        or SetFit model, or a ``target`` that is not a class of the model.
+        ModelDirError: not a model directory. InputError: ``backend`` other than torch, a
+        method other than standard, NLI or SetFit, an encoder-decoder model (its
+        ``config.json``), or a ``target`` that is not a class of the model.
     """
     if backend != "torch":
         raise InputError(f"explain needs gradients and runs on torch only, not {{backend}} "
@@ -104,9 +111,9 @@ def check_model(path, backend: str = "torch", target: str | None = None) -> dict
     record = read_record(path)
     method = record.get("method", "standard")
     if method not in METHODS:
-        raise InputError(f"explain supports models fine-tuned the standard way "
-                         f"(classification, regression, multi-label); '{path}' was fine-tuned "
-                         f"with method '{method}'")
+        raise InputError(f"explain supports models fine-tuned with method standard, nli or "
+                         f"setfit; '{path}' was fine-tuned with method '{method}'")
+    _check_config(path)
     if target is not None:
         labels = [str(x) for x in record.get("labels") or []]
         if record.get("task") == "regression":
@@ -116,6 +123,21 @@ def check_model(path, backend: str = "torch", target: str | None = None) -> dict
             raise InputError(f"{{target}} '{target}' is not a class of the model; its classes "
                              f"are: {', '.join(labels)}", params=["target"])
     return record
+
+
+def _check_config(path) -> None:
+    """Refuse an encoder-decoder model from its ``config.json`` (no weights read)."""
+    import json
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    cfg = Path(path) / "config.json"
+    try:
+        config = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # the loader names what is wrong with the directory
+    if isinstance(config, dict):
+        check_architecture(SimpleNamespace(**config), path)
 
 
 def load_explainable(path, device: str = "auto", backend: str = "torch",
@@ -150,13 +172,25 @@ class Window:
     truncated: bool
 
 
-def windows(clf: Classifier, texts: list) -> tuple[list, np.ndarray]:
+def windows(clf: Classifier, texts: list,
+            hypothesis: str | None = None) -> tuple[list, np.ndarray]:
     """(:class:`Window` per document, or None for a missing text; the missing mask), cut
-    exactly as prediction cuts them (:func:`quantformer.models.tokenize.encode`)."""
+    exactly as prediction cuts them (:func:`quantformer.models.tokenize.encode`).
+
+    Args:
+        hypothesis: an NLI model's filled hypothesis: each text is the premise of the pair
+            (premise, hypothesis), cut to leave room for the whole hypothesis; the window's
+            positions are the premise's.
+    """
     tok = clf.tokenizer
-    enc = encode(tok, texts, max_length=clf.max_length, truncation=clf.truncation)
+    enc = encode(tok, texts, max_length=clf.max_length, truncation=clf.truncation,
+                 pairs=None if hypothesis is None else [hypothesis] * len(texts))
     tpl = special_template(tok)
-    budget = clf.max_length - tpl.n_single
+    if hypothesis is None:
+        prefix, budget = tpl.prefix, clf.max_length - tpl.n_single
+    else:
+        n_hyp = len(tok(hypothesis, add_special_tokens=False)["input_ids"])
+        prefix, budget = tpl.pair_prefix, clf.max_length - tpl.n_pair - n_hyp
     present = [i for i, m in enumerate(enc.missing) if not m]
     raw = tok([texts[i] for i in present], add_special_tokens=False,
               return_offsets_mapping=True, return_attention_mask=False, verbose=False) \
@@ -166,8 +200,8 @@ def windows(clf: Classifier, texts: list) -> tuple[list, np.ndarray]:
         kept = np.asarray(truncate_ids(list(range(len(ids))), budget, clf.truncation),
                           dtype=np.int64)
         seq = enc.input_ids[i]
-        positions = np.arange(len(tpl.prefix), len(tpl.prefix) + len(kept))
-        if [ids[k] for k in kept] != seq[len(tpl.prefix):len(tpl.prefix) + len(kept)]:
+        positions = np.arange(len(prefix), len(prefix) + len(kept))
+        if [ids[k] for k in kept] != seq[len(prefix):len(prefix) + len(kept)]:
             raise RuntimeError("the explained window differs from the predicted one")
         out[i] = Window(seq, enc.token_type_ids[i] if enc.token_type_ids else None, positions,
                         kept, np.asarray(offs, dtype=np.int64).reshape(-1, 2),
@@ -197,25 +231,22 @@ def word_index(words: list, offsets: np.ndarray) -> np.ndarray:
 
 
 class Integrator:
-    """Captum's LayerIntegratedGradients over a classifier's input embeddings."""
+    """Captum's LayerIntegratedGradients over a model's input embeddings, through the forward
+    of its kind (:mod:`quantformer.infer.explain_forward`)."""
 
-    def __init__(self, clf: Classifier, token_budget: int = TOKEN_BUDGET):
+    def __init__(self, clf: Classifier, token_budget: int = TOKEN_BUDGET,
+                 fwd: ClassifierForward | None = None):
         from captum.attr import LayerIntegratedGradients
 
         self.clf = clf
         self.model = clf.model
-        self.hook = global_attention_hook(self.model.config)
+        self.fwd = fwd if fwd is not None else forward_for(clf)
         self.pad_id = clf.tokenizer.pad_token_id or 0
         self.budget = token_budget
-        self.lig = LayerIntegratedGradients(self.forward, self.model.get_input_embeddings())
+        self.lig = LayerIntegratedGradients(self.forward, self.fwd.embeddings())
 
     def forward(self, input_ids, attention_mask, token_type_ids=None):
-        batch = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
-            batch["token_type_ids"] = token_type_ids
-        if self.hook is not None:
-            batch = self.hook(batch)
-        return self.model(**batch).logits.float()
+        return self.fwd(input_ids, attention_mask, token_type_ids)
 
     def tensors(self, wins: list):
         """(input ids, baseline ids, attention mask, token types or None) of a batch."""
@@ -240,7 +271,7 @@ class Integrator:
 
     def all_logits(self, wins: list, present: np.ndarray) -> np.ndarray:
         """Logits (n_docs, n_outputs) of the documents ``present`` (NaN rows for the others)."""
-        out = np.full((len(wins), self.model.config.num_labels), np.nan)
+        out = np.full((len(wins), self.fwd.n_outputs), np.nan)
         for b in _batches(wins, present, 32):
             ids, _, mask, types = self.tensors([wins[i] for i in b])
             out[b] = self.logits(ids, mask, types)
@@ -395,9 +426,9 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
 
     Args:
         model: a :class:`~quantformer.infer.classifier.Classifier` (fine-tuned the standard
-            way) or its model directory.
+            way, or its NLI or SetFit subclass) or its model directory.
         frame: a corpus frame (``doc_id``, ``text``) or a sequence of texts.
-        target: the class whose logit is explained (default: each document's predicted class;
+        target: the class whose score is explained (default: each document's predicted class;
             every label of a multi-label model); not for regression models.
         steps: Gauss-Legendre steps, an int >= 1 (default None: adaptive,
             :data:`ADAPTIVE_STEPS` until the completeness gap is within 5 %).
@@ -405,44 +436,78 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
         device: used when ``model`` is a path.
         progress: show a tqdm bar.
 
+    The explained score by kind (:mod:`quantformer.infer.explain_forward`): a standard model's
+    logit; an NLI model's entailment logit of the target class's (document, hypothesis) pair,
+    attributed to the document's words only (the hypothesis is kept in input and baseline;
+    Laurer et al. 2023); a SetFit model's logistic head score (log-odds of the target class for
+    two classes, the class's logit for more; Tunstall et al. 2022).
+
     Returns:
         An :class:`Explanation` (words and documents frames). Documents with a missing or
         empty text are left out (a warning counts them).
 
     Raises:
-        InputError: ``steps`` < 1, ``target`` not a class, an NLI or SetFit model, an empty
+        InputError: ``steps`` < 1, ``target`` not a class, an encoder-decoder model, an empty
             corpus or one whose texts are all missing. ModelDirError: not a model directory.
     """
     steps = check_steps(steps)
     frame = _texts_of(frame)
     clf = _classifier(model, device, target)
     texts = frame["text"].tolist()
-    wins, missing = windows(clf, texts)
+    engine = Integrator(clf)
+    doc_wins, missing = doc_windows(clf, texts)
     if missing.all():
         raise InputError(f"all {len(texts)} texts are missing or empty; nothing to explain",
                          params=["input"])
     if missing.any():
         warnings.warn(f"{int(missing.sum())} of {len(texts)} document(s) have a missing or empty "
                       "text; they have no words and are left out", PredictionWarning, stacklevel=2)
-    warn_truncated(sum(bool(w and w.truncated) for w in wins), len(texts), clf.max_length,
-                   clf.truncation)
-    engine = Integrator(clf)
+    cut = np.any([[bool(w and w.truncated) for w in ws] for ws in doc_wins], axis=0)
+    warn_truncated(int(cut.sum()), len(texts), clf.max_length, clf.truncation)
     present = np.flatnonzero(~missing)
-    logits = engine.all_logits(wins, present)
-    item_docs, item_targets = _items(clf, logits[present], target)
+    scores = class_scores(engine, doc_wins, present)
+    item_docs, item_classes = _items(clf, scores[present], target)
     item_docs = present[item_docs]
-    res = integrate(engine, wins, item_docs, item_targets, steps, batch_size, progress)
+    item_wins, outputs = item_windows(engine, doc_wins, item_docs, item_classes)
+    res = integrate(engine, item_wins, np.arange(len(item_docs)), outputs, steps, batch_size,
+                    progress)
     _warn_gaps(res["gap"], steps)
-    return _frames(clf, frame, wins, logits, item_docs, item_targets, res)
+    return _frames(engine, frame, item_wins, scores, item_docs, item_classes, res)
+
+
+def doc_windows(clf: Classifier, texts: list) -> tuple[list, np.ndarray]:
+    """(one list of :class:`Window` per input the model scores a document in, the missing
+    mask): the document alone (standard, SetFit), or one (document, hypothesis) pair per class
+    of an NLI model, in class order."""
+    hyps = clf.hypotheses() if hasattr(clf, "hypotheses") else [None]
+    out = [windows(clf, texts, h) for h in hyps]
+    return [w for w, _ in out], out[0][1]
+
+
+def class_scores(engine: Integrator, doc_wins: list, present: np.ndarray) -> np.ndarray:
+    """The score of each class the forward explains, (n_docs, n_outputs) with NaN rows for
+    missing documents: the logits (standard), the head's scores (SetFit), the entailment logit
+    of each class's pair (NLI)."""
+    if engine.fwd.kind != "nli":
+        return engine.all_logits(doc_wins[0], present)
+    e = engine.fwd.entailment_id
+    return np.column_stack([engine.all_logits(w, present)[:, e] for w in doc_wins])
+
+
+def item_windows(engine: Integrator, doc_wins: list, item_docs: np.ndarray,
+                 item_classes: np.ndarray) -> tuple[list, np.ndarray]:
+    """(the window of each item, the model output integrated for it): the document's window
+    and the class (standard, SetFit); the class's pair and the entailment output (NLI)."""
+    if engine.fwd.kind != "nli":
+        return [doc_wins[0][d] for d in item_docs], np.asarray(item_classes, dtype=np.int64)
+    wins = [doc_wins[c][d] for d, c in zip(item_docs, item_classes)]
+    return wins, np.full(len(wins), engine.fwd.entailment_id, dtype=np.int64)
 
 
 def _classifier(model, device: str, target: str | None) -> Classifier:
     """The model as a checked Classifier (see :func:`check_model`)."""
     if not isinstance(model, Classifier):
         return load_explainable(model, device=device, target=target)
-    if type(model) is not Classifier:
-        raise InputError("explain supports models fine-tuned the standard way (classification, "
-                         f"regression, multi-label), not {type(model).__name__}")
     if target is not None and (model.task.name == "regression"
                                or str(target) not in model.labels):
         raise InputError(f"{{target}} '{target}' is not a class of the model; its classes "
@@ -461,22 +526,14 @@ def _warn_gaps(gap: np.ndarray, steps: int | None) -> None:
             CompletenessWarning, stacklevel=3)
 
 
-def _outputs(clf: Classifier, logits: np.ndarray, missing: np.ndarray) -> dict:
-    """The prediction columns (``predicted``, ``prob_<label>``) from the logits."""
-    import torch
-
-    probs = clf.task.activation(torch.from_numpy(np.nan_to_num(logits))).numpy()
-    probs = np.where(missing[:, None], np.nan, probs.astype(np.float64))
-    return clf.task.columns(probs, missing)
-
-
-def _frames(clf, frame, wins, logits, item_docs, item_targets, res) -> Explanation:
+def _frames(engine, frame, item_wins, scores, item_docs, item_targets, res) -> Explanation:
+    clf = engine.clf
     names = np.asarray(target_names(clf), dtype=object)
     texts = frame["text"].tolist()
     doc_ids = frame["doc_id"].astype(str).to_numpy()
     parts = []
     for j, d in enumerate(item_docs):
-        rows = word_rows(texts[d], wins[d], res["attr"][j])
+        rows = word_rows(texts[d], item_wins[j], res["attr"][j])
         rows.insert(0, "doc_id", doc_ids[d])
         rows["target"] = names[item_targets[j]]
         rows["completeness_gap"] = res["gap"][j]
@@ -484,8 +541,9 @@ def _frames(clf, frame, wins, logits, item_docs, item_targets, res) -> Explanati
     words = pd.concat(parts, ignore_index=True)
     words["doc_id"] = words["doc_id"].astype("string")
     words["target"] = words["target"].astype("string")
-    missing = np.isnan(logits).any(axis=1)
-    pred = pd.DataFrame(_outputs(clf, logits, missing)).iloc[item_docs].reset_index(drop=True)
+    missing = np.isnan(scores).any(axis=1)
+    probs = class_probabilities(engine.fwd, clf, scores)
+    pred = pd.DataFrame(clf.task.columns(probs, missing)).iloc[item_docs].reset_index(drop=True)
     n_words = words.groupby(["doc_id", "target"], sort=False)["attribution"]
     docs = pd.DataFrame({
         "doc_id": pd.array(doc_ids[item_docs], dtype="string"),
@@ -497,7 +555,7 @@ def _frames(clf, frame, wins, logits, item_docs, item_targets, res) -> Explanati
     docs["attribution_sum"] = [float(a.sum()) for a in res["attr"]]
     docs["completeness_gap"] = res["gap"]
     docs["steps"] = res["steps"]
-    docs["truncated"] = [wins[d].truncated for d in item_docs]
+    docs["truncated"] = [w.truncated for w in item_wins]
     docs["n_words"] = n_words.size().to_numpy()
     docs["n_unseen"] = n_words.apply(lambda a: int(a.isna().sum())).to_numpy()
     return Explanation(words=words, documents=docs)

@@ -19,7 +19,14 @@ import pandas as pd
 
 from ..score.attributions import aopc, mean_spearman
 from .classifier import Classifier
-from .explain import Explanation, Integrator, integrate, windows, word_rows
+from .explain import (
+    Explanation,
+    Integrator,
+    doc_windows,
+    integrate,
+    item_windows,
+    word_rows,
+)
 
 CHECK_K = 5
 CHECK_DOCS = 100
@@ -74,8 +81,9 @@ def deletion_test(clf: Classifier, texts: dict, ex: Explanation, k: int = CHECK_
 
 
 def randomised(clf: Classifier, seed: int = 1) -> Classifier:
-    """A copy of ``clf`` whose weights are all re-initialised (every module's
-    ``reset_parameters``; Adebayo et al. 2018's full randomisation)."""
+    """A copy of ``clf`` (of any kind: standard, NLI, SetFit) whose network weights are all
+    re-initialised (every module's ``reset_parameters``; Adebayo et al. 2018's full
+    randomisation; a SetFit head keeps its weights)."""
     import torch
 
     model = copy.deepcopy(clf.model)
@@ -83,9 +91,9 @@ def randomised(clf: Classifier, seed: int = 1) -> Classifier:
     for m in model.modules():
         if hasattr(m, "reset_parameters"):
             m.reset_parameters()
-    return Classifier(model.eval(), clf.tokenizer, clf.labels, max_length=clf.max_length,
-                      truncation=clf.truncation, device=clf.device, record=clf.record,
-                      task=clf.task)
+    out = copy.copy(clf)
+    out.model = model.eval()
+    return out
 
 
 def randomisation_test(clf: Classifier, texts: dict, ex: Explanation,
@@ -99,16 +107,18 @@ def randomisation_test(clf: Classifier, texts: dict, ex: Explanation,
     """
     docs = ex.documents.head(max_docs)
     doc_ids = list(dict.fromkeys(docs["doc_id"]))
-    wins, _ = windows(clf, [texts[d] for d in doc_ids])
+    doc_wins, _ = doc_windows(clf, [texts[d] for d in doc_ids])
     names = ["predicted"] if clf.task.name == "regression" else clf.labels
     item_docs = np.array([doc_ids.index(d) for d in docs["doc_id"]])
     item_targets = np.array([names.index(t) for t in docs["target"]])
-    res = integrate(Integrator(randomised(clf, seed)), wins, item_docs, item_targets)
+    engine = Integrator(randomised(clf, seed))
+    wins, outputs = item_windows(engine, doc_wins, item_docs, item_targets)
+    res = integrate(engine, wins, np.arange(len(wins)), outputs)
     pairs, pairs_abs = [], []
     groups = dict(tuple(ex.words.groupby(["doc_id", "target"], sort=False, observed=True)))
     for j, (d, t) in enumerate(zip(docs["doc_id"], docs["target"])):
         mine = groups[(d, t)]["attribution"].to_numpy()
-        theirs = word_rows(texts[d], wins[item_docs[j]], res["attr"][j])["attribution"].to_numpy()
+        theirs = word_rows(texts[d], wins[j], res["attr"][j])["attribution"].to_numpy()
         ok = ~np.isnan(mine) & ~np.isnan(theirs)
         pairs.append((mine[ok], theirs[ok]))
         pairs_abs.append((np.abs(mine[ok]), np.abs(theirs[ok])))
