@@ -38,6 +38,8 @@ _LAZY = {
     "predict_partitions": "quantformer.scale.dask:predict_partitions",
     "zeroshot_partitions": "quantformer.scale.dask:zeroshot_partitions",
     "embed_partitions": "quantformer.scale.dask:embed_partitions",
+    "explain_partitions": "quantformer.scale.explain:explain_partitions",
+    "read_explanation": "quantformer.scale.explain:read_explanation",
     "suggest": "quantformer.label.suggest",
 }
 

@@ -185,3 +185,104 @@ def test_encoder_decoder_models_are_refused(tiny_bart_nli_dir, tmp_path, capsys)
     assert not (tmp_path / "w.parquet").exists()
     with pytest.raises(InputError, match="encoder-decoder"):
         explain(clf, ["a text"])  # a loaded model: refused from its config
+
+
+# ------------------------------------------------------------------------------------------
+# partitioned corpora and Dask
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_bert_dir, tmp_path_factory):
+    clf = finetune(toy_frame(24), model=str(tiny_bert_dir), epochs=1, quiet=True,
+                   device="cpu", max_length=64)
+    return clf.save(tmp_path_factory.mktemp("explain-part") / "bert")
+
+
+def _corpus(tmp_path):
+    """12 documents (one without text, one truncated) in one CSV and in 3 Parquet partitions."""
+    f = toy_frame(12).drop(columns="label")
+    f["doc_id"] = [f"d{(i * 5) % 12:02d}" for i in range(12)]  # ids not in sorted order
+    f.loc[4, "text"] = None
+    f.loc[7, "text"] = LONG
+    f.to_csv(tmp_path / "one.csv", index=False)
+    (tmp_path / "parts").mkdir()
+    for j, rows in enumerate(np.array_split(np.arange(12), 3)):
+        f.iloc[rows].to_parquet(tmp_path / "parts" / f"p-{j}.parquet", index=False)
+    return f
+
+
+def _cli(*args) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return main(["explain", *map(str, args), "--steps", "16", "--device", "cpu",
+                     "--quiet"])
+
+
+def _assert_same_words(got, want) -> None:
+    assert got.columns.tolist() == want.columns.tolist()
+    for c in ("doc_id", "word", "target", "word_id", "start", "end"):
+        assert got[c].astype(str).tolist() == want[c].astype(str).tolist()
+    np.testing.assert_allclose(got["attribution"], want["attribution"], atol=1e-6)
+    np.testing.assert_allclose(got["completeness_gap"], want["completeness_gap"], atol=1e-5)
+
+
+def test_partitioned_on_a_local_cluster_equals_one_file_and_resume_skips(bert, tmp_path,
+                                                                         capsys):
+    import pandas as pd
+
+    from quantformer.scale.explain import read_explanation
+
+    _corpus(tmp_path)
+    assert _cli("--model", bert, "--input", tmp_path / "one.csv", "--out",
+                tmp_path / "one.parquet") == 0
+    want = pd.read_parquet(tmp_path / "one.parquet")
+    assert "d08" not in set(want["doc_id"])  # the document without text (row 4) has no rows
+    out = tmp_path / "out"
+    assert _cli("--model", bert, "--input", tmp_path / "parts", "--out", out,
+                "--scheduler", "local:2") == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["job"]["verb"] == "explain" and len(manifest["partitions"]) == 3
+    assert sum(e["missing"] for e in manifest["partitions"].values()) == 1
+    assert sum(e["truncated"] for e in manifest["partitions"].values()) == 1
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "p-0.parquet",
+                                                     "p-1.parquet", "p-2.parquet"]
+    _assert_same_words(read_explanation(out), want)
+    # resume: only the deleted partition is explained again
+    (out / "p-1.parquet").unlink()
+    capsys.readouterr()
+    assert _cli("--model", bert, "--input", tmp_path / "parts", "--out", out, "--resume") == 0
+    assert "wrote 1 partition(s)" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [e["run"] for _, e in sorted(manifest["partitions"].items())] == [1, 2, 1]
+    _assert_same_words(read_explanation(out), want)
+
+
+def test_one_file_with_a_scheduler_gives_the_same_outputs(bert, tmp_path):
+    import pandas as pd
+
+    _corpus(tmp_path)
+    common = ["--model", bert, "--input", tmp_path / "one.csv", "--by-term"]
+    assert _cli(*common, tmp_path / "t1.csv", "--out", tmp_path / "w1.parquet") == 0
+    assert _cli(*common, tmp_path / "t2.csv", "--out", tmp_path / "w2.parquet",
+                "--scheduler", "local:1") == 0
+    _assert_same_words(pd.read_parquet(tmp_path / "w2.parquet"),
+                       pd.read_parquet(tmp_path / "w1.parquet"))
+    t1, t2 = pd.read_csv(tmp_path / "t1.csv"), pd.read_csv(tmp_path / "t2.csv")
+    assert t1["term"].tolist() == t2["term"].tolist()
+
+
+@pytest.mark.parametrize("flag", [["--html", "p.html"], ["--by-term", "t.csv"], ["--check"]])
+def test_partitioned_input_refuses_whole_corpus_outputs(bert, tmp_path, capsys, flag):
+    _corpus(tmp_path)
+    code = main(["explain", "--model", str(bert), "--input", str(tmp_path / "parts"),
+                 "--out", str(tmp_path / "out"), *flag])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{flag[0]} need(s) the whole corpus" in err
+    assert "read_explanation" in err and not (tmp_path / "out").exists()
+
+
+def test_read_explanation_refuses_other_folders(tmp_path):
+    from quantformer.scale.explain import read_explanation
+
+    with pytest.raises(InputError, match="no manifest.json"):
+        read_explanation(tmp_path)

@@ -7,15 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._core.atomic import write_json
+from .._core.errors import InputError
 from ..infer.explain import check_model, check_steps, explain, load_explainable
 from ..infer.explain_check import check
 from ..io.frames import check_output_path, read_frame, write_frame
 from ..io.highlight import check_html_path, write_attribution_page
 from ..io.writable import check_writable
+from ..scale.dask import describe, is_partitioned
+from ..scale.explain import explain_on, explain_partitions
 from ..score.attributions import by_term
 from ._options import (
     add_corpus_options,
     add_device_option,
+    add_partition_options,
     add_quiet_option,
     corpus_kwargs,
     positive,
@@ -36,9 +40,9 @@ def add_cli(sub) -> None:
                     "the logit difference of input and baseline).",
     )
     p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
-    p.add_argument("--input", required=True, help="corpus file")
     add_corpus_options(p, label=False)
-    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
+    p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...); a "
+                                                "folder for a partitioned --input")
     p.add_argument("--target", default=None,
                    help="class whose logit is explained (default: each document's predicted "
                         "class; every label of a multi-label model)")
@@ -64,7 +68,57 @@ def add_cli(sub) -> None:
                    help="torch only: Integrated Gradients needs gradients")
     add_device_option(p)
     add_quiet_option(p)
+    add_partition_cli(p)
     p.set_defaults(func=run)
+
+
+# --- partitioned corpora and Dask ---------------------------------------------------------
+
+#: the outputs that need every document at once, refused with a partitioned --input
+WHOLE_CORPUS_FLAGS = (("html", "--html"), ("by_term", "--by-term"), ("check", "--check"))
+
+
+def add_partition_cli(p) -> None:
+    """--input (one file, or a partitioned corpus), --scheduler and --resume, as predict's;
+    with one file --scheduler runs the explanation as one task there."""
+    add_partition_options(p)
+
+
+def folder_input(args) -> bool:
+    """True for a partitioned --input (a folder, a glob, several files, --resume, or a folder
+    --out); else ``args.input`` becomes the one file (--scheduler alone keeps one file)."""
+    if is_partitioned(args.input, None, args.resume, args.out):
+        given = [flag for dest, flag in WHOLE_CORPUS_FLAGS if getattr(args, dest)]
+        if given:
+            raise InputError(f"{', '.join(given)} need(s) the whole corpus at once and is not "
+                             "supported with a partitioned --input: run explain on one file, "
+                             "or read the outputs with quantformer.read_explanation(OUT) and "
+                             "summarise them there")
+        return True
+    args.input = args.input[0]
+    return False
+
+
+def run_partitioned(args) -> int:
+    kw = corpus_kwargs(args, label=False)
+    print(describe(explain_partitions(
+        args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
+        target=args.target, steps=args.steps, batch_size=args.batch_size, device=args.device,
+        quiet=args.quiet, text_col=kw["text_col"], id_col=kw["id_col"], fmt=kw["fmt"],
+        quoting=kw["quoting"])))
+    return 0
+
+
+def explain_file(args, frame) -> tuple:
+    """(Explanation, the checks' dict or None) of one corpus, here or on --scheduler."""
+    if args.scheduler:
+        return explain_on(args.scheduler, args.model, frame, target=args.target,
+                          steps=args.steps, batch_size=args.batch_size, device=args.device,
+                          with_check=args.check)
+    clf = load_explainable(args.model, device=args.device, target=args.target)
+    ex = explain(clf, frame, target=args.target, steps=args.steps,
+                 batch_size=args.batch_size, progress=not args.quiet)
+    return ex, check(clf, frame, ex) if args.check else None
 
 
 def check_path(args) -> Path:
@@ -86,14 +140,14 @@ def _check_args(args) -> None:
 
 
 def run(args) -> int:
+    if folder_input(args):
+        return run_partitioned(args)
     _check_args(args)
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))
-    clf = load_explainable(args.model, device=args.device, target=args.target)
-    ex = explain(clf, frame, target=args.target, steps=args.steps,
-                 batch_size=args.batch_size, progress=not args.quiet)
+    ex, checks = explain_file(args, frame)
     extra = {}
-    if args.check:
-        extra["check"] = check(clf, frame, ex)
+    if checks is not None:
+        extra["check"] = checks
     if args.by_term:
         extra["by_term"] = by_term(ex.words, top=args.top)
     _write(args, frame, ex, extra, write_frame)

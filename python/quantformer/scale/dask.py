@@ -298,7 +298,8 @@ class Manifest:
         self.save()
 
     def complete(self, name: str) -> bool:
-        """True when partition output ``name`` is recorded and its file holds those rows."""
+        """True when partition output ``name`` is recorded and its file holds those rows
+        (``out_rows`` when a verb writes another number of rows than it reads)."""
         entry = self.data["partitions"].get(name)
         f = self.path.parent / name
         if entry is None or not f.exists():
@@ -306,7 +307,7 @@ class Manifest:
         import pyarrow.parquet as pq
 
         try:
-            return pq.ParquetFile(f).metadata.num_rows == entry["rows"]
+            return pq.ParquetFile(f).metadata.num_rows == entry.get("out_rows", entry["rows"])
         except Exception:
             return False
 
@@ -340,7 +341,9 @@ def run_partition(spec: dict) -> dict:
     Args:
         spec: ``verb``, ``model`` (a path or hub id), ``options`` (the verb's keyword
             arguments), ``corpus`` (reader keyword arguments), ``input``, ``output``,
-            ``id_offset`` and ``threads`` (torch threads, or None to leave them).
+            ``id_offset``, ``threads`` (torch threads, or None to leave them) and ``runner``
+            (a module-level ``runner(spec) -> counts`` of a verb this module does not know,
+            e.g. :func:`quantformer.scale.explain.explain_partition`; None for its own).
 
     Returns:
         ``{"input", "rows", "missing", "truncated", "max_length", "truncation", "seconds",
@@ -356,7 +359,7 @@ def run_partition(spec: dict) -> dict:
 
         torch.set_num_threads(int(spec["threads"]))
     try:
-        counts = _RUNNERS[spec["verb"]](spec)
+        counts = (spec.get("runner") or _RUNNERS[spec["verb"]])(spec)
     except InputError as exc:
         # the message with its parameter fields, rendered where the job's error is raised
         return {"input": spec["input"], "error": str(exc.args[0]) if exc.args else str(exc),
@@ -642,11 +645,11 @@ def map_runs(fn, items: list, scheduler: str | None = None, on_result=None) -> l
 
 def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict | None = None,
                    scheduler: str | None = None, resume: bool = False,
-                   quiet: bool = False) -> dict:
+                   quiet: bool = False, runner=None) -> dict:
     """Run ``verb`` over every partition of ``inputs`` into the folder ``out``.
 
     Args:
-        verb: ``predict``, ``zeroshot`` or ``embed``.
+        verb: ``predict``, ``zeroshot`` or ``embed``; or another verb with its ``runner``.
         model: model directory (predict) or model id/folder (zeroshot, embed; None = default).
         inputs: a folder, a glob, a file, or a list of files/globs.
         out: output folder (new, empty, or a folder to resume).
@@ -655,6 +658,8 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
         scheduler: ``None``, ``"local:N"`` or ``"tcp://host:port"``.
         resume: skip partitions whose output is complete.
         quiet: no progress bar and no per-partition lines.
+        runner: a module-level ``runner(spec) -> counts`` (see :func:`run_partition`) for a
+            verb of a higher module (``explain``); None for the three verbs here.
 
     Returns:
         A summary dict: ``out``, ``partitions``, ``done`` (this run), ``skipped``, ``rows``,
@@ -669,7 +674,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
     parts = list_partitions(inputs)
     names = output_names(parts)
     folder = check_out_dir(out, resume).resolve()  # absolute: workers have other folders
-    if verb != "predict":
+    if verb in ("zeroshot", "embed"):  # a hub id or None; the others take a model directory
         model = resolve_model(model)
     job = {"verb": verb, "model": str(Path(model).resolve()) if Path(str(model)).exists()
            else str(model), "options": options, "corpus": corpus}
@@ -686,7 +691,7 @@ def run_partitions(verb: str, model, inputs, out, *, options: dict, corpus: dict
             specs = [{"verb": verb, "model": job["model"], "options": options,
                       "corpus": corpus, "input": str(parts[i].resolve()),
                       "output": str(folder / names[i]), "id_offset": offsets[i],
-                      "threads": threads} for i in todo]
+                      "threads": threads, "runner": runner} for i in todo]
             failed = _drive(client, specs, manifest, sum(rows[i] for i in todo), quiet)
     except BaseException:  # Ctrl-C included: no temporary file, no manifest of nothing
         _remove_orphans(folder, names)

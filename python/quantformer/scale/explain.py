@@ -1,0 +1,193 @@
+"""Word attributions (:mod:`quantformer.infer.explain`) over partitioned corpora and on Dask.
+
+* :func:`explain_partitions`: a folder, glob or list of corpus files in, one Parquet file of
+  word attributions per partition out (the words frame of
+  :class:`~quantformer.infer.explain.Explanation`: ``doc_id, word_id, word, start, end,
+  attribution, target, completeness_gap``), named after its partition, with the
+  ``manifest.json``, ``resume`` and schedulers of :mod:`quantformer.scale.dask`. Each
+  document is explained as in one file: Integrated Gradients depend on the document and the
+  model only, so the partitioned attributions equal the one-file ones (to float rounding of
+  other batches).
+* :func:`read_explanation`: the partitions' attributions back as one frame, in input order.
+* :func:`explain_on`: one corpus explained in one task on a scheduler (``explain --scheduler``
+  with one input file), the same outputs as in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
+from ..infer.classifier import CHUNK_ROWS
+from ..infer.explain import GAP_TOLERANCE, CompletenessWarning, check_model, check_steps, explain
+from ..infer.explain_check import check
+from ..io.frames import FrameWriter, iter_frames
+from .dask import MANIFEST, cached_model, map_runs, run_partitions
+
+VERB = "explain"
+WORD_COLUMNS = {"doc_id": "string", "word_id": "int64", "word": "string", "start": "int64",
+                "end": "int64", "attribution": "float64", "target": "string",
+                "completeness_gap": "float64"}
+
+
+def _options(opts: dict) -> dict:
+    """The keyword arguments of :func:`quantformer.infer.explain.explain` in ``opts``."""
+    return {"target": opts["target"], "steps": opts["steps"], "batch_size": opts["batch_size"]}
+
+
+def explain_partition(spec: dict) -> dict:
+    """Explain one partition into its output Parquet (a task of
+    :func:`quantformer.scale.dask.run_partition`); documents with a missing or empty text
+    have no rows.
+
+    Returns:
+        The counts of :func:`quantformer.scale.dask.run_partition`, with ``out_rows`` (word
+        rows written), ``gap_above`` (explanations whose completeness gap exceeds
+        :data:`~quantformer.infer.explain.GAP_TOLERANCE`), ``items`` (explanations) and
+        ``id_offset`` (the partition's place in the input order).
+    """
+    opts = spec["options"]
+    clf = cached_model("predict", spec["model"], opts["device"])
+    n = n_missing = n_cut = out_rows = gap_above = items = 0
+    with warnings.catch_warnings(), FrameWriter(spec["output"]) as writer:
+        warnings.simplefilter("ignore")  # counted per job by the driver
+        for chunk in iter_frames(spec["input"], chunk_rows=CHUNK_ROWS,
+                                 id_offset=spec["id_offset"], **spec["corpus"]):
+            present = np.array([isinstance(t, str) and t.strip() != "" for t in chunk["text"]],
+                               dtype=bool)
+            words = empty_words()
+            if present.any():
+                ex = explain(clf, chunk[present], progress=False, **_options(opts))
+                words = ex.words
+                n_cut += int(ex.documents.groupby("doc_id")["truncated"].any().sum())
+                gap_above += int((ex.documents["completeness_gap"] > GAP_TOLERANCE).sum())
+                items += len(ex.documents)
+            writer.write(words)
+            n += len(chunk)
+            n_missing += int((~present).sum())
+            out_rows += len(words)
+    return {"rows": n, "missing": n_missing, "truncated": n_cut, "max_length": clf.max_length,
+            "truncation": clf.truncation, "out_rows": out_rows, "gap_above": gap_above,
+            "items": items, "id_offset": int(spec["id_offset"])}
+
+
+def empty_words() -> pd.DataFrame:
+    """A words frame without rows (a chunk whose texts are all missing)."""
+    return pd.DataFrame({c: pd.Series([], dtype=t) for c, t in WORD_COLUMNS.items()})
+
+
+def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
+                       resume: bool = False, target: str | None = None,
+                       steps: int | None = None, batch_size: int = 8, device: str = "auto",
+                       text_col: str | None = None, id_col: str | None = None,
+                       fmt: str | None = None, quiet: bool = False,
+                       quoting: str = "auto") -> dict:
+    """Word attributions of a partitioned corpus, one Parquet file per partition
+    (``quantformer.explain_partitions``; the CLI's ``explain`` with a folder, glob or several
+    files as ``--input``).
+
+    Args:
+        model: a model directory of any method explain serves (standard, NLI, SetFit).
+        inputs, out, scheduler, resume, quiet: as :func:`quantformer.scale.dask.run_partitions`
+            (``out``: a folder; ``scheduler``: None, ``"local:N"`` or ``"tcp://host:port"``).
+        target, steps, batch_size, device: as :func:`quantformer.infer.explain.explain`.
+        text_col, id_col, fmt, quoting: how the partitions are read.
+
+    Returns:
+        The summary of :func:`~quantformer.scale.dask.run_partitions` (read the attributions
+        with :func:`read_explanation`). Warns once (CompletenessWarning) when explanations
+        have a completeness gap above 5 %.
+
+    Raises:
+        InputError: a bad ``steps``, ``target``, model (checked before any partition is read),
+            input or ``out``; bad partitions (named, after the others finished).
+    """
+    steps = check_steps(steps)
+    check_model(model, "torch", target)
+    opts = {"target": None if target is None else str(target), "steps": steps,
+            "batch_size": int(batch_size), "device": device}
+    summary = run_partitions(VERB, model, inputs, out, options=opts, scheduler=scheduler,
+                             resume=resume, quiet=quiet, runner=explain_partition,
+                             corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt,
+                                     "quoting": quoting})
+    _warn_gaps(Path(summary["manifest"]), summary["done"])
+    return summary
+
+
+def _warn_gaps(manifest: Path, done: int) -> None:
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    run = len(data["runs"])
+    mine = [e for e in data["partitions"].values() if e.get("run") == run]
+    above = sum(e.get("gap_above", 0) for e in mine)
+    if done and above:
+        warnings.warn(f"{above} of {sum(e.get('items', 0) for e in mine)} explanation(s) have a "
+                      f"completeness gap above {GAP_TOLERANCE:.0%} of the logit difference: "
+                      "their attributions do not add up to the prediction; raise steps "
+                      "(--steps 256)", CompletenessWarning, stacklevel=3)
+
+
+def read_explanation(out) -> pd.DataFrame:
+    """The word attributions of a partitioned ``explain`` run as one frame, the partitions in
+    input order (``quantformer.read_explanation``).
+
+    Args:
+        out: the output folder of :func:`explain_partitions` (``explain --input FOLDER
+            --out OUT``).
+
+    Returns:
+        The words frame (columns as :class:`~quantformer.infer.explain.Explanation`'s) of
+        every partition the manifest records as finished.
+
+    Raises:
+        InputError: ``out`` is not the output folder of a partitioned explain run.
+    """
+    folder = Path(out)
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise InputError(f"'{out}' has no {MANIFEST}: it is not the output folder of a "
+                         "partitioned explain run; give the --out of `quantformer explain "
+                         "--input FOLDER`")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("job", {}).get("verb") != VERB:
+        raise InputError(f"'{out}' holds the output of {data.get('job', {}).get('verb')}, not of "
+                         "explain")
+    entries = sorted(data["partitions"].items(), key=lambda kv: kv[1].get("id_offset", 0))
+    frames = [pd.read_parquet(folder / name) for name, _ in entries]
+    words = pd.concat(frames, ignore_index=True) if frames else empty_words()
+    return words.astype(WORD_COLUMNS)
+
+
+def _explain_task(job: tuple):
+    """One corpus explained on a worker: (Explanation, checks or None, warnings)."""
+    model, frame, opts, with_check = job
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = cached_model("predict", model, opts["device"])
+        ex = explain(clf, frame, progress=False, **_options(opts))
+        checks = check(clf, frame, ex) if with_check else None
+    return ex, checks, [(w.category, str(w.message)) for w in caught]
+
+
+def explain_on(scheduler: str, model, frame: pd.DataFrame, *, target: str | None = None,
+               steps: int | None = None, batch_size: int = 8, device: str = "auto",
+               with_check: bool = False):
+    """:func:`quantformer.infer.explain.explain` of ``frame`` in one task on ``scheduler``
+    (``"local:N"`` or ``"tcp://host:port"``); its warnings are raised again here.
+
+    Returns:
+        ``(Explanation, the faithfulness checks of
+        :func:`quantformer.infer.explain_check.check` or None)``.
+    """
+    opts = {"target": target, "steps": check_steps(steps), "batch_size": int(batch_size),
+            "device": device}
+    model = str(Path(model).resolve())  # workers may run in other folders
+    ex, checks, caught = map_runs(_explain_task, [(model, frame, opts, with_check)],
+                                  scheduler)[0]
+    for category, message in caught:
+        warnings.warn(message, category, stacklevel=2)
+    return ex, checks
