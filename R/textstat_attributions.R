@@ -9,10 +9,14 @@
 #' far a document's attributions fall short of adding up to its logit difference (raise
 #' `steps` when the core warns it is above 5\%). Long documents are explained in the window
 #' `predict()` uses (head+tail by default); words outside it have `NA` attributions.
-#' Runs `quantformer explain`.
+#' An NLI model (`method = "nli"`; Laurer et al. 2023) is explained by the entailment logit of
+#' the target class's (document, hypothesis) pair, attributed to the document's words only; a
+#' SetFit model (`method = "setfit"`; Tunstall et al. 2022) by its logistic head's score (the
+#' target's log-odds for two classes, its logit for more). Encoder-decoder models (BART, T5)
+#' are refused. Runs `quantformer explain`.
 #'
-#' @param fit a model fitted by [textmodel_finetune()] (the standard method; classification,
-#'   regression or multi-label), or its model folder.
+#' @param fit a model fitted by [textmodel_finetune()] (any method: standard, with
+#'   classification, regression or multi-label, `"nli"` or `"setfit"`), or its model folder.
 #' @param newdata documents: a quanteda corpus, a character vector or a data frame with a
 #'   `text` column.
 #' @param target `NULL` (each document's predicted class; every label of a multi-label
@@ -25,6 +29,9 @@
 #'   attribute (a list with `aopc_top`, `aopc_random`, `randomisation_spearman`).
 #' @param html `NULL` or a file name ending in `.html`: a self-contained page highlighting
 #'   the words.
+#' @param scheduler `NULL` (default: in the core's process) or where the explanation runs as
+#'   one Dask task: `"local:N"` (a local cluster of N worker processes) or the address of a
+#'   running Dask scheduler (`"tcp://host:port"`). The result is the same either way.
 #' @inheritParams textmodel_finetune
 #' @return A data frame with one row per word (and target): `document` (docnames;
 #'   every textstat_* frame names it `document`, as quanteda's do; frames that go back to the
@@ -32,7 +39,8 @@
 #'   `word_id`, `word`, `start`, `end` (0-based, end-exclusive character offsets), 
 #'   `attribution` (logits; `NA`: not seen by the model), `target`, `completeness_gap`.
 #'   Errors (from the core): `steps` < 1, a `target` that is not a class, empty or all-missing
-#'   texts, a folder that is not a model.
+#'   texts, a folder that is not a model, an encoder-decoder model, a `scheduler` that is
+#'   neither `"local:N"` nor a reachable address.
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
@@ -45,7 +53,7 @@
 #' @export
 textstat_attributions <- function(fit, newdata, target = NULL, steps = NULL, check = FALSE,
                                   html = NULL, text_field = "text", docid_field = "doc_id",
-                                  verbose = FALSE) {
+                                  verbose = FALSE, scheduler = NULL) {
   model <- if (inherits(fit, "textmodel_finetune")) fit$model_dir else fit
   frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")
   in_file <- write_input(frame[c("doc_id", "text")])
@@ -53,7 +61,8 @@ textstat_attributions <- function(fit, newdata, target = NULL, steps = NULL, che
   check_file <- sub("\\.rds$", ".check.json", out_file)
   on.exit(unlink(c(in_file, out_file, check_file)), add = TRUE)
   run_cli("explain", c("--model", model, "--input", in_file, "--out", out_file,
-                       cli_flags(target = target, steps = steps, check = check, html = html),
+                       cli_flags(target = target, steps = steps, check = check, html = html,
+                                 scheduler = scheduler),
                        if (!isTRUE(verbose)) "--quiet"),
           verbose = verbose, r_args = names(formals()))
   out <- read_output(out_file)

@@ -13,7 +13,7 @@ from ..infer.explain_check import check
 from ..io.frames import check_output_path, read_frame, write_frame
 from ..io.highlight import check_html_path, write_attribution_page
 from ..io.writable import check_writable
-from ..scale.dask import describe, is_partitioned
+from ..scale.dask import check_scheduler_reachable, describe, is_partitioned
 from ..scale.explain import explain_on, explain_partitions
 from ..score.attributions import by_term
 from ._options import (
@@ -96,6 +96,7 @@ def folder_input(args) -> bool:
                              "summarise them there")
         return True
     args.input = args.input[0]
+    check_scheduler_reachable(args.scheduler)  # before the model loads
     return False
 
 
