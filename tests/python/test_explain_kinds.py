@@ -87,10 +87,16 @@ def test_nli_explains_the_entailment_logit_of_the_targets_pair_over_the_premise(
     assert changed.tolist() == win.positions.tolist()
 
 
-def test_nli_target_and_its_errors(nli, tmp_path, capsys):
+def test_nli_target_checks_and_errors(nli, tmp_path, capsys):
+    from quantformer.infer.explain_check import check
+
     clf, path = nli
     res = _explain(clf, TEXTS[:2], target="other", steps=8)
     assert (res.documents["target"] == "other").all()
+    frame = toy_frame(6)
+    checks = check(clf, frame, _explain(clf, frame, steps=4))
+    assert checks["aopc_n_docs"] == 6 and checks["randomisation_n_docs"] == 6
+    assert isinstance(checks["randomisation_spearman"], float)
     with pytest.raises(InputError, match="'nope' is not a class"):
         explain(path, TEXTS, target="nope")
     toy_frame(3).to_csv(tmp_path / "c.csv", index=False)

@@ -40,6 +40,7 @@ def add_cli(sub) -> None:
                     "the logit difference of input and baseline).",
     )
     p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
+    add_partition_cli(p)
     add_corpus_options(p, label=False)
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...); a "
                                                 "folder for a partitioned --input")
@@ -68,7 +69,6 @@ def add_cli(sub) -> None:
                    help="torch only: Integrated Gradients needs gradients")
     add_device_option(p)
     add_quiet_option(p)
-    add_partition_cli(p)
     p.set_defaults(func=run)
 
 

@@ -8,6 +8,10 @@ Integrated Gradients (Sundararajan et al. 2017) through Captum's ``LayerIntegrat
   only in the words.
 * **Target**: the logit of the predicted class, or of a class chosen with ``target``; a
   regression model's output; for a multi-label model every label (one target per label).
+* **Model kinds** (:mod:`quantformer.infer.explain_forward`): a standard model's logits; an
+  NLI model's entailment logit of the target class's (document, hypothesis) pair, with only
+  the document (premise) attributed; a SetFit model's logistic head score (log-odds for two
+  classes). Encoder-decoder models are refused.
 * **Units**: attributions are in logit units and never normalised per document, so two
   documents compare. By completeness, a document's attributions add up to the difference of
   the target logit between input and baseline; ``completeness_gap`` is
