@@ -127,8 +127,8 @@ def coder_names(value: str | None) -> list[str] | None:
         return None
     names = [c.strip() for c in value.split(",")]
     if not all(names) or len(set(names)) != len(names):
-        raise InputError(f"--coders must be distinct, non-empty names separated by commas, "
-                         f"not {value!r}", params=[])
+        raise InputError("{coders} must be distinct, non-empty names separated by commas, "
+                         f"not {value!r}", params=["coders"])
     return names
 
 
