@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -457,9 +458,12 @@ def test_finetune_now_failed_and_stopped_states(tmp_path, tiny_bert_dir):
     runner.start(room.frame, ids, labels, room.labels)
     runner.stop()
     assert runner.state()["state"] == "stopped"
-    # a project whose server was killed while a run was going: shown as stopped
-    room.store.put("finetune", {**runner.state(), "state": "running"})
+    # a server killed while a run was going: the next start stops the orphaned child and
+    # shows the run as stopped
+    runner.start(room.frame, ids, labels, room.labels)
+    runner.stopping = True  # (its watcher stands for the dead server: records nothing new)
     assert FinetuneNow(room.store, tmp_path / "models").state()["state"] == "stopped"
+    assert runner.proc.wait(timeout=30) == -signal.SIGTERM
     room.store.close()
 
 

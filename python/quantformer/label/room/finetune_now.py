@@ -14,12 +14,18 @@ The run's state lives in the project file (``meta`` key ``finetune``), so that a
 shows the last run: ``running``, ``done`` (with the model folder and its validation
 macro-F1), ``failed`` (with the last lines of the child's messages) or ``stopped`` (the
 server stopped, or was killed, while it ran).
+
+The child runs in a session of its own (a Ctrl-C in the terminal reaches the server, which
+then stops the child and records ``stopped``) at a lower scheduling priority (nice 10 on
+POSIX), so that the page keeps answering while it trains. A child left running by a server
+killed outright (``kill -9``) is stopped at the project's next start.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +41,7 @@ STATE_KEY = "finetune"
 ERROR_TAIL = 2000  # characters of the child's messages kept when it fails
 DEFAULT_MIN_CODES = 5
 DEFAULT_VALID_FRACTION = 0.2
+NICE = 10  # the child's scheduling priority (POSIX): below the server's
 
 
 class Busy(Exception):
@@ -92,6 +99,7 @@ class FinetuneNow:
         self.stopping = False
         last = store.get(STATE_KEY)
         if last and last.get("state") == "running":  # the server ended while it ran
+            stop_orphan(last.get("pid"), last.get("model"))
             self._save({**last, "state": "stopped", "finished": now(),
                         "error": "the coding room stopped before the fine-tune ended"})
 
@@ -162,7 +170,12 @@ class FinetuneNow:
                 [package_root(), *filter(None, [os.environ.get("PYTHONPATH")])])}
             log = open(work / "messages.log", "w+b")
             self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=log, env=env)
+                                         stdout=subprocess.DEVNULL, stderr=log, env=env,
+                                         start_new_session=True)
+            try:  # before torch starts its threads, which inherit the priority
+                os.setpriority(os.PRIO_PROCESS, self.proc.pid, NICE)
+            except (AttributeError, OSError):  # not POSIX, or not allowed: same priority
+                pass
             self.stopping = False
             state = {"state": "running", "started": now(), "finished": None,
                      "n_codes": len(ids), "label_counts": counts, "model": str(out),
@@ -209,6 +222,20 @@ class FinetuneNow:
         for thread in threading.enumerate():
             if thread.name == "quantformer-finetune":
                 thread.join(timeout=5.0)
+
+
+def stop_orphan(pid, model) -> None:
+    """Terminate a fine-tune child that outlived its server (Linux: only a process whose
+    command line is this run's ``quantformer finetune --out MODEL``)."""
+    try:
+        cmdline = Path(f"/proc/{int(pid)}/cmdline").read_bytes().split(b"\0")
+    except (OSError, TypeError, ValueError):
+        return
+    if b"finetune" in cmdline and str(model).encode() in cmdline:
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+        except OSError:
+            pass
 
 
 def validation_macro_f1(model_dir: Path) -> float | None:
