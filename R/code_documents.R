@@ -19,8 +19,19 @@
 #' on the same project; a share `overlap` of the documents is shown to both, blind, and the
 #' page reports Krippendorff's alpha and Cohen's kappa on it with bootstrap intervals.
 #'
+#' "Fine-tune now" (the page's button, or the key `f`) fine-tunes a Transformer on the codes
+#' so far, as [textmodel_finetune()] would, in a background process while coding goes on: the
+#' page shows whether it is running, done (with the model folder and its validation
+#' macro-F1), failed (with the error) or stopped. The model goes to a `finetune-<UTC time>`
+#' folder in `models`; load it with [load_finetune()]. The state of the last run is kept in
+#' the project file, so a restart shows it; stopping the coding room stops a running
+#' fine-tune. A run is refused while a label has fewer than `finetune_min_codes` codes.
+#'
 #' The page is served on 127.0.0.1 (this computer only) on a free port and needs the random
-#' token in its address; no document text is written to any log.
+#' token in its address; no document text is written to any log. Several coders on one
+#' shared server (`coders`, with `host = "0.0.0.0"` to reach it from other computers): each
+#' coder gets a link with a token of their own, which cannot code as another coder; a
+#' `host` other than 127.0.0.1 makes the page reachable on the network (a warning says so).
 #'
 #' @param x documents: a quanteda corpus, a character vector or a data frame with a `text`
 #'   column (see [suggest_documents()]).
@@ -32,6 +43,11 @@
 #' @param project path of the project file (default `"coding.sqlite"`): created when
 #'   absent, resumed when present; a project made for another corpus is refused.
 #' @param coder the coder's name (default `"coder1"`).
+#' @param coders `NULL` (default: one coder, `coder`) or a character vector of distinct
+#'   coder names without commas: each gets a link with a token of their own, for one server
+#'   shared by several coders.
+#' @param host address to serve on: `"127.0.0.1"` (default, this computer only) or, to share
+#'   the page on the network, `"0.0.0.0"` (all of this computer's addresses).
 #' @param strategy which document comes next: `"margin"` (default), `"least_confidence"`,
 #'   `"entropy"`, `"random"` or `"cold"`; switchable on the page.
 #' @param random_share number from 0 to 1 (default 0.1): share of an uncertainty batch drawn
@@ -44,11 +60,25 @@
 #'   and returns the codes; `FALSE` returns at once with the running server (stop it with
 #'   `$kill()`; read the codes at any time with [read_codes()]).
 #' @param cache_dir folder for the embedding cache (default: a folder in [tempdir()]).
+#' @param models folder for the models of "fine-tune now" (default `NULL`: a folder named
+#'   after the project, `<project>-models`, next to it).
+#' @param finetune_model the pretrained model "fine-tune now" starts from: a hub id or a local
+#'   folder (default `NULL`: the bundled all-MiniLM-L6-v2).
+#' @param finetune_epochs `NULL` (default: by model size, 4 for small models) or a whole
+#'   number >= 1: passes over the codes.
+#' @param finetune_valid_fraction number from 0 to below 1 (default 0.2): share of the codes
+#'   held out to report the fine-tuned model's validation macro-F1 (0: none).
+#' @param finetune_min_codes whole number >= 1 (default 5): the fewest codes of every label
+#'   before "fine-tune now" runs.
 #' @param verbose logical: show the Python core's messages.
 #' @return With `wait = TRUE`, the codes as [read_codes()] returns them. With
 #'   `wait = FALSE`, the server's `processx::process`, with the page's address in its
-#'   `url` attribute, invisibly.
-#' @seealso [read_codes()], [suggest_documents()], [textmodel_finetune()]
+#'   `url` attribute (the first coder's with `coders`) and every coder's link in its `urls`
+#'   attribute (named by coder), invisibly.
+#'
+#'   Bad arguments are errors of class `quantformer_input_error` (raised before the server
+#'   starts), as are the core's refusals (an unwritable project, another corpus, ...).
+#' @seealso [read_codes()], [suggest_documents()], [textmodel_finetune()], [load_finetune()]
 #' @examples
 #' \dontrun{
 #' sotu <- readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
@@ -57,17 +87,20 @@
 #' }
 #' @export
 code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.sqlite",
-                           coder = "coder1",
+                           coder = "coder1", coders = NULL, host = "127.0.0.1",
                            strategy = c("margin", "least_confidence", "entropy", "random",
                                         "cold"),
                            random_share = 0.1, retrain_every = 10, overlap = 0.2, port = 0,
                            browser = interactive(), wait = TRUE,
                            cache_dir = file.path(tempdir(), "quantformer-embeddings"),
+                           models = NULL, finetune_model = NULL, finetune_epochs = NULL,
+                           finetune_valid_fraction = 0.2, finetune_min_codes = 5,
                            verbose = getOption("quantformer.verbose", TRUE)) {
   strategy <- match.arg(strategy)
   if (is.null(labels) == is.null(codebook))
-    stop("give the labels with `labels` or a codebook with `codebook`, one of the two",
-         call. = FALSE)
+    input_error("give the labels with `labels` or a codebook with `codebook`, one of the two")
+  check_room_args(coders, host, models, finetune_model, finetune_epochs,
+                  finetune_valid_fraction, finetune_min_codes)
   frame <- as_frame(x)
   corpus_file <- file.path(tempdir(), paste0("qf-code-corpus-", coding_key(frame), ".rds"))
   if (!file.exists(corpus_file)) saveRDS(frame, corpus_file, version = 2, compress = FALSE)
@@ -75,16 +108,24 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
   dir.create(cache_dir, showWarnings = FALSE, recursive = TRUE)
   args <- c("code", "--input", corpus_file, book,
             cli_flags(project = normalizePath(project, mustWork = FALSE), coder = coder,
+                      coders = coders, host = host,
                       strategy = strategy, random_share = random_share,
                       retrain_every = retrain_every, overlap = overlap, port = port,
-                      cache_dir = cache_dir, quiet = !isTRUE(verbose)),
+                      cache_dir = cache_dir,
+                      models = if (!is.null(models)) normalizePath(models, mustWork = FALSE),
+                      finetune_model = local_path(finetune_model),
+                      finetune_epochs = finetune_epochs,
+                      finetune_valid_fraction = finetune_valid_fraction,
+                      finetune_min_codes = finetune_min_codes, quiet = !isTRUE(verbose)),
             "--no-browser")
-  proc <- start_room(args, r_args = names(formals()))
+  proc <- start_room(args, r_args = names(formals()), n_links = max(1, length(coders)))
   url <- attr(proc, "url")
+  if (!is.null(coders)) attr(proc, "urls") <- stats::setNames(attr(proc, "urls"), coders)
   if (isTRUE(browser)) open_page(url)
   if (!isTRUE(wait)) return(invisible(proc))
   on.exit(if (proc$is_alive()) proc$kill_tree(), add = TRUE)
-  message("Coding at ", url, "\nPress q on the page (or its 'done' button) when finished.")
+  message("Coding at ", paste(attr(proc, "urls"), collapse = "\n"),
+          "\nPress q on the page (or its 'done' button) when finished.")
   while (proc$is_alive()) proc$wait(500)
   read_codes(project)
 }
@@ -107,8 +148,8 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
 #' @export
 read_codes <- function(project, all = FALSE) {
   if (!is.character(project) || length(project) != 1 || !file.exists(project))
-    stop("`project` must be the path of an existing project file, not ", format(project),
-         call. = FALSE)
+    input_error("`project` must be the path of an existing project file, not ",
+                format(project))
   out <- out_path()
   on.exit(unlink(out), add = TRUE)
   run_cli("code", c("--project", normalizePath(project), "--export", out,
@@ -132,22 +173,59 @@ coding_key <- function(frame) {
 codebook_args <- function(labels, codebook) {
   if (!is.null(labels)) {
     if (!is.character(labels) || anyNA(labels) || any(grepl(",", labels, fixed = TRUE)))
-      stop("`labels` must be a character vector of labels without commas", call. = FALSE)
+      input_error("`labels` must be a character vector of labels without commas")
     return(c("--labels", paste(labels, collapse = ",")))
   }
   if (is.character(codebook) && length(codebook) == 1)
     return(c("--codebook", normalizePath(codebook, mustWork = FALSE)))
   if (!is.data.frame(codebook) || !"label" %in% names(codebook))
-    stop("`codebook` must be a data frame with a `label` column, or a file path",
-         call. = FALSE)
+    input_error("`codebook` must be a data frame with a `label` column, or a file path")
   f <- tempfile("qf-codebook-", fileext = ".csv")
   utils::write.csv(codebook, f, row.names = FALSE, na = "", fileEncoding = "UTF-8")
   c("--codebook", f)
 }
 
-# Start the server process and read its address from the first line of its stdout; a start
-# that fails (bad input: exit status 2) becomes an R error with the core's message.
-start_room <- function(args, r_args = NULL, timeout = 600) {
+# The coders, host and fine-tune arguments, checked before anything starts.
+check_room_args <- function(coders, host, models, finetune_model, finetune_epochs,
+                            finetune_valid_fraction, finetune_min_codes) {
+  one_string <- function(v) is.character(v) && length(v) == 1 && !is.na(v) && nzchar(v)
+  whole <- function(v) is.numeric(v) && length(v) == 1 && !is.na(v) && v >= 1 && v == round(v)
+  if (!is.null(coders) && (!is.character(coders) || !length(coders) || anyNA(coders) ||
+                           any(!nzchar(trimws(coders))) ||
+                           any(grepl(",", coders, fixed = TRUE)) || anyDuplicated(coders)))
+    input_error("`coders` must be NULL or a character vector of distinct coder names without ",
+                "commas, not ", deparse(coders))
+  if (!one_string(host))
+    input_error("`host` must be one address such as \"127.0.0.1\" (this computer) or ",
+                "\"0.0.0.0\" (the network), not ", deparse(host))
+  paths <- list(models = models, finetune_model = finetune_model)
+  for (arg in names(paths)) {
+    if (!is.null(paths[[arg]]) && !one_string(paths[[arg]]))
+      input_error("`", arg, "` must be NULL or one path, not ", deparse(paths[[arg]]))
+  }
+  if (!is.null(finetune_epochs) && !whole(finetune_epochs))
+    input_error("`finetune_epochs` must be NULL or a whole number >= 1, not ",
+                deparse(finetune_epochs))
+  if (!whole(finetune_min_codes))
+    input_error("`finetune_min_codes` must be a whole number >= 1, not ",
+                deparse(finetune_min_codes))
+  if (!is.numeric(finetune_valid_fraction) || length(finetune_valid_fraction) != 1 ||
+      is.na(finetune_valid_fraction) || finetune_valid_fraction < 0 ||
+      finetune_valid_fraction >= 1)
+    input_error("`finetune_valid_fraction` must be a number from 0 to below 1, not ",
+                deparse(finetune_valid_fraction))
+  invisible(TRUE)
+}
+
+# A local folder as an absolute path (the server may run elsewhere); a hub id as it is.
+local_path <- function(path) {
+  if (!is.null(path) && file.exists(path)) normalizePath(path) else path
+}
+
+# Start the server process and read its address from the first line of its stdout (and the
+# other coders' links from the next `n_links - 1` lines); a start that fails (bad input:
+# exit status 2) becomes an R error with the core's message.
+start_room <- function(args, r_args = NULL, timeout = 600, n_links = 1) {
   found <- find_python()
   check_core_version(found)
   # stderr goes to a file: a pipe nobody reads would fill up and stall the server
@@ -171,7 +249,13 @@ start_room <- function(args, r_args = NULL, timeout = 600) {
     res <- list(status = if (is.null(status)) 1L else status, stdout = "", stderr = err)
     stop(cli_error("code", res))  # R/python.R: a classed condition naming R's arguments
   }
+  links <- line
+  while (length(links) < n_links && Sys.time() < deadline && proc$is_alive()) {
+    proc$poll_io(200)
+    links <- c(links, proc$read_output_lines(n_links - length(links)))
+  }
   attr(proc, "url") <- line
+  attr(proc, "urls") <- links
   attr(proc, "log") <- err_file
   proc
 }

@@ -8,6 +8,7 @@ Screenshots for the vignette are written where ``QUANTFORMER_SCREENSHOTS`` point
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -259,3 +260,79 @@ def test_kill_9_and_restart_loses_no_code(browser, corpus, tiny_bert_dir):
         assert dict(zip(codes["doc_id"], codes["label"])) == pressed
     finally:
         again.stop()
+
+
+def finetune_state(driver) -> str:
+    return driver.find_element(By.ID, "finetune-state").get_attribute("data-state")
+
+
+def per_label(driver) -> dict:
+    return {e.get_attribute("data-label"): int(e.get_attribute("data-count"))
+            for e in driver.find_elements(By.CSS_SELECTOR, "#progress [data-label]")}
+
+
+def test_finetune_now_in_the_background_and_stopped_with_the_server(browser, corpus,
+                                                                    tiny_bert_dir):
+    folder, truth = corpus
+    project, models = folder / "ft.sqlite", folder / "models"
+    flags = ("--finetune-model", str(tiny_bert_dir), "--finetune-epochs", "1",
+             "--finetune-min-codes", "3", "--models", str(models), "--device", "cpu")
+    srv = Server(folder / "corpus.csv", project, tiny_bert_dir, *flags)
+    try:
+        browser.get(srv.url)
+        wait(browser, lambda d: finetune_state(d) == "none")
+        press(browser, "f")  # nothing coded yet: refused, the page says which labels
+        wait(browser, lambda d: "at least 3 codes" in d.find_element(By.ID, "status").text)
+        assert "econ (0), other (0)" in browser.find_element(By.ID, "status").text
+        for _ in range(40):  # code until every label has 3 codes
+            code_docs(browser, truth, 1)
+            counts = per_label(browser)
+            if min(counts.values()) >= 3:
+                break
+        press(browser, "f")
+        wait(browser, lambda d: finetune_state(d) == "running")
+        code_docs(browser, truth, 2)  # coding goes on while it runs
+        wait(browser, lambda d: finetune_state(d) in ("done", "failed"), timeout=300)
+        text = browser.find_element(By.ID, "finetune-state").text
+        assert finetune_state(browser) == "done", text
+        assert "validation macro-F1" in text
+        assert "fine-tune done" in browser.find_element(By.ID, "status").text
+        if SHOTS:
+            browser.save_screenshot(str(Path(SHOTS) / "coding-room-finetune.png"))
+        done = [p for p in models.iterdir() if p.name.startswith("finetune-")]
+        assert len(done) == 1 and (done[0] / "quantformer.json").is_file()
+        browser.find_element(By.ID, "finetune").click()  # the button starts a second run
+        wait(browser, lambda d: finetune_state(d) == "running")
+        state = json.loads(urllib.request.urlopen(urllib.request.Request(
+            srv.base + "/api/finetune", headers={"X-Token": srv.token}), timeout=10).read())
+        srv.stop()  # SIGTERM: the server stops its fine-tune child
+        with pytest.raises(ProcessLookupError):
+            os.kill(state["pid"], 0)
+    finally:
+        srv.stop()
+    again = Server(folder / "corpus.csv", project, tiny_bert_dir, *flags)
+    try:  # a restart shows the last run
+        browser.get(again.url)
+        wait(browser, lambda d: finetune_state(d) == "stopped")
+    finally:
+        again.stop()
+
+
+def test_coders_get_links_of_their_own(browser, corpus, tiny_bert_dir):
+    folder, truth = corpus
+    srv = Server(folder / "corpus.csv", folder / "shared.sqlite", tiny_bert_dir,
+                 "--coders", "alice,bob")
+    try:
+        bob = srv.proc.stdout.readline().strip()
+        assert srv.url.endswith("&coder=alice") and bob.endswith("&coder=bob")
+        assert srv.url.split("token=")[1] != bob.split("token=")[1]
+        browser.get(bob)
+        wait(browser, lambda d: d.find_element(By.ID, "coder").text == "bob")
+        code_docs(browser, truth, 1)
+        browser.get(bob.replace("coder=bob", "coder=alice"))  # bob's link acting as alice
+        assert "this link is bob's" in browser.page_source
+        assert not browser.find_elements(By.CSS_SELECTOR, "[data-doc-id]")
+        codes = export(folder / "shared.sqlite", folder / "shared.csv")
+        assert codes["coder"].tolist() == ["bob"]
+    finally:
+        srv.stop()

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -352,3 +354,178 @@ def test_cli_export_refuses_corpus_flags_and_needs_the_project(tmp_path, capsys)
                  "--export", str(tmp_path / "c.csv")]) == 2
     assert "leave out --labels" in capsys.readouterr().err
     time.sleep(0)
+
+
+# ------------------------------------------------------------------------------------------
+# fine-tune now: a real `quantformer finetune` child process on a tiny model
+
+
+def code_true(room, truth, n_per):
+    """Commit ``n_per`` true codes of each label as coder ann."""
+    for lab in ("a", "b", "c"):
+        for i in np.flatnonzero(truth == lab)[:n_per]:
+            room.code("ann", room.ids[i], lab)
+
+
+def wait_state(server, states, timeout=300):
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        _, state = request(f"{base}/api/finetune?token={server.token}")
+        if state["state"] in states:
+            return state
+        time.sleep(0.5)
+    raise AssertionError(f"fine-tune still {state['state']} after {timeout} s")
+
+
+def finetune_served(tmp_path, model_dir, min_codes=5):
+    from quantformer.label.room.finetune_now import FinetuneNow
+
+    room, truth = new_room(tmp_path)
+    runner = FinetuneNow(room.store, tmp_path / "models", model=str(model_dir), epochs=1,
+                         valid_fraction=0.25, min_codes=min_codes, device="cpu")
+    server = RoomServer(room, "127.0.0.1", 0, finetune=runner)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, room, truth, runner
+
+
+def test_finetune_now_runs_a_child_409_while_running_and_a_restart_shows_it(
+        tmp_path, tiny_bert_dir):
+    server, room, truth, runner = finetune_served(tmp_path, tiny_bert_dir)
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert request(f"{base}/api/finetune?token={server.token}")[1] == {"state": "none"}
+        code_true(room, truth, 3)
+        with pytest.raises(urllib.error.HTTPError) as err:  # too few codes: 400, which ones
+            request(base + "/api/finetune", {}, server.token)
+        assert err.value.code == 400
+        message = json.loads(err.value.read())["error"]
+        assert "at least 5 codes" in message and "a (3), b (3), c (3)" in message
+        assert not (tmp_path / "models").exists()  # nothing written
+        code_true(room, truth, 6)
+        status, started = request(base + "/api/finetune", {}, server.token)
+        assert status == 200 and started["state"] == "running" and started["n_codes"] == 18
+        assert started["label_counts"] == {"a": 6, "b": 6, "c": 6}
+        with pytest.raises(urllib.error.HTTPError) as err:  # one at a time
+            request(base + "/api/finetune", {}, server.token)
+        assert err.value.code == 409
+        # coding goes on while it runs
+        _, state = request(f"{base}/api/state?token={server.token}&coder=ann")
+        t0 = time.perf_counter()
+        request(base + "/api/code", {"coder": "ann", "doc_id": state["doc"]["doc_id"],
+                                     "label": "a"}, server.token)
+        assert time.perf_counter() - t0 < 2.0
+        done = wait_state(server, ("done", "failed"))
+        assert done["state"] == "done", done["error"]
+        model = json.loads((tmp_path / "models" / done["model"].split("/")[-1]
+                            / "quantformer.json").read_text())
+        assert model["labels"] == ["a", "b", "c"] and model["n_train"] == 14  # 18 - 4 held out
+        assert done["macro_f1"] == pytest.approx(model["validation"]["macro_f1"])
+        assert 0.0 <= done["macro_f1"] <= 1.0
+        assert [p.name for p in (tmp_path / "models").iterdir()] == [Path(done["model"]).name]
+    finally:
+        server.shutdown()
+        server.server_close()
+        runner.stop()
+        room.store.close()
+    # a restart shows the last run
+    from quantformer.label.room.finetune_now import FinetuneNow
+
+    again = Store(tmp_path / "p.sqlite")
+    assert FinetuneNow(again, tmp_path / "models").state()["state"] == "done"
+    again.close()
+
+
+def test_finetune_now_failed_and_stopped_states(tmp_path, tiny_bert_dir):
+    from quantformer.label.room.finetune_now import FinetuneNow
+
+    room, truth = new_room(tmp_path)
+    code_true(room, truth, 2)
+    ids, labels = room.training_codes()
+    (tmp_path / "not-a-model").mkdir()  # a folder without a model: the child fails
+    bad = FinetuneNow(room.store, tmp_path / "models", model=str(tmp_path / "not-a-model"),
+                      min_codes=2, device="cpu")
+    bad.start(room.frame, ids, labels, room.labels)
+    bad.proc.wait(timeout=120)
+    deadline = time.time() + 20
+    while bad.state()["state"] == "running" and time.time() < deadline:
+        time.sleep(0.2)
+    failed = bad.state()
+    assert failed["state"] == "failed" and "not-a-model" in failed["error"]
+    assert list((tmp_path / "models").iterdir()) == []  # training file removed
+    runner = FinetuneNow(room.store, tmp_path / "models", model=str(tiny_bert_dir),
+                         epochs=1, min_codes=2, device="cpu")
+    runner.start(room.frame, ids, labels, room.labels)
+    runner.stop()
+    assert runner.state()["state"] == "stopped"
+    # a server killed while a run was going: the next start stops the orphaned child and
+    # shows the run as stopped
+    runner.start(room.frame, ids, labels, room.labels)
+    runner.stopping = True  # (its watcher stands for the dead server: records nothing new)
+    assert FinetuneNow(room.store, tmp_path / "models").state()["state"] == "stopped"
+    assert runner.proc.wait(timeout=30) == -signal.SIGTERM
+    room.store.close()
+
+
+# ------------------------------------------------------------------------------------------
+# several coders on one server: a token each
+
+
+def test_coders_tokens_are_bound_to_their_coder(tmp_path):
+    room, _ = new_room(tmp_path)
+    room.step()
+    server = RoomServer(room, "127.0.0.1", 0, coders=["alice", "bob"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        links = {c: server.url(c) for c in ("alice", "bob")}
+        tokens = {c: u.split("token=")[1].split("&")[0] for c, u in links.items()}
+        assert tokens["alice"] != tokens["bob"] and links["bob"].endswith("&coder=bob")
+        # alice's link, asking as alice or as nobody: alice's document
+        _, state = request(f"{base}/api/state?token={tokens['alice']}")
+        assert state["coder"] == "alice"
+        _, state = request(f"{base}/api/state?token={tokens['alice']}&coder=alice")
+        doc = state["doc"]["doc_id"]
+        for url, body in ((f"{base}/api/state?token={tokens['alice']}&coder=bob", None),
+                          (base + "/api/code", {"coder": "bob", "doc_id": doc, "label": "a"}),
+                          (base + "/api/undo", {"coder": "bob"})):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                request(url, body, tokens["alice"] if body is not None else None)
+            assert err.value.code == 403
+            assert "alice's" in json.loads(err.value.read())["error"]
+        assert room.store.current_codes().empty
+        request(base + "/api/code", {"doc_id": doc, "label": "a"}, tokens["alice"])
+        assert room.store.current_codes()[["doc_id", "coder"]].values.tolist() == [
+            [doc, "alice"]]
+        with pytest.raises(urllib.error.HTTPError) as err:  # not a token of this server
+            request(f"{base}/api/state?token=x{tokens['alice']}")
+        assert err.value.code == 403
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_cli_coders_and_finetune_flags_bad_input(tmp_path, capsys):
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    base = ["code", "--input", corpus, "--labels", "a,b", "--project",
+            str(tmp_path / "p.sqlite"), "--no-browser"]
+    assert main(base + ["--coders", "ann,ann"]) == 2
+    assert "--coders must be distinct" in capsys.readouterr().err
+    assert main(base + ["--finetune-valid-fraction", "1"]) == 2
+    assert "--finetune-valid-fraction must be a share" in capsys.readouterr().err
+    assert main(base + ["--finetune-min-codes", "0"]) == 2
+    assert "--finetune-min-codes" in capsys.readouterr().err
+    assert not (tmp_path / "p.sqlite").exists()
+
+
+def test_a_host_other_than_this_computer_is_warned_about():
+    from quantformer.cli.code import warn_if_shared
+
+    with pytest.warns(UserWarning, match="reachable from the network"):
+        warn_if_shared("0.0.0.0")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_shared("127.0.0.1")

@@ -2,19 +2,28 @@
 # the project back. The page's own tests (keyboard, browser) are in tests/python.
 
 # POST to the room's API as the page does (R has no HTTP POST without another package: the
-# core's Python sends it).
-room_post <- function(url, path, body) {
+# core's Python sends it); the HTTP status with the body (an error status is an answer).
+room_post_status <- function(url, path, body = list()) {
   base <- sub("/\\?token=.*$", "", url)
   token <- sub("^.*token=([^&]+).*$", "\\1", url)
   py <- quantformer:::find_python()$python
   script <- paste0(
-    "import json, sys, urllib.request\n",
+    "import json, sys, urllib.request, urllib.error\n",
     "req = urllib.request.Request(sys.argv[1], data=sys.argv[3].encode(), ",
     "headers={'X-Token': sys.argv[2], 'Content-Type': 'application/json'})\n",
-    "print(urllib.request.urlopen(req, timeout=30).read().decode())\n")
+    "try:\n    r = urllib.request.urlopen(req, timeout=30); s, b = r.status, r.read()\n",
+    "except urllib.error.HTTPError as e:\n    s, b = e.code, e.read()\n",
+    "print(json.dumps({'status': s, 'body': json.loads(b)}))\n")
   json <- if (length(body)) as.character(jsonlite::toJSON(body, auto_unbox = TRUE)) else "{}"
   res <- processx::run(py, c("-c", script, paste0(base, path), token, json))
   jsonlite::fromJSON(res$stdout)
+}
+
+# The body of a POST that must succeed.
+room_post <- function(url, path, body) {
+  res <- room_post_status(url, path, body)
+  if (res$status != 200) stop("HTTP ", res$status, ": ", res$body$error)
+  res$body
 }
 
 room_get <- function(url, path) {
@@ -76,4 +85,80 @@ test_that("code_documents: bad input is an R error naming the argument (#26)", {
   expect_error(code_documents(sotu, project = tempfile(), browser = FALSE),
                "one of the two")
   expect_error(read_codes(tempfile(fileext = ".sqlite")), "existing project file")
+})
+
+test_that("code_documents passes coders and the fine-tune options to the room (#26)", {
+  skip_if_no_verb("code")
+  sotu <- sotu_sample()
+  project <- withr::local_tempfile(fileext = ".sqlite")
+  models <- withr::local_tempdir()
+  proc <- code_documents(sotu, labels = c("Democratic", "Republican"), project = project,
+                         coders = c("alice", "bob"), browser = FALSE, wait = FALSE,
+                         verbose = FALSE, cache_dir = withr::local_tempdir(),
+                         models = models, finetune_epochs = 1,
+                         finetune_valid_fraction = 0.5, finetune_min_codes = 2)
+  withr::defer(if (proc$is_alive()) proc$kill_tree())
+  urls <- attr(proc, "urls")
+  expect_equal(names(urls), c("alice", "bob"))
+  expect_match(urls[["bob"]], "&coder=bob$")
+  expect_equal(attr(proc, "url"), urls[["alice"]])
+  token <- function(u) sub("^.*token=([^&]+).*$", "\\1", u)
+  expect_false(token(urls[["alice"]]) == token(urls[["bob"]]))
+  # alice's link cannot code as bob
+  state <- room_get(urls[["alice"]], "/api/state")
+  expect_equal(state$coder, "alice")
+  as_bob <- room_post_status(urls[["alice"]], "/api/code",
+                             list(coder = "bob", doc_id = state$doc$doc_id, label = "Democratic"))
+  expect_equal(as_bob$status, 403)
+  # finetune_min_codes = 2: refused, naming the labels short of codes
+  early <- room_post_status(urls[["alice"]], "/api/finetune")
+  expect_equal(early$status, 400)
+  expect_match(early$body$error, "at least 2 codes.*Democratic \\(0\\), Republican \\(0\\)")
+  counts <- c(Democratic = 0, Republican = 0)
+  for (i in 1:30) {
+    if (all(counts >= 2)) break
+    party <- sotu$party[sotu$doc_id == state$doc$doc_id]
+    state <- room_post(urls[["alice"]], "/api/code", list(doc_id = state$doc$doc_id, label = party))
+    counts[party] <- counts[party] + 1
+  }
+  started <- room_post_status(urls[["alice"]], "/api/finetune")
+  expect_equal(started$status, 200)
+  expect_equal(started$body$state, "running")
+  expect_equal(dirname(started$body$model), normalizePath(models))
+  deadline <- Sys.time() + 300
+  repeat {
+    ft <- room_get(urls[["alice"]], "/api/finetune")
+    if (ft$state != "running" || Sys.time() > deadline) break
+    Sys.sleep(1)
+  }
+  expect_equal(ft$state, "done", info = ft$error)
+  record <- jsonlite::fromJSON(file.path(ft$model, "quantformer.json"))
+  expect_equal(record$hyperparameters$epochs, 1)
+  expect_equal(record$n_train, sum(counts) / 2)  # finetune_valid_fraction = 0.5 held out
+  expect_equal(ft$macro_f1, record$validation$macro_f1)
+  fit <- load_finetune(ft$model)
+  expect_equal(sort(fit$levels), c("Democratic", "Republican"))
+  room_post(urls[["alice"]], "/api/done", list())
+  proc$wait(20000)
+})
+
+test_that("code_documents: bad coders, host and fine-tune options are input errors (#26)", {
+  sotu <- sotu_sample()
+  bad <- list(
+    list(coders = c("ann", "ann"), msg = "`coders` must be"),
+    list(coders = "a,b", msg = "`coders` must be"),
+    list(host = c("a", "b"), msg = "`host` must be"),
+    list(models = 1, msg = "`models` must be"),
+    list(finetune_model = NA_character_, msg = "`finetune_model` must be"),
+    list(finetune_epochs = 1.5, msg = "`finetune_epochs` must be"),
+    list(finetune_min_codes = 0, msg = "`finetune_min_codes` must be"),
+    list(finetune_valid_fraction = 1, msg = "`finetune_valid_fraction` must be"))
+  for (case in bad) {
+    args <- c(list(sotu, labels = c("a", "b"), project = tempfile(fileext = ".sqlite"),
+                   browser = FALSE, wait = FALSE, verbose = FALSE),
+              case[names(case) != "msg"])
+    expect_error(do.call(code_documents, args), case$msg, class = "quantformer_input_error")
+  }
+  expect_error(code_documents(sotu, project = tempfile(), browser = FALSE), "one of the two",
+               class = "quantformer_input_error")
 })

@@ -9,6 +9,12 @@ import warnings
 from .._core.errors import InputError
 from ..io.frames import read_frame
 from ..label.room.codebook import make_codebook
+from ..label.room.finetune_now import (
+    DEFAULT_MIN_CODES,
+    DEFAULT_VALID_FRACTION,
+    FinetuneNow,
+    check_options,
+)
 from ..label.room.loop import Room
 from ..label.room.server import RoomServer
 from ..label.room.store import Store, check_writable, export_codes
@@ -29,9 +35,11 @@ def add_cli(sub) -> None:
         description="Serve a local page that shows one document at a time with the codebook; "
                     "keys 1-9 code it, every code is committed at once to the --project "
                     "file (SQLite), and a light classifier over cached embeddings chooses "
-                    "the next documents (active learning). Prints the page's address (with "
-                    "its access token) on a line of its own. With --export, write the "
-                    "project's codes instead.")
+                    "the next documents (active learning). 'Fine-tune now' on the page (key "
+                    "f) runs `quantformer finetune` on the codes so far as a background child "
+                    "process (--models, --finetune-*). Prints the page's address (with its "
+                    "access token) on a line of its own, one per --coders. With --export, "
+                    "write the project's codes instead.")
     p.add_argument("--input", default=None, help="corpus file (doc_id, text, docvars)")
     add_corpus_options(p, label=False)
     p.add_argument("--labels", default=None, help="labels, comma-separated (keys 1-9)")
@@ -51,7 +59,9 @@ def add_cli(sub) -> None:
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--coder", default="coder1", help="the coder's name (coder1)")
     p.add_argument("--coders", default=None,
-                   help="several coders, comma-separated: a link is printed for each")
+                   help="several coders sharing this server, comma-separated: each gets a "
+                        "link with a token of their own (printed one per line), which "
+                        "cannot code as another coder")
     p.add_argument("--strategy", default="margin", choices=STRATEGIES,
                    help="which document comes next (margin; switchable on the page)")
     p.add_argument("--random-share", type=float, default=0.1, metavar="SHARE",
@@ -63,6 +73,22 @@ def add_cli(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
     p.add_argument("--embed-model", default=None,
                    help="model for the embeddings (default: the bundled all-MiniLM-L6-v2)")
+    g = p.add_argument_group("fine-tune now (a background `quantformer finetune` child "
+                             "process on the codes so far)")
+    g.add_argument("--models", default=None, metavar="DIR",
+                   help="folder for the fine-tuned models (default: PROJECT-models next to "
+                        "--project); each run writes DIR/finetune-<UTC time>")
+    g.add_argument("--finetune-model", default=None, metavar="MODEL",
+                   help="pretrained model to fine-tune (default: the bundled "
+                        "all-MiniLM-L6-v2)")
+    g.add_argument("--finetune-epochs", type=positive(int), default=None, metavar="N",
+                   help="passes over the codes (default by model size: 4)")
+    g.add_argument("--finetune-valid-fraction", type=float, default=DEFAULT_VALID_FRACTION,
+                   metavar="SHARE", help="share of the codes held out for the validation "
+                   f"macro-F1 ({DEFAULT_VALID_FRACTION})")
+    g.add_argument("--finetune-min-codes", type=positive(int), default=DEFAULT_MIN_CODES,
+                   metavar="N", help="fewest codes of every label before a run "
+                   f"({DEFAULT_MIN_CODES})")
     add_embedding_cache_options(p)
     add_device_option(p)
     add_quiet_option(p)
@@ -78,16 +104,42 @@ def run(args) -> int:
     if args.final:
         raise InputError("--final applies to --export only", params=[])
     check_shares(args)
+    coders = coder_names(args.coders)
     codebook = make_codebook(args.labels, args.codebook)
     check_writable_project(args.project)
     room, store = open_room(args, codebook)
+    runner = None
     try:
-        serve_room(room, args)
+        runner = finetune_runner(args, store)
+        serve_room(room, args, coders, runner)
     finally:
         room.stopping = True
         room.wake.set()
+        if runner is not None:
+            runner.stop()  # a running fine-tune child ends with the server (state stopped)
         store.close()
     return 0
+
+
+def coder_names(value: str | None) -> list[str] | None:
+    """The --coders names (None: one coder)."""
+    if value is None:
+        return None
+    names = [c.strip() for c in value.split(",")]
+    if not all(names) or len(set(names)) != len(names):
+        raise InputError("{coders} must be distinct, non-empty names separated by commas, "
+                         f"not {value!r}", params=["coders"])
+    return names
+
+
+def finetune_runner(args, store: Store) -> FinetuneNow:
+    from pathlib import Path
+
+    project = Path(args.project)
+    models = args.models or project.with_name(project.stem + "-models")
+    return FinetuneNow(store, models, model=args.finetune_model, epochs=args.finetune_epochs,
+                       valid_fraction=args.finetune_valid_fraction,
+                       min_codes=args.finetune_min_codes, device=args.device, seed=args.seed)
 
 
 def run_export(args) -> int:
@@ -107,6 +159,7 @@ def check_shares(args) -> None:
         if not 0.0 <= value <= 1.0:
             raise InputError(f"{{{name}}} must be a share between 0 and 1, not {value!r}",
                              params=[name])
+    check_options(args.finetune_valid_fraction, args.finetune_min_codes)
 
 
 def check_writable_project(path: str) -> None:
@@ -162,14 +215,30 @@ def check_codebook_change(store: Store, codebook: list[dict]) -> None:
                          "{labels}", params=["project", "labels"])
 
 
-def serve_room(room, args) -> None:
-    """Serve until 'done' on the page, Ctrl-C or SIGTERM; print the links first."""
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def warn_if_shared(host: str) -> None:
+    """Warn that a --host other than this computer's makes the page reachable on the
+    network."""
+    if host not in LOCAL_HOSTS:
+        warnings.warn(f"--host {host}: the coding room is reachable from the network, by "
+                      "anyone who has a link with its token; share each coder's link "
+                      "privately, and use 127.0.0.1 when coding alone", UserWarning,
+                      stacklevel=2)
+
+
+def serve_room(room, args, coders: list[str] | None = None, runner=None) -> None:
+    """Serve until 'done' on the page, Ctrl-C or SIGTERM; print the links first (one per
+    coder, each alone on its line)."""
     import signal
     import webbrowser
 
-    server = RoomServer(room, args.host, args.port, coder=args.coder, quiet=args.quiet)
+    server = RoomServer(room, args.host, args.port, coder=args.coder, quiet=args.quiet,
+                        coders=coders, finetune=runner)
+    warn_if_shared(args.host)
     room.run_background()
-    coders = [c.strip() for c in args.coders.split(",") if c.strip()] if args.coders else [None]
+    coders = coders or [None]
     for coder in coders:
         print(server.url(coder), flush=True)
     if not args.quiet:

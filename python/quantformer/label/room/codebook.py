@@ -15,10 +15,12 @@ from pathlib import Path
 
 from ..._core.errors import InputError
 
-# the page's own keys (see static/app.js): skip, not applicable, back, comment, guess, reconcile
+# the page's own keys (see static/app.js): skip, not applicable, back, comment, guess,
+# reconcile, fine-tune now, done
 RESERVED_KEYS = {"s": "skip", "n": "not applicable", "b": "back", "c": "comment",
                  "g": "show the model's guess", "a": "accept the guess",
-                 "r": "reconciliation view", "q": "done", "0": "(unused)"}
+                 "r": "reconciliation view", "f": "fine-tune now", "q": "done",
+                 "0": "(unused)"}
 
 
 def make_codebook(labels=None, path: str | os.PathLike | None = None) -> list[dict]:

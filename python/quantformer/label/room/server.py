@@ -1,9 +1,11 @@
 """The coding room's local web server: the standard library's ``ThreadingHTTPServer``.
 
 Security (the page shows documents that may be confidential): the server binds to
-127.0.0.1 by default, on a free port; every request must carry the random token of this
+127.0.0.1 by default, on a free port; every request must carry a random token of this
 start (``?token=`` in a page or file URL, the ``X-Token`` header in the page's API calls),
-else it is answered 403; requests that change anything are POSTs with a JSON body, which a
+else it is answered 403. One coder (the default): one token, and the ``coder`` of the link
+names the coder. Several coders on a shared server (``coders``): each coder has a token of
+their own, and a request that acts as another coder than its token's is answered 403; requests that change anything are POSTs with a JSON body, which a
 page of another origin cannot send with that header without a CORS preflight, which this
 server never grants. The request log names the method, path and status only (no query
 string, so neither the token nor any document text).
@@ -20,6 +22,9 @@ Routes (all need the token):
 ``POST /api/comment``          ``{coder, doc_id, text}``
 ``POST /api/strategy``         ``{strategy}``
 ``POST /api/resolve``          ``{coder, doc_id, label}``
+``GET /api/finetune``          the last "fine-tune now" run: state, model folder, macro-F1
+``POST /api/finetune``         start one in the background (409: one is running; 400: too
+                               few codes of some label)
 ``POST /api/done``             stop the server (the codes are already in the project file)
 """
 
@@ -36,6 +41,7 @@ from urllib.parse import parse_qs, quote, urlparse
 
 from ..._core.atomic import json_default
 from ..._core.errors import InputError
+from .finetune_now import Busy, FinetuneNow
 from .loop import Room
 
 STATIC = Path(__file__).with_name("static")
@@ -98,13 +104,28 @@ class Handler(BaseHTTPRequestHandler):
         self.send(status, json.dumps(obj, default=json_default).encode())
 
     def authorised(self, query: dict) -> bool:
+        """Whether the request carries a token of this start; sets ``self.bound`` to the
+        token's coder (None: the single-coder token, any coder name)."""
         given = self.headers.get("X-Token") or (query.get("token") or [""])[0]
         if self.command == "POST":
             given = self.headers.get("X-Token") or ""
-        if hmac.compare_digest(given.encode(), self.server.token.encode()):
-            return True
+        for token, coder in self.server.tokens.items():
+            if hmac.compare_digest(given.encode(), token.encode()):
+                self.bound = coder
+                return True
         self.send_json({"error": "forbidden: this page needs the link with its token"}, 403)
         return False
+
+    def coder_of(self, asked) -> str | None:
+        """The coder a request acts as; None (answered 403) when a coder's token asks to act
+        as another coder."""
+        if self.bound is None:
+            return str(asked or self.server.coder)
+        if asked and str(asked) != self.bound:
+            self.send_json({"error": f"forbidden: this link is {self.bound}'s; use your own "
+                                     "link to code as another coder"}, 403)
+            return None
+        return self.bound
 
     def body(self) -> dict:
         n = int(self.headers.get("Content-Length") or 0)
@@ -123,10 +144,13 @@ class Handler(BaseHTTPRequestHandler):
         if not self.authorised(query):
             return
         room = self.server.room
-        coder = (query.get("coder") or [self.server.coder])[0]
+        coder = self.coder_of((query.get("coder") or [None])[0])
+        if coder is None:
+            return
         if url.path in ("/", "/index.html"):
             page = (STATIC / "index.html").read_text(encoding="utf-8")
-            self.send(200, page.replace("__TOKEN__", self.server.token).encode(), TYPES[".html"])
+            token = self.headers.get("X-Token") or (query.get("token") or [""])[0]
+            self.send(200, page.replace("__TOKEN__", token).encode(), TYPES[".html"])
         elif url.path.startswith("/static/") and "/" not in url.path[8:] and \
                 (STATIC / url.path[8:]).is_file():
             f = STATIC / url.path[8:]
@@ -137,6 +161,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(room.agreement())
         elif url.path == "/api/reconcile":
             self.send_json({"disagreements": room.disagreements()})
+        elif url.path == "/api/finetune":
+            self.send_json(self.server.finetune.state())
         else:
             self.send_json({"error": "not found"}, 404)
 
@@ -148,7 +174,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             data = self.body()
-            reply = self.route_post(url.path, data)
+            coder = self.coder_of(data.get("coder"))
+            if coder is None:
+                return
+            reply = self.route_post(url.path, {**data, "coder": coder})
+        except Busy as exc:
+            self.send_json({"error": str(exc), **self.server.finetune.state()}, 409)
+            return
         except (InputError, ValueError, KeyError) as exc:
             self.send_json({"error": str(exc)}, 400)
             return
@@ -185,6 +217,9 @@ class Handler(BaseHTTPRequestHandler):
                 raise InputError(f"label {data.get('label')!r} is not in the codebook")
             room.resolve(str(data["doc_id"]), str(data["label"]), coder)
             return {"disagreements": room.disagreements()}
+        if path == "/api/finetune":
+            ids, labels = room.training_codes()
+            return self.server.finetune.start(room.frame, ids, labels, room.labels)
         if path == "/api/done":
             threading.Thread(target=self.server.shutdown, daemon=True).start()
             return {"ok": True, "done": True}
@@ -192,14 +227,42 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class RoomServer(ThreadingHTTPServer):
-    """``ThreadingHTTPServer`` carrying the room, the token and the default coder."""
+    """``ThreadingHTTPServer`` carrying the room, the tokens, the default coder and the
+    "fine-tune now" runner.
+
+    Args:
+        room: the model in the loop.
+        host: address to serve on (127.0.0.1: this computer only).
+        port: port (0: a free one).
+        token: the single-coder token (default: random, 32 characters).
+        coder: the default coder's name.
+        quiet: no request log.
+        coders: several coders' names: each gets a random token of their own, bound to
+            them (``token`` is then the first coder's).
+        finetune: the "fine-tune now" runner (default: models in ``<project>-models``
+            next to the project file, the bundled model, its defaults).
+
+    Raises:
+        InputError: the port cannot be bound; duplicate or empty coder names.
+    """
 
     daemon_threads = True
 
     def __init__(self, room: Room, host: str = "127.0.0.1", port: int = 0,
-                 token: str | None = None, coder: str = "coder1", quiet: bool = True):
+                 token: str | None = None, coder: str = "coder1", quiet: bool = True,
+                 coders: list[str] | None = None, finetune: FinetuneNow | None = None):
         self.room, self.coder, self.quiet = room, coder, quiet
-        self.token = token or secrets.token_urlsafe(24)
+        if coders:
+            if len(set(coders)) != len(coders) or not all(c.strip() for c in coders):
+                raise InputError(f"{{coders}} must be distinct, non-empty names, not "
+                                 f"{','.join(coders)!r}", params=["coders"])
+            self.tokens = {secrets.token_urlsafe(24): c for c in coders}
+            self.coder = coders[0]
+        else:
+            self.tokens = {token or secrets.token_urlsafe(24): None}
+        self.token = next(iter(self.tokens))
+        self.finetune = finetune or FinetuneNow(
+            room.store, room.store.path.with_name(room.store.path.stem + "-models"))
         try:
             super().__init__((host, port), Handler)
         except OSError as exc:
@@ -213,5 +276,6 @@ class RoomServer(ThreadingHTTPServer):
             import socket
 
             name = socket.gethostname()
-        link = f"http://{name}:{self.server_address[1]}/?token={self.token}"
+        token = next((t for t, c in self.tokens.items() if c == coder), self.token)
+        link = f"http://{name}:{self.server_address[1]}/?token={token}"
         return link + (f"&coder={quote(coder)}" if coder else "")

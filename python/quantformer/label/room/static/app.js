@@ -175,6 +175,46 @@
       status: status || "code", guess_accepted: !!accepted });
   }
 
+  // -- fine-tune now: a background child process; its state is polled while it runs -------
+  let finetunePoll = null;
+  let finetuneSeen = null;  // the state last shown, to report a run that has just ended
+
+  function renderFinetune(f) {
+    const box = $("finetune-state");
+    box.setAttribute("data-state", f.state);
+    $("finetune").disabled = f.state === "running";
+    const at = f.model ? " (" + f.model + ")" : "";
+    const texts = {
+      none: "no fine-tune yet: press f to fine-tune the model on the codes so far",
+      running: "running on " + f.n_codes + " codes since " + String(f.started).slice(11, 19) +
+        " UTC; coding goes on",
+      done: "done on " + f.n_codes + " codes: model" + at + (f.macro_f1 === null ||
+        f.macro_f1 === undefined ? "" : ", validation macro-F1 " + f.macro_f1.toFixed(2)),
+      failed: "failed: " + (f.error || "").split("\n").slice(-3).join(" "),
+      stopped: "stopped: " + (f.error || "the coding room stopped before it ended"),
+    };
+    box.textContent = texts[f.state] || f.state;
+    if (finetuneSeen === "running" && f.state !== "running") {
+      setStatus("fine-tune " + f.state, f.state !== "done");
+    }
+    finetuneSeen = f.state;
+    if (f.state === "running" && finetunePoll === null) {
+      finetunePoll = setInterval(refreshFinetune, 3000);
+    } else if (f.state !== "running" && finetunePoll !== null) {
+      clearInterval(finetunePoll); finetunePoll = null;
+    }
+  }
+
+  function refreshFinetune() {
+    return api("api/finetune").then(renderFinetune).catch((e) => setStatus(e.message, true));
+  }
+
+  function finetune() {
+    return api("api/finetune", {}).then((f) => {
+      renderFinetune(f); setStatus("fine-tune started");
+    });
+  }
+
   // -- reconciliation view --------------------------------------------------------------
   function openReconcile() {
     return api("api/reconcile").then((r) => { reconciling = r.disagreements; drawReconcile(); });
@@ -234,6 +274,7 @@
         return Promise.resolve();
       case "c": openComment(); return Promise.resolve();
       case "r": return openReconcile();
+      case "f": return finetune();
       case "q": return done();
     }
     return Promise.resolve();
@@ -271,7 +312,7 @@
     if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.target.tagName === "SELECT") { return; }
     // a key the page uses does nothing else (no typing into the comment box it opens, no
     // browser "back" for Backspace)
-    if (labelOfKey(ev.key) || "snbcgarqBackspaceEscape".includes(ev.key)) {
+    if (labelOfKey(ev.key) || "snbcgarfqBackspaceEscape".includes(ev.key)) {
       ev.preventDefault();
     }
     chain = chain.then(() => handleKey(ev)).catch((e) => setStatus(e.message, true));
@@ -281,8 +322,13 @@
       .then(() => ev.target.blur()).catch((e) => setStatus(e.message, true));
   });
   $("done").addEventListener("click", () => { chain = chain.then(done); });
+  $("finetune").addEventListener("click", (ev) => {
+    ev.target.blur();
+    chain = chain.then(finetune).catch((e) => setStatus(e.message, true));
+  });
   $("keys").textContent = "Keys: 1-9 code with the k-th label · s skip · n not applicable · " +
     "b or Backspace back (undo) · c comment · g show/hide the model's guess · a accept it · " +
-    "r reconcile · q done";
-  chain = api("api/state").then(render).catch((e) => setStatus(e.message, true));
+    "r reconcile · f fine-tune now (in the background) · q done";
+  chain = api("api/state").then(render).then(refreshFinetune)
+    .catch((e) => setStatus(e.message, true));
 })();
