@@ -42,7 +42,8 @@
 #'   than nine labels) columns, or the path of such a `.csv`/`.tsv`/`.json` file.
 #' @param project path of the project file (default `"coding.sqlite"`): created when
 #'   absent, resumed when present; a project made for another corpus is refused.
-#' @param coder the coder's name (default `"coder1"`).
+#' @param coder the coder's name (default `"coder1"`); with `coders`, the one of them whose
+#'   page opens here (default: the first).
 #' @param coders `NULL` (default: one coder, `coder`) or a character vector of distinct
 #'   coder names without commas: each gets a link with a token of their own, for one server
 #'   shared by several coders.
@@ -101,6 +102,16 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
     input_error("give the labels with `labels` or a codebook with `codebook`, one of the two")
   check_room_args(coders, host, models, finetune_model, finetune_epochs,
                   finetune_valid_fraction, finetune_min_codes)
+  if (!is.null(coders)) {
+    # `coder` with `coders`: whose link opens here (listed first); the core gets the order
+    if (!missing(coder)) {
+      if (!coder %in% coders)
+        input_error(sprintf("`coder` \"%s\" is not one of `coders`; name one of them or leave it out",
+                            coder))
+      coders <- c(coder, setdiff(coders, coder))
+    }
+    coder <- NULL
+  }
   frame <- as_frame(x)
   corpus_file <- file.path(tempdir(), paste0("qf-code-corpus-", coding_key(frame), ".rds"))
   if (!file.exists(corpus_file)) saveRDS(frame, corpus_file, version = 2, compress = FALSE)

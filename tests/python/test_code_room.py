@@ -512,6 +512,8 @@ def test_cli_coders_and_finetune_flags_bad_input(tmp_path, capsys):
             str(tmp_path / "p.sqlite"), "--no-browser"]
     assert main(base + ["--coders", "ann,ann"]) == 2
     assert "--coders must be distinct" in capsys.readouterr().err
+    assert main(base + ["--coders", "ann,bob", "--coder", "zed"]) == 2
+    assert "--coder 'zed' is not one of --coders (ann,bob)" in capsys.readouterr().err
     assert main(base + ["--finetune-valid-fraction", "1"]) == 2
     assert "--finetune-valid-fraction must be a share" in capsys.readouterr().err
     assert main(base + ["--finetune-min-codes", "0"]) == 2

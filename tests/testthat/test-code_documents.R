@@ -147,6 +147,7 @@ test_that("code_documents: bad coders, host and fine-tune options are input erro
   bad <- list(
     list(coders = c("ann", "ann"), msg = "`coders` must be"),
     list(coders = "a,b", msg = "`coders` must be"),
+    list(coders = c("ann", "bob"), coder = "zed", msg = "`coder` \"zed\" is not one of `coders`"),
     list(host = c("a", "b"), msg = "`host` must be"),
     list(models = 1, msg = "`models` must be"),
     list(finetune_model = NA_character_, msg = "`finetune_model` must be"),

@@ -57,7 +57,9 @@ def add_cli(sub) -> None:
                    help="address to serve on (default 127.0.0.1: this computer only; "
                         "0.0.0.0 shares it on the network, with a link per --coders)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    p.add_argument("--coder", default="coder1", help="the coder's name (coder1)")
+    p.add_argument("--coder", default=None,
+                   help="the coder's name (coder1); with --coders, the coder whose page "
+                        "opens in this browser (default: the first named)")
     p.add_argument("--coders", default=None,
                    help="several coders sharing this server, comma-separated: each gets a "
                         "link with a token of their own (printed one per line), which "
@@ -104,7 +106,7 @@ def run(args) -> int:
     if args.final:
         raise InputError("--final applies to --export only", params=[])
     check_shares(args)
-    coders = coder_names(args.coders)
+    coders = coder_names(args.coders, args.coder)
     codebook = make_codebook(args.labels, args.codebook)
     check_writable_project(args.project)
     room, store = open_room(args, codebook)
@@ -121,14 +123,21 @@ def run(args) -> int:
     return 0
 
 
-def coder_names(value: str | None) -> list[str] | None:
-    """The --coders names (None: one coder)."""
+def coder_names(value: str | None, coder: str | None = None) -> list[str] | None:
+    """The --coders names (None: one coder), ``coder`` first when it names one of them."""
     if value is None:
         return None
     names = [c.strip() for c in value.split(",")]
     if not all(names) or len(set(names)) != len(names):
         raise InputError("{coders} must be distinct, non-empty names separated by commas, "
                          f"not {value!r}", params=["coders"])
+    if coder is not None:
+        if coder not in names:
+            raise InputError(f"{{coder}} '{coder}' is not one of {{coders}} ({value}); name "
+                             "one of them (whose page opens here) or leave it out",
+                             params=["coder", "coders"])
+        names.remove(coder)
+        names.insert(0, coder)
     return names
 
 
@@ -234,7 +243,8 @@ def serve_room(room, args, coders: list[str] | None = None, runner=None) -> None
     import signal
     import webbrowser
 
-    server = RoomServer(room, args.host, args.port, coder=args.coder, quiet=args.quiet,
+    server = RoomServer(room, args.host, args.port, coder=args.coder or "coder1",
+                        quiet=args.quiet,
                         coders=coders, finetune=runner)
     warn_if_shared(args.host)
     room.run_background()
