@@ -7,12 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from .._core.atomic import write_json
+from .._core.errors import InputError
 from ..infer.explain import check_model, check_steps, explain, load_explainable
 from ..infer.explain_check import check
 from ..io.frames import check_output_path, read_frame, write_frame
 from ..io.highlight import check_html_path, write_attribution_page
+from ..io.highlight_png import FIRST_DOCS, check_png_docs, check_png_path, write_attribution_png
 from ..io.writable import check_writable
-from ..score.attributions import by_term
+from ..score.attributions import by_term, compare_terms
+from ..train.bow_terms import check_bow_data, fit_bow_terms
 from ._options import (
     add_corpus_options,
     add_device_option,
@@ -54,6 +57,7 @@ def add_cli(sub) -> None:
                         "(.parquet, .csv, .rds)")
     p.add_argument("--top", type=positive(int), default=20,
                    help="with --by-term: terms per class (20)")
+    _add_terms_and_figure(p)
     p.add_argument("--check", action="store_true",
                    help="faithfulness checks, written to OUT.check.json: deletion test (AOPC "
                         "of the top 5 attributed words vs 5 random words) and model "
@@ -65,6 +69,29 @@ def add_cli(sub) -> None:
     add_device_option(p)
     add_quiet_option(p)
     p.set_defaults(func=run)
+
+
+def _add_terms_and_figure(p) -> None:
+    """--bow-data (a bag-of-words model beside --by-term), --png and --docs (a figure)."""
+    g = p.add_argument_group("what the model keys on, beside a bag-of-words model; a figure")
+    g.add_argument("--bow-data", default=None,
+                   help="with --by-term: labelled training data (text and label columns; "
+                        "its labels must be the model's classes) to fit the bag-of-words "
+                        "logistic regression on (stemmed binary unigrams, as the paper's "
+                        "baselines); --by-term then maps words onto its terms and adds per "
+                        "class the top terms by coefficient, bow_coef, bow_rank, in_top, "
+                        "in_bow_top and the agreement of the two lists: top_overlap (share "
+                        "of the --top attributed terms also in the coefficient top) and "
+                        "spearman (rank correlation of mean attribution and coefficient over "
+                        "the n_common terms with both)")
+    g.add_argument("--png", default=None,
+                   help="also write a figure for papers (.png, 1600 pixels wide): the words "
+                        "of the --docs documents highlighted by sign (blue towards, orange "
+                        "against the explained class) and size of their attributions, with "
+                        "the prediction and its probability above each document")
+    g.add_argument("--docs", default=None,
+                   help=f"with --png: document ids shown, separated by commas (default: the "
+                        f"first {FIRST_DOCS} documents)")
 
 
 def check_path(args) -> Path:
@@ -82,12 +109,42 @@ def _check_args(args) -> None:
         check_writable(args.html, "html")
     if args.by_term:
         check_output_path(args.by_term, param="by_term")
-    check_model(args.model, args.backend, args.target)
+    if args.bow_data and not args.by_term:
+        raise InputError("{bow_data} is set beside the per-class terms; add {by_term} FILE",
+                         params=["bow_data", "by_term"])
+    if args.docs is not None and not args.png:
+        raise InputError("{docs} chooses the documents of the figure; add {png} FILE.png",
+                         params=["docs", "png"])
+    if args.png:
+        check_png_path(args.png)
+    return check_model(args.model, args.backend, args.target)
+
+
+def _bow_terms(args, record):
+    """The bag-of-words terms of --bow-data (checked against the model's classes), or None."""
+    if not args.bow_data:
+        return None
+    data = read_frame(args.bow_data, text_col=args.text_col, quoting=args.quoting)
+    return fit_bow_terms(check_bow_data(data, record, f"'{args.bow_data}'"))
+
+
+def _terms(args, ex, bow):
+    if bow is None:
+        return by_term(ex.words, top=args.top)
+    t = compare_terms(ex.words, bow.coefs, bow.analyzer, top=args.top)
+    for target, g in t.groupby("target", sort=False):
+        print(f"{target}: top-{args.top} overlap with the bag-of-words "
+              f"{_fmt(g['top_overlap'].iloc[0])}, Spearman {_fmt(g['spearman'].iloc[0])} "
+              f"over {int(g['n_common'].iloc[0])} terms")
+    return t
 
 
 def run(args) -> int:
-    _check_args(args)
+    record = _check_args(args)
+    bow = _bow_terms(args, record)
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))
+    docs = check_png_docs(args.docs.split(",") if args.docs else None, frame["doc_id"]) \
+        if args.png else None
     clf = load_explainable(args.model, device=args.device, target=args.target)
     ex = explain(clf, frame, target=args.target, steps=args.steps,
                  batch_size=args.batch_size, progress=not args.quiet)
@@ -95,7 +152,9 @@ def run(args) -> int:
     if args.check:
         extra["check"] = check(clf, frame, ex)
     if args.by_term:
-        extra["by_term"] = by_term(ex.words, top=args.top)
+        extra["by_term"] = _terms(args, ex, bow)
+    if args.png:
+        extra["png_docs"] = docs
     _write(args, frame, ex, extra, write_frame)
     print(f"wrote {len(ex.words)} word attributions of {ex.documents['doc_id'].nunique()} "
           f"documents to {args.out}")
@@ -110,6 +169,8 @@ def _write(args, frame, ex, extra, write_frame) -> None:
         write_attribution_page(ex.words, ex.documents, texts, args.html)
     if "by_term" in extra:
         write_frame(extra["by_term"], args.by_term)
+    if "png_docs" in extra:
+        write_attribution_png(ex.words, ex.documents, args.png, extra["png_docs"])
     if "check" in extra:
         write_json(extra["check"], check_path(args))
         c = extra["check"]
@@ -119,5 +180,5 @@ def _write(args, frame, ex, extra, write_frame) -> None:
 
 
 def _fmt(v) -> str:
-    return "n/a" if v is None else f"{v:.4f}"
+    return "n/a" if v is None or v != v else f"{v:.4f}"
 
