@@ -217,22 +217,22 @@ plot_terms <- function(terms, target, n, file) {
   t <- t[order(t$mean_attribution, na.last = FALSE), ]  # bars bottom-up: the top term on top
   open_png(file, if (bow) 1100 else 800, 140 + 24 * nrow(t))
   if (!is.null(file)) on.exit(grDevices::dev.off(), add = TRUE)
-  old <- graphics::par(mfrow = c(1, if (bow) 2 else 1), mar = c(4, 10, 4, 1), oma = c(0, 0, 0, 0))
+  old <- graphics::par(mfrow = c(1, if (bow) 2 else 1), mar = c(4, 7, 4, 1))
   on.exit(graphics::par(old), add = TRUE, after = FALSE)
   m <- ifelse(is.na(t$mean_attribution), 0, t$mean_attribution)
   lim <- range(c(0, t$lower, t$upper), na.rm = TRUE)
   y <- graphics::barplot(m, names.arg = t$term, horiz = TRUE, las = 1, xlim = lim,
-                         col = sign_colour(t$mean_attribution),
-                         xlab = "mean attribution (logits), 95% interval",
-                         main = paste0("What the model keys on: ", target))
+                         col = sign_colour(t$mean_attribution), cex.main = 0.9,
+                         xlab = "mean attribution (logits), 95% CI",
+                         main = paste0("Model: ", target))
   graphics::segments(t$lower, y, t$upper, y, lwd = 1.5)
   if (bow) {
     b <- ifelse(is.na(t$bow_coef), 0, t$bow_coef)
     graphics::barplot(b, names.arg = t$term, horiz = TRUE, las = 1,
                       col = sign_colour(t$bow_coef, 0.6),
-                      xlab = "bag-of-words coefficient (log-odds)",
-                      main = sprintf("Bag of words: top-%d overlap %.2f, Spearman %.2f",
-                                     n, t$top_overlap[1], t$spearman[1]))
+                      xlab = "coefficient (log-odds)", cex.main = 0.9,
+                      main = sprintf("Bag of words: overlap %.2f,\nSpearman %.2f",
+                                     t$top_overlap[1], t$spearman[1]))
   }
   rownames(t) <- NULL
   invisible(t)
@@ -295,8 +295,10 @@ plot_documents <- function(x, target, documents, file, max_words = 150L) {
   old <- graphics::par(mar = c(0, 0, 0, 0), xaxs = "i", yaxs = "i")
   on.exit(graphics::par(old), add = TRUE, after = FALSE)
   graphics::plot.new()
-  din <- graphics::par("pin")
-  if (is.null(file)) { lay <- measure(); width <- din[1]; height <- din[2] }
+  if (is.null(file)) {  # the open device: lines as wide as it is, text from its top
+    width <- graphics::par("pin")[1]; height <- graphics::par("pin")[2]
+    lay <- measure()
+  }
   graphics::plot.window(c(0, width), c(0, height))
   y <- height - margin - lh / 2
   for (i in seq_along(blocks)) {
