@@ -119,18 +119,21 @@ def _run(tuned, tmp_path, flags):
 
 
 @pytest.mark.parametrize("make, flags, message", [
-    (None, ["--bow-data", "{d}/nope.csv"], "nope.csv"),
+    (None, ["--bow-data", "{d}/nope.csv"], "nope.csv' does not exist"),
     ("nolabel", ["--bow-data", "{d}/b.csv"], "has no label column"),
     ("wrong", ["--bow-data", "{d}/b.csv"], "are not the model's classes"),
     (None, ["--png", "{d}/f.pdf"], "--png '"),
     (None, ["--png", "{d}/f.png", "--docs", "d001,zz"], "--docs: zz is not a document id"),
     (None, ["--docs", "d001"], "add --png"),
+    ("one", ["--bow-data", "{d}/b.csv"], "has one class only"),
 ])
 def test_cli_bad_terms_or_figure_input_exit_2_and_write_nothing(tuned, tmp_path, capsys,
                                                                  make, flags, message):
     frame = toy_frame(12)
     if make == "nolabel":
         frame.drop(columns="label").to_csv(tmp_path / "b.csv", index=False)
+    if make == "one":
+        frame.assign(label="econ").to_csv(tmp_path / "b.csv", index=False)
     if make == "wrong":
         frame.assign(label=["a", "b"] * 6).to_csv(tmp_path / "b.csv", index=False)
     before = {p.name for p in tmp_path.iterdir()}

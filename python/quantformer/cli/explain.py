@@ -15,7 +15,7 @@ from ..io.highlight import check_html_path, write_attribution_page
 from ..io.highlight_png import FIRST_DOCS, check_png_docs, check_png_path, write_attribution_png
 from ..io.writable import check_writable
 from ..score.attributions import by_term, compare_terms
-from ..train.bow_terms import check_bow_data, fit_bow_terms
+from ..train.bow_terms import fit_bow_terms, read_bow_data
 from ._options import (
     add_corpus_options,
     add_device_option,
@@ -124,8 +124,8 @@ def _bow_terms(args, record):
     """The bag-of-words terms of --bow-data (checked against the model's classes), or None."""
     if not args.bow_data:
         return None
-    data = read_frame(args.bow_data, text_col=args.text_col, quoting=args.quoting)
-    return fit_bow_terms(check_bow_data(data, record, f"'{args.bow_data}'"))
+    return fit_bow_terms(read_bow_data(args.bow_data, record, text_col=args.text_col,
+                                       quoting=args.quoting))
 
 
 def _terms(args, ex, bow):

@@ -1,7 +1,7 @@
 """A PNG figure for papers: the words of chosen documents highlighted by their attributions.
 
-Drawn with matplotlib's Agg canvas (no display needed, the global backend left alone). Each word sits on a background whose
-hue gives the sign of its attribution (blue: towards the explained class, orange: against it;
+Drawn with matplotlib's Agg canvas (no display needed, the global backend left alone). Each
+word sits on a background whose hue gives the sign of its attribution (blue: towards the explained class, orange: against it;
 the colour-blind-safe pair of the HTML page, :mod:`quantformer.io.highlight`) and whose
 strength and font size grow with its absolute attribution, on one scale for the whole figure
 (the largest absolute attribution shown), so documents compare. Words the model did not see

@@ -13,11 +13,13 @@ first. The same tokenizer maps a fine-tuned model's attributed words onto these 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.frames import read_frame
 from .baselines import BowTokenizer, bow_vectorizer, fit_quietly, training_rows
 
 #: inverse L2 penalty strength of the logistic regression (scikit-learn's default)
@@ -40,6 +42,22 @@ class BowTerms:
     analyzer: BowTokenizer
     labels: list
     n_docs: int
+
+
+def read_bow_data(path, record: dict, **read_kw) -> pd.DataFrame:
+    """Read the bag-of-words training data file and check it (:func:`check_bow_data`).
+
+    Args:
+        path: a corpus file with ``text`` and ``label`` columns.
+        record: the model's record. read_kw: :func:`quantformer.io.frames.read_frame` options.
+
+    Raises:
+        InputError: the file does not exist, or as :func:`check_bow_data`.
+    """
+    if not Path(path).is_file():
+        raise InputError(f"{{bow_data}} '{path}' does not exist; give the labelled training "
+                         "data (text and label columns)", params=["bow_data"])
+    return check_bow_data(read_frame(path, **read_kw), record, f"'{path}'")
 
 
 def check_bow_data(frame: pd.DataFrame, record: dict, source: str = "") -> pd.DataFrame:
@@ -68,7 +86,7 @@ def check_bow_data(frame: pd.DataFrame, record: dict, source: str = "") -> pd.Da
     unknown = [x for x in found if x not in model_labels]
     if unknown:
         raise InputError(f"the labels of {{bow_data}} {source} are not the model's classes: "
-                         f"{', '.join(unknown[:5])} is not one of {', '.join(model_labels)}; "
+                         f"{', '.join(unknown[:5])} (the model's: {', '.join(model_labels)}); "
                          "give the data the model was trained on", params=["bow_data"])
     if len(found) < 2:
         raise InputError(f"{{bow_data}} {source} has one class only ({found[0]}); a "
