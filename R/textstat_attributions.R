@@ -35,7 +35,7 @@
 #'   bag-of-words model's: a corpus or data frame whose label docvar has the name `y` had in
 #'   [textmodel_finetune()] (else `label`), or `list(x = <documents>, y = <labels or docvar
 #'   name>)`; its labels must be the model's classes. The core fits a logistic regression
-#'   (L2 penalty, C = 1) on the binary bag-of-words of the paper's baselines (Wankmüller 2022:
+#'   (L2 penalty, C = 1) on the binary bag-of-words of the paper's baselines (Wankmueller 2022:
 #'   lowercased, Snowball-stemmed unigrams, punctuation and numbers removed, terms in >= 2
 #'   documents and <= 90\% of them) and maps the attributed words onto the same stemmed terms.
 #'   The `terms` attribute then has per class the `top` terms by mean attribution and the `top`
