@@ -155,7 +155,7 @@ bow_frame <- function(bow_data, fit, text_field, docid_field) {
 #'                             max_length = 64)
 #'   a <- textstat_attributions(fit, s[c(13:20, 193:200), ], bow_data = s[1:60, ])
 #'   textplot_attributions(a)
-#'   textplot_attributions(a, type = "documents", documents = docnames(s)[13])
+#'   textplot_attributions(a, type = "documents", documents = s$doc_id[13])
 #' }
 #' }
 #' @export

@@ -69,6 +69,16 @@ test_that("textstat_attributions sets the model's terms beside a bag-of-words mo
   expect_error(textplot_attributions(res, type = "documents", documents = "nope"),
                "not a document of `x`")
   expect_error(textplot_attributions(res, file = "f.pdf"), "must end in .png")
+  expect_warning(plain <- textstat_attributions(fit, s[c(13:16, 193:196), ], steps = 64,
+                                                terms = TRUE, top = 3L), "truncated")
+  pt <- attr(plain, "terms")
+  expect_named(pt, c("target", "term", "mean_attribution", "lower", "upper", "n_docs", "rank"))
+  expect_true(all(pt$rank <= 3L) && all(pt$n_docs >= 2L))
+  expect_true(all(pt$lower <= pt$mean_attribution & pt$mean_attribution <= pt$upper))
+  png3 <- withr::local_tempfile(fileext = ".png")
+  expect_equal(nrow(textplot_attributions(plain, target = pt$target[1], file = png3)),
+               sum(pt$target == pt$target[1]))
+  expect_true(file.size(png3) > 0)
   wrong <- data.frame(doc_id = c("a", "b", "c"), text = c("x y", "y z", "z x"),
                       label = c("p", "q", "p"))
   expect_error(textstat_attributions(fit, s[13:14, ], bow_data = wrong),
