@@ -32,3 +32,62 @@ test_that("textstat_attributions gives words with offsets into the texts, by doc
   expect_error(textmodel_behaviour(fit, new, perturb = "typos", expect = "up:nope"),
                "not a class")
 })
+
+test_that("textstat_attributions sets the model's terms beside a bag-of-words model's", {
+  skip_if_no_verb("explain")
+  s <- sotu_sample()
+  train <- s[c(1:12, 181:192), ]
+  fit <- textmodel_finetune(train, y = "party", epochs = 1, max_length = 32,
+                            output_dir = file.path(withr::local_tempdir("qf-expl-"), "model"))
+  expect_warning(res <- textstat_attributions(fit, s[c(13:16, 193:196), ], steps = 64,
+                                              bow_data = train, top = 5L), "truncated")
+  terms <- attr(res, "terms")
+  expect_named(terms, c("target", "term", "mean_attribution", "lower", "upper", "n_docs",
+                        "rank", "bow_coef", "bow_rank", "in_top", "in_bow_top",
+                        "top_overlap", "spearman", "n_common"))
+  classes <- levels(predict(fit, newdata = s[1:2, ]))
+  expect_setequal(unique(terms$target), classes)
+  for (cl in classes) {
+    t <- terms[terms$target == cl, ]
+    expect_equal(sum(t$in_bow_top), 5L)
+    expect_equal(sort(t$bow_rank[t$in_bow_top]), 1:5)
+    top <- t[t$in_bow_top, ]
+    expect_true(all(diff(top$bow_coef[order(top$bow_rank)]) <= 0))
+    expect_equal(length(unique(t$top_overlap)), 1L)
+  }
+  # a binary model's coefficients: one class's are the other's negated
+  both <- merge(terms[terms$target == classes[1], c("term", "bow_coef")],
+                terms[terms$target == classes[2], c("term", "bow_coef")], by = "term")
+  expect_equal(both$bow_coef.x, -both$bow_coef.y, tolerance = 1e-6)
+  png1 <- withr::local_tempfile(fileext = ".png")
+  plotted <- textplot_attributions(res, target = classes[1], n = 5L, file = png1)
+  expect_true(all(plotted$in_top | plotted$in_bow_top))
+  expect_identical(readBin(png1, "raw", 8), as.raw(c(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a,
+                                                     0x1a, 0x0a)))
+  png2 <- withr::local_tempfile(fileext = ".png")
+  words <- textplot_attributions(res, type = "documents", documents = unique(res$document)[1:2],
+                                 file = png2)
+  expect_equal(unique(words$document), unique(res$document)[1:2])
+  dims <- readBin(png2, "integer", n = 6, size = 4, endian = "big")[5:6]  # IHDR width, height
+  expect_equal(dims[1], 1600L)
+  expect_gt(dims[2], 200L)
+  expect_error(textplot_attributions(res, type = "documents", documents = "nope"),
+               "not a document of `x`")
+  expect_error(textplot_attributions(res, file = "f.pdf"), "must end in .png")
+  expect_warning(plain <- textstat_attributions(fit, s[c(13:16, 193:196), ], steps = 64,
+                                                terms = TRUE, top = 3L), "truncated")
+  pt <- attr(plain, "terms")
+  expect_named(pt, c("target", "term", "mean_attribution", "lower", "upper", "n_docs", "rank"))
+  expect_true(all(pt$rank <= 3L) && all(pt$n_docs >= 2L))
+  expect_true(all(pt$lower <= pt$mean_attribution & pt$mean_attribution <= pt$upper))
+  png3 <- withr::local_tempfile(fileext = ".png")
+  expect_equal(nrow(textplot_attributions(plain, target = pt$target[1], file = png3)),
+               sum(pt$target == pt$target[1]))
+  expect_true(file.size(png3) > 0)
+  wrong <- data.frame(doc_id = c("a", "b", "c"), text = c("x y", "y z", "z x"),
+                      label = c("p", "q", "p"))
+  expect_error(textstat_attributions(fit, s[13:14, ], bow_data = wrong),
+               "`y` = 'party' is not a docvar of `bow_data`")
+  expect_error(textstat_attributions(fit, s[13:14, ], bow_data = list(x = wrong, y = "label")),
+               "labels of `bow_data` .* are not the model's classes")
+})

@@ -12,10 +12,12 @@ from ..infer.explain import check_model, check_steps, explain, load_explainable
 from ..infer.explain_check import check
 from ..io.frames import check_output_path, read_frame, write_frame
 from ..io.highlight import check_html_path, write_attribution_page
+from ..io.highlight_png import FIRST_DOCS, check_png_docs, check_png_path, write_attribution_png
 from ..io.writable import check_writable
 from ..scale.dask import check_scheduler_reachable, describe, is_partitioned
 from ..scale.explain import explain_on, explain_partitions
-from ..score.attributions import by_term
+from ..score.attributions import by_term, compare_terms
+from ..train.bow_terms import fit_bow_terms, read_bow_data
 from ._options import (
     add_corpus_options,
     add_device_option,
@@ -59,6 +61,7 @@ def add_cli(sub) -> None:
                         "(.parquet, .csv, .rds)")
     p.add_argument("--top", type=positive(int), default=20,
                    help="with --by-term: terms per class (20)")
+    _add_terms_and_figure(p)
     p.add_argument("--check", action="store_true",
                    help="faithfulness checks, written to OUT.check.json: deletion test (AOPC "
                         "of the top 5 attributed words vs 5 random words) and model "
@@ -75,7 +78,8 @@ def add_cli(sub) -> None:
 # --- partitioned corpora and Dask ---------------------------------------------------------
 
 #: the outputs that need every document at once, refused with a partitioned --input
-WHOLE_CORPUS_FLAGS = (("html", "--html"), ("by_term", "--by-term"), ("check", "--check"))
+WHOLE_CORPUS_FLAGS = (("html", "--html"), ("by_term", "--by-term"), ("check", "--check"),
+                      ("png", "--png"), ("docs", "--docs"), ("bow_data", "--bow-data"))
 
 
 def add_partition_cli(p) -> None:
@@ -122,6 +126,29 @@ def explain_file(args, frame) -> tuple:
     return ex, check(clf, frame, ex) if args.check else None
 
 
+def _add_terms_and_figure(p) -> None:
+    """--bow-data (a bag-of-words model beside --by-term), --png and --docs (a figure)."""
+    g = p.add_argument_group("what the model keys on, beside a bag-of-words model; a figure")
+    g.add_argument("--bow-data", default=None,
+                   help="with --by-term: labelled training data (text and label columns; "
+                        "its labels must be the model's classes) to fit the bag-of-words "
+                        "logistic regression on (stemmed binary unigrams, as the paper's "
+                        "baselines); --by-term then maps words onto its terms and adds per "
+                        "class the top terms by coefficient, bow_coef, bow_rank, in_top, "
+                        "in_bow_top and the agreement of the two lists: top_overlap (share "
+                        "of the --top attributed terms also in the coefficient top) and "
+                        "spearman (rank correlation of mean attribution and coefficient over "
+                        "the n_common terms with both)")
+    g.add_argument("--png", default=None,
+                   help="also write a figure for papers (.png, 1600 pixels wide): the words "
+                        "of the --docs documents highlighted by sign (blue towards, orange "
+                        "against the explained class) and size of their attributions, with "
+                        "the prediction and its probability above each document")
+    g.add_argument("--docs", default=None,
+                   help=f"with --png: document ids shown, separated by commas (default: the "
+                        f"first {FIRST_DOCS} documents)")
+
+
 def check_path(args) -> Path:
     """Where ``--check`` writes: ``OUT`` without its extension + ``.check.json``."""
     out = Path(args.out)
@@ -137,20 +164,52 @@ def _check_args(args) -> None:
         check_writable(args.html, "html")
     if args.by_term:
         check_output_path(args.by_term, param="by_term")
-    check_model(args.model, args.backend, args.target)
+    if args.bow_data and not args.by_term:
+        raise InputError("{bow_data} is set beside the per-class terms; add {by_term} FILE",
+                         params=["bow_data", "by_term"])
+    if args.docs is not None and not args.png:
+        raise InputError("{docs} chooses the documents of the figure; add {png} FILE.png",
+                         params=["docs", "png"])
+    if args.png:
+        check_png_path(args.png)
+    return check_model(args.model, args.backend, args.target)
+
+
+def _bow_terms(args, record):
+    """The bag-of-words terms of --bow-data (checked against the model's classes), or None."""
+    if not args.bow_data:
+        return None
+    return fit_bow_terms(read_bow_data(args.bow_data, record, text_col=args.text_col,
+                                       quoting=args.quoting))
+
+
+def _terms(args, ex, bow):
+    if bow is None:
+        return by_term(ex.words, top=args.top)
+    t = compare_terms(ex.words, bow.coefs, bow.analyzer, top=args.top)
+    for target, g in t.groupby("target", sort=False):
+        print(f"{target}: top-{args.top} overlap with the bag-of-words "
+              f"{_fmt(g['top_overlap'].iloc[0])}, Spearman {_fmt(g['spearman'].iloc[0])} "
+              f"over {int(g['n_common'].iloc[0])} terms")
+    return t
 
 
 def run(args) -> int:
     if folder_input(args):
         return run_partitioned(args)
-    _check_args(args)
+    record = _check_args(args)
+    bow = _bow_terms(args, record)
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))
+    docs = check_png_docs(args.docs.split(",") if args.docs else None, frame["doc_id"]) \
+        if args.png else None
     ex, checks = explain_file(args, frame)
     extra = {}
     if checks is not None:
         extra["check"] = checks
     if args.by_term:
-        extra["by_term"] = by_term(ex.words, top=args.top)
+        extra["by_term"] = _terms(args, ex, bow)
+    if args.png:
+        extra["png_docs"] = docs
     _write(args, frame, ex, extra, write_frame)
     print(f"wrote {len(ex.words)} word attributions of {ex.documents['doc_id'].nunique()} "
           f"documents to {args.out}")
@@ -165,6 +224,8 @@ def _write(args, frame, ex, extra, write_frame) -> None:
         write_attribution_page(ex.words, ex.documents, texts, args.html)
     if "by_term" in extra:
         write_frame(extra["by_term"], args.by_term)
+    if "png_docs" in extra:
+        write_attribution_png(ex.words, ex.documents, args.png, extra["png_docs"])
     if "check" in extra:
         write_json(extra["check"], check_path(args))
         c = extra["check"]
@@ -174,5 +235,5 @@ def _write(args, frame, ex, extra, write_frame) -> None:
 
 
 def _fmt(v) -> str:
-    return "n/a" if v is None else f"{v:.4f}"
+    return "n/a" if v is None or v != v else f"{v:.4f}"
 
