@@ -277,7 +277,8 @@ def test_one_file_with_a_scheduler_gives_the_same_outputs(bert, tmp_path):
     assert t1["term"].tolist() == t2["term"].tolist()
 
 
-@pytest.mark.parametrize("flag", [["--html", "p.html"], ["--by-term", "t.csv"], ["--check"]])
+@pytest.mark.parametrize("flag", [["--html", "p.html"], ["--by-term", "t.csv"], ["--check"],
+                                  ["--png", "f.png"], ["--bow-data", "train.csv"]])
 def test_partitioned_input_refuses_whole_corpus_outputs(bert, tmp_path, capsys, flag):
     _corpus(tmp_path)
     code = main(["explain", "--model", str(bert), "--input", str(tmp_path / "parts"),
