@@ -4,13 +4,13 @@
 For a sample of training tweets explained by the model ``bench_explain.py`` fine-tunes (its
 ``--models`` folder), the integrand of Integrated Gradients along the path,
 ``g(alpha) = sum over tokens of (x - x') . dF/dx(x' + alpha (x - x'))`` for the predicted class's
-logit F, is evaluated on the 65 points ``alpha = k / 64`` and on the Gauss-Legendre nodes of 8 and
-16 steps. Every rule then needs no further model call: nested trapezoid rules on 3, 5, 9, 17, 33,
-65 points (each level the previous one plus the midpoints), Simpson's rule and Romberg's next
-extrapolation on the same points, and Gauss-Legendre 8 and 16. For each rule: the share of
-tweets whose completeness gap (as ``explain`` computes it) is under 5 %. Then each adaptive
-schedule (a first level, refinements of the tweets above 5 %) is costed in integrand
-evaluations per tweet.
+logit F, is evaluated on the 65 points ``alpha = k / 64`` and on the Gauss-Legendre nodes of 16
+steps. Every rule then needs no further model call: trapezoid rules on 3, 5, 9, 17, 33, 65
+points (each the previous one plus the midpoints), midpoint rules on 2 to 32 points, Simpson's
+rule from two nested trapezoid rules, and Gauss-Legendre 16 (what ``explain`` used first
+before). For each rule: the share of tweets whose completeness gap (as ``explain`` computes
+it) is under 5 %. Then each adaptive schedule (a first level, refinements of the tweets above
+5 %) is costed in integrand evaluations per tweet (a nested level costs its point count in all).
 
 Command: ``OMP_NUM_THREADS=1 PYTHONPATH=python python bench/explain_schedule.py --n 200``.
 """
