@@ -116,6 +116,11 @@ def test_nested_trapezoid_reuses_points_and_equals_the_direct_rule(bert):
     clf, _ = bert
     eng, wins, targets = _engine_items(clf, 3)
     t5, f_in, f_base = ex_mod.trapezoid_rule(eng, wins, targets, 5)
+    # the logits read from Captum's own forward passes are the model's
+    ids, base, mask, types = eng.tensors(wins)
+    rows = np.arange(len(wins))
+    np.testing.assert_allclose(f_in, eng.logits(ids, mask, types)[rows, targets], atol=1e-6)
+    np.testing.assert_allclose(f_base, eng.logits(base, mask, types)[rows, targets], atol=1e-6)
     t9 = ex_mod.refine_trapezoid(eng, wins, targets, t5, 5)  # 4 new midpoints only
     direct9, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, 9)
     np.testing.assert_allclose(t9, direct9, atol=1e-6)

@@ -264,17 +264,37 @@ class Integrator:
     def run(self, wins: list, targets: np.ndarray, steps: int, method: str = "gausslegendre",
             logits: bool = True):
         """Token attributions (batch, longest) by Captum's rule ``method`` on ``steps`` points,
-        and (``logits``) the target logits of input and baseline (else None, None)."""
+        and (``logits``) the target logits of input and baseline (else None, None).
+
+        The logits are read from the two forward passes Captum's ``LayerIntegratedGradients``
+        makes on the input and on the baseline to take their embeddings (recorded by a
+        forward hook on the model), so they cost no pass of their own; if those passes are
+        not seen as expected, they are computed separately.
+        """
         ids, base, mask, types = self.tensors(wins)
         rows = np.arange(len(wins))
+        seen: list = []
+
+        def record(module, args, out):
+            if len(seen) < 2:
+                seen.append(out.logits.detach().float().cpu().numpy().astype(np.float64))
+
+        internal = max(len(wins), self.budget // ids.shape[1])
+        handle = self.model.register_forward_hook(record) if logits else None
+        try:
+            attr = self.lig.attribute(ids, baselines=base, target=[int(t) for t in targets],
+                                      additional_forward_args=(mask, types), n_steps=steps,
+                                      method=method, internal_batch_size=internal)
+        finally:
+            if handle is not None:
+                handle.remove()
         f_in = f_base = None
         if logits:
-            f_in = self.logits(ids, mask, types)[rows, targets]
-            f_base = self.logits(base, mask, types)[rows, targets]
-        internal = max(len(wins), self.budget // ids.shape[1])
-        attr = self.lig.attribute(ids, baselines=base, target=[int(t) for t in targets],
-                                  additional_forward_args=(mask, types), n_steps=steps,
-                                  method=method, internal_batch_size=internal)
+            if len(seen) == 2 and all(x.shape[0] == len(wins) for x in seen):
+                f_in, f_base = seen[0][rows, targets], seen[1][rows, targets]
+            else:
+                f_in = self.logits(ids, mask, types)[rows, targets]
+                f_base = self.logits(base, mask, types)[rows, targets]
         return attr.sum(dim=-1).detach().cpu().numpy().astype(np.float64), f_in, f_base
 
 
