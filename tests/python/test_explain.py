@@ -105,18 +105,79 @@ def test_completeness_holds_and_logits_are_the_models(bert):
     assert d["target"].tolist() == [clf.labels[i] for i in probs.argmax(axis=1)]
 
 
+def _engine_items(clf, n):
+    wins, _ = ex_mod.windows(clf, toy_frame(n)["text"].tolist())
+    eng = ex_mod.Integrator(clf)
+    targets = eng.all_logits(wins, np.arange(n)).argmax(axis=1)
+    return eng, wins, targets
+
+
+def test_nested_trapezoid_reuses_points_and_equals_the_direct_rule(bert):
+    clf, _ = bert
+    eng, wins, targets = _engine_items(clf, 3)
+    t5, f_in, f_base = ex_mod.trapezoid_rule(eng, wins, targets, 5)
+    # the logits read from Captum's own forward passes are the model's
+    ids, base, mask, types = eng.tensors(wins)
+    rows = np.arange(len(wins))
+    np.testing.assert_allclose(f_in, eng.logits(ids, mask, types)[rows, targets], atol=1e-6)
+    np.testing.assert_allclose(f_base, eng.logits(base, mask, types)[rows, targets], atol=1e-6)
+    t9 = ex_mod.refine_trapezoid(eng, wins, targets, t5, 5)  # 4 new midpoints only
+    direct9, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, 9)
+    np.testing.assert_allclose(t9, direct9, atol=1e-6)
+    t17 = ex_mod.refine_trapezoid(eng, wins, targets, t9, 9)
+    direct17, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, 17)
+    np.testing.assert_allclose(t17, direct17, atol=1e-6)
+    # the rescaled weights add up to 1: on many points the rule is complete
+    t65, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, 65)
+    assert ex_mod.completeness_gap(t65.sum(axis=1), f_in, f_base).max() < 1e-3
+    assert ex_mod.ADAPTIVE_STEPS == ex_mod.nested_schedule(ex_mod.ADAPTIVE_STEPS[0],
+                                                           len(ex_mod.ADAPTIVE_STEPS))
+
+
+def test_adaptive_default_reaches_the_gap_tolerance(bert, monkeypatch):
+    clf, _ = bert
+    import warnings
+
+    frame = toy_frame(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ex_mod.CompletenessWarning)
+        res = explain(clf, frame)
+    d = res.documents
+    assert (d["completeness_gap"] <= ex_mod.GAP_TOLERANCE).all()
+    assert d["steps"].isin(ex_mod.ADAPTIVE_STEPS).all()
+    diff = d["logit"] - d["baseline_logit"]
+    gap = (d["attribution_sum"] - diff).abs() / np.maximum(diff.abs(), ex_mod.DIFF_FLOOR)
+    np.testing.assert_allclose(d["completeness_gap"], gap, rtol=1e-9)
+    # the tiny model's path is nearly straight: all meet 5 % at the first level; a tolerance
+    # that half of them miss there sends those through the refinements, and they meet it
+    tol = float(np.median(d["completeness_gap"]))
+    monkeypatch.setattr(ex_mod, "GAP_TOLERANCE", tol)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ex_mod.CompletenessWarning)
+        again = explain(clf, frame).documents
+    refined = again["steps"] > ex_mod.ADAPTIVE_STEPS[0]
+    assert refined.sum() == (d["completeness_gap"] > tol).sum() > 0
+    assert (again["completeness_gap"] <= tol).all()
+
+
 def test_adaptive_steps_integrate_again_only_above_the_tolerance(bert, monkeypatch):
     clf, _ = bert
     frame = toy_frame(4)
     monkeypatch.setattr(ex_mod, "GAP_TOLERANCE", np.inf)  # every gap is small enough
-    assert (explain(clf, frame).documents["steps"] == ex_mod.ADAPTIVE_STEPS[0]).all()
+    first = explain(clf, frame)
+    assert (first.documents["steps"] == ex_mod.ADAPTIVE_STEPS[0]).all()
     monkeypatch.setattr(ex_mod, "GAP_TOLERANCE", -1.0)  # every gap is too large
     with pytest.warns(ex_mod.CompletenessWarning, match="raise steps"):
         res = explain(clf, frame)
     assert (res.documents["steps"] == ex_mod.ADAPTIVE_STEPS[-1]).all()
-    fixed = explain(clf, frame, steps=ex_mod.ADAPTIVE_STEPS[-1], batch_size=1)
-    np.testing.assert_allclose(res.words["attribution"], fixed.words["attribution"],
-                               atol=1e-6)
+    np.testing.assert_allclose(res.documents["logit"], first.documents["logit"], rtol=1e-9)
+    # the last level, built level by level from the first, is the trapezoid rule on its points
+    eng, wins, targets = _engine_items(clf, 4)
+    out = ex_mod.integrate(eng, wins, np.arange(4), targets, batch_size=3)
+    direct, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, ex_mod.ADAPTIVE_STEPS[-1])
+    for i in range(4):
+        np.testing.assert_allclose(out["attr"][i], direct[i, :len(wins[i].input_ids)],
+                                   atol=1e-6)
 
 
 def test_long_document_is_explained_in_predicts_window(bert):
