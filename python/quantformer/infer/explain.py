@@ -263,9 +263,14 @@ class Integrator:
         self.pad_id = clf.tokenizer.pad_token_id or 0
         self.budget = token_budget
         self.lig = LayerIntegratedGradients(self.forward, self.fwd.embeddings())
+        #: while :meth:`run` records: the outputs of the first two forward passes
+        self.seen: list | None = None
 
     def forward(self, input_ids, attention_mask, token_type_ids=None):
-        return self.fwd(input_ids, attention_mask, token_type_ids)
+        out = self.fwd(input_ids, attention_mask, token_type_ids)
+        if self.seen is not None and len(self.seen) < 2:
+            self.seen.append(out.detach().float().cpu().numpy().astype(np.float64))
+        return out
 
     def tensors(self, wins: list):
         """(input ids, baseline ids, attention mask, token types or None) of a batch."""
@@ -302,27 +307,21 @@ class Integrator:
         and (``logits``) the target logits of input and baseline (else None, None).
 
         The logits are read from the two forward passes Captum's ``LayerIntegratedGradients``
-        makes on the input and on the baseline to take their embeddings (recorded by a
-        forward hook on the model), so they cost no pass of their own; if those passes are
-        not seen as expected, they are computed separately.
+        makes on the input and on the baseline to take their embeddings (recorded by
+        :meth:`forward`, so for every model kind's explained scores), so they cost no pass of
+        their own; if those passes are not seen as expected, they are computed separately.
         """
         ids, base, mask, types = self.tensors(wins)
         rows = np.arange(len(wins))
-        seen: list = []
-
-        def record(module, args, out):
-            if len(seen) < 2:
-                seen.append(out.logits.detach().float().cpu().numpy().astype(np.float64))
-
         internal = max(len(wins), self.budget // ids.shape[1])
-        handle = self.model.register_forward_hook(record) if logits else None
+        self.seen = [] if logits else None
         try:
             attr = self.lig.attribute(ids, baselines=base, target=[int(t) for t in targets],
                                       additional_forward_args=(mask, types), n_steps=steps,
                                       method=method, internal_batch_size=internal)
+            seen = self.seen
         finally:
-            if handle is not None:
-                handle.remove()
+            self.seen = None
         f_in = f_base = None
         if logits:
             if len(seen) == 2 and all(x.shape[0] == len(wins) for x in seen):
