@@ -106,6 +106,7 @@ run_cli <- function(verb, args = character(),
                                               names_arg)
          else run_process(found, verb, c(quiet_flag, args), debug, stream, names_arg)
   stream_finish(stream)
+  stream$warnings <- without_temp_files(stream$warnings)
   for (w in stream$warnings) warning(w, call. = FALSE)
   if (res$status != 0) stop(cli_error(verb, res, debug))  # R/python.R
   res$warnings <- stream$warnings

@@ -210,7 +210,14 @@ run_install_step <- function(cmd, envdir, marked) {
        if (offline) paste0("The package index could not be reached or has no such package ",
                            "(no network?). Connect, or set PIP_INDEX_URL / PIP_FIND_LINKS to ",
                            "a mirror or a folder of wheels, and run quantformer_install() ",
-                           "again.\n"),
+                           "again.\n",
+                           if ("--index-url" %in% cmd)
+                             paste0("This step reads torch from ", cmd[which(cmd == "--index-url") + 1],
+                                    " only, which overrides PIP_INDEX_URL and the mirrors of ",
+                                    "pip's configuration: set Sys.setenv(TORCH_INDEX_URL = \"\") ",
+                                    "to take torch from pip's own configuration instead (a ",
+                                    "mirror or folder of CPU wheels), or TORCH_INDEX_URL to ",
+                                    "another index.\n")),
        if (marked) paste0("The environment ", envdir, " is marked half-built and is not ",
                           "used until quantformer_install() completes it.")
        else paste0("The environment ", envdir, " was there before and is left as pip left ",

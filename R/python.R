@@ -234,6 +234,14 @@ input_error <- function(..., call. = FALSE) {
                  list(message = paste0(...), call = NULL, status = 2L)))
 }
 
+# Core messages name the temporary files R exchanges with it (`'<tempdir>/qf-input-....rds'`):
+# an R user never made them, and the message names the R argument already. Dropped, with the
+# space before them.
+without_temp_files <- function(msg) {
+  tmp <- gsub("([][{}()+*^$|\\\\?.])", "\\\\\\1", normalizePath(tempdir(), winslash = "/"))
+  gsub(paste0("( of| in)? ?'", tmp, "/qf-[^']*'"), "", msg)
+}
+
 # The message of a failed verb: the CLI's `quantformer <verb>: error: ...` line(s), else the
 # last lines of stderr.
 cli_error_message <- function(verb, res, debug = FALSE) {
@@ -248,6 +256,7 @@ cli_error_message <- function(verb, res, debug = FALSE) {
   msg <- sub(" \\(run with --debug for the traceback\\)$", "", msg)
   # argparse's pointer to the verb's --help is for command-line users; R's help is ?function
   msg <- sub(" \\(see 'quantformer( [a-z-]+)? --help'\\)$", "", msg)
+  msg <- without_temp_files(msg)
   if (length(trace)) msg <- c(trace, setdiff(msg, trace))
   paste0(paste(msg, collapse = "\n"),
          if (res$status == 2 || length(trace)) "" else

@@ -120,8 +120,16 @@ bow_frame <- function(bow_data, fit, text_field, docid_field) {
     bframe <- as_frame(bow_data, text_field, docid_field, arg = "bow_data")
     yname <- if (inherits(fit, "textmodel_finetune") && is.character(fit$call$y)) fit$call$y
              else "label"
-    y <- resolve_y(yname, bframe, arg = "y", name_only = TRUE,
-                   x_arg = "bow_data")$y
+    dv <- setdiff(names(bframe), c("doc_id", "text"))
+    if (!yname %in% dv)
+      input_error("`bow_data` needs its labels in the docvar '", yname, "' (",
+                  if (yname == "label") "the default" else "the `y` of textmodel_finetune()",
+                  "), which it lacks; ",
+                  if (length(dv)) paste0("its docvars are: ", paste(dv, collapse = ", "))
+                  else "it has no docvars",
+                  ". Name the labels with bow_data = list(x = <documents>, y = <docvar name ",
+                  "or one label per document>)")
+    y <- bframe[[yname]]
   }
   data.frame(bframe[c("doc_id", "text")], label = enc2utf8(as.character(y)),
              stringsAsFactors = FALSE)
@@ -175,17 +183,17 @@ textplot_attributions <- function(x, target = NULL, n = 10L, min_docs = 2L, file
                                   type = c("terms", "documents"), documents = NULL) {
   type <- match.arg(type)
   if (!inherits(x, "textstat_attributions"))
-    stop("`x` must be the result of textstat_attributions()", call. = FALSE)
+    input_error("`x` must be the result of textstat_attributions()")
   if (!is.null(file) && !grepl("\\.png$", file, ignore.case = TRUE))
-    stop("`file` must end in .png, not '", file, "'", call. = FALSE)
+    input_error("`file` must end in .png, not '", file, "'")
   if (type == "documents") return(plot_documents(x, target, documents, file))
   if (is.null(target)) target <- as.character(x$target[1])
   if (!target %in% x$target)
-    stop("`target` '", target, "' has no attributions in `x`", call. = FALSE)
+    input_error("`target` '", target, "' has no attributions in `x`")
   terms <- attr(x, "terms")
   if (!is.null(terms)) return(plot_terms(terms, target, n, file))
   w <- x[x$target == target & !is.na(x$attribution), ]
-  if (!nrow(w)) stop("`target` '", target, "' has no attributions in `x`", call. = FALSE)
+  if (!nrow(w)) input_error("`target` '", target, "' has no attributions in `x`")
   w$term <- tolower(w$word)
   per_doc <- stats::aggregate(attribution ~ term + document, data = w, FUN = sum)
   terms <- stats::aggregate(attribution ~ term, data = per_doc, FUN = mean)
@@ -224,7 +232,7 @@ plot_terms <- function(terms, target, n, file) {
   keep <- !is.na(t$rank) & t$rank <= n
   if (bow) keep <- keep | (!is.na(t$bow_rank) & t$bow_rank <= n)
   t <- t[keep, ]
-  if (!nrow(t)) stop("`target` '", target, "' has no terms in at least 2 documents",
+  if (!nrow(t)) input_error("`target` '", target, "' has no terms in at least 2 documents",
                      call. = FALSE)
   t <- t[order(t$mean_attribution, na.last = FALSE), ]  # bars bottom-up: the top term on top
   open_png(file, if (bow) 1100 else 800, 140 + 24 * nrow(t))
@@ -274,7 +282,7 @@ plot_documents <- function(x, target, documents, file, max_words = 150L) {
   if (is.null(documents)) documents <- utils::head(docs, 3L)
   bad <- setdiff(documents, docs)
   if (length(bad))
-    stop("`documents`: ", paste(utils::head(bad, 5), collapse = ", "),
+    input_error("`documents`: ", paste(utils::head(bad, 5), collapse = ", "),
          " is not a document of `x`", call. = FALSE)
   blocks <- lapply(documents, function(d) {
     w <- x[x$document == d, ]

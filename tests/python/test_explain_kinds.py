@@ -284,7 +284,7 @@ def test_partitioned_input_refuses_whole_corpus_outputs(bert, tmp_path, capsys, 
     code = main(["explain", "--model", str(bert), "--input", str(tmp_path / "parts"),
                  "--out", str(tmp_path / "out"), *flag])
     err = capsys.readouterr().err
-    assert code == 2 and f"{flag[0]} need(s) the whole corpus" in err
+    assert code == 2 and f"{flag[0]} needs the whole corpus" in err
     assert "read_explanation" in err and not (tmp_path / "out").exists()
 
 

@@ -90,7 +90,9 @@ def test_cli_terms_beside_the_bag_of_words_and_a_png(tuned, tmp_path, capsys):
                  "--png", str(tmp_path / "f.png"), "--docs", "d001,d004", "--steps", "8",
                  "--quiet"])
     assert code == 0
-    assert "overlap with the bag-of-words" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "overlap with the bag-of-words" in out
+    assert f"wrote the figure to {tmp_path / 'f.png'}" in out
     t = pd.read_csv(tmp_path / "t.csv")
     assert list(t.columns) == ["target", "term", "mean_attribution", "lower", "upper",
                                "n_docs", "rank", "bow_coef", "bow_rank", "in_top",
@@ -140,3 +142,22 @@ def test_cli_bad_terms_or_figure_input_exit_2_and_write_nothing(tuned, tmp_path,
     code = _run(tuned, tmp_path, [f.format(d=tmp_path) for f in flags])
     assert code == 2 and message in capsys.readouterr().err
     assert {p.name for p in tmp_path.iterdir()} == before | {"c.csv"}
+
+
+def test_check_file_keeps_all_but_the_last_extension():
+    from argparse import Namespace
+
+    from quantformer.cli.explain import check_path
+
+    assert check_path(Namespace(out="a/words.v2.parquet")).as_posix() == "a/words.v2.check.json"
+    assert check_path(Namespace(out="words.parquet")).as_posix() == "words.check.json"
+    assert check_path(Namespace(out="words.csv.gz")).as_posix() == "words.check.json"
+
+
+def test_wilson_interval_is_exact_at_the_ends():
+    from quantformer.score.proportion import wilson_interval
+
+    lo, hi = wilson_interval(0, 163)
+    assert lo == 0.0 and abs(hi - 0.02302) < 1e-4
+    lo, hi = wilson_interval(20, 20)
+    assert hi == 1.0 and 0.83 < lo < 0.84

@@ -368,3 +368,23 @@ test_that("#11: an install into another envdir is used in this session and says 
   withr::local_envvar(QUANTFORMER_VENV = NA)
   expect_silent(quantformer:::remember_envdir(quantformer:::quantformer_venv()))
 })
+
+test_that("core messages lose the names of R's temporary files; install names TORCH_INDEX_URL", {
+  tmp <- normalizePath(tempdir(), winslash = "/")
+  expect_equal(quantformer:::without_temp_files(c(
+    sprintf("the labels of `bow_data` '%s/qf-input-ab12.rds' are not the model's classes", tmp),
+    sprintf("the text column 'text' of '%s/qf-input-1.rds' holds float64 values", tmp),
+    "`x` '/data/qf-mine.rds' has 3 documents")),
+    c("the labels of `bow_data` are not the model's classes",
+      "the text column 'text' holds float64 values",
+      "`x` '/data/qf-mine.rds' has 3 documents"))
+  # a torch step that cannot reach its index says how to use pip's own configuration
+  skip_if_no_python()
+  cmd <- c(quantformer:::find_python()$python, "-c", "import sys; print('ERROR: No matching distribution found'); sys.exit(1)",
+           "--index-url", "https://download.pytorch.org/whl/cpu")
+  err <- expect_error(suppressMessages(capture.output(
+    quantformer:::run_install_step(cmd, tempfile(), marked = TRUE))))
+  expect_match(conditionMessage(err), "Sys.setenv(TORCH_INDEX_URL = \"\")", fixed = TRUE)
+  expect_match(conditionMessage(err), "reads torch from https://download.pytorch.org/whl/cpu only",
+               fixed = TRUE)
+})

@@ -87,7 +87,15 @@ test_that("textstat_attributions sets the model's terms beside a bag-of-words mo
   wrong <- data.frame(doc_id = c("a", "b", "c"), text = c("x y", "y z", "z x"),
                       label = c("p", "q", "p"))
   expect_error(textstat_attributions(fit, s[13:14, ], bow_data = wrong),
-               "`y` = 'party' is not a docvar of `bow_data`")
-  expect_error(textstat_attributions(fit, s[13:14, ], bow_data = list(x = wrong, y = "label")),
-               "labels of `bow_data` .* are not the model's classes")
+               paste0("`bow_data` needs its labels in the docvar 'party' (the `y` of ",
+                      "textmodel_finetune()), which it lacks; its docvars are: label. Name the ",
+                      "labels with bow_data = list(x = <documents>, y = "), fixed = TRUE,
+               class = "quantformer_input_error")
+  err <- expect_error(textstat_attributions(fit, s[13:14, ],
+                                            bow_data = list(x = wrong, y = "label")),
+                      "the labels of `bow_data` are not the model's classes",
+                      class = "quantformer_input_error")
+  expect_false(grepl("qf-input", conditionMessage(err)))  # no temporary file of R's named
+  expect_error(textplot_attributions(plain, file = "x.jpg"), "`file` must end in .png",
+               class = "quantformer_input_error")
 })

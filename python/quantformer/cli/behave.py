@@ -32,7 +32,7 @@ def add_cli(sub) -> None:
                     "(--expect up:CLASS / down:CLASS), or check texts get their label "
                     "(--expect label: the corpus's label column, or --template). One test "
                     "from the flags, or several from --suite (YAML or CSV). Output: JSON with "
-                    "per test n, fail_rate, a Wilson 95%% interval and failing examples. "
+                    "per test n, fail_rate, a Wilson 95% interval and failing examples. "
                     "Exit 0 whatever the fail rates (failures are findings).",
     )
     p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")

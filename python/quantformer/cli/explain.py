@@ -95,8 +95,9 @@ def folder_input(args) -> bool:
     if is_partitioned(args.input, None, args.resume, args.out):
         given = [flag for dest, flag in WHOLE_CORPUS_FLAGS if getattr(args, dest)]
         if given:
-            raise InputError(f"{', '.join(given)} need(s) the whole corpus at once and is not "
-                             "supported with a partitioned --input: run explain on one file, "
+            needs, are = ("needs", "is") if len(given) == 1 else ("need", "are")
+            raise InputError(f"{', '.join(given)} {needs} the whole corpus at once and {are} "
+                             "not supported with a partitioned --input: run explain on one file, "
                              "or read the outputs with quantformer.read_explanation(OUT) and "
                              "summarise them there")
         return True
@@ -150,10 +151,17 @@ def _add_terms_and_figure(p) -> None:
                         f"first {FIRST_DOCS} documents)")
 
 
+#: compression suffixes that belong to the extension before them (``words.csv.gz``)
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
+
+
 def check_path(args) -> Path:
-    """Where ``--check`` writes: ``OUT`` without its extension + ``.check.json``."""
+    """Where ``--check`` writes: ``OUT`` without its extension + ``.check.json``
+    (``words.v2.parquet`` -> ``words.v2.check.json``; ``words.csv.gz`` -> ``words.check.json``)."""
     out = Path(args.out)
-    return out.with_name(out.name.split(".")[0] + ".check.json")
+    stem = out.with_suffix("") if out.suffix.lower() not in COMPRESSED \
+        else out.with_suffix("").with_suffix("")
+    return stem.with_name(stem.name + ".check.json")
 
 
 def _check_args(args) -> None:
@@ -214,6 +222,11 @@ def run(args) -> int:
     _write(args, frame, ex, extra, write_frame)
     print(f"wrote {len(ex.words)} word attributions of {ex.documents['doc_id'].nunique()} "
           f"documents to {args.out}")
+    for what, path in (("the highlighted words", args.html), ("the terms", args.by_term),
+                       ("the figure", args.png),
+                       ("the checks", check_path(args) if "check" in extra else None)):
+        if path:
+            print(f"wrote {what} to {path}")
     return 0
 
 
