@@ -141,3 +141,16 @@ def test_cli_bad_input_exit_2_nothing_written(tuned, tmp_path, flags, corpus):
     assert main(["behave", "--model", str(path), "--input", str(tmp_path / corpus),
                  "--out", str(tmp_path / "r.json"), *flags]) == 2
     assert not (tmp_path / "r.json").exists()
+
+
+def test_truncation_is_counted_on_the_corpus_documents_not_their_copies(tuned):
+    from quantformer.models.tokenize import TruncationWarning
+
+    clf, _ = tuned
+    frame = toy_frame(6)
+    frame.loc[:2, "text"] = frame.loc[:2, "text"] + " and more" * 80  # 3 of 6 past 64 tokens
+    with pytest.warns(TruncationWarning) as got:
+        res = bh.run_perturbation(clf, frame, bh.BehaviourTest("p", "same", "punctuation"))
+    counts = [str(w.message) for w in got if issubclass(w.category, TruncationWarning)]
+    assert res["n"] == 6
+    assert len(counts) == 1 and counts[0].startswith("3 of 6 document(s) truncated")

@@ -13,10 +13,12 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pandas as pd
 
+from ..models.tokenize import TruncationWarning
 from ..score.attributions import aopc, mean_spearman
 from .classifier import Classifier
 from .explain import (
@@ -43,7 +45,11 @@ def _delete(text: str, spans) -> str:
 
 
 def _target_scores(clf: Classifier, texts: list, targets: np.ndarray) -> np.ndarray:
-    probs = clf.predict_proba(texts, batch_size=32)
+    # the texts are copies of the explained documents with words deleted: the explanation
+    # already warned about the documents truncated; a count of copies would only confuse
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TruncationWarning)
+        probs = clf.predict_proba(texts, batch_size=32)
     return probs[np.arange(len(texts)), targets]
 
 
