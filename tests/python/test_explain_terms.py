@@ -161,3 +161,20 @@ def test_wilson_interval_is_exact_at_the_ends():
     assert lo == 0.0 and abs(hi - 0.02302) < 1e-4
     lo, hi = wilson_interval(20, 20)
     assert hi == 1.0 and 0.83 < lo < 0.84
+
+
+def test_png_keeps_the_texts_spacing():
+    import pandas as pd
+
+    from quantformer.infer.explain import words_of
+    from quantformer.io.highlight_png import _blocks
+
+    ws = words_of("R.E. saw #SemST, yes")
+    words = pd.DataFrame({"doc_id": "d1", "word": [w for w, _, _ in ws],
+                          "start": [s for _, s, _ in ws], "end": [e for _, _, e in ws],
+                          "attribution": 0.1, "target": "a"})
+    docs = pd.DataFrame({"doc_id": ["d1"], "target": ["a"], "predicted": ["a"], "prob_a": [0.9]})
+    (_, items), = _blocks(words, docs, ["d1"], 0.1)
+    assert [(w, sp) for w, _, _, sp in items] == [
+        ("R", True), (".", False), ("E", False), (".", False), ("saw", True), ("#", True),
+        ("SemST", False), (",", False), ("yes", True)]

@@ -58,8 +58,9 @@ def add_cli(sub) -> None:
                    help="also write one self-contained HTML page highlighting the words")
     p.add_argument("--by-term", default=None,
                    help="also write per class the terms with the highest mean attribution "
-                        "across documents, with document counts and bootstrap intervals "
-                        "(.parquet, .csv, .rds)")
+                        "across the documents they occur in (terms in at least 2 documents "
+                        "are ranked), with document counts and 95%% bootstrap intervals over "
+                        "documents (.parquet, .csv, .rds)")
     p.add_argument("--top", type=positive(int), default=20,
                    help="with --by-term: terms per class (20)")
     _add_terms_and_figure(p)

@@ -12,7 +12,6 @@ prediction and its probability. A key at the foot gives the scale in logits.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,6 @@ WIDTH_IN, DPI = 8.0, 200
 #: documents shown when none are named; words shown per document at most
 FIRST_DOCS, MAX_WORDS = 3, 150
 _BLUE, _ORANGE = (33 / 255, 102 / 255, 172 / 255), (230 / 255, 97 / 255, 1 / 255)
-_PUNCT = re.compile(r"[.,;:!?)\]}…%]+")
 _SIZE, _GROW, _MARGIN, _LINE = 7.0, 5.0, 0.25, 1.55  # points, points, inches, x font size
 
 
@@ -76,16 +74,15 @@ def _layout(blocks: list, measure) -> tuple[list, float]:
         y += _SIZE * _LINE / 72
         placed.append((header, _MARGIN, y, _SIZE + 1, None, True))
         x, y = _MARGIN, y + (_SIZE + _GROW) * _LINE / 72
-        for word, strength, a in words:
+        for word, strength, a, spaced in words:
             size = _SIZE + _GROW * strength
             w = measure(word, size)
-            space = measure(" ", size)
-            if _PUNCT.fullmatch(word) and x > _MARGIN:  # no space before punctuation
-                x -= 0.7 * space
+            if spaced and x > _MARGIN:  # a space where the text has one, none where it has none
+                x += measure(" ", size)
             if x + w > right and x > _MARGIN:
                 x, y = _MARGIN, y + (_SIZE + _GROW) * _LINE / 72
             placed.append((word, x, y, size, a, False))
-            x += w + space
+            x += w
         y += _SIZE * _LINE / 72
     return placed, y + _MARGIN
 
@@ -98,10 +95,13 @@ def _blocks(words: pd.DataFrame, documents: pd.DataFrame, docs: list, scale: flo
             w = groups.get((doc["doc_id"], doc["target"]))
             if w is None:
                 continue
-            items = [(str(x), min(1.0, abs(a) / scale) if scale > 0 and pd.notna(a) else 0.0, a)
-                     for x, a in zip(w["word"], w["attribution"])][:MAX_WORDS]
+            ends = w["end"].to_numpy()
+            spaced = np.r_[True, w["start"].to_numpy()[1:] > ends[:-1]]
+            items = [(str(x), min(1.0, abs(a) / scale) if scale > 0 and pd.notna(a) else 0.0, a,
+                      bool(sp))
+                     for x, a, sp in zip(w["word"], w["attribution"], spaced)][:MAX_WORDS]
             if len(w) > MAX_WORDS:
-                items.append(("…", 0.0, np.nan))
+                items.append(("…", 0.0, np.nan, True))
             out.append((_header(doc), items))
     return out
 
