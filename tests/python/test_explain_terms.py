@@ -14,14 +14,11 @@ from quantformer.cli.main import main
 from quantformer.score.attributions import compare_terms
 from quantformer.train.baselines import BowTokenizer
 from quantformer.train.bow_terms import check_bow_data, fit_bow_terms
-from quantformer.train.finetune import finetune
 
 
 @pytest.fixture(scope="module")
-def tuned(tiny_bert_dir, tmp_path_factory):
-    clf = finetune(toy_frame(24), model=str(tiny_bert_dir), epochs=1, quiet=True,
-                   device="cpu", max_length=64)
-    return clf.save(tmp_path_factory.mktemp("terms") / "bert")
+def tuned(toy_model_dir):
+    return toy_model_dir
 
 
 def _png_size(path):
