@@ -146,12 +146,14 @@ bow_frame <- function(bow_data, fit, text_field, docid_field) {
 #' top-term overlap and the Spearman correlation in the title. Without that attribute, the
 #' means are computed here from the words (case folded; the `n` highest and `n` lowest, no
 #' intervals). A term's attribution in a document is the sum over its occurrences; its mean is
-#' over the documents it occurs in.
+#' over the documents it occurs in. Terms only the bag of words ranks (absent from the explained
+#' documents) are marked `*`. With `file`, a PNG 1600 pixels wide (2200 with the BoW panel) at
+#' 150 dpi.
 #'
 #' `type = "documents"`: the text of chosen documents with each word on a background whose hue
 #' gives the sign of its attribution (blue: towards the explained class, orange: against it)
 #' and whose strength and size grow with its absolute value, on one scale for all documents
-#' shown; words the model did not see are grey. Base graphics, so it draws on the current
+#' shown, spaced as in the text; words the model did not see are grey. Base graphics, so it draws on the current
 #' device (the viewer) or, with `file`, into a PNG 1600 pixels wide (150 dpi) as tall as the
 #' text needs.
 #'
@@ -203,7 +205,7 @@ textplot_attributions <- function(x, target = NULL, n = 10L, min_docs = 2L, file
   terms <- terms[order(terms$mean_attribution), ]
   keep <- unique(c(utils::head(seq_len(nrow(terms)), n), utils::tail(seq_len(nrow(terms)), n)))
   terms <- terms[keep, ]
-  open_png(file, 800, 120 + 24 * nrow(terms))
+  open_png(file, 1600, 2 * (120 + 24 * nrow(terms)), res = 150)
   if (!is.null(file)) on.exit(grDevices::dev.off(), add = TRUE)
   old <- graphics::par(mar = c(4, 10, 3, 1))
   on.exit(graphics::par(old), add = TRUE, after = FALSE)
@@ -235,15 +237,19 @@ plot_terms <- function(terms, target, n, file) {
   if (!nrow(t)) input_error("`target` '", target, "' has no terms in at least 2 documents",
                      call. = FALSE)
   t <- t[order(t$mean_attribution, na.last = FALSE), ]  # bars bottom-up: the top term on top
-  open_png(file, if (bow) 1100 else 800, 140 + 24 * nrow(t))
+  open_png(file, if (bow) 2200 else 1600, 2 * (140 + 24 * nrow(t)), res = 150)
   if (!is.null(file)) on.exit(grDevices::dev.off(), add = TRUE)
-  old <- graphics::par(mfrow = c(1, if (bow) 2 else 1), mar = c(4, 7, 4, 1))
+  old <- graphics::par(mfrow = c(1, if (bow) 2 else 1), mar = c(5, 7, 4, 1))
   on.exit(graphics::par(old), add = TRUE, after = FALSE)
   m <- ifelse(is.na(t$mean_attribution), 0, t$mean_attribution)
+  # terms only the bag of words ranks (no attribution in the explained documents): marked *
+  label <- ifelse(is.na(t$mean_attribution), paste0(t$term, " *"), t$term)
   lim <- range(c(0, t$lower, t$upper), na.rm = TRUE)
-  y <- graphics::barplot(m, names.arg = t$term, horiz = TRUE, las = 1, xlim = lim,
+  y <- graphics::barplot(m, names.arg = label, horiz = TRUE, las = 1, xlim = lim,
                          col = sign_colour(t$mean_attribution), cex.main = 0.9,
-                         xlab = "mean attribution (logits), 95% CI",
+                         xlab = paste0("mean attribution (logits), 95% CI",
+                                       if (anyNA(t$mean_attribution))
+                                         "\n* not in the explained documents"),
                          main = paste0("Model: ", target))
   graphics::segments(t$lower, y, t$upper, y, lwd = 1.5)
   if (bow) {
@@ -259,8 +265,8 @@ plot_terms <- function(terms, target, n, file) {
 }
 
 # Lay out words on lines `width` inches wide (strwidth on the open device): x (inches) and
-# line of each word.
-layout_words <- function(words, cex, width) {
+# line of each word; `spaced`: whether the text has white space before the word.
+layout_words <- function(words, cex, width, spaced = rep(TRUE, length(words))) {
   # strwidth uses one cex per call: widths at cex 1, scaled (text scales linearly)
   w <- graphics::strwidth(words, units = "inches") * cex
   if (anyNA(w)) w[is.na(w)] <- graphics::strwidth("m", units = "inches") * cex[is.na(w)]
@@ -268,10 +274,10 @@ layout_words <- function(words, cex, width) {
   x <- numeric(length(words)); line <- integer(length(words))
   cx <- 0; cl <- 1L
   for (i in seq_along(words)) {
-    if (grepl("^[.,;:!?)%]+$", words[i]) && cx > 0) cx <- cx - 0.7 * sp[i]
+    if (spaced[i] && cx > 0) cx <- cx + sp[i]  # a space where the text has one
     if (cx + w[i] > width && cx > 0) { cx <- 0; cl <- cl + 1L }
     x[i] <- cx; line[i] <- cl
-    cx <- cx + w[i] + sp[i]
+    cx <- cx + w[i]
   }
   data.frame(x = x, line = line, w = w)
 }
@@ -296,7 +302,8 @@ plot_documents <- function(x, target, documents, file, max_words = 150L) {
   strength <- function(a) ifelse(is.na(a), 0, pmin(1, abs(a) / scale))
   width <- 1600 / 150; margin <- 0.25; lh <- 0.3
   measure <- function() lapply(blocks, function(b)
-    layout_words(b$w$word, 0.8 + 0.6 * strength(b$w$attribution), width - 2 * margin))
+    layout_words(b$w$word, 0.8 + 0.6 * strength(b$w$attribution), width - 2 * margin,
+                 c(TRUE, utils::tail(b$w$start, -1) > utils::head(b$w$end, -1))))
   if (!is.null(file)) {  # measure on a scratch PNG, then open the PNG as tall as needed
     scratch <- tempfile(fileext = ".png")
     grDevices::png(scratch, width = 1600, height = 1600, res = 150, pointsize = 12)
@@ -332,7 +339,8 @@ plot_documents <- function(x, target, documents, file, max_words = 150L) {
     graphics::rect(margin + l$x[seen], yy[seen] - lh * 0.4, margin + l$x[seen] + l$w[seen],
                    yy[seen] + lh * 0.4, border = NA,
                    col = sign_colour(a[seen], 0.85 * strength(a[seen])))
-    graphics::text(margin + l$x, yy, b$w$word, adj = 0, cex = cex,
+    # on a common baseline (adj 0, 0), so that '.' and ',' sit where a reader expects them
+    graphics::text(margin + l$x, yy - lh * 0.22, b$w$word, adj = c(0, 0), cex = cex,
                    col = ifelse(is.na(a), "grey60", "black"))
     y <- y - max(l$line, 1L) * lh - lh * 0.6
   }
