@@ -28,7 +28,8 @@
 #' @return An object of class `textmodel_behaviour`: a list with `summary` (a data frame: one
 #'   row per test with `name`, `type`, `expect`, `n`, `n_fail`, `fail_rate`, `ci_lower`,
 #'   `ci_upper`: a Wilson 95\% interval) and `tests` (each test's failing examples: original,
-#'   perturbed, both predictions).
+#'   perturbed, both predictions; for perturbation tests also `passed_examples`, up to 3 pairs
+#'   that passed, so that what the perturbation did shows when nothing failed).
 #' @export
 textmodel_behaviour <- function(fit, newdata = NULL, perturb = NULL, expect = NULL,
                                 suite = NULL, substitutions = NULL, template = NULL,

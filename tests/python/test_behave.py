@@ -63,6 +63,11 @@ def test_invariance_counts_changed_predictions(tuned):
     changed = (clf.predict_proba(frame["text"].tolist()).argmax(1)
                != clf.predict_proba(perturbed).argmax(1))
     assert res["n"] == 16 and res["n_fail"] == int(changed.sum())
+    shown = res["passed_examples"]
+    assert len(shown) == min(3, 16 - int(changed.sum()))
+    assert all(e["perturbed"] == bh.punctuation(e["original"], None) for e in shown)
+    assert all(e["original_prediction"]["predicted"] == e["perturbed_prediction"]["predicted"]
+               for e in shown)
     assert res["fail_rate"] == pytest.approx(changed.mean())
     assert (res["ci_lower"], res["ci_upper"]) == pytest.approx(wilson_interval(int(changed.sum()), 16))
 

@@ -42,6 +42,8 @@ from ..score.proportion import wilson_interval
 
 TOLERANCE = 0.1
 MAX_EXAMPLES = 20
+#: passing pairs a perturbation test shows beside its failures (what the perturbation did)
+PASSED_EXAMPLES = 3
 
 NAMES = ["John", "Mary", "James", "Patricia", "Michael", "Jennifer", "David", "Linda", "Ahmed",
          "Fatima", "Wei", "Mei", "Carlos", "Maria", "Kwame", "Aisha", "Ivan", "Olga"]
@@ -207,13 +209,17 @@ def templates(template: str, fill: dict) -> list[str]:
             for combo in itertools.product(*(fill[k] for k in keys))]
 
 
-def _result(test: BehaviourTest, n: int, fails: list[dict], max_examples: int) -> dict:
+def _result(test: BehaviourTest, n: int, fails: list[dict], max_examples: int,
+            passes: list[dict] | None = None) -> dict:
     lo, hi = wilson_interval(len(fails), n)
-    return {"name": test.name, "type": _kind(test), "perturb": test.perturb,
-            "expect": test.expect, "n": n, "n_fail": len(fails),
-            "fail_rate": len(fails) / n if n else None, "ci_lower": None if n == 0 else lo,
-            "ci_upper": None if n == 0 else hi, "interval": "Wilson 95%",
-            "failures": fails[:max_examples]}
+    out = {"name": test.name, "type": _kind(test), "perturb": test.perturb,
+           "expect": test.expect, "n": n, "n_fail": len(fails),
+           "fail_rate": len(fails) / n if n else None, "ci_lower": None if n == 0 else lo,
+           "ci_upper": None if n == 0 else hi, "interval": "Wilson 95%",
+           "failures": fails[:max_examples]}
+    if passes is not None:  # what the perturbation did, also when nothing failed
+        out["passed_examples"] = passes[:PASSED_EXAMPLES]
+    return out
 
 
 def _kind(test: BehaviourTest) -> str:
@@ -252,11 +258,14 @@ def run_perturbation(clf, frame: pd.DataFrame, test: BehaviourTest, seed: int = 
         j = clf.labels.index(cls)
         move = after[:, j] - before[:, j]
         bad = move < -test.tolerance if kind == "up" else move > test.tolerance
-    fails = [{"doc_id": str(rows[i][0]), "original": rows[i][1], "perturbed": rows[i][2],
-              "original_prediction": _pred(clf.labels, before[i]),
-              "perturbed_prediction": _pred(clf.labels, after[i])}
-             for i in np.flatnonzero(bad)]
-    return _result(test, len(rows), fails, max_examples)
+    def example(i):
+        return {"doc_id": str(rows[i][0]), "original": rows[i][1], "perturbed": rows[i][2],
+                "original_prediction": _pred(clf.labels, before[i]),
+                "perturbed_prediction": _pred(clf.labels, after[i])}
+
+    fails = [example(i) for i in np.flatnonzero(bad)]
+    passes = [example(i) for i in np.flatnonzero(~bad)[:PASSED_EXAMPLES]]
+    return _result(test, len(rows), fails, max_examples, passes)
 
 
 def run_minimum(clf, frame: pd.DataFrame | None, test: BehaviourTest,
