@@ -13,6 +13,9 @@ Parts (``--parts``, default ``abortion,behave``):
               default Gauss-Legendre rule), the same baseline (pad tokens, special tokens
               kept), with the convergence delta it asks Captum for. Correctness first: with
               50 steps both give the same token attributions (max absolute difference).
+              With ``--transformers-interpret``, transformers-interpret 0.10 itself is timed
+              on the same tweets too (its ``SequenceClassificationExplainer`` with its
+              defaults, one tweet at a time).
 ``toxic``     the same speed comparison on 100 Jigsaw toxic comments at 512 tokens, with a
               model fine-tuned on 1,000 comments (seeded split as in bench_finetune.py).
 ``behave``    ``quantformer behave`` on the Abortion model and the 280 test tweets: negation
@@ -122,8 +125,30 @@ def agreement(clf, frame: pd.DataFrame, n: int) -> float:
                for i in range(n))
 
 
-def speed(clf, frame: pd.DataFrame, label: str, check: bool, n_agree: int) -> dict:
-    """explain (adaptive) vs the per-document 50-step computation on the same documents."""
+def the_package(clf, frame: pd.DataFrame) -> dict:
+    """transformers-interpret itself: ``SequenceClassificationExplainer`` with its defaults
+    (50 Gauss-Legendre steps, the predicted class, all steps in one batch), one document at a
+    time, on the same model. Raises ImportError when it is not installed (``pip install
+    --no-deps transformers-interpret==0.10.0``: what it needs, captum and transformers, is in
+    the environment already)."""
+    import importlib.metadata
+
+    from transformers_interpret import SequenceClassificationExplainer
+
+    explainer = SequenceClassificationExplainer(clf.model, clf.tokenizer)
+    n = len(frame)
+    t0 = clock()
+    for text in frame["text"]:
+        explainer(str(text))
+    wall, cpu = since(t0)
+    return {"ti_version": importlib.metadata.version("transformers-interpret"),
+            "ti_wall_s": wall, "ti_cpu_s": cpu, "ti_docs_s": n / wall, "ti_docs_cpu_s": n / cpu}
+
+
+def speed(clf, frame: pd.DataFrame, label: str, check: bool, n_agree: int,
+          with_package: bool = False) -> dict:
+    """explain (adaptive) vs the per-document 50-step computation on the same documents (and
+    ``with_package``: vs transformers-interpret itself)."""
     from quantformer.infer.explain import explain, windows
     from quantformer.infer.explain_check import check as faithfulness
 
@@ -158,6 +183,12 @@ def speed(clf, frame: pd.DataFrame, label: str, check: bool, n_agree: int) -> di
           f"{res['base_within']:.1%} within 5 %", flush=True)
     res["ratio_wall"] = res["ours_docs_s"] / res["base_docs_s"]
     res["ratio_cpu"] = res["ours_docs_cpu_s"] / res["base_docs_cpu_s"]
+    if with_package:
+        res.update(the_package(clf, frame))
+        res["ratio_ti_wall"] = res["ours_docs_s"] / res["ti_docs_s"]
+        res["ratio_ti_cpu"] = res["ours_docs_cpu_s"] / res["ti_docs_cpu_s"]
+        print(f"{label}: transformers-interpret {res['ti_version']} in {res['ti_wall_s']:.0f} s "
+              f"({res['ti_cpu_s']:.0f} CPU s)", flush=True)
     if check:
         t0 = clock()
         res["check"] = faithfulness(clf, frame, ex)
@@ -220,6 +251,11 @@ def show_speed(rows: list[dict]) -> None:
     } for r in rows])
     print_table(table, title="explain (adaptive steps) vs per-document Captum LIG, 50 steps")
     for r in rows:
+        if "ti_docs_s" in r:
+            print(f"{r['task']}: transformers-interpret {r['ti_version']} itself "
+                  f"{r['ti_docs_s']:.2f} docs/s ({r['ti_docs_cpu_s']:.2f} per CPU s): explain "
+                  f"{r['ratio_ti_wall']:.2f}x wall, {r['ratio_ti_cpu']:.2f}x CPU", flush=True)
+    for r in rows:
         print(f"{r['task']}: steps used {r['ours_steps']}; explain {r['ours_wall_s']:.0f} s "
               f"wall / {r['ours_cpu_s']:.0f} CPU s, per-document {r['base_wall_s']:.0f} s / "
               f"{r['base_cpu_s']:.0f} CPU s; warnings: {r['ours_warnings']}")
@@ -243,6 +279,10 @@ def main(argv=None) -> int:
     p.add_argument("--agree-docs", type=int, default=20,
                    help="documents of the 50-step agreement check (20)")
     p.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    p.add_argument("--transformers-interpret", action="store_true",
+                   help="abortion: also time transformers-interpret 0.10 itself on the same "
+                        "tweets (pip install --no-deps transformers-interpret==0.10.0; it "
+                        "stops past 512 tokens, so it is not run on the Toxic comments)")
     args = p.parse_args(argv)
     import torch
 
@@ -255,7 +295,8 @@ def main(argv=None) -> int:
         train, test = abortion(data)
         clf = model_for("explain-abortion", models, train, max_length=128)
     if "abortion" in parts:
-        rows.append(speed(clf, test[["doc_id", "text"]], "Abortion", True, args.agree_docs))
+        rows.append(speed(clf, test[["doc_id", "text"]], "Abortion", True, args.agree_docs,
+                          with_package=args.transformers_interpret))
     if "toxic" in parts:
         ttrain, ttest = toxic(data)
         tclf = model_for("explain-toxic-1000", models, ttrain, max_length=512)
