@@ -257,6 +257,9 @@ cli_error_message <- function(verb, res, debug = FALSE) {
   # argparse's pointer to the verb's --help is for command-line users; R's help is ?function
   msg <- sub(" \\(see 'quantformer( [a-z-]+)? --help'\\)$", "", msg)
   msg <- without_temp_files(msg)
+  # a bad input reads as R's own errors do: the message alone (`status` and the condition's
+  # class say it came from the core); internal errors and interruptions keep their prefix
+  msg <- sub("^quantformer( [a-z-]+)?: error: ", "", msg)
   if (length(trace)) msg <- c(trace, setdiff(msg, trace))
   paste0(paste(msg, collapse = "\n"),
          if (res$status == 2 || length(trace)) "" else

@@ -211,7 +211,8 @@ test_that("the CLI failing mid-run gives an R error with its message; R carries 
   })
   # a real user error from the real core: exit status 2, its one-line message, no traceback
   err <- expect_error(textstat_subwords("A text.", model = file.path(tempdir(), "no-such-model")),
-                      "quantformer tokenize: error:")
+                      "no-such-model", class = "quantformer_input_error")
+  expect_false(grepl("quantformer tokenize: error:", conditionMessage(err), fixed = TRUE))
   expect_false(grepl("Traceback", conditionMessage(err)))
   # ... and with options(quantformer.debug = TRUE) the traceback comes along
   withr::with_options(list(quantformer.debug = TRUE), {
@@ -282,7 +283,7 @@ test_that("R passes its arguments to the core, whose errors name them instead of
   Sys.chmod(fake, "0755")
   withr::local_options(quantformer.python = fake, quantformer.worker = FALSE)
   err <- expect_error(quantformer:::run_cli("predict", "--x", r_args = c("object", "batch_size")),
-                      "quantformer predict: error: `batch_size` must be positive", fixed = TRUE)
+                      "`batch_size` must be positive", fixed = TRUE)
   expect_match(err$stderr, "args: -m quantformer --r-names object,batch_size predict", fixed = TRUE)
   writeLines(c("#!/bin/sh", fake_handshake(),
                "echo 'quantformer predict: internal error: OSError: disk (run with --debug for the traceback)' >&2",

@@ -39,5 +39,5 @@ test_that("textmodel_compare: unknown model names and missing test labels", {
   skip_if_no_verb("compare")
   expect_error(textmodel_compare(s[c(1:10, 191:200), ], y = "party", test = s[21:30, ],
                                  models = "svm-xyz"),
-               "quantformer compare: error: unknown model name\\(s\\) in `models`: svm-xyz")
+               "^unknown model name\\(s\\) in `models`: svm-xyz")
 })

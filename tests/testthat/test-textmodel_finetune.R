@@ -155,7 +155,7 @@ test_that("the CLI's own errors reach R: an existing output folder", {
   tr <- train_docs()
   out <- withr::local_tempdir()
   expect_error(textmodel_finetune(tr, y = "party", epochs = 1, output_dir = out),
-               "quantformer finetune: error: .*exists; pass `overwrite = TRUE`")
+               "exists; pass `overwrite = TRUE`", class = "quantformer_input_error")
 })
 
 test_that("an unknown option passed through ... gives argparse's message", {

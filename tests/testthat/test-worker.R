@@ -98,7 +98,7 @@ test_that("the worker is reused: same pid, the model stays loaded, same results 
   expect_true(any(grepl("predicting", msgs)))
   # errors arrive as from the CLI, and the worker stays
   expect_error(textstat_subwords("A text.", model = file.path(dir, "no-such-model")),
-               "quantformer tokenize: error:")
+               "no-such-model", class = "quantformer_input_error")
   expect_equal(quantformer:::worker_pid(), pid)
   expect_true(quantformer_stop())
   expect_false(wait_gone(pid, 10))
