@@ -175,3 +175,16 @@ def test_png_keeps_the_texts_spacing():
     assert [(w, sp) for w, _, _, sp in items] == [
         ("R", True), (".", False), ("E", False), (".", False), ("saw", True), ("#", True),
         ("SemST", False), (",", False), ("yes", True)]
+
+
+def test_completeness_warning_names_steps_as_a_flag_and_as_an_r_argument():
+    from quantformer._core.parameters import cli_setting, r_setting
+    from quantformer.infer.explain import CompletenessWarning, warn_gaps
+
+    with pytest.warns(CompletenessWarning) as got:
+        warn_gaps(2, 5, " at 9 points")
+    w = got[0].message
+    assert w.render(cli_setting) == (
+        "2 of 5 explanation(s) have a completeness gap above 5% of the logit difference at 9 "
+        "points: their attributions do not add up to the prediction; raise --steps 256")
+    assert w.render(r_setting).endswith("raise `steps = 256`")

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError
+from .._core.errors import InputError, ParamWarning
 from ..io.modeldir import read_record
 from ..models.batching import length_batches, pad_arrays
 from ..models.tokenize import encode, special_template, truncate_ids, warn_truncated
@@ -87,8 +87,19 @@ _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 WORD_RE = re.compile(rf"[\w{_MARKS}]+(?:['’\-][\w{_MARKS}]+)*|[^\w\s{_MARKS}]+[{_MARKS}]*")
 
 
-class CompletenessWarning(UserWarning):
+class CompletenessWarning(ParamWarning):
     """Documents whose attributions do not add up to the logit difference within 5 %."""
+
+
+def warn_gaps(bad: int, total: int, detail: str = "", stacklevel: int = 3) -> None:
+    """Warn (:class:`CompletenessWarning`) that ``bad`` of ``total`` explanations have a
+    completeness gap above :data:`GAP_TOLERANCE`; ``detail`` follows "logit difference"."""
+    if bad:
+        warnings.warn(CompletenessWarning(
+            f"{bad} of {total} explanation(s) have a completeness gap above "
+            f"{GAP_TOLERANCE:.0%} of the logit difference{detail}: their attributions do not "
+            "add up to the prediction; raise {steps=256}", params=["steps=256"]),
+            stacklevel=stacklevel + 1)
 
 
 def words_of(text: str) -> list[tuple[str, int, int]]:
@@ -618,11 +629,7 @@ def _warn_gaps(gap: np.ndarray, steps: int | None) -> None:
     bad = int((gap > GAP_TOLERANCE).sum())
     if bad:
         used = f"{steps} steps" if steps is not None else f"{ADAPTIVE_STEPS[-1]} adaptive steps"
-        warnings.warn(
-            f"{bad} of {len(gap)} explanation(s) have a completeness gap above "
-            f"{GAP_TOLERANCE:.0%} of the logit difference at {used} (largest {gap.max():.1%}): "
-            "their attributions do not add up to the prediction; raise steps (--steps 256)",
-            CompletenessWarning, stacklevel=3)
+        warn_gaps(bad, len(gap), f" at {used} (largest {gap.max():.1%})")
 
 
 def _frames(engine, frame, item_wins, scores, item_docs, item_targets, res) -> Explanation:

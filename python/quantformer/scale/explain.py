@@ -24,7 +24,7 @@ import pandas as pd
 
 from .._core.errors import InputError
 from ..infer.classifier import CHUNK_ROWS
-from ..infer.explain import GAP_TOLERANCE, CompletenessWarning, check_model, check_steps, explain
+from ..infer.explain import GAP_TOLERANCE, check_model, check_steps, explain, warn_gaps
 from ..infer.explain_check import check
 from ..io.frames import FrameWriter, iter_frames
 from .dask import MANIFEST, cached_model, map_runs, run_partitions
@@ -123,12 +123,8 @@ def _warn_gaps(manifest: Path, done: int) -> None:
     data = json.loads(manifest.read_text(encoding="utf-8"))
     run = len(data["runs"])
     mine = [e for e in data["partitions"].values() if e.get("run") == run]
-    above = sum(e.get("gap_above", 0) for e in mine)
-    if done and above:
-        warnings.warn(f"{above} of {sum(e.get('items', 0) for e in mine)} explanation(s) have a "
-                      f"completeness gap above {GAP_TOLERANCE:.0%} of the logit difference: "
-                      "their attributions do not add up to the prediction; raise steps "
-                      "(--steps 256)", CompletenessWarning, stacklevel=3)
+    if done:
+        warn_gaps(sum(e.get("gap_above", 0) for e in mine), sum(e.get("items", 0) for e in mine))
 
 
 def read_explanation(out) -> pd.DataFrame:
