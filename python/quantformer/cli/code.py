@@ -16,7 +16,7 @@ from ..label.room.finetune_now import (
     check_options,
 )
 from ..label.room.loop import Room
-from ..label.room.server import RoomServer
+from ..label.room.server import RoomServer, check_coders
 from ..label.room.store import Store, check_writable, export_codes
 from ..label.suggest import STRATEGIES, embed_corpus
 from ._options import (
@@ -127,10 +127,7 @@ def coder_names(value: str | None, coder: str | None = None) -> list[str] | None
     """The --coders names (None: one coder), ``coder`` first when it names one of them."""
     if value is None:
         return None
-    names = [c.strip() for c in value.split(",")]
-    if not all(names) or len(set(names)) != len(names):
-        raise InputError("{coders} must be distinct, non-empty names separated by commas, "
-                         f"not {value!r}", params=["coders"])
+    names = check_coders(value.split(","))
     if coder is not None:
         if coder not in names:
             raise InputError(f"{{coder}} '{coder}' is not one of {{coders}} ({value}); name "

@@ -77,6 +77,19 @@ def doc_state(room: Room, coder: str, show_guess: bool) -> dict:
             "model": room.model_state(), "codebook": room.codebook}
 
 
+def check_coders(coders: list[str]) -> list[str]:
+    """``coders`` stripped, refused unless distinct and non-empty.
+
+    Raises:
+        InputError: an empty or repeated name.
+    """
+    names = [c.strip() for c in coders]
+    if not all(names) or len(set(names)) != len(names):
+        raise InputError("{coders} must be distinct, non-empty names separated by commas, "
+                         f"not {','.join(coders)!r}", params=["coders"])
+    return names
+
+
 class Handler(BaseHTTPRequestHandler):
     """One request; the room, token and server options are attributes of the server."""
 
@@ -253,9 +266,7 @@ class RoomServer(ThreadingHTTPServer):
                  coders: list[str] | None = None, finetune: FinetuneNow | None = None):
         self.room, self.coder, self.quiet = room, coder, quiet
         if coders:
-            if len(set(coders)) != len(coders) or not all(c.strip() for c in coders):
-                raise InputError(f"{{coders}} must be distinct, non-empty names, not "
-                                 f"{','.join(coders)!r}", params=["coders"])
+            check_coders(coders)
             self.tokens = {secrets.token_urlsafe(24): c for c in coders}
             self.coder = coders[0]
         else:
