@@ -185,7 +185,7 @@ predict.textmodel_tune <- function(object, newdata = NULL, ...) {
                 "model/): fit it again with textmodel_tune() to predict")
   if (is.null(newdata))
     input_error("give `newdata`: the refit model of textmodel_tune() holds no documents")
-  predict(object$model, newdata = newdata, ...)
+  stats::predict(object$model, newdata = newdata, ...)
 }
 
 # The configurations table and the chosen one, for print() and summary().
