@@ -117,7 +117,8 @@ test_that("issue 32: docnames() methods are registered on quanteda's generic whe
     src <- file.path(withr::local_tempdir(), "quanteda")
     dir.create(file.path(src, "R"), recursive = TRUE)
     writeLines(c("Package: quanteda", "Version: 0.0.1", "Title: Stand-in",
-                 "Description: A stand-in.", "License: MIT", "Authors@R: person('a', 'b', role = c('aut', 'cre'), email = 'a@b.org')"),
+                 "Description: A stand-in.", "License: MIT",
+                 "Authors@R: person('a', 'b', role = c('aut', 'cre'), email = 'a@b.org')"),
                file.path(src, "DESCRIPTION"))
     writeLines("export(docnames)", file.path(src, "NAMESPACE"))
     writeLines("docnames <- function(x) UseMethod(\"docnames\")",
