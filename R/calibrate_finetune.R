@@ -42,19 +42,19 @@ calibrate_finetune <- function(object, newdata, y, batch_size = 64, device = "au
   if (!is.null(object$task) && object$task != "classification")
     input_error("temperature scaling calibrates a classifier's softmax; this is a ", object$task,
          " model", call. = FALSE)
-  check_model_dir(object)
+  model_dir <- model_dir_of(object, "object")  # R/arguments.R
   frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")
   label <- resolve_y(y, frame, x_arg = "newdata")$y
   valid <- data.frame(frame[c("doc_id", "text")], label = enc2utf8(as.character(label)),
                       stringsAsFactors = FALSE)
   verbose <- model_verbose(verbose, object)
   r_args <- names(formals())
-  pred <- call_verb("predict", c("--model", object$model_dir, "--label-col", "label",
+  pred <- call_verb("predict", c("--model", model_dir, "--label-col", "label",
                                  cli_flags(batch_size = batch_size, device = device)),
                     inputs = list("--input" = valid), output = "rds", doc_id = valid$doc_id,
                     verbose = verbose, r_args = r_args)$output
-  call_verb("calibrate", c("--model", object$model_dir), inputs = list("--pred" = pred),
+  call_verb("calibrate", c("--model", model_dir), inputs = list("--pred" = pred),
             verbose = verbose, r_args = r_args)
-  object$summary <- model_record(object$model_dir)  # R/load_finetune.R
+  object$summary <- model_record(model_dir)  # R/load_finetune.R
   object
 }

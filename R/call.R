@@ -15,16 +15,26 @@
 #'   names in `args`), `"rds"` (a frame, read with read_output()), `"json"` (a JSON file) or
 #'   `"stdout"` (JSON printed on stdout); for `"rds"` and `"json"` a temporary file is passed
 #'   as `--out`.
+#' @param outputs further files the verb writes, a named list: each name a flag (`"--by-term"`,
+#'   `"--export"`, ...), each value `"rds"` or `"json"`; a temporary file is passed with each
+#'   flag and read back into `$outputs[[flag]]`.
+#' @param beside files the verb writes beside its `--out` file, a named character vector of
+#'   suffixes that replace the extension of `--out` (`c(check = ".check.json")`); each is read
+#'   as JSON into `$beside[[name]]` when the verb wrote it (`NULL` otherwise).
 #' @param doc_id for `output = "rds"`: the document names the output must have, in order.
+#' @param simplify for `output = "json"` or `"stdout"`: simplify JSON arrays to vectors and
+#'   data frames (jsonlite's `simplifyVector`); `FALSE` keeps lists.
 #' @param compress compress the input .rds files (FALSE: the same frame gives the same bytes
 #'   on every call, which keeps caches keyed by file content valid).
 #' @inheritParams run_cli
-#' @return The list of run_cli() with `output` added: the data frame, the parsed JSON, or
-#'   `NULL`.
+#' @return The list of run_cli() with `output` added (the data frame, the parsed JSON, or
+#'   `NULL`), and `outputs` and `beside` (named lists) when asked for. Every temporary file is
+#'   deleted on return, whatever happens.
 #' @keywords internal
 #' @noRd
 call_verb <- function(verb, args = character(), inputs = list(),
                       output = c("none", "rds", "json", "stdout"), doc_id = NULL,
+                      outputs = list(), beside = character(), simplify = TRUE,
                       compress = TRUE, verbose = getOption("quantformer.verbose", TRUE),
                       r_args = NULL) {
   output <- match.arg(output)
@@ -36,27 +46,50 @@ call_verb <- function(verb, args = character(), inputs = list(),
     files <- c(files, write_input(inputs[[flag]], compress = compress))
     input_args <- c(input_args, flag, files[length(files)])
   }
-  out_args <- character()
-  if (output %in% c("rds", "json")) {
-    files <- c(files, out_path(paste0(".", output)))
-    out_args <- c("--out", files[length(files)])
-  }
+  out_file <- if (output %in% c("rds", "json")) out_path(paste0(".", output))
+  beside_files <- vapply(beside, function(suffix) sub("\\.[^.]*$", suffix, out_file), "")
+  extra <- vapply(outputs, function(type) out_path(paste0(".", match_output(type))), "")
+  files <- c(files, out_file, beside_files, extra)
+  out_args <- c(if (!is.null(out_file)) c("--out", out_file),
+                as.vector(rbind(names(outputs), extra)))
   res <- run_cli(verb, c(input_args, args, out_args), verbose = verbose, r_args = r_args)
   res$output <- switch(output,
     none = NULL,
-    rds = read_output(files[length(files)], doc_id),  # R/frames.R
-    json = jsonlite::read_json(files[length(files)], simplifyVector = TRUE),
-    stdout = jsonlite::fromJSON(res$stdout, simplifyVector = TRUE))
+    rds = read_output(out_file, doc_id),  # R/frames.R
+    json = jsonlite::read_json(out_file, simplifyVector = simplify),
+    stdout = jsonlite::fromJSON(res$stdout, simplifyVector = simplify))
+  if (length(outputs))
+    res$outputs <- Map(read_output_file, extra, outputs[names(outputs)])
+  if (length(beside))
+    res$beside <- lapply(beside_files, function(f) if (file.exists(f)) read_output_file(f, "json"))
   res
 }
+
+# The kinds of output file call_verb() reads.
+match_output <- function(type) match.arg(type, c("rds", "json"))
+
+# One output file read back: a frame (.rds) or parsed JSON.
+read_output_file <- function(path, type) {
+  if (match_output(type) == "rds") read_output(path)
+  else jsonlite::read_json(path, simplifyVector = TRUE)
+}
+
+# A data frame that a verb reads as a CSV file (`behave --substitutions`), for call_verb()'s
+# `inputs`.
+csv_input <- function(frame) structure(frame, class = c("quantformer_csv", class(frame)))
 
 # A temporary file name for a verb's output (the verb writes it; the caller unlinks it).
 out_path <- function(ext = ".rds") tempfile("qf-output-", fileext = ext)
 
-# Write one input of a verb to a temporary file: a data frame as .rds, a character vector as a
-# UTF-8 text file with one element a line. Returns the path.
+# Write one input of a verb to a temporary file: a data frame as .rds (as a UTF-8 CSV file when
+# marked with csv_input()), a character vector as a UTF-8 text file with one element a line.
+# Returns the path.
 write_input <- function(x, compress = TRUE) {
-  if (is.data.frame(x)) {
+  if (inherits(x, "quantformer_csv")) {
+    path <- tempfile("qf-input-", fileext = ".csv")
+    utils::write.csv(as.data.frame(unclass(x), stringsAsFactors = FALSE), path,
+                     row.names = FALSE, na = "", fileEncoding = "UTF-8")
+  } else if (is.data.frame(x)) {
     path <- tempfile("qf-input-", fileext = ".rds")
     saveRDS(x, path, version = 2, compress = compress)
   } else {
@@ -97,9 +130,7 @@ run_cli <- function(verb, args = character(),
   found <- find_python()
   check_core_version(found)
   # verbs with progress bars get --quiet when nothing is shown
-  quiet_flag <- if (!isTRUE(verbose) && verb %in% c("finetune", "predict", "evaluate",
-                                                    "compare", "tune", "zeroshot",
-                                                    "embed")) "--quiet"
+  quiet_flag <- if (!isTRUE(verbose) && verb_takes_quiet(verb)) "--quiet"  # R/python.R
   stream <- new_stream(echo = isTRUE(verbose))
   names_arg <- if (length(r_args)) paste(r_args, collapse = ",")
   res <- if (worker_wanted(found)) worker_run(found, verb, c(quiet_flag, args), debug, stream,

@@ -161,12 +161,9 @@ read_codes <- function(project, all = FALSE) {
   if (!is.character(project) || length(project) != 1 || !file.exists(project))
     input_error("`project` must be the path of an existing project file, not ",
                 format(project))
-  out <- out_path()
-  on.exit(unlink(out), add = TRUE)
-  run_cli("code", c("--project", normalizePath(project), "--export", out,
-                    if (!isTRUE(all)) "--final", "--quiet"),
-          verbose = FALSE, r_args = names(formals()))
-  codes <- read_output(out)
+  codes <- call_verb("code", c("--project", normalizePath(project), if (!isTRUE(all)) "--final"),
+                     outputs = list("--export" = "rds"), verbose = FALSE,
+                     r_args = names(formals()))$outputs[["--export"]]  # R/call.R
   names(codes)[names(codes) == "label"] <- "code"
   codes
 }

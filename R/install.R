@@ -96,12 +96,12 @@ core_source <- function(path) {
     return(normalizePath(path))
   }
   if (!is.character(path) || length(path) != 1 || !dir.exists(path))
-    stop("`path` must be the folder of a local copy of the quantformer Python core; ",
-         "'", path, "' is not a folder", call. = FALSE)
+    input_error("`path` must be the folder of a local copy of the quantformer Python core; ",
+               "'", path, "' is not a folder", call. = FALSE)
   if (!file.exists(file.path(path, "pyproject.toml")) &&
       !file.exists(file.path(path, "setup.py")))
-    stop("'", path, "' has no pyproject.toml: give the folder that holds the Python core's ",
-         "pyproject.toml", call. = FALSE)
+    input_error("'", path, "' has no pyproject.toml: give the folder that holds the Python core's ",
+               "pyproject.toml", call. = FALSE)
   normalizePath(path)
 }
 
@@ -110,8 +110,8 @@ check_envdir <- function(envdir) {
   if (!dir.exists(envdir) || !length(list.files(envdir, all.files = TRUE, no.. = TRUE)))
     return(invisible(TRUE))
   if (!file.exists(file.path(envdir, "pyvenv.cfg")))
-    stop("'", envdir, "' exists and is not a Python virtual environment (no pyvenv.cfg): ",
-         "choose another `envdir`, or remove that folder", call. = FALSE)
+    input_error("'", envdir, "' exists and is not a Python virtual environment (no pyvenv.cfg): ",
+               "choose another `envdir`, or remove that folder", call. = FALSE)
   invisible(TRUE)
 }
 

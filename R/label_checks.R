@@ -2,14 +2,13 @@
 # `y` with many values (a year, a score) that would become one class per value, and factor
 # levels no coded document has (left out of the model's classes).
 
-# more distinct numbers than this look like a numeric outcome (the core's NUMERIC_CLASSES_MAX,
-# models/tasks.py): 0-10 rating scales and small numeric codes stay quiet
-NUMERIC_CLASSES_MAX <- 10L
-
 # Warn about `y` (the labels of a classifier; `arg`: its argument name) as described above.
 check_class_labels <- function(y, arg = "y") {
   coded <- y[!is.na(y)]
-  if (is.numeric(y) && !is.factor(y) && length(unique(coded)) > NUMERIC_CLASSES_MAX) {
+  # more distinct numbers than the core's numeric_classes_max look like a numeric outcome
+  # (models/tasks.py, read through core_rules()): 0-10 rating scales stay quiet
+  if (is.numeric(y) && !is.factor(y) && !is.null(most <- core_rules()$numeric_classes_max) &&
+      length(unique(coded)) > most) {
     values <- sort(unique(coded))
     warning("`", arg, "` is numeric with ", length(values), " distinct values (",
             format(values[1]), ", ", format(values[2]), ", ..., ",

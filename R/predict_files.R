@@ -61,7 +61,7 @@ predict_files <- function(model, files, output_dir, scheduler = NULL, resume = F
                           batch_size = 64, device = "auto", text_field = NULL,
                           docid_field = NULL, keep_text = FALSE,
                           verbose = getOption("quantformer.verbose", TRUE)) {
-  model_dir <- files_model_dir(model)
+  model_dir <- model_dir_of(model, exists = TRUE)  # R/arguments.R
   if (!is.character(files) || !length(files) || anyNA(files))
     input_error("`files` must be a character vector of corpus files, folders or globs",
          call. = FALSE)
@@ -80,17 +80,6 @@ predict_files <- function(model, files, output_dir, scheduler = NULL, resume = F
                       keep_text = isTRUE(keep_text)))
   call_verb("predict", args, verbose = verbose, r_args = names(formals()))
   read_manifest(output_dir)
-}
-
-files_model_dir <- function(model) {
-  if (inherits(model, "textmodel_finetune")) {
-    check_model_dir(model)
-    return(model$model_dir)
-  }
-  if (!is.character(model) || length(model) != 1 || !dir.exists(model))
-    input_error("`model` must be a textmodel_finetune object or the folder of a fine-tuned model",
-         call. = FALSE)
-  normalizePath(model)
 }
 
 # One row per partition from the run's manifest.json.

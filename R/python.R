@@ -99,6 +99,28 @@ check_core_version <- function(found) {
   invisible(FALSE)
 }
 
+# The core's rules that R checks before a run, read once a session per Python from
+# `quantformer info --verbs --json` (python/quantformer/infer/rules.py): `verbs` (each with
+# `quiet`: whether it takes --quiet), `numeric_classes_max`, `zeroshot_labels`. R keeps no copy
+# of them: a core that cannot answer (an older one) gives an empty list, and R then leaves
+# these checks to the core.
+core_rules <- function() {
+  found <- find_python()
+  rules <- .qf$rules[[found$python]]
+  if (!is.null(rules)) return(rules)
+  rules <- tryCatch(call_verb("info", c("--verbs", "--json"), output = "stdout",
+                              verbose = FALSE)$output,
+                    error = function(e) list())
+  if (!is.list(rules)) rules <- list()
+  .qf$rules[[found$python]] <- rules
+  rules
+}
+
+# Whether the core's `verb` takes --quiet (its progress bars), from core_rules().
+verb_takes_quiet <- function(verb) {
+  verb != "info" && isTRUE(core_rules()$verbs[[verb]]$quiet)
+}
+
 #' Find the Python interpreter that runs the quantformer core
 #'
 #' Tries, in order: the option `quantformer.python`, the environment variables

@@ -86,7 +86,7 @@ suggest_documents <- function(x, y = NULL, n = 50,
   args <- cli_flags(n = n, strategy = strategy, stratify = stratify,
                     no_diversity = !isTRUE(diversity),
                     random_share = if (random_share > 0) random_share,
-                    model = model_dir_of(model),
+                    model = model_dir_of(model, null_ok = TRUE),
                     seed = seed, cache_dir = cache_dir, quiet = !isTRUE(verbose))
   # uncompressed, so the same documents give the same bytes and the embedding cache is reused
   # across rounds
@@ -109,15 +109,6 @@ suggest_inputs <- function(frame, codes, stratify) {
        "--labelled" = if (any(coded))
          data.frame(doc_id = frame$doc_id[coded], label = enc2utf8(codes[coded]),
                     stringsAsFactors = FALSE))
-}
-
-# The model directory of a textmodel_finetune object, or a path as it is.
-model_dir_of <- function(model) {
-  if (is.null(model)) return(NULL)
-  if (inherits(model, "textmodel_finetune")) return(model$model_dir)
-  if (is.character(model) && length(model) == 1) return(normalizePath(model, mustWork = FALSE))
-  input_error("`model` must be NULL, a textmodel_finetune object or a model directory path",
-       call. = FALSE)
 }
 
 #' Code suggested documents in a spreadsheet

@@ -23,9 +23,9 @@ task_training_frame <- function(task, frame, y, arg = "y", x_arg = "x", name_onl
     yy <- resolve_y(y, frame, arg = arg, name_only = name_only, x_arg = x_arg)
     v <- yy$y
     if (is.factor(v) || !(is.numeric(v) || is.logical(v) && all(is.na(v))))
-      stop("task = \"regression\" needs a numeric `", arg, "` (one number per document, NA ",
-           "for uncoded ones), not ", class(v)[1], "; convert it with as.numeric() or use ",
-           "task = \"classification\"", call. = FALSE)
+      input_error("task = \"regression\" needs a numeric `", arg, "` (one number per document, NA ",
+                 "for uncoded ones), not ", class(v)[1], "; convert it with as.numeric() or use ",
+                 "task = \"classification\"", call. = FALSE)
     train <- data.frame(base, label = as.numeric(v), stringsAsFactors = FALSE)
     return(list(train = train, args = c("--task", "regression", "--label-col", "label"),
                 name = yy$name))
@@ -44,12 +44,12 @@ task_other_frame <- function(task, frame, y, train, arg, x_arg, fallback = NULL)
   if (name_only) y <- if (task == "multilabel") train$labels else train$name
   if (is.null(y)) y <- fallback
   if (is.null(y))
-    stop("give `", arg, "`, the outcome of the ", x_arg, " documents (or name a docvar in `y`)",
-         call. = FALSE)
+    input_error("give `", arg, "`, the outcome of the ", x_arg, " documents (or name a docvar in `y`)",
+               call. = FALSE)
   other <- task_training_frame(task, frame, y, arg = arg, x_arg = x_arg, name_only = name_only)
   if (task == "multilabel" && !setequal(other$labels, train$labels))
-    stop("`", arg, "` has the labels ", paste(other$labels, collapse = ", "), " but `y` has ",
-         paste(train$labels, collapse = ", "), "; give the same labels", call. = FALSE)
+    input_error("`", arg, "` has the labels ", paste(other$labels, collapse = ", "), " but `y` has ",
+               paste(train$labels, collapse = ", "), "; give the same labels", call. = FALSE)
   if (task == "multilabel") other$train <- other$train[c("doc_id", "text", train$labels)]
   other$train
 }
@@ -72,12 +72,12 @@ classification_test_frame <- function(tframe, test_y, train) {
   name_only <- is.null(test_y)
   if (name_only) {
     if (is.null(train$name))
-      stop("give `test_y`, the classes of the test documents (or name a docvar in `y`)",
-           call. = FALSE)
+      input_error("give `test_y`, the classes of the test documents (or name a docvar in `y`)",
+                 call. = FALSE)
     test_y <- train$name
   }
   ty <- resolve_y(test_y, tframe, arg = "test_y", name_only = name_only, x_arg = "test")$y
-  if (all(is.na(ty))) stop("`test_y` has no coded test document", call. = FALSE)
+  if (all(is.na(ty))) input_error("`test_y` has no coded test document", call. = FALSE)
   data.frame(tframe[c("doc_id", "text")], label = enc2utf8(as.character(ty)),
              stringsAsFactors = FALSE)
 }
@@ -88,23 +88,23 @@ multilabel_matrix <- function(y, frame, arg = "y", x_arg = "x") {
   if (is.character(y) && is.null(dim(y))) {
     missing <- setdiff(y, names(frame_docvars(frame)))
     if (length(missing))
-      stop("`", arg, "` names docvar(s) ", paste0("'", missing, "'", collapse = ", "),
-           " that `", x_arg, "` does not have; its docvars are: ",
-           paste(names(frame_docvars(frame)), collapse = ", "), call. = FALSE)
+      input_error("`", arg, "` names docvar(s) ", paste0("'", missing, "'", collapse = ", "),
+                 " that `", x_arg, "` does not have; its docvars are: ",
+                 paste(names(frame_docvars(frame)), collapse = ", "), call. = FALSE)
     y <- frame[y]
   }
   if (!(is.matrix(y) || is.data.frame(y)) || is.null(colnames(y)))
-    stop("for task = \"multilabel\", `", arg, "` must be a logical or 0/1 matrix or data ",
-         "frame with one named column per label, or a character vector of docvar names",
-         call. = FALSE)
+    input_error("for task = \"multilabel\", `", arg, "` must be a logical or 0/1 matrix or data ",
+               "frame with one named column per label, or a character vector of docvar names",
+               call. = FALSE)
   if (nrow(y) != nrow(frame))
-    stop("`", arg, "` has ", nrow(y), " rows but `", x_arg, "` has ", nrow(frame),
-         " documents; give one row per document", call. = FALSE)
+    input_error("`", arg, "` has ", nrow(y), " rows but `", x_arg, "` has ", nrow(frame),
+               " documents; give one row per document", call. = FALSE)
   bad <- grepl(",", colnames(y), fixed = TRUE) | colnames(y) %in% c("doc_id", "text")
   if (any(bad))
-    stop("label names must not contain commas or be 'doc_id'/'text': ",
-         paste0("'", colnames(y)[bad], "'", collapse = ", "), "; rename the columns",
-         call. = FALSE)
+    input_error("label names must not contain commas or be 'doc_id'/'text': ",
+               paste0("'", colnames(y)[bad], "'", collapse = ", "), "; rename the columns",
+               call. = FALSE)
   # logical columns become 0/1; other values go as they are (the core names a value not 0/1)
   out <- lapply(as.data.frame(y, stringsAsFactors = FALSE),
                 function(v) if (is.logical(v)) as.integer(v) else v)
@@ -140,11 +140,11 @@ task_validation_args <- function(task, validation, train, text_field = "text",
 # the core runs.
 check_task_predict <- function(object, type, calibrated) {
   if (isTRUE(calibrated))
-    stop("`calibrated = TRUE` applies temperature scaling to a classifier's softmax; this is ",
-         "a ", object$task, " model: leave it out", call. = FALSE)
+    input_error("`calibrated = TRUE` applies temperature scaling to a classifier's softmax; this is ",
+               "a ", object$task, " model: leave it out", call. = FALSE)
   if (identical(object$task, "regression") && type == "probability")
-    stop("a regression model predicts numbers, not probabilities: use type = \"class\" ",
-         "(the default)", call. = FALSE)
+    input_error("a regression model predicts numbers, not probabilities: use type = \"class\" ",
+               "(the default)", call. = FALSE)
   invisible(TRUE)
 }
 

@@ -63,6 +63,15 @@ temporary_dir_gone <- function(object) {
 # ------------------------------------------------------------------------------------------
 # print() and summary() pieces
 
+# The frame of every print.summary.* method: the title with "(quantformer)", the call, then
+# `body()` (the class's own sections); returns `x` invisibly, as print methods do.
+print_summary <- function(x, title, body) {
+  cat(title, " (quantformer)\n", sep = "")
+  print_call(x$call)
+  body()
+  invisible(x)
+}
+
 print_call <- function(call) {
   if (!is.null(call)) cat("\nCall:\n", paste(deparse(call), collapse = "\n"), "\n", sep = "")
 }

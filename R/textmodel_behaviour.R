@@ -10,7 +10,8 @@
 #' `"negation"` (added), `"negation_removed"`; `"substitutions"` replaces whole words by
 #' the pairs in `substitutions` (any language). Runs `quantformer behave`.
 #'
-#' @param fit a classifier fitted by [textmodel_finetune()], or its model folder.
+#' @param x a classifier fitted by [textmodel_finetune()], a [textmodel_tune()] result (its
+#'   refit model), or a model folder.
 #' @param newdata documents (a quanteda corpus, a character vector or a data frame with a
 #'   `text` column); for `expect = "label"` without a template, with labels in `y`.
 #' @param perturb one of the perturbations above (character).
@@ -24,6 +25,8 @@
 #' @param tolerance directional tests: the largest move the wrong way that passes (0.1,
 #'   CheckList's default).
 #' @param y labels of `newdata` for `expect = "label"` (a docvar name or a vector).
+#' @param fit the old name of `x`, accepted with a warning (class `quantformer_deprecated`)
+#'   until the next release.
 #' @inheritParams textmodel_finetune
 #' @return An object of class `textmodel_behaviour`: a list with `summary` (a data frame: one
 #'   row per test with `name`, `type`, `expect`, `n`, `n_fail`, `fail_rate`, `ci_lower`,
@@ -31,15 +34,17 @@
 #'   perturbed, both predictions; for perturbation tests also `passed_examples`, up to 3 pairs
 #'   that passed, so that what the perturbation did shows when nothing failed).
 #' @export
-textmodel_behaviour <- function(fit, newdata = NULL, perturb = NULL, expect = NULL,
+textmodel_behaviour <- function(x, newdata = NULL, perturb = NULL, expect = NULL,
                                 suite = NULL, substitutions = NULL, template = NULL,
                                 fill = NULL, label = NULL, tolerance = 0.1, y = NULL,
                                 text_field = "text", docid_field = "doc_id",
-                                verbose = FALSE) {
-  model <- if (inherits(fit, "textmodel_finetune")) fit$model_dir else fit
-  files <- character()
-  on.exit(unlink(files), add = TRUE)
-  args <- c("--model", model)
+                                verbose = FALSE, fit) {
+  first <- first_arguments(if (!missing(x)) x, if (!missing(fit)) fit, newdata,  # R/arguments.R
+                           "fit", "textmodel_behaviour", missing(x), missing(fit),
+                           is.null(newdata))
+  x <- first$x
+  newdata <- first$second
+  frame <- NULL
   if (!is.null(newdata)) {
     frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")
     cols <- c("doc_id", "text")
@@ -47,26 +52,21 @@ textmodel_behaviour <- function(fit, newdata = NULL, perturb = NULL, expect = NU
       frame$label <- resolve_y(y, frame)
       cols <- c(cols, "label")
     }
-    files <- c(files, write_input(frame[cols]))
-    args <- c(args, "--input", files[length(files)])
+    frame <- frame[cols]
   }
-  if (!is.null(substitutions)) {
-    sub_file <- tempfile("qf-subs-", fileext = ".csv")
-    utils::write.csv(data.frame(from = substitutions$from, to = substitutions$to),
-                     sub_file, row.names = FALSE, fileEncoding = "UTF-8")
-    files <- c(files, sub_file)
-    args <- c(args, "--substitutions", sub_file)
-  }
+  subs <- if (!is.null(substitutions))
+    csv_input(data.frame(from = substitutions$from, to = substitutions$to,
+                         stringsAsFactors = FALSE))  # R/call.R
   if (!is.null(fill))
     fill <- paste(names(fill), vapply(fill, paste, "", collapse = "|"), sep = "=",
                   collapse = ";")
-  out_file <- out_path(".json")
-  files <- c(files, out_file)
-  run_cli("behave", c(args, cli_flags(perturb = perturb, expect = expect, suite = suite,
-                                      template = template, fill = fill, label = label,
-                                      tolerance = tolerance), "--out", out_file),
-          verbose = verbose, r_args = names(formals()))
-  res <- jsonlite::read_json(out_file, simplifyVector = FALSE)
+  res <- call_verb("behave", c("--model", model_dir_of(x, "x"),
+                               cli_flags(perturb = perturb, expect = expect, suite = suite,
+                                         template = template, fill = fill, label = label,
+                                         tolerance = tolerance)),
+                   inputs = list("--input" = frame, "--substitutions" = subs),
+                   output = "json", simplify = FALSE, verbose = verbose,
+                   r_args = setdiff(names(formals()), "fit"))$output
   cols <- c("name", "type", "expect", "n", "n_fail", "fail_rate", "ci_lower", "ci_upper")
   summary <- do.call(rbind, lapply(res$tests, function(t) {
     as.data.frame(lapply(t[cols], function(v) if (is.null(v)) NA else v),

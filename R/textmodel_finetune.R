@@ -153,8 +153,8 @@ validation_args <- function(validation, yname, text_field = "text", docid_field 
   if (is.null(validation)) return(list(args = character(), inputs = list()))
   if (is.numeric(validation) && length(validation) == 1) {
     if (!(validation > 0 && validation < 1))
-      stop("`validation` as a number is the share of coded documents held out: give a value ",
-           "between 0 and 1, not ", validation, call. = FALSE)
+      input_error("`validation` as a number is the share of coded documents held out: give a value ",
+                 "between 0 and 1, not ", validation, call. = FALSE)
     return(list(args = c("--valid-fraction", format(validation, scientific = FALSE)),
                 inputs = list()))
   }
@@ -223,8 +223,8 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
   frame <- if (is.null(newdata)) object$x
            else as_frame(newdata, text_field, docid_field, arg = "newdata")
   if (is.null(frame))
-    stop("this model was loaded from its directory and holds no training documents; give ",
-         "`newdata`", call. = FALSE)
+    input_error("this model was loaded from its directory and holds no training documents; give ",
+               "`newdata`", call. = FALSE)
   classifier <- is.null(object$task) || object$task == "classification"
   if (!classifier) check_task_predict(object, type, calibrated)  # R/tasks.R
   out <- predict_frame("predict", c("--model", object$model_dir,
@@ -304,20 +304,19 @@ validation_tables <- function(v, levels) {
 #' @rdname summary.textmodel_finetune
 #' @export
 print.summary.textmodel_finetune <- function(x, digits = 3, ...) {
-  cat("Fine-tuned Transformer classifier (quantformer)\n")
-  print_call(x$call)
-  cat("\nModel:     ", format_or_na(x$model), "\n", sep = "")
-  print_model_dir("Directory: ", x)
-  cat("Created:   ", format_or_na(x$created), "\n", sep = "")
-  cat("\nTraining documents: ", format_or_na(x$n_train), " (", format_or_na(x$n_missing_label),
-      " without a label left out)\n", sep = "")
-  if (length(x$label_counts)) {
-    cat("\nClass counts:\n")
-    print(x$label_counts)
-  }
-  print_fields("Hyperparameters", x$hyperparameters)
-  print_validation(x$validation, digits)
-  invisible(x)
+  print_summary(x, "Fine-tuned Transformer classifier", function() {  # R/textmodel-methods.R
+    cat("\nModel:     ", format_or_na(x$model), "\n", sep = "")
+    print_model_dir("Directory: ", x)
+    cat("Created:   ", format_or_na(x$created), "\n", sep = "")
+    cat("\nTraining documents: ", format_or_na(x$n_train), " (",
+        format_or_na(x$n_missing_label), " without a label left out)\n", sep = "")
+    if (length(x$label_counts)) {
+      cat("\nClass counts:\n")
+      print(x$label_counts)
+    }
+    print_fields("Hyperparameters", x$hyperparameters)
+    print_validation(x$validation, digits)
+  })
 }
 
 # The validation metrics, rounded: one line of overall metrics, then the per-class table.

@@ -157,14 +157,35 @@ summary.textmodel_tune <- function(object, ...) {
 #' @rdname summary.textmodel_tune
 #' @export
 print.summary.textmodel_tune <- function(x, digits = 3, ...) {
-  cat("Cross-validated fine-tuning grid (quantformer)\n")
-  print_call(x$call)
-  print_tune_table(x, digits)
-  cat("\nScores per fold:\n")
-  print(round_numbers(x$cv_results, digits), row.names = FALSE)
-  print_fields("Test set (the refit best configuration)", x$test)
-  if (!is.null(x$model_dir)) cat("\nRefit model: ", x$model_dir, "\n", sep = "")
-  invisible(x)
+  print_summary(x, "Cross-validated fine-tuning grid", function() {  # R/textmodel-methods.R
+    print_tune_table(x, digits)
+    cat("\nScores per fold:\n")
+    print(round_numbers(x$cv_results, digits), row.names = FALSE)
+    print_fields("Test set (the refit best configuration)", x$test)
+    if (!is.null(x$model_dir)) cat("\nRefit model: ", x$model_dir, "\n", sep = "")
+  })
+}
+
+#' Predict with the refit model of a grid search
+#'
+#' The configuration [textmodel_tune()] chose, refit on all its training documents, predicts
+#' as [predict.textmodel_finetune()] does.
+#'
+#' @param object a `textmodel_tune` object with a refit model (its `model`).
+#' @param newdata,... `newdata` and the further arguments of [predict.textmodel_finetune()]
+#'   (`type`, `batch_size`, ...); without `newdata` the refit model holds no documents, so
+#'   `newdata` is required.
+#' @return As [predict.textmodel_finetune()]: a factor (or probabilities) named by docnames.
+#'   Errors: a result without a refit model (its folder has no `model/`), no `newdata`.
+#' @seealso [predict.textmodel_finetune()]
+#' @export
+predict.textmodel_tune <- function(object, newdata = NULL, ...) {
+  if (is.null(object$model))
+    input_error("`object` has no refit model (its folder ", object$output_dir, " has no ",
+                "model/): fit it again with textmodel_tune() to predict")
+  if (is.null(newdata))
+    input_error("give `newdata`: the refit model of textmodel_tune() holds no documents")
+  stats::predict(object$model, newdata = newdata, ...)
 }
 
 # The configurations table and the chosen one, for print() and summary().

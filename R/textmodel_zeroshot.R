@@ -42,24 +42,12 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
   call <- match.call()
   method <- match.arg(method)
   if (missing(labels) || !is.character(labels) || anyNA(labels))
-    stop("`labels` must be a character vector of class labels, e.g. c(\"economy\", \"war\")",
-         call. = FALSE)
-  # the core strips surrounding whitespace from label phrases too: keep the levels equal
-  labels <- trimws(enc2utf8(labels))
-  if (anyDuplicated(labels))
-    stop("`labels` has duplicates: ",
-         paste0("'", unique(labels[duplicated(labels)]), "'", collapse = ", "),
-         "; give each class once", call. = FALSE)
-  if (length(labels) < 2)
-    stop("`labels` must name at least two classes (zero-shot classification chooses among ",
-         "labels), but it has ", length(labels), call. = FALSE)
-  bad <- !nzchar(labels) | grepl("[\r\n]", labels)
-  if (any(bad))
-    stop("labels must be non-empty and on one line (no line breaks): ",
-         paste0("'", labels[bad], "'", collapse = ", "), call. = FALSE)
+    input_error("`labels` must be a character vector of class labels, e.g. c(\"economy\", \"war\")",
+               call. = FALSE)
+  labels <- check_zeroshot_labels(enc2utf8(labels), isTRUE(multi_label))
   if (!is.character(hypothesis) || length(hypothesis) != 1 || !grepl("{}", hypothesis, fixed = TRUE))
-    stop("`hypothesis` must be one string with `{}` where the label goes, e.g. ",
-         "\"This text is about {}.\"", call. = FALSE)
+    input_error("`hypothesis` must be one string with `{}` where the label goes, e.g. ",
+               "\"This text is about {}.\"", call. = FALSE)
   frame <- as_frame(x, text_field, docid_field)
   structure(list(x = frame, labels = labels, hypothesis = enc2utf8(hypothesis), model = model,
                  method = method, multi_label = isTRUE(multi_label),
@@ -149,15 +137,42 @@ summary.textmodel_zeroshot <- function(object, ...) {
 #' @rdname summary.textmodel_zeroshot
 #' @export
 print.summary.textmodel_zeroshot <- function(x, ...) {
-  cat("Zero-shot classifier (quantformer)\n")
-  print_call(x$call)
-  cat("\nModel:     ", if (is.null(x$model)) "(the core's default for the method)" else x$model,
-      "\nMethod:    ", x$method,
-      if (x$multi_label) " (multi-label: each label scored on its own)"
-      else " (labels compete: probabilities sum to 1)",
-      "\nDocuments: ", x$n_documents,
-      if (x$n_empty) paste0(" (", x$n_empty, " with empty or missing text: NA predictions)"),
-      "\n\nHypotheses tested, one per label:\n", sep = "")
-  print(x$hypotheses, row.names = FALSE, right = FALSE)
-  invisible(x)
+  print_summary(x, "Zero-shot classifier", function() {  # R/textmodel-methods.R
+    cat("\nModel:     ", if (is.null(x$model)) "(the core's default for the method)" else x$model,
+        "\nMethod:    ", x$method,
+        if (x$multi_label) " (multi-label: each label scored on its own)"
+        else " (labels compete: probabilities sum to 1)",
+        "\nDocuments: ", x$n_documents,
+        if (x$n_empty) paste0(" (", x$n_empty, " with empty or missing text: NA predictions)"),
+        "\n\nHypotheses tested, one per label:\n", sep = "")
+    print(x$hypotheses, row.names = FALSE, right = FALSE)
+  })
+}
+
+# `labels` checked by the core's rules (core_rules()$zeroshot_labels, the rules of
+# quantformer.infer.zeroshot.check_labels) before any documents are sent: stripped as the core
+# strips them (so that the levels of the predictions are the labels), then non-empty, on one
+# line, distinct and enough of them. Returns the labels as the core will see them.
+check_zeroshot_labels <- function(labels, multi_label) {
+  rules <- core_rules()$zeroshot_labels  # R/python.R
+  if (is.null(rules)) return(labels)
+  if (isTRUE(rules$strip)) labels <- trimws(labels)
+  bad <- (isTRUE(rules$nonempty) & !nzchar(labels)) |
+    (isTRUE(rules$one_line) & grepl("[\r\n]", labels))
+  if (any(bad))
+    input_error("labels must be non-empty and on one line (no line breaks): ",
+                paste0("'", labels[bad], "'", collapse = ", "))
+  if (isTRUE(rules$distinct) && anyDuplicated(labels))
+    input_error("`labels` has duplicates: ",
+                paste0("'", unique(labels[duplicated(labels)]), "'", collapse = ", "),
+                "; give each class once")
+  fewest <- if (multi_label) rules$min_labels_multi_label else rules$min_labels
+  if (length(labels) < fewest)
+    input_error("`labels` must name at least ",
+                if (fewest %in% 1:3) c("one", "two", "three")[fewest] else fewest,
+                " class", if (fewest > 1) "es",
+                if (!multi_label) " (zero-shot classification chooses among labels; with ",
+                if (!multi_label) "multi_label = TRUE each label is scored on its own)",
+                ", but it has ", length(labels))
+  labels
 }

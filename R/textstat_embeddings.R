@@ -55,9 +55,9 @@ textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length =
                                 verbose = getOption("quantformer.verbose", TRUE)) {
   truncation <- match.arg(truncation)
   if (!is.logical(normalize) || length(normalize) != 1 || is.na(normalize))
-    stop("`normalize` must be TRUE or FALSE, not ", format(normalize), call. = FALSE)
+    input_error("`normalize` must be TRUE or FALSE, not ", format(normalize), call. = FALSE)
   if (!is.null(model) && (!is.character(model) || length(model) != 1 || is.na(model)))
-    stop("`model` must be NULL, a hub id or a model folder (one string)", call. = FALSE)
+    input_error("`model` must be NULL, a hub id or a model folder (one string)", call. = FALSE)
   frame <- as_frame(x, text_field, docid_field)
   args <- c("--layout", "wide",
             cli_flags(model = model, normalize = normalize, max_length = max_length,

@@ -9,16 +9,16 @@
 #' is never much wider than the gold sample's own interval. Runs `quantformer estimate`
 #' (ppi-python's estimators).
 #'
-#' @param pred the predictions for every document of the corpus, named by docnames: a factor
+#' @param x the predictions for every document of the corpus, named by docnames: a factor
 #'   of classes (`predict(fit, newdata, type = "class")`) or a matrix of class probabilities
 #'   (`type = "prob"`, one column per class). Probabilities make the PPI interval narrower.
 #' @param gold the hand-coded classes of a random sample of those documents: a vector or
 #'   factor named by docnames (documents not coded may be left out or be `NA`), or a data
 #'   frame with `doc_id` and `label` columns.
 #' @param by `NULL` (the whole corpus), the name(s) of docvars of `data`, or grouping values:
-#'   a vector or data frame with one value (row) per document of `pred`.
+#'   a vector or data frame with one value (row) per document of `x`.
 #' @param data a quanteda corpus or a data frame with the docvars named in `by`, one document
-#'   per element of `pred`, in the same order.
+#'   per element of `x`, in the same order.
 #' @param method `"ppi"` (prediction-powered inference, the default), `"naive"` (the share of
 #'   predicted labels with a Wald interval: what ignoring classification error gives; shown
 #'   for contrast) or `"gold"` (the hand-coded sample alone).
@@ -30,6 +30,8 @@
 #'   `n_gold_needed`, the number of hand-coded documents that gives intervals that narrow,
 #'   planned from `gold` as a pilot (as `dsl::power_dsl()` does).
 #' @template verbose
+#' @param pred the old name of `x`, accepted with a warning (class
+#'   `quantformer_deprecated`) until the next release.
 #' @return A data frame of class `textstat_prevalence`, one row per group and class: the `by`
 #'   columns, `class`, `estimate`, `ci_low`, `ci_high` (proportions), `method`, `n_gold`
 #'   (hand-coded documents used), `n_total` (documents), `note` (why an estimate is pooled or
@@ -39,7 +41,7 @@
 #'   `n_gold_needed` exceeds the documents: coding all of them is the most one can do) and,
 #'   with `target_halfwidth`, `n_gold_needed`. Groups with fewer than 10 gold
 #'   documents give a warning; a gold sample of fewer than 10 documents, gold documents that
-#'   are not in `pred` and classes the model does not know are errors.
+#'   are not in `x` and classes the model does not know are errors.
 #' @references Angelopoulos, A. N., Bates, S., Fannjiang, C., Jordan, M. I., & Zrnic, T.
 #'   (2023). Prediction-powered inference. *Science*, 382(6671), 669-674.
 #'
@@ -62,19 +64,24 @@
 #' }
 #' }
 #' @export
-textstat_prevalence <- function(pred, gold, by = NULL, data = NULL,
+textstat_prevalence <- function(x, gold, by = NULL, data = NULL,
                                 method = c("ppi", "naive", "gold"), level = 0.95,
                                 inclusion_prob = NULL, target_halfwidth = NULL,
-                                verbose = FALSE) {
+                                verbose = FALSE, pred) {
+  first <- first_arguments(if (!missing(x)) x, if (!missing(pred)) pred,  # R/arguments.R
+                           if (!missing(gold)) gold, "pred", "textstat_prevalence", missing(x),
+                           missing(pred), missing(gold))
+  x <- first$x
+  gold <- first$second
   method <- match.arg(method)
-  gold_in <- gold_inputs(pred, gold, by, data, inclusion_prob)
+  gold_in <- gold_inputs(x, gold, by, data, inclusion_prob)
   res <- call_verb("estimate",
                    c(if (length(gold_in$by)) c("--by", paste(gold_in$by, collapse = ",")),
                      if (!is.null(inclusion_prob)) c("--weight-col", "inclusion_prob"),
                      cli_flags(method = method, level = level,
                                target_halfwidth = target_halfwidth)),
                    inputs = gold_in$inputs, output = "rds", verbose = verbose,
-                   r_args = names(formals()))$output
+                   r_args = setdiff(names(formals()), "pred"))$output
   class(res) <- c("textstat_prevalence", "textstat", "data.frame")
   res
 }
@@ -99,8 +106,8 @@ prediction_frame <- function(pred) {
   if (is.null(ids)) ids <- paste0("text", seq_len(n))
   if (is.matrix(pred)) {
     if (is.null(colnames(pred)) || !is.numeric(pred))
-      stop("`pred` is a matrix without class names as column names, or not numeric; give ",
-           "predict(fit, newdata, type = \"prob\") or a factor of classes", call. = FALSE)
+      input_error("`x` is a matrix without class names as column names, or not numeric; give ",
+                 "predict(fit, newdata, type = \"prob\") or a factor of classes", call. = FALSE)
     best <- colnames(pred)[max.col(replace(pred, is.na(pred), -1), ties.method = "first")]
     best[rowSums(is.na(pred)) > 0] <- NA
     probs <- as.data.frame(unclass(pred), stringsAsFactors = FALSE)
@@ -110,8 +117,8 @@ prediction_frame <- function(pred) {
                       stringsAsFactors = FALSE, check.names = FALSE))
   }
   if (!is.factor(pred) && !is.character(pred))
-    stop("`pred` must be a factor of predicted classes or a probability matrix, not ",
-         class(pred)[1], call. = FALSE)
+    input_error("`x` must be a factor of predicted classes or a probability matrix, not ",
+               class(pred)[1], call. = FALSE)
   data.frame(doc_id = enc2utf8(ids), predicted = enc2utf8(as.character(pred)),
              stringsAsFactors = FALSE)
 }
@@ -121,22 +128,22 @@ prediction_frame <- function(pred) {
 gold_frame <- function(gold, inclusion_prob = NULL) {
   if (is.data.frame(gold)) {
     if (!all(c("doc_id", "label") %in% names(gold)))
-      stop("`gold` is a data frame without 'doc_id' and 'label' columns; its columns are: ",
-           paste(names(gold), collapse = ", "), call. = FALSE)
+      input_error("`gold` is a data frame without 'doc_id' and 'label' columns; its columns are: ",
+                 paste(names(gold), collapse = ", "), call. = FALSE)
     ids <- as.character(gold$doc_id)
     labels <- as.character(gold$label)
   } else {
     if (is.null(names(gold)))
-      stop("`gold` must be named by docnames (the names of `pred`), so that each code ",
-           "finds its document; e.g. `gold <- setNames(codes, docnames)`", call. = FALSE)
+      input_error("`gold` must be named by docnames (the names of `x`), so that each code ",
+                 "finds its document; e.g. `gold <- setNames(codes, docnames)`", call. = FALSE)
     ids <- names(gold)
     labels <- as.character(gold)
   }
   out <- data.frame(doc_id = enc2utf8(ids), label = enc2utf8(labels), stringsAsFactors = FALSE)
   if (!is.null(inclusion_prob)) {
     if (length(inclusion_prob) != nrow(out))
-      stop("`inclusion_prob` has ", length(inclusion_prob), " value(s) but `gold` has ",
-           nrow(out), "; give one inclusion probability per element of `gold`", call. = FALSE)
+      input_error("`inclusion_prob` has ", length(inclusion_prob), " value(s) but `gold` has ",
+                 nrow(out), "; give one inclusion probability per element of `gold`", call. = FALSE)
     out$inclusion_prob <- as.numeric(inclusion_prob)
   }
   out[!is.na(out$label), , drop = FALSE]
@@ -149,18 +156,18 @@ group_columns <- function(by, data, n) {
     dv <- frame_docvars(as_frame(data, arg = "data"))
     miss <- setdiff(by, names(dv))
     if (length(miss))
-      stop("`by` names ", paste0("'", miss, "'", collapse = ", "), " but `data` has no such ",
-           "docvar; its docvars are: ", paste(names(dv), collapse = ", "), call. = FALSE)
+      input_error("`by` names ", paste0("'", miss, "'", collapse = ", "), " but `data` has no such ",
+                 "docvar; its docvars are: ", paste(names(dv), collapse = ", "), call. = FALSE)
     groups <- dv[by]
   } else if (is.character(by) && length(by) < n) {
-    stop("`by` names docvars (", paste(by, collapse = ", "), ") but `data` is missing: give ",
-         "the corpus or data frame that holds them", call. = FALSE)
+    input_error("`by` names docvars (", paste(by, collapse = ", "), ") but `data` is missing: give ",
+               "the corpus or data frame that holds them", call. = FALSE)
   } else {
     groups <- if (is.data.frame(by)) by else data.frame(group = by, stringsAsFactors = FALSE)
   }
   if (nrow(groups) != n)
-    stop("`by` has ", nrow(groups), " value(s) but `pred` has ", n, " document(s); give one ",
-         "group per document", call. = FALSE)
+    input_error("`by` has ", nrow(groups), " value(s) but `x` has ", n, " document(s); give one ",
+               "group per document", call. = FALSE)
   for (i in seq_along(groups)) if (is.factor(groups[[i]])) groups[[i]] <- as.character(groups[[i]])
   rownames(groups) <- NULL
   groups

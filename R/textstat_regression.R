@@ -12,10 +12,12 @@
 #'   the right, e.g. `economy ~ party + decade` (patsy syntax: `C(x)`, `a:b`, `- 1` work; a
 #'   character or factor docvar gets treatment dummies).
 #' @param data a quanteda corpus or a data frame with the docvars of `formula`, one document
-#'   per element of `pred`, in the same order.
+#'   per element of `x`, in the same order.
 #' @param family `"ols"` (linear probability model, the default) or `"logistic"` (log-odds).
 #' @param method `"ppi"` (default), `"naive"` (predicted labels as the outcome; for
 #'   contrast) or `"gold"` (the hand-coded documents alone).
+#' @param pred the old name of `x`, accepted with a warning (class
+#'   `quantformer_deprecated`) until the next release.
 #' @return A data frame of class `textstat_regression`, one row per coefficient: `outcome`,
 #'   `term` (named as [lm()] names coefficients: `(Intercept)`, `partyR`, `decade1990s`,
 #'   `partyR:decade1990s`; the core's files use patsy's `Intercept`, `party[T.R]`), `estimate`, `ci_low`, `ci_high`, `family`, `method`, `n_gold`, `n_total`.
@@ -35,23 +37,28 @@
 #' }
 #' }
 #' @export
-textstat_regression <- function(pred, gold, formula, data, family = c("ols", "logistic"),
+textstat_regression <- function(x, gold, formula, data, family = c("ols", "logistic"),
                                 method = c("ppi", "naive", "gold"), level = 0.95,
-                                inclusion_prob = NULL, verbose = FALSE) {
+                                inclusion_prob = NULL, verbose = FALSE, pred) {
+  first <- first_arguments(if (!missing(x)) x, if (!missing(pred)) pred,  # R/arguments.R
+                           if (!missing(gold)) gold, "pred", "textstat_regression", missing(x),
+                           missing(pred), missing(gold))
+  x <- first$x
+  gold <- first$second
   family <- match.arg(family)
   method <- match.arg(method)
   if (!inherits(formula, "formula") || length(formula) != 3)
-    stop("`formula` must be a two-sided formula such as `economy ~ party`, with a class on ",
-         "the left", call. = FALSE)
+    input_error("`formula` must be a two-sided formula such as `economy ~ party`, with a class on ",
+               "the left", call. = FALSE)
   covariates <- regression_docvars(formula, data)
-  gold_in <- gold_inputs(pred, gold, inclusion_prob = inclusion_prob, extra = covariates)
+  gold_in <- gold_inputs(x, gold, inclusion_prob = inclusion_prob, extra = covariates)
   spec <- paste(deparse(formula, width.cutoff = 500L), collapse = " ")
   res <- call_verb("regress",
                    c("--formula", spec,
                      if (!is.null(inclusion_prob)) c("--weight-col", "inclusion_prob"),
                      cli_flags(family = family, method = method, level = level)),
                    inputs = gold_in$inputs, output = "rds", verbose = verbose,
-                   r_args = names(formals()))$output
+                   r_args = setdiff(names(formals()), "pred"))$output
   res$term <- r_term_names(res$term)
   class(res) <- c("textstat_regression", "textstat", "data.frame")
   res
@@ -60,14 +67,14 @@ textstat_regression <- function(pred, gold, formula, data, family = c("ols", "lo
 # The docvars of `data` that the right-hand side of `formula` uses (a data frame).
 regression_docvars <- function(formula, data) {
   if (missing(data) || is.null(data))
-    stop("`data` is missing: give the corpus or data frame with the docvars of `formula`",
-         call. = FALSE)
+    input_error("`data` is missing: give the corpus or data frame with the docvars of `formula`",
+               call. = FALSE)
   dv <- if (is.data.frame(data) && !"text" %in% names(data)) data
         else frame_docvars(as_frame(data, arg = "data"))
   used <- intersect(all.vars(formula[[3]]), names(dv))
   if (!length(used) && length(all.vars(formula[[3]])))
-    stop("`formula` uses ", paste(all.vars(formula[[3]]), collapse = ", "), " but `data` has ",
-         "no such docvar; its docvars are: ", paste(names(dv), collapse = ", "), call. = FALSE)
+    input_error("`formula` uses ", paste(all.vars(formula[[3]]), collapse = ", "), " but `data` has ",
+               "no such docvar; its docvars are: ", paste(names(dv), collapse = ", "), call. = FALSE)
   out <- dv[used]
   for (i in seq_along(out)) if (is.factor(out[[i]])) out[[i]] <- as.character(out[[i]])
   rownames(out) <- NULL

@@ -38,7 +38,7 @@
 #' @export
 textstat_subwords <- function(x, model = NULL, max_length = NULL, docvars = FALSE,
                               text_field = "text", docid_field = "doc_id", verbose = FALSE) {
-  if (inherits(model, "textmodel_finetune")) model <- model$model_dir
+  model <- model_dir_of(model, null_ok = TRUE)  # R/arguments.R
   frame <- as_frame(x, text_field, docid_field)
   out <- call_verb("tokenize", cli_flags(model = model, max_length = max_length),
                    inputs = list("--input" = frame[c("doc_id", "text")]), output = "rds",

@@ -86,6 +86,33 @@ def test_missing_and_empty_texts_are_kept_and_counted(capsys, tmp_path):
     assert [r["n_tokens"] for r in rows] == [4, 0, 3, 0]
 
 
+def test_info_verbs_lists_each_verb_its_quiet_flag_and_the_caller_rules(capsys):
+    """Issue 32: what R checks before a run comes from the core, not from copies in R."""
+    from quantformer.cli.main import build_parser
+    from quantformer.infer.zeroshot import check_labels
+    from quantformer.models.tasks import NUMERIC_CLASSES_MAX
+
+    code, stdout, _ = run(capsys, "info", "--verbs", "--json")
+    answer = json.loads(stdout)
+    assert code == 0
+    verbs = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices)
+    assert sorted(answer["verbs"]) == sorted(verbs.choices)
+    for name, sub in verbs.choices.items():
+        takes = any("--quiet" in a.option_strings for a in sub._actions)
+        assert answer["verbs"][name] == {"quiet": takes}
+    assert answer["verbs"]["predict"] == {"quiet": True}
+    assert answer["verbs"]["estimate"] == {"quiet": False}
+    assert answer["numeric_classes_max"] == NUMERIC_CLASSES_MAX
+    rules = answer["zeroshot_labels"]
+    # the counts are the ones check_labels enforces: one label fewer fails, that many passes
+    assert len(check_labels([f"l{i}" for i in range(rules["min_labels"])])) == rules["min_labels"]
+    with pytest.raises(Exception, match="at least two labels"):
+        check_labels([f"l{i}" for i in range(rules["min_labels"] - 1)])
+    assert check_labels(["only"], multi_label=True) == ["only"]
+    assert rules["min_labels_multi_label"] == 1
+    assert check_labels(["  a ", "b"]) == ["a", "b"] and rules["strip"] is True
+
+
 def test_info_json_and_help(capsys):
     code, stdout, _ = run(capsys, "info", "--json")
     info = json.loads(stdout)

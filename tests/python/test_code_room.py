@@ -421,7 +421,6 @@ def test_finetune_now_runs_a_child_409_while_running_and_a_restart_shows_it(
                             / "quantformer.json").read_text())
         assert model["labels"] == ["a", "b", "c"] and model["n_train"] == 14  # 18 - 4 held out
         assert done["macro_f1"] == pytest.approx(model["validation"]["macro_f1"])
-        assert 0.0 <= done["macro_f1"] <= 1.0
         assert [p.name for p in (tmp_path / "models").iterdir()] == [Path(done["model"]).name]
     finally:
         server.shutdown()

@@ -76,8 +76,17 @@ def test_missing_documents_are_nan_rows_with_warning(tiny_bert_dir):
 
 
 def test_encoder_decoder_models_pool_their_encoder(tiny_bart_nli_dir):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
     vecs = embed(DOCS[:2], model=str(tiny_bart_nli_dir), device="cpu", quiet=True)
-    assert vecs.shape == (2, 32) and np.isfinite(vecs).all()
+    # the mean of the encoder's last hidden states over each document's own tokens
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bart_nli_dir))
+    encoder = AutoModel.from_pretrained(str(tiny_bart_nli_dir)).get_encoder().eval()
+    for i, doc in enumerate(DOCS[:2]):
+        with torch.no_grad():
+            hidden = encoder(**tokenizer(doc, return_tensors="pt")).last_hidden_state[0]
+        np.testing.assert_allclose(vecs[i], hidden.mean(0).numpy(), atol=1e-5)
 
 
 def test_python_api_bad_input(tiny_bert_dir):

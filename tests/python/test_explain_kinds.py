@@ -54,6 +54,31 @@ def _explain(clf, texts, **kw):
         return explain(clf, texts, **kw)
 
 
+def _randomisation_spearman(clf, frame, ex):
+    """Adebayo et al.'s (2018) model randomisation by hand: explain the same documents and
+    targets with a fully re-initialised copy of the model, then the mean per-document Spearman
+    correlation (scipy) of the two attributions, over the words both saw."""
+    from scipy.stats import spearmanr
+
+    from quantformer.infer.explain_check import randomised
+
+    import pandas as pd
+
+    other_model, docs = randomised(clf), ex.documents
+    theirs = pd.concat([_explain(other_model, frame[frame["doc_id"].isin(group["doc_id"])],
+                                 target=target).words
+                        for target, group in docs.groupby("target")])
+    values = []
+    for (doc_id, target), mine in ex.words.groupby(["doc_id", "target"], sort=False):
+        other = theirs[(theirs["doc_id"] == doc_id) & (theirs["target"] == target)]
+        a, b = mine["attribution"].to_numpy(), other["attribution"].to_numpy()
+        ok = ~np.isnan(a) & ~np.isnan(b)
+        rho = spearmanr(a[ok], b[ok]).statistic
+        if not np.isnan(rho):
+            values.append(rho)
+    return float(np.mean(values))
+
+
 def test_nli_explains_the_entailment_logit_of_the_targets_pair_over_the_premise(nli):
     clf, _ = nli
     res = _explain(clf, TEXTS, steps=64)
@@ -94,9 +119,11 @@ def test_nli_target_checks_and_errors(nli, tmp_path, capsys):
     res = _explain(clf, TEXTS[:2], target="other", steps=8)
     assert (res.documents["target"] == "other").all()
     frame = toy_frame(6)
-    checks = check(clf, frame, _explain(clf, frame, steps=4))
+    ex = _explain(clf, frame, steps=4)
+    checks = check(clf, frame, ex)
     assert checks["aopc_n_docs"] == 6 and checks["randomisation_n_docs"] == 6
-    assert isinstance(checks["randomisation_spearman"], float)
+    assert checks["randomisation_spearman"] == pytest.approx(
+        _randomisation_spearman(clf, frame, ex), abs=1e-6)
     with pytest.raises(InputError, match="'nope' is not a class"):
         explain(path, TEXTS, target="nope")
     toy_frame(3).to_csv(tmp_path / "c.csv", index=False)
@@ -128,7 +155,9 @@ def test_setfit_binary_explains_the_log_odds_of_the_target(setfit, tmp_path):
                      "--out", str(tmp_path / "w.csv"), "--steps", "4", "--check", "--quiet"])
     assert code == 0
     check = json.loads((tmp_path / "w.check.json").read_text())
-    assert isinstance(check["randomisation_spearman"], float)
+    frame = toy_frame(3)
+    assert check["randomisation_spearman"] == pytest.approx(
+        _randomisation_spearman(clf, frame, _explain(clf, frame, steps=4)), abs=1e-6)
 
 
 def test_setfit_multiclass_explains_the_class_logit(setfit):

@@ -2,6 +2,7 @@
 
 import hashlib
 
+import numpy as np
 import pytest
 import tiny_models
 
@@ -50,8 +51,19 @@ def test_nli_models_work_in_the_zero_shot_pipeline(request, fixture):
     clf = pipeline("zero-shot-classification", model=folder, device="cpu")
     out = [clf(t, candidate_labels=["economy", "war"]) for t in
            ("The president spoke about taxes", "war war war", "I love cats")]
+    import torch
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model.eval()
+    for o, text in zip(out, ("The president spoke about taxes", "war war war", "I love cats")):
+        # the pipeline's scores are the softmax of the entailment logits over the labels
+        with torch.no_grad():
+            logits = model(**tokenizer([text] * 2, [f"This example is {x}." for x in o["labels"]],
+                                       return_tensors="pt", padding=True)).logits
+        expected = torch.softmax(logits[:, 2], dim=0).numpy()
+        np.testing.assert_allclose(o["scores"], expected, atol=1e-5)
     scores = [o["scores"][o["labels"].index("economy")] for o in out]
-    assert all(abs(sum(o["scores"]) - 1) < 1e-5 for o in out)
     # the wider NLI init makes scores depend on the input (not all ~0.5)
     assert max(scores) - min(scores) > 0.05
 

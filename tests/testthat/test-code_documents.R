@@ -59,7 +59,9 @@ test_that("code_documents serves the corpus; codes come back with read_codes (#2
   for (i in 1:4) {
     doc <- state$doc$doc_id
     party <- sotu$party[sotu$doc_id == doc]
-    state <- room_post(url, "/api/code", list(doc_id = doc, label = party))
+    # the second code accepts the room's guess; the others are typed
+    state <- room_post(url, "/api/code", list(doc_id = doc, label = party,
+                                              guess_accepted = i == 2))
     coded[doc] <- party
   }
   room_post(url, "/api/done", list())
@@ -73,7 +75,8 @@ test_that("code_documents serves the corpus; codes come back with read_codes (#2
   every <- read_codes(project, all = TRUE)
   expect_equal(every$coder, rep("coder1", 4))
   expect_equal(every$strategy[1], "cold")
-  expect_type(every$guess_accepted, "logical")
+  expect_identical(stats::setNames(every$guess_accepted, every$doc_id)[names(coded)],
+                   stats::setNames(c(FALSE, TRUE, FALSE, FALSE), names(coded)))
 })
 
 test_that("code_documents: bad input is an R error naming the argument (#26)", {

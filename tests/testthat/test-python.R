@@ -246,7 +246,10 @@ test_that("verbose = FALSE shows only warnings; lines naming R's temporary files
   f <- tempfile()
   tmp_line <- sprintf("wrote predictions for 2 documents to %s/qf-out-1.rds",
                       normalizePath(tempdir(), winslash = "/"))
+  # the core's rules (`info --verbs --json`): predict takes --quiet
   writeLines(c("#!/bin/sh", fake_handshake(),
+               paste("if [ \"$3\" = info ]; then",
+                     "echo '{\"verbs\": {\"predict\": {\"quiet\": true}}}'; exit 0; fi"),
                "echo \"args: $*\"", "echo 'predicting 50%' >&2",
                "echo 'quantformer: warning: 1 document is empty' >&2",
                sprintf("echo '%s'", tmp_line), "exit 0"), f)

@@ -37,6 +37,10 @@ test_that("tune picks the configuration its own results table ranks best", {
   expect_equal(tuned$test$n, 6L)
   pred <- predict(tuned$model, newdata = test, verbose = FALSE)
   expect_equal(tuned$test$accuracy, mean(as.character(pred) == test$party))
+  # issue 32: predict() of the grid is its refit model's, and warns about unused arguments
+  expect_identical(predict(tuned, newdata = test, verbose = FALSE), pred)
+  expect_warning(predict(tuned, newdata = test, tpye = "probability", verbose = FALSE),
+                 "`tpye` is not an argument")
   expect_output(print(tuned), "Best: lr ")
   expect_output(print(summary(tuned)), "Scores per fold")
 })

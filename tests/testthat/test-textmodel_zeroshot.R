@@ -46,6 +46,7 @@ test_that("zero-shot keeps the docnames of a real quanteda corpus", {
 })
 
 test_that("zero-shot bad inputs: one label, no template slot", {
+  skip_if_no_python()  # the label rules come from the core (core_rules())
   expect_error(textmodel_zeroshot("A text.", labels = "economy"),
                "`labels` must name at least two classes")
   expect_error(textmodel_zeroshot("A text.", labels = c("economy", "economy")),

@@ -65,12 +65,36 @@ def _add_info(sub) -> None:
     p.add_argument("--model", default=None,
                    help="a model directory written by finetune: print its checked run record "
                         "(quantformer.json) instead of the versions")
+    p.add_argument("--verbs", action="store_true",
+                   help="print the verbs (with whether each takes --quiet) and the rules a "
+                        "caller checks before a run (the labels of zeroshot, the most "
+                        "numeric classes before a numeric-outcome warning) instead of the "
+                        "versions")
     p.set_defaults(func=_run_info)
+
+
+def verb_options() -> dict:
+    """Every verb of the CLI with ``{"quiet": <whether it takes --quiet>}``, from the parser."""
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return {name: {"quiet": any("--quiet" in a.option_strings for a in sub._actions)}
+                    for name, sub in sorted(action.choices.items())}
+    return {}
 
 
 def _run_info(args) -> int:
     from importlib import metadata
 
+    if args.verbs:
+        from ..infer.rules import caller_rules
+
+        answer = {"quantformer": __version__, "verbs": verb_options(), **caller_rules()}
+        if args.json:
+            print_json(answer)
+        else:
+            for k, v in answer.items():
+                print(f"{k:20s} {v}")
+        return 0
     if args.model is not None:
         record = read_record(args.model)
         if args.json:

@@ -123,6 +123,22 @@ def read_labels_file(path: str | Path) -> list[str]:
     return [ln.strip() for ln in read_text_file(p).split("\n") if ln.strip()]
 
 
+#: the fewest candidate labels: single-label zero-shot chooses between at least two; with
+#: ``multi_label`` each label is scored on its own, so one is enough
+MIN_LABELS = 2
+MIN_LABELS_MULTI_LABEL = 1
+
+
+def label_rules() -> dict:
+    """What :func:`check_labels` requires of candidate labels, for callers that check them
+    before a run (R's ``textmodel_zeroshot()``, through ``quantformer info --verbs --json``):
+    the fewest labels without and with ``multi_label``, and that labels are stripped of
+    surrounding whitespace, non-empty, distinct and on one line (a labels file holds one a
+    line)."""
+    return {"min_labels": MIN_LABELS, "min_labels_multi_label": MIN_LABELS_MULTI_LABEL,
+            "strip": True, "nonempty": True, "distinct": True, "one_line": True}
+
+
 def check_labels(labels, multi_label: bool = False) -> list[str]:
     """Validate candidate labels.
 
@@ -149,7 +165,7 @@ def check_labels(labels, multi_label: bool = False) -> list[str]:
     if not labels:
         raise InputError("no labels given; pass {labels} 'a,b' or {labels_file}",
                          params=["labels", "labels_file"])
-    if len(labels) < 2 and not multi_label:
+    if len(labels) < (MIN_LABELS_MULTI_LABEL if multi_label else MIN_LABELS):
         raise InputError(f"single-label zero-shot needs at least two labels to choose between, "
                          f"got only {labels[0]!r}; add labels, or pass {{multi_label}} to "
                          "score each label on its own", params=["multi_label"])
