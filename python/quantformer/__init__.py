@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ._core.errors import InputError, ModelDirError, QuantformerError
 from ._core.version import __version__
-from .io.frames import read_frame, write_frame
+from .io.frames import read_frame
+from .io.writing import write_frame
 
 # name -> "module:attribute", resolved on first use (PEP 562)
 _LAZY = {
@@ -22,25 +23,25 @@ _LAZY = {
     "encode": "quantformer.models.tokenize:encode",
     "sotu": "quantformer.io.datasets:sotu",
     "datasets": "quantformer.io.datasets",
-    "finetune": "quantformer.train.finetune",
-    "predict": "quantformer.infer.predict",
-    "evaluate": "quantformer.score.evaluate",
+    "finetune": "quantformer.train.finetune:finetune",
+    "predict": "quantformer.infer.predict:predict",
+    "evaluate": "quantformer.score.evaluate:evaluate",
     "load": "quantformer.infer.load:load_model",
-    "estimate": "quantformer.measure.prevalence",
-    "regress": "quantformer.measure.regress",
+    "estimate": "quantformer.measure.prevalence:estimate",
+    "regress": "quantformer.measure.regress:regress",
     "calibrate": "quantformer.score.calibration:calibrate",
     "Classifier": "quantformer.infer.classifier:Classifier",
     "zeroshot": "quantformer.infer.zeroshot:zeroshot",
     "embed": "quantformer.infer.embed:embed",
-    "tune": "quantformer.select.tune",
-    "compare": "quantformer.select.compare",
+    "tune": "quantformer.select.tune:tune",
+    "compare": "quantformer.select.compare:compare",
     "baselines": "quantformer.train.baselines",
     "predict_partitions": "quantformer.scale.dask:predict_partitions",
     "zeroshot_partitions": "quantformer.scale.dask:zeroshot_partitions",
     "embed_partitions": "quantformer.scale.dask:embed_partitions",
     "explain_partitions": "quantformer.scale.explain:explain_partitions",
     "read_explanation": "quantformer.scale.explain:read_explanation",
-    "suggest": "quantformer.label.suggest",
+    "suggest": "quantformer.label.suggest:suggest",
 }
 
 

@@ -111,3 +111,184 @@ def test_nothing_imports_cli():
                        if not m.startswith("quantformer.cli") and m != "quantformer.__main__"
                        and any(t.startswith("quantformer.cli") for t in _imports(m, f, mods)))
     assert importers == []
+
+
+# --------------------------------------------------------------------------------------------
+# rules import-linter cannot see (issue 32)
+
+HEAVY = {"torch", "transformers", "sklearn", "dask", "distributed", "onnxruntime", "onnx",
+         "matplotlib", "captum", "setfit", "sentence_transformers", "xgboost", "scipy",
+         "statsmodels", "ppi_py", "krippendorff", "pyreadr", "optimum", "accelerate", "tokenizers",
+         "datasets", "selenium", "safetensors", "Stemmer", "importlib"}
+ENTRY_POINTS = {"quantformer.__main__"}  # imports the CLI after arranging to die with R
+
+
+def _resolve(name: str, path: Path, node: ast.ImportFrom) -> str:
+    base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if node.level:
+        return ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module
+                                                             else []))
+    return node.module or ""
+
+
+def _subpackage(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] != "__main__") else ""
+
+
+def _package_imports(name: str, path: Path):
+    """(node, target module) for every import of a quantformer module in ``name``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(name, path, node)
+            if target == "quantformer" or target.startswith("quantformer."):
+                yield node, target
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "quantformer" or alias.name.startswith("quantformer."):
+                    yield node, alias.name
+
+
+def root_importers(mods: dict[str, Path]) -> list[str]:
+    """Modules below cli/ that import the package root (``from quantformer import x``)."""
+    found = []
+    for name, path in mods.items():
+        if name == "quantformer" or name.startswith("quantformer.cli") or name in ENTRY_POINTS:
+            continue
+        found += [name for node, target in _package_imports(name, path) if target == "quantformer"]
+    return sorted(set(found))
+
+
+def private_crossings(mods: dict[str, Path]) -> list[str]:
+    """``_private`` names imported from another subpackage: 'importer <- module._name'."""
+    found = []
+    for name, path in mods.items():
+        for node, target in _package_imports(name, path):
+            if not isinstance(node, ast.ImportFrom) or _subpackage(target) == _subpackage(name):
+                continue
+            found += [f"{name} <- {target}.{a.name}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return sorted(found)
+
+
+def late_imports(mods: dict[str, Path]) -> list[str]:
+    """Imports of the package's own modules, or of light libraries, that are not at the top of
+    their module (inside a function, or after the first definition)."""
+    found = []
+    for name, path in mods.items():
+        if name in ENTRY_POINTS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defs = [n.lineno for n in tree.body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        first_def = min(defs, default=10**9)
+        top = {id(n) for n in tree.body if n.lineno < first_def}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in top:
+                continue
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
+                    "quantformer")):
+                found.append(f"{name}:{node.lineno}")
+    return sorted(found)
+
+
+def record_file_users(mods: dict[str, Path]) -> list[str]:
+    """Modules other than io/modeldir whose code (not docstrings) names ``quantformer.json``."""
+    found = []
+    for name, path in mods.items():
+        if name == "quantformer.io.modeldir":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and n.body and isinstance(n.body[0], ast.Expr)
+                and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.strip() == "quantformer.json" and id(node) not in docs:
+                found.append(f"{name}:{node.lineno}")
+    return sorted(found)
+
+
+def verb_command_lines(mods: dict[str, Path]) -> list[str]:
+    """Modules outside cli/ that build the command line of a quantformer verb
+    (``[..., "-m", "quantformer", "finetune", ...]``)."""
+    verbs = {p.stem for p in (PACKAGE / "cli").glob("*.py") if not p.stem.startswith("_")}
+    found = []
+    for name, path in mods.items():
+        if name.startswith("quantformer.cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.List):
+                words = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+                if "quantformer" in words and any(w in verbs for w in words):
+                    found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_lower_layers_do_not_import_the_package_root():
+    mods = _modules()
+    assert root_importers(mods) == []
+    # the check can fail: a module of io/ importing the root is found
+    fake = PACKAGE.parent / "quantformer" / "io" / "_probe_root.py"
+    assert root_importers({"quantformer.io._probe_root": _probe(fake, "from .. import finetune\n")}) \
+        == ["quantformer.io._probe_root"]
+
+
+def test_no_private_name_crosses_a_subpackage():
+    mods = _modules()
+    assert private_crossings(mods) == []
+    probe = _probe(PACKAGE / "infer" / "_probe.py", "from ..io.frames import _x\n")
+    assert private_crossings({"quantformer.infer._probe": probe}) == [
+        "quantformer.infer._probe <- quantformer.io.frames._x"]
+
+
+def test_package_imports_at_the_top_of_a_module():
+    mods = _modules()
+    assert late_imports(mods) == []
+    probe = _probe(PACKAGE / "infer" / "_probe.py", "def f():\n    from ..io import frames\n")
+    assert late_imports({"quantformer.infer._probe": probe}) == ["quantformer.infer._probe:2"]
+
+
+def test_only_io_modeldir_names_the_record_file():
+    mods = _modules()
+    assert record_file_users(mods) == []
+    probe = _probe(PACKAGE / "infer" / "_probe.py", 'X = "quantformer.json"\n')
+    assert record_file_users({"quantformer.infer._probe": probe}) == ["quantformer.infer._probe:1"]
+
+
+def test_no_verb_command_line_outside_cli():
+    mods = _modules()
+    assert verb_command_lines(mods) == []
+    probe = _probe(PACKAGE / "label" / "_probe.py",
+                   'ARGS = ["python", "-m", "quantformer", "finetune", "--out", "m"]\n')
+    assert verb_command_lines({"quantformer.label._probe": probe}) == ["quantformer.label._probe:1"]
+
+
+def _probe(path: Path, text: str):
+    """A stand-in for a module file whose text is ``text`` (nothing is written)."""
+
+    class Probe:
+        name = path.name
+
+        def read_text(self, encoding="utf-8"):
+            return text
+
+    return Probe()
+
+
+def test_architecture_page_names_every_module():
+    """docs/architecture.md's module map is the one scripts/module_map.py makes from the tree,
+    so a new module without a line there (or a stale line) fails."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "module_map", PACKAGE.parents[1] / "scripts" / "module_map.py")
+    module_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_map)
+    page = module_map.current()
+    assert page == module_map.render()
+    for name in _modules():
+        if name.count(".") >= 2:  # quantformer.<subpackage>.<module>
+            sub, _, rest = name.partition(".")[2].partition(".")
+            assert f"`{sub}/{rest.replace('.', '/')}`" in page, name

@@ -18,8 +18,13 @@ from toydata import toy_frame
 
 from quantformer.cli import main as cli
 from quantformer.scale import dask as distributed
-from quantformer.scale.dask import (check_out_dir, list_partitions, output_names,
-                                     parse_scheduler, predict_partitions)
+from quantformer.scale.dask import (
+    list_partitions,
+    output_names,
+    parse_scheduler,
+    predict_partitions,
+)
+from quantformer.io.writable import check_job_dir
 from quantformer._core.errors import InputError
 from quantformer.train.finetune import finetune
 from quantformer.infer.cache import MODELS
@@ -106,9 +111,9 @@ def test_out_folder_refused_unless_resume_and_scheduler_strings(tmp_path):
     out.mkdir()
     (out / "x.parquet").write_text("x")
     with pytest.raises(InputError, match="not empty; pass resume"):
-        check_out_dir(out, resume=False)
+        check_job_dir(out, resume=False)
     with pytest.raises(InputError, match="no manifest.json"):
-        check_out_dir(out, resume=True)
+        check_job_dir(out, resume=True)
     assert parse_scheduler(None) is None
     assert parse_scheduler("local:3") == ("local", 3)
     assert parse_scheduler("tcp://10.0.0.5:8786") == ("address", "tcp://10.0.0.5:8786")

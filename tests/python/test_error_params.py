@@ -4,12 +4,13 @@ argument, all from one table (quantformer._core.parameters), whatever module rai
 import pytest
 from quantformer._core.errors import InputError
 from quantformer._core.parameters import cli_flag, r_argument
-from quantformer.io.frames import check_output_path, detect_format, read_frame
-from quantformer.io.modeldir import check_out_dir
+from quantformer.io.frames import detect_format, read_frame
+from quantformer.io.writable import check_output_file
+from quantformer.io.writable import check_model_dir
 from quantformer.models.hub import resolve_device
 from quantformer.models.onnx.backend import check_backend
 from quantformer.models.tasks import make_task
-from quantformer.scale.dask import check_out_dir as check_partition_out
+from quantformer.io.writable import check_job_dir as check_partition_out
 from quantformer.scale.dask import list_partitions, parse_scheduler
 from quantformer.select.common import check_sizes
 from quantformer.select.compare import parse_models
@@ -99,11 +100,11 @@ def test_io_errors_name_their_parameters(tmp_path):
     assert e.render(lambda p: r_argument(p, ["format"])).endswith(", or pass `format`")
     out = tmp_path / "o.csv"
     out.write_text("x")
-    assert _three(_error(check_output_path, out, overwrite=False), ["output_dir"]) == (
+    assert _three(_error(check_output_file, out, overwrite=False), ["output_dir"]) == (
         f"'{out}' exists; pass overwrite or choose another file name",
         f"'{out}' exists; pass --overwrite or choose another file name",
         f"'{out}' exists; pass `overwrite = TRUE` or choose another file name")
-    assert _error(check_out_dir, out).render(cli_flag) == \
+    assert _error(check_model_dir, out).render(cli_flag) == \
         f"--out '{out}' is a file; give a folder name for the model"
 
 

@@ -12,8 +12,16 @@ import pandas as pd
 import pytest
 
 from quantformer._core.errors import InputError
-from quantformer.io.frames import (FrameWarning, FrameWriter, check_output_path, detect_format,
-                                iter_frames, read_frame, to_frame, write_frame)
+from quantformer.io.frames import (
+    FrameWarning,
+    FrameWriter,
+    detect_format,
+    iter_frames,
+    read_frame,
+    to_frame,
+    write_frame,
+)
+from quantformer.io.writable import check_output_file
 
 CSV_BODY = ('doc_id,text,label,year\n'
             'a,"first line\nsecond line",1.0,2001\n'
@@ -284,7 +292,7 @@ def test_rds_is_quanteda_style_with_lists_as_json(tmp_path):
 
 @pytest.mark.parametrize("ext", ["parquet", "csv", "jsonl", "rds"])
 def test_write_is_atomic(tmp_path, monkeypatch, ext):
-    import quantformer.io.frames as frames
+    import quantformer.io.writing as frames
 
     real = frames._write_to
 
@@ -315,14 +323,14 @@ def test_output_files_have_normal_permissions(tmp_path):
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
-def test_check_output_path(tmp_path):
-    _raises(r"cannot write .*'\.xlsx' is not an output format", check_output_path, tmp_path / "o.xlsx")
+def test_check_output_file(tmp_path):
+    _raises(r"cannot write .*'\.xlsx' is not an output format", check_output_file, tmp_path / "o.xlsx")
     (tmp_path / "dir.parquet").mkdir()
-    _raises(r"is a folder", check_output_path, tmp_path / "dir.parquet")
+    _raises(r"is a folder", check_output_file, tmp_path / "dir.parquet")
     (tmp_path / "o.csv").write_text("x")
-    _raises(r"exists; pass overwrite or choose another file name", check_output_path,
+    _raises(r"exists; pass overwrite or choose another file name", check_output_file,
             tmp_path / "o.csv", overwrite=False)
-    assert check_output_path(tmp_path / "o.csv") == tmp_path / "o.csv"
+    assert check_output_file(tmp_path / "o.csv") == tmp_path / "o.csv"
     assert detect_format("x.txt", write=False) == "txt"
     _raises("is not an output format", detect_format, "x.txt", write=True)
 
@@ -353,9 +361,9 @@ def test_frame_writer_leaves_nothing_on_error(tmp_path):
 
 
 def test_seen_ids_finds_repeats_across_many_chunks():
-    from quantformer.io.frames import _SeenIds
+    from quantformer.io.frames import SeenIds
 
-    seen = _SeenIds()
+    seen = SeenIds()
     for k in range(37):  # 37 chunks of 10: runs are merged, at most log2(37) + 1 remain
         assert seen.add(pd.Series([f"id{k * 10 + i}" for i in range(10)])) == []
     assert len(seen._runs) <= 6

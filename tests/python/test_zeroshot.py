@@ -10,7 +10,7 @@ import pytest
 
 from quantformer.cli.main import main
 from quantformer._core.errors import InputError
-from quantformer.infer.zeroshot import (calibrate, check_hypothesis, check_labels, describe,
+from quantformer.infer.zeroshot import (calibrate_similarities, check_hypothesis, check_labels, describe,
                                   embedding_probabilities, nli_label_ids, nli_probabilities,
                                   parse_labels, zeroshot)
 
@@ -152,9 +152,9 @@ def test_embedding_method_equals_sentence_transformers_cosine(default_model_dir)
 
 def test_calibrations_and_temperature():
     sims = np.array([[0.5, 0.1], [0.3, 0.2], [0.1, 0.3]])
-    np.testing.assert_allclose(calibrate(sims, "none"), sims)
-    np.testing.assert_allclose(calibrate(sims, "centre"), sims - sims.mean(0))
-    z = calibrate(sims, "standardise")
+    np.testing.assert_allclose(calibrate_similarities(sims, "none"), sims)
+    np.testing.assert_allclose(calibrate_similarities(sims, "centre"), sims - sims.mean(0))
+    z = calibrate_similarities(sims, "standardise")
     np.testing.assert_allclose(z.mean(0), 0, atol=1e-12)
     np.testing.assert_allclose(z.std(0), 1)
     p = embedding_probabilities(sims, "standardise", temperature=2.0)
@@ -162,14 +162,14 @@ def test_calibrations_and_temperature():
     np.testing.assert_allclose(p, e / e.sum(1, keepdims=True))
     multi = embedding_probabilities(sims, "centre", multi_label=True)
     np.testing.assert_allclose(multi, 1 / (1 + np.exp(-(sims - sims.mean(0)) / 0.05)))
-    const = calibrate(np.array([[0.2, 0.1], [0.2, 0.3]]), "standardise")
+    const = calibrate_similarities(np.array([[0.2, 0.1], [0.2, 0.3]]), "standardise")
     np.testing.assert_allclose(const[:, 0], 0)  # a constant label: centred, not divided by 0
     with pytest.raises(InputError, match="multi-label embedding zero-shot needs a calibration"):
         embedding_probabilities(sims, "none", multi_label=True)
     with pytest.raises(InputError, match="temperature must be greater than 0"):
         embedding_probabilities(sims, "none", temperature=0)
     with pytest.raises(InputError, match="unknown calibration 'zscore'"):
-        calibrate(sims, "zscore")
+        calibrate_similarities(sims, "zscore")
 
 
 def test_embedding_single_document_falls_back_to_cosine(tiny_bert_dir):

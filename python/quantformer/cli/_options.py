@@ -9,12 +9,13 @@ from pathlib import Path
 
 from .._core.errors import InputError
 from .._core.show import print_table
-from ..io.frames import read_frame, write_frame
+from ..io.frames import read_frame
+from ..io.writing import write_frame
 from ..models.hub import MAX_LENGTH_RULE, check_length_value
 from ..models.onnx import backend as onnx_backend
 from ..models.tasks import Multilabel
 from ..models.tokenize import STRATEGIES
-from ..scale.dask import is_partitioned
+from ..scale.partitions import is_partitioned
 from ..train import nli
 from ..train.arguments import TASKS
 
@@ -282,7 +283,7 @@ def gold_kwargs(args) -> dict:
 
 def show_and_write_table(table, out, title: str, shown=None) -> None:
     """Print ``table`` (or the ``shown`` part of it) under ``title``; write ``table`` to
-    ``out`` when given (a path checked with :func:`quantformer.io.frames.check_output_path`
+    ``out`` when given (a path checked with :func:`quantformer.io.frames.check_output_file`
     before the work began)."""
     print_table(table if shown is None else shown, title=title)
     if out:
@@ -308,3 +309,21 @@ def add_embedding_cache_options(p) -> None:
                    help="do not read or write the embedding cache beside the corpus")
     p.add_argument("--cache-dir", default=None,
                    help="folder for the embedding cache (default: beside the corpus file)")
+
+
+def add_labelled_corpora(p, test_help: str, test_required: bool) -> None:
+    """``--train`` and ``--test`` (labelled corpus files), the corpus options and the labels
+    files of both: what ``tune`` and ``compare`` read."""
+    p.add_argument("--train", required=True, help="labelled training corpus file")
+    p.add_argument("--test", required=test_required, default=None, help=test_help)
+    add_corpus_options(p)
+    add_train_test_labels_options(p)
+
+
+def add_selection_run_options(p) -> None:
+    """``--device``, ``--quiet``, ``--scheduler`` and the results folder: how ``tune`` and
+    ``compare`` run their many fine-tuning runs and where they write."""
+    add_device_option(p)
+    add_quiet_option(p)
+    add_scheduler_option(p)
+    add_results_dir_options(p)

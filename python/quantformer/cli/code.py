@@ -17,7 +17,8 @@ from ..label.room.finetune_now import (
 )
 from ..label.room.loop import Room
 from ..label.room.server import RoomServer, check_coders
-from ..label.room.store import Store, check_writable, export_codes
+from ..label.room.store import Store, export_codes
+from ..io.writable import check_project_file
 from ..label.suggest import STRATEGIES, embed_corpus
 from ._options import (
     add_corpus_options,
@@ -108,7 +109,7 @@ def run(args) -> int:
     check_shares(args)
     coders = coder_names(args.coders, args.coder)
     codebook = make_codebook(args.labels, args.codebook)
-    check_writable_project(args.project)
+    check_project_file(args.project)
     room, store = open_room(args, codebook)
     runner = None
     try:
@@ -166,12 +167,6 @@ def check_shares(args) -> None:
             raise InputError(f"{{{name}}} must be a share between 0 and 1, not {value!r}",
                              params=[name])
     check_options(args.finetune_valid_fraction, args.finetune_min_codes)
-
-
-def check_writable_project(path: str) -> None:
-    from pathlib import Path
-
-    check_writable(Path(path))
 
 
 def read_corpus(args):

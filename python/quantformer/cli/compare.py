@@ -9,17 +9,13 @@ from pathlib import Path
 from .._core.show import print_table
 from ..select.common import METRIC_LABEL
 from ..select.compare import MODELS, compare, parse_models, task_model_names
-from ..select.tune import check_results_dir
+from ..io.writable import check_results_dir
 from ._options import (
-    add_corpus_options,
-    add_device_option,
+    add_labelled_corpora,
+    add_selection_run_options,
     add_model_option,
     add_nli_options,
-    add_quiet_option,
-    add_results_dir_options,
-    add_scheduler_option,
     add_task_options,
-    add_train_test_labels_options,
     max_length_arg,
     nli_kwargs,
     positive,
@@ -39,10 +35,7 @@ def add_cli(sub) -> None:
                     "table.csv/.rds/.md (mean and min-max per size), figure10.png and "
                     "summary.json into --out (a new or empty folder, or --overwrite).",
     )
-    p.add_argument("--train", required=True, help="labelled training corpus file")
-    p.add_argument("--test", required=True, help="labelled test corpus file")
-    add_corpus_options(p)
-    add_train_test_labels_options(p)
+    add_labelled_corpora(p, "labelled test corpus file", test_required=True)
     p.add_argument("--models", default=None,
                    help=f"comma-separated models, in table order (default: all of the task's; "
                         f"classification: {','.join(MODELS)}, also setfit: SetFit few-shot "
@@ -66,12 +59,9 @@ def add_cli(sub) -> None:
                    help="fine-tuning epochs (default by model size)")
     p.add_argument("--lr", type=positive(float), default=None,
                    help="fine-tuning learning rate (default by model size)")
-    p.add_argument("--max-length", type=max_length_arg, default=512,
+    p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="tokens per document for the Transformer (512)")
-    add_device_option(p)
-    add_quiet_option(p)
-    add_scheduler_option(p)
-    add_results_dir_options(p)
+    add_selection_run_options(p)
     add_nli_options(p, "the nli model of --models")
     p.set_defaults(func=run)
 

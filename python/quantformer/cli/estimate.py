@@ -3,7 +3,7 @@ intervals, from a prediction file and a hand-coded random sample."""
 
 from __future__ import annotations
 
-from ..io.frames import check_output_path
+from ..io.writable import check_output_file
 from ..measure.prevalence import METHODS, estimate
 from ._options import (
     add_gold_options,
@@ -38,7 +38,7 @@ def add_cli(sub) -> None:
 
 def run(args) -> int:
     if args.out:
-        check_output_path(args.out)
+        check_output_file(args.out)
     table = estimate(args.pred, args.gold, by=args.by, method=args.method,
                      target_halfwidth=args.target_halfwidth, **gold_kwargs(args))
     # the note column is printed only when a row has a note; the file always has it

@@ -10,22 +10,26 @@ this module reads the files, runs the model, prints the report and writes ``--ou
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 
 from .._core.atomic import json_default, write_text
 from .._core.errors import InputError
 from ..infer.load import load_model
-from ..io.frames import as_str_series, read_frame, read_table_file
+from ..io.frames import read_frame
+from ..io.formats import read_table_file
 from ..io.modeldir import read_record
 from ..io.writable import check_writable
-from ..models.tasks import zero_one
 from ..score.calibration import calibration_summary
-from ..score.evaluate import EvaluationWarning, apply_label_map, evaluate, parse_label_map
+from ..score.evaluate import apply_label_map, evaluate, parse_label_map
 from ..score.metrics import multilabel_metrics, regression_metrics, scatter_plot
+from ..score.truth import (
+    bool_column,
+    delimited_truth,
+    join_truth_file,
+    pred_with_truth,
+    zero_one_truth,
+)
 from ..train.data import prepare
 from ._options import (
     add_corpus_options,
@@ -166,38 +170,10 @@ def _pred_scores(args, mapping):
                              f"are: {', '.join(map(str, pred_df.columns))}")
         return (pred_df[args.truth_col], apply_label_map(pred_df[args.pred_col], mapping),
                 pred_df, labels, args.pred)
-    joined = _join_truth_file(args, pred_df, mapping)
+    joined = join_truth_file(pred_df, args.pred, args.truth, pred_col=args.pred_col,
+                             mapping=mapping, id_col=args.id_col, label_col=args.label_col,
+                             fmt=args.in_format)
     return joined["truth"], joined["pred"], joined, labels, args.pred
-
-
-def _join_truth_file(args, pred_df: pd.DataFrame, mapping) -> pd.DataFrame:
-    """``doc_id``, ``pred``, the ``prob_`` columns and ``truth`` from the --truth file."""
-    truth = _truth_table(args.truth, args.id_col, args.label_col, args.in_format)
-    if "doc_id" not in pred_df.columns:
-        raise InputError(f"'{args.pred}' has no doc_id column to join --truth on")
-    left = pd.DataFrame({"doc_id": [str(x) for x in pred_df["doc_id"]],
-                         "pred": apply_label_map(pred_df[args.pred_col], mapping),
-                         **{c: pred_df[c].to_numpy() for c in pred_df.columns
-                            if str(c).startswith("prob_")}})
-    joined = left.merge(truth, on="doc_id", how="inner", validate="one_to_one")
-    if len(joined) == 0:
-        raise InputError(f"no doc_id of '{args.pred}' is in '{args.truth}'; check --id-col")
-    if len(joined) < len(left):
-        warnings.warn(f"{len(left) - len(joined)} prediction(s) have no row in "
-                      f"'{args.truth}' and are left out", EvaluationWarning)
-    return joined
-
-
-def _truth_table(path: str, id_col: str | None, label_col: str | None, fmt: str | None):
-    raw = read_table_file(path, fmt)
-    lcol = label_col or "label"
-    icol = id_col or "doc_id"
-    if lcol not in raw.columns:
-        raise InputError(f"truth file '{path}' has no '{lcol}' column; its columns are: "
-                         f"{', '.join(map(str, raw.columns))}. Name it with --label-col")
-    ids = (as_str_series(raw[icol]) if icol in raw.columns
-           else pd.Series([f"text{i + 1}" for i in range(len(raw))], dtype=object))
-    return pd.DataFrame({"doc_id": ids.to_numpy(), "truth": as_str_series(raw[lcol]).to_numpy()})
 
 
 def _classification_report(args, truth, pred, probs, labels, source) -> None:
@@ -252,7 +228,7 @@ def _pred_regression(args) -> dict:
     """
     _check_one_truth(args)
     truth_col = args.truth_col or args.label_col or "label"
-    frame = _pred_with_truth(args, [truth_col])
+    frame = pred_with_truth(args.pred, args.truth, [truth_col], [args.pred_col], args.id_col)
     return _task_report({**regression_metrics(frame[truth_col], frame[args.pred_col]),
                          "task": "regression"}, args, f"evaluation of {args.pred}",
                         frame[truth_col], frame[args.pred_col])
@@ -284,7 +260,7 @@ def _pred_multilabel(args) -> dict:
         raise InputError("with --label-sep give exactly one of --truth (a file) or --truth-col "
                          "(a column of --pred)")
     sep_col = None if cols else (args.truth_col or args.label_col or "label")
-    frame = _pred_with_truth(args, cols or [sep_col], pred_cols=[])
+    frame = pred_with_truth(args.pred, args.truth, cols or [sep_col], [], args.id_col)
     labels = cols or [str(c)[len("predicted_"):] for c in frame.columns
                       if str(c).startswith("predicted_")]
     missing = [f"predicted_{lab}" for lab in labels if f"predicted_{lab}" not in frame.columns]
@@ -292,66 +268,11 @@ def _pred_multilabel(args) -> dict:
         raise InputError(f"'{args.pred}' has no column {', '.join(missing) or 'predicted_<label>'}"
                          "; give the predictions of a multi-label model (predict writes "
                          "predicted_<label> per label)")
-    pred = frame[[f"predicted_{lab}" for lab in labels]].apply(_bool_column).to_numpy()
-    truth = (_zero_one_truth(frame, cols) if cols
-             else _delimited_truth(frame[sep_col], labels, args.label_sep))
+    pred = frame[[f"predicted_{lab}" for lab in labels]].apply(bool_column).to_numpy()
+    truth = (zero_one_truth(frame, cols) if cols
+             else delimited_truth(frame[sep_col], labels, args.label_sep))
     return _task_report({**multilabel_metrics(truth, pred, labels), "task": "multilabel"},
                         args, f"evaluation of {args.pred}")
-
-
-def _zero_one_truth(frame: pd.DataFrame, cols: list) -> np.ndarray:
-    """Documents x labels of 0/1 from one column per label; NaN rows where one is missing."""
-    truth = np.column_stack([zero_one(frame[c].astype(object).where(frame[c].notna(), "0"), c)
-                             for c in cols]).astype(float)
-    truth[frame[cols].isna().any(axis=1).to_numpy()] = np.nan
-    return truth
-
-
-def _delimited_truth(values: pd.Series, labels: list, sep: str) -> np.ndarray:
-    """Documents x labels of 0/1 from one column of delimited labels; NaN rows where missing."""
-    sets = [None if pd.isna(v) else {x.strip() for x in str(v).split(sep)} for v in values]
-    return np.array([[np.nan] * len(labels) if s is None else
-                     [float(lab in s) for lab in labels] for s in sets]).reshape(-1, len(labels))
-
-
-def _bool_column(values: pd.Series) -> pd.Series:
-    """True/False/missing from a predicted_<label> column (booleans, 0/1 or true/false)."""
-    text = values.astype(str).str.strip().str.lower()
-    out = pd.Series(np.nan, index=values.index)
-    out[text.isin(["true", "1", "1.0"])] = 1.0
-    out[text.isin(["false", "0", "0.0"])] = 0.0
-    return out
-
-
-def _pred_with_truth(args, truth_cols: list, pred_cols=None) -> pd.DataFrame:
-    """The ``--pred`` file, with ``truth_cols`` from ``--truth`` joined on doc_id when given.
-
-    Raises:
-        InputError: a missing file or column, no doc_id, no shared doc_id.
-    """
-    pred_cols = [args.pred_col] if pred_cols is None else pred_cols
-    frame = read_table_file(args.pred)
-    if args.truth:
-        truth = read_table_file(args.truth)
-        _need(truth, truth_cols, args.truth)
-        id_col = args.id_col or "doc_id"
-        _need(truth, [id_col], args.truth, " (name it with --id-col)")
-        _need(frame, ["doc_id"], args.pred)
-        right = truth[truth_cols].assign(doc_id=as_str_series(truth[id_col]).to_numpy())
-        left = frame.drop(columns=[c for c in truth_cols if c in frame.columns])
-        left = left.assign(doc_id=as_str_series(left["doc_id"]).to_numpy())
-        frame = left.merge(right, on="doc_id", how="inner", validate="one_to_one")
-        if len(frame) == 0:
-            raise InputError(f"no doc_id of '{args.pred}' is in '{args.truth}'; check --id-col")
-    _need(frame, pred_cols + truth_cols, args.pred)
-    return frame
-
-
-def _need(frame: pd.DataFrame, cols: list, path, fix: str = "") -> None:
-    absent = [c for c in cols if c not in frame.columns]
-    if absent:
-        raise InputError(f"'{path}' has no column {', '.join(map(repr, absent))}{fix}; its "
-                         f"columns are: {', '.join(map(str, frame.columns))}")
 
 
 def _task_report(result: dict, args, title: str, truth=None, predicted=None) -> dict:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..io.datasets import sotu
-from ..io.frames import check_output_path, write_frame
+from ..io.writing import write_frame
+from ..io.writable import check_output_file
 
 
 def add_cli(sub) -> None:
@@ -25,7 +26,7 @@ def add_cli(sub) -> None:
 
 
 def run(args) -> int:
-    check_output_path(args.out)
+    check_output_file(args.out)
     parties = [s.strip() for s in args.parties.split(",")] if args.parties else None
     frame = sotu(since=args.since, until=args.until, parties=parties,
                  min_words=args.min_words, label=args.label)

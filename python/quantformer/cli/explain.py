@@ -10,11 +10,15 @@ from .._core.atomic import write_json
 from .._core.errors import InputError
 from ..infer.explain import check_model, check_steps, explain, load_explainable
 from ..infer.explain_check import check
-from ..io.frames import check_output_path, read_frame, write_frame
+from ..io.writing import write_frame
+from ..io.writable import check_output_file
+from ..io.frames import read_frame
 from ..io.highlight import check_html_path, write_attribution_page
 from ..io.highlight_png import FIRST_DOCS, check_png_docs, check_png_path, write_attribution_png
 from ..io.writable import check_writable
-from ..scale.dask import check_scheduler_reachable, describe, is_partitioned
+from ..scale.cluster import check_scheduler_reachable
+from ..scale.dask import describe
+from ..scale.partitions import is_partitioned
 from ..scale.explain import explain_on, explain_partitions
 from ..score.attributions import by_term, compare_terms
 from ..train.bow_terms import fit_bow_terms, read_bow_data
@@ -168,12 +172,12 @@ def check_path(args) -> Path:
 def _check_args(args) -> None:
     """Every check that needs no model weights, before any work."""
     check_steps(args.steps)
-    check_output_path(args.out)
+    check_output_file(args.out)
     if args.html:
         check_html_path(args.html)
         check_writable(args.html, "html")
     if args.by_term:
-        check_output_path(args.by_term, param="by_term")
+        check_output_file(args.by_term, param="by_term")
     if args.bow_data and not args.by_term:
         raise InputError("{bow_data} is set beside the per-class terms; add {by_term} FILE",
                          params=["bow_data", "by_term"])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .._core.atomic import write_json
 from ..io.frames import read_frame
-from ..io.modeldir import check_out_dir
+from ..io.modeldir import read_record
+from ..io.writable import check_model_dir, check_writable
 from ..models.tokenize import STRATEGIES
 from ..train.arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION, PRECISIONS, TASKS
 from ..train.finetune import finetune
@@ -72,6 +74,9 @@ def add_cli(sub) -> None:
     add_device_option(p)
     add_quiet_option(p)
     p.add_argument("--out", required=True, help="model directory to write")
+    p.add_argument("--record", default=None,
+                   help="also write the saved model's run record (its quantformer.json, "
+                        "checked) to this JSON file")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     p.set_defaults(func=run)
 
@@ -104,7 +109,9 @@ def _split_list(value: str | None) -> list | None:
 
 def run(args) -> int:
     """Check the output folder first, read the corpus, fine-tune, save."""
-    check_out_dir(args.out, args.overwrite)
+    check_model_dir(args.out, args.overwrite)
+    if args.record:
+        check_writable(args.record, "record")
     check_task_flags(args)
     kw = corpus_kwargs(args)
     needs_label = args.label_cols is None
@@ -122,6 +129,8 @@ def run(args) -> int:
                    method=args.method, setfit_iterations=args.setfit_iterations,
                    **nli_kwargs(args))
     clf.save(args.out, overwrite=args.overwrite)
+    if args.record:  # the checked record, so a caller needs no second call to read it
+        write_json(read_record(args.out), args.record)
     print(f"saved the fine-tuned model to {args.out}")
     return 0
 

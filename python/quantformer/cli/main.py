@@ -27,7 +27,8 @@ import warnings
 from .._core.errors import InputError, ParamWarning
 from .._core.parameters import cli_flag, cli_setting, r_argument, r_flags, r_setting
 from .._core.show import print_json
-from .._core.version import __version__
+from .._core.version import __version__, versions
+from ..infer.rules import caller_rules
 from ..io.modeldir import read_record
 from ..models.hub import DEFAULT_MODEL_NAME, default_model_path
 
@@ -83,11 +84,8 @@ def verb_options() -> dict:
 
 
 def _run_info(args) -> int:
-    from importlib import metadata
 
     if args.verbs:
-        from ..infer.rules import caller_rules
-
         answer = {"quantformer": __version__, "verbs": verb_options(), **caller_rules()}
         if args.json:
             print_json(answer)
@@ -106,12 +104,8 @@ def _run_info(args) -> int:
     info = {"quantformer": __version__, "python": sys.version.split()[0],
             "executable": sys.executable, "default_model": DEFAULT_MODEL_NAME,
             "default_model_path": default_model_path()}
-    for pkg in ("torch", "transformers", "tokenizers", "pandas", "numpy", "pyarrow", "pyreadr",
-                "scikit-learn", "xgboost-cpu"):
-        try:
-            info[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            info[pkg] = None
+    info.update(versions(("torch", "transformers", "tokenizers", "pandas", "numpy", "pyarrow",
+                          "pyreadr", "scikit-learn", "xgboost-cpu")))
     try:
         import torch
 

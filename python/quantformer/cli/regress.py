@@ -3,7 +3,7 @@ prediction-powered confidence intervals."""
 
 from __future__ import annotations
 
-from ..io.frames import check_output_path
+from ..io.writable import check_output_file
 from ..measure.regress import FAMILIES, regress
 from ._options import add_gold_options, add_table_out_option, gold_kwargs, show_and_write_table
 
@@ -30,7 +30,7 @@ def add_cli(sub) -> None:
 
 def run(args) -> int:
     if args.out:
-        check_output_path(args.out)
+        check_output_file(args.out)
     table = regress(args.pred, args.gold, args.formula, family=args.family,
                     method=args.method, **gold_kwargs(args))
     show_and_write_table(table, args.out, f"{args.family} regression ({args.method}, "

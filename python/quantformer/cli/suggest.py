@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from ..io.frames import check_output_path, read_frame, write_frame
+from ..io.writing import write_frame
+from ..io.writable import check_output_file
+from ..io.frames import read_frame
 from ..label.suggest import CODE_COL, STRATEGIES, suggest_round
 from ..models.tokenize import STRATEGIES as TRUNCATIONS
 from ._options import (
@@ -68,7 +70,7 @@ def add_cli(sub) -> None:
 
 
 def run(args) -> int:
-    check_output_path(args.out)
+    check_output_file(args.out)
     frame = read_frame(args.input, **corpus_kwargs(args))
     out = suggest_round(frame, corpus_path=args.input, labelled=args.labelled,
                         coded_label_col=args.coded_label_col, coded_id_col=args.coded_id_col,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from .._core.show import print_table
-from ..io.frames import check_output_path, read_frame, write_frame
+from ..io.writing import write_frame
+from ..io.writable import check_output_file
+from ..io.frames import read_frame
 from ..io.modeldir import record_hypotheses
 from ..models.hub import check_max_length, load_config, load_tokenizer, model_label
 from ..models.tokenize import (
@@ -54,7 +56,7 @@ def add_cli(sub) -> None:
 
 def run(args) -> int:
     if args.out:
-        check_output_path(args.out)
+        check_output_file(args.out)
     own_length, own_truncation = model_truncation(args.model)
     max_length = own_length if args.max_length is None else args.max_length
     truncation = own_truncation if args.truncation is None else args.truncation

@@ -4,17 +4,14 @@
 from __future__ import annotations
 
 from .._core.show import print_table
-from ..select.tune import METRIC_NAMES, check_results_dir, parse_list, tune
+from ..select.tune import METRIC_NAMES, parse_list, tune
+from ..io.writable import check_results_dir
 from ._options import (
-    add_corpus_options,
-    add_device_option,
+    add_labelled_corpora,
+    add_selection_run_options,
     add_model_option,
     add_nli_options,
-    add_quiet_option,
-    add_results_dir_options,
-    add_scheduler_option,
     add_task_options,
-    add_train_test_labels_options,
     max_length_arg,
     nli_kwargs,
     positive,
@@ -37,10 +34,7 @@ def add_cli(sub) -> None:
                     "in order) and test_report.json into --out (a new or empty folder, or "
                     "--overwrite).",
     )
-    p.add_argument("--train", required=True, help="labelled training corpus file")
-    p.add_argument("--test", default=None, help="labelled test corpus file (optional)")
-    add_corpus_options(p)
-    add_train_test_labels_options(p)
+    add_labelled_corpora(p, "labelled test corpus file (optional)", test_required=False)
     add_model_option(p)
     p.add_argument("--method", default="standard", choices=("standard", "setfit", "nli"),
                    help="standard fine-tuning; setfit (few-shot; the grid is then over body "
@@ -72,10 +66,7 @@ def add_cli(sub) -> None:
                         "the sentence-transformer's own, 256 for MiniLM)")
     p.add_argument("--truncation", default=None, choices=("head_tail", "head", "tail"),
                    help="how long documents are cut (head_tail; --method setfit: head)")
-    add_device_option(p)
-    add_quiet_option(p)
-    add_scheduler_option(p)
-    add_results_dir_options(p)
+    add_selection_run_options(p)
     p.set_defaults(func=run)
 
 

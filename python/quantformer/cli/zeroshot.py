@@ -13,10 +13,12 @@ from ..infer.zeroshot import (
     check_hypothesis,
     check_labels,
     describe,
-    read_labels_file,
+    read_label_descriptions,
     zeroshot,
 )
-from ..io.frames import check_output_path, read_frame, write_frame
+from ..io.writing import write_frame
+from ..io.writable import check_output_file
+from ..io.frames import read_frame
 from ..models.tokenize import warn_truncated
 from ..scale.dask import describe as describe_partitions
 from ..scale.dask import zeroshot_partitions
@@ -83,13 +85,13 @@ def _options(args) -> dict:
 
 
 def run(args) -> int:
-    labels = read_labels_file(args.labels_file) if args.labels_file else args.labels
+    labels = read_label_descriptions(args.labels_file) if args.labels_file else args.labels
     if partitioned(args):
         print(describe_partitions(zeroshot_partitions(
             args.input, args.out, labels, args.hypothesis, scheduler=args.scheduler,
             resume=args.resume, **_options(args), **corpus_kwargs(args, label=False))))
         return 0
-    check_output_path(args.out)
+    check_output_file(args.out)
     hypothesis = check_hypothesis(args.hypothesis)
     labels = check_labels(labels, args.multi_label)
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))

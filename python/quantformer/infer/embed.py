@@ -23,6 +23,23 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.formats import FrameWarning, detect_format
+from ..io.writing import FrameWriter
+from ..io.writable import check_output_file
+from ..io.frames import iter_frames, to_frame
+from ..io.modeldir import hf_quiet
+from ..models.batching import mean_pool, run_batches
+from ..models.hub import (
+    check_max_length,
+    load_config,
+    load_tokenizer,
+    max_positions,
+    resolve_device,
+    resolve_model,
+)
+from ..models.onnx.backend import check_backend, open_model
+from ..models.tokenize import DEFAULT_MAX_LENGTH, check_strategy, encode
+from .cache import MODELS
 
 LAYOUTS = ("auto", "list", "wide")
 EMBEDDING_COL = "embedding"
@@ -122,7 +139,7 @@ def default_max_length(enc: Encoder) -> int:
     """The token limit used when none is given: the model's sentence-transformers
     ``max_seq_length`` (256 for all-MiniLM-L6-v2) when it has one, else 512, never above the
     model's position limit."""
-    limit = max_positions(enc.config) or 512
+    limit = max_positions(enc.config) or DEFAULT_MAX_LENGTH
     want = 512
     st = Path(enc.path) / "sentence_bert_config.json"
     if st.is_file():
@@ -292,7 +309,7 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
     Raises:
         InputError: bad input file, output path, layout, truncation, model or ``max_length``.
     """
-    check_output_path(out_path)
+    check_output_file(out_path)
     layout = resolve_layout(layout, out_path)
     check_strategy(truncation)
     chunks = iter_frames(input_path, chunk_rows=CHUNK_ROWS, text_col=text_col, id_col=id_col,
@@ -318,27 +335,4 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
     return {"n_docs": n, "n_missing": n_missing, "n_truncated": n_truncated, "hidden": hidden,
             "max_length": length}
 
-from .._core.callable import make_callable  # noqa: E402
-from ..io.frames import (
-    FrameWarning,
-    FrameWriter,
-    check_output_path,
-    detect_format,
-    iter_frames,
-    to_frame,
-)
-from ..io.modeldir import hf_quiet
-from ..models.batching import mean_pool, run_batches
-from ..models.hub import (
-    check_max_length,
-    load_config,
-    load_tokenizer,
-    max_positions,
-    resolve_device,
-    resolve_model,
-)
-from ..models.onnx.backend import check_backend, open_model
-from ..models.tokenize import check_strategy, encode
-from .cache import MODELS
 
-make_callable(__name__, "embed")  # quantformer.embed(...) works as module and function

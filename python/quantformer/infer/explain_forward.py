@@ -32,6 +32,7 @@ from .._core.errors import InputError
 from .classifier import Classifier, global_attention_hook
 from .nli import NLIClassifier
 from .setfit import SetFitClassifier
+from ..models.batching import mean_pool
 from .zeroshot import nli_probabilities
 
 #: model types whose position ids come from ``input_ids != pad`` (given explicitly instead)
@@ -131,8 +132,6 @@ class SetFitForward(ClassifierForward):
 
     def __call__(self, input_ids, attention_mask, token_type_ids=None):
         import torch
-
-        from ..models.batching import mean_pool
 
         hidden = self.model(**self.batch(input_ids, attention_mask,
                                          token_type_ids)).last_hidden_state

@@ -12,7 +12,7 @@ from .._core.errors import ModelDirError
 from ..io.modeldir import read_record
 from ..models.hub import resolve_device
 from ..models.onnx.backend import open_model
-from ..models.tokenize import _is_missing
+from ..models.tokenize import DEFAULT_MAX_LENGTH, is_missing
 from .classifier import Classifier, _load_torch
 from .zeroshot import _logits, nli_pair_logits, nli_probabilities
 
@@ -32,7 +32,7 @@ class NLIClassifier(Classifier):
     """
 
     def __init__(self, model, tokenizer, labels, *, hypothesis: str, phrases: list,
-                 entailment_id: int, contradiction_id: int, max_length: int = 512,
+                 entailment_id: int, contradiction_id: int, max_length: int = DEFAULT_MAX_LENGTH,
                  truncation: str = "head_tail", device: str = "cpu",
                  record: dict | None = None):
         self.hypothesis = hypothesis
@@ -68,7 +68,7 @@ class NLIClassifier(Classifier):
                    phrases=[record["label_phrases"][c] for c in record["labels"]],
                    entailment_id=record["entailment_id"],
                    contradiction_id=record["contradiction_id"],
-                   max_length=hp.get("max_length", 512),
+                   max_length=hp.get("max_length", DEFAULT_MAX_LENGTH),
                    truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
 
     def hypotheses(self) -> list[str]:
@@ -79,7 +79,7 @@ class NLIClassifier(Classifier):
                counts: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Class probabilities (NaN rows for missing texts) and the missing mask; batches hold
         ``batch_size`` (document, hypothesis) pairs."""
-        missing = np.array([_is_missing(t) for t in texts], dtype=bool)
+        missing = np.array([is_missing(t) for t in texts], dtype=bool)
         present = np.flatnonzero(~missing)
         probs = np.full((len(texts), len(self.labels)), np.nan, dtype=np.float64)
         if present.size:

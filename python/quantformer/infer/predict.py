@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._core.callable import make_callable
 from .._core.errors import InputError
-from ..io.frames import FrameWriter, check_output_path, iter_frames
+from ..io.writing import FrameWriter
+from ..io.writable import check_output_file
+from ..io.frames import iter_frames
 from ..score.calibration import apply_temperature, stored_temperature
 from .classifier import CHUNK_ROWS, Classifier, warn_missing
 from .load import load_model
@@ -65,7 +66,7 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     """
     from tqdm.auto import tqdm
 
-    check_output_path(out_path)
+    check_output_file(out_path)
     # the input is opened (format, columns, ids) before the model loads: a bad file fails fast
     chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
                          label_col=label_col, fmt=fmt, quoting=quoting,
@@ -97,4 +98,3 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     return n
 
 
-make_callable(__name__, "predict")

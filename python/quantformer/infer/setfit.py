@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .._core.errors import ModelDirError
-from ..io.modeldir import read_record, write_model_dir
+from ..io.modeldir import RECORD, read_record, write_model_dir
 from .classifier import Classifier
 from .embed import embed_texts, load_encoder
 
@@ -130,7 +130,7 @@ class _DirFiles:
 
 def _copy_tree(src: Path, dst: Path) -> None:
     for item in src.iterdir():
-        if item.name in ("quantformer.json", "README.md", HEAD_FILE):
+        if item.name in (RECORD, "README.md", HEAD_FILE):
             continue
         target = dst / item.name
         if item.is_dir():

@@ -51,6 +51,22 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.formats import read_text_file
+from ..io.modeldir import hf_quiet
+from ..models.batching import PerGroup, run_batches
+from ..models.hub import (
+    check_max_length,
+    load_config,
+    load_tokenizer,
+    max_positions,
+    model_label,
+    resolve_device,
+    resolve_model,
+)
+from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
+from ..models.tokenize import is_missing, check_strategy, encode
+from .cache import MODELS
+from .embed import as_frame, check_length, embed_texts, load_encoder, missing_warning
 
 METHODS = ("auto", "nli", "embedding")
 CALIBRATIONS = ("standardise", "centre", "none")
@@ -111,7 +127,7 @@ def parse_labels(labels) -> list[str]:
     return [str(x).strip() if x is not None else "" for x in labels]
 
 
-def read_labels_file(path: str | Path) -> list[str]:
+def read_label_descriptions(path: str | Path) -> list[str]:
     """Labels from a UTF-8 text file, one a line; blank lines are skipped.
 
     Raises:
@@ -243,7 +259,7 @@ def nli_probabilities(logits: np.ndarray, entail: int, contra: int,
     return _softmax(logits[..., entail], axis=-1)
 
 
-def calibrate(sims: np.ndarray, calibration: str = "standardise") -> np.ndarray:
+def calibrate_similarities(sims: np.ndarray, calibration: str = "standardise") -> np.ndarray:
     """Per-label calibration of a (n_docs, n_labels) similarity matrix over its documents.
 
     ``standardise``: (s - label mean) / label standard deviation; ``centre``: s - label mean;
@@ -267,7 +283,7 @@ def embedding_probabilities(sims: np.ndarray, calibration: str = "standardise",
                             multi_label: bool = False) -> np.ndarray:
     """Label probabilities from cosine similarities (n_docs, n_labels).
 
-    ``softmax(calibrate(sims) / temperature)`` across labels, or with ``multi_label`` an
+    ``softmax(calibrate_similarities(sims) / temperature)`` across labels, or with ``multi_label`` an
     independent ``sigmoid`` per label (which needs a calibration: a raw cosine has no
     natural zero). ``temperature`` defaults to :data:`EMBED_TEMPERATURE` for the calibration.
 
@@ -281,7 +297,7 @@ def embedding_probabilities(sims: np.ndarray, calibration: str = "standardise",
     if multi_label and calibration == "none":
         raise InputError("multi-label embedding zero-shot needs a calibration (standardise or "
                          "centre): a raw cosine has no natural threshold")
-    z = calibrate(sims, calibration) / t
+    z = calibrate_similarities(sims, calibration) / t
     if multi_label:
         return 1.0 / (1.0 + np.exp(-z))
     return _softmax(z, axis=-1) if z.size else z
@@ -486,7 +502,7 @@ def zeroshot(
     config = _config(model, backend)
     chosen = choose_method(method, config)
     texts = frame["text"].tolist()
-    missing = np.array([_is_missing(t) for t in texts], dtype=bool)
+    missing = np.array([is_missing(t) for t in texts], dtype=bool)
     present = np.flatnonzero(~missing)
     common = dict(model=model, multi_label=multi_label, batch_size=batch_size,
                   max_length=max_length, truncation=truncation, device=device,
@@ -546,22 +562,4 @@ def describe(meta: dict) -> str:
             + (f"; backend {meta['backend']}" if meta.get("backend", "torch") != "torch" else ""))
 
 
-from .._core.callable import make_callable  # noqa: E402
-from ..io.frames import read_text_file
-from ..io.modeldir import hf_quiet
-from ..models.batching import PerGroup, run_batches
-from ..models.hub import (
-    check_max_length,
-    load_config,
-    load_tokenizer,
-    max_positions,
-    model_label,
-    resolve_device,
-    resolve_model,
-)
-from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
-from ..models.tokenize import _is_missing, check_strategy, encode
-from .cache import MODELS
-from .embed import as_frame, check_length, embed_texts, load_encoder, missing_warning
 
-make_callable(__name__, "zeroshot")  # quantformer.zeroshot(...) works as module and function

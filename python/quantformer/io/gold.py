@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from .frames import _as_str_series, _read_raw, detect_format
+from .formats import detect_format, read_raw
+from .frames import as_str_series
 
 MIN_GOLD = 10  # fewer hand-coded documents than this: no interval is worth printing
 
@@ -85,7 +86,7 @@ def read_table(obj, what: str, fmt: str | None = None) -> pd.DataFrame:
     p = Path(obj)
     if not p.is_file():
         raise InputError(f"{what} file not found: '{obj}'")
-    df = _read_raw(p, detect_format(p, fmt), None)
+    df = read_raw(p, detect_format(p, fmt), None)
     df.columns = [str(c) for c in df.columns]
     return df
 
@@ -120,7 +121,7 @@ def _with_ids(df: pd.DataFrame, name: str) -> pd.DataFrame:
     if "doc_id" not in df.columns:
         raise InputError(f"the {name} file has no doc_id column (it has: "
                          f"{', '.join(df.columns)}); name it with {{id_col}}", params=["id_col"])
-    return df.assign(doc_id=np.asarray(_as_str_series(df["doc_id"]).to_numpy(), dtype=object))
+    return df.assign(doc_id=np.asarray(as_str_series(df["doc_id"]).to_numpy(), dtype=object))
 
 
 def _check_ids(pred: pd.DataFrame, gold: pd.DataFrame) -> None:
@@ -156,7 +157,7 @@ def _gold_labels(gold: pd.DataFrame, label_col: str, classes: list) -> pd.DataFr
         raise InputError(f"the gold sample has no '{label_col}' column (it has: "
                          f"{', '.join(gold.columns)}); name it with {{label_col}}",
                          params=["label_col"])
-    labels = _as_str_series(gold[label_col])
+    labels = as_str_series(gold[label_col])
     if labels.isna().any():
         warnings.warn(f"{int(labels.isna().sum())} gold document(s) have no label and are "
                       "left out", GoldWarning, stacklevel=4)

@@ -23,10 +23,10 @@ import json
 import os
 from pathlib import Path
 
-from .._core.atomic import atomic_dir, json_default
-from .._core.errors import InputError, ModelDirError
-from .._core.version import __version__
-from .writable import check_writable
+from .._core.atomic import write_json, atomic_dir, json_default
+from .._core.errors import ModelDirError
+from .._core.version import versions as package_versions
+from .writable import check_model_dir
 
 RECORD = "quantformer.json"
 FORMAT_VERSION = 1
@@ -35,15 +35,10 @@ FORMAT_VERSION = 1
 def versions() -> dict:
     """Versions of quantformer, Python and the libraries that shape a trained model."""
     import platform
-    from importlib import metadata
 
-    out = {"quantformer": __version__, "python": platform.python_version()}
-    for pkg in ("torch", "transformers", "tokenizers", "numpy", "pandas", "scikit-learn"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:  # pragma: no cover
-            out[pkg] = None
-    return out
+    found = package_versions(("torch", "transformers", "tokenizers", "numpy", "pandas",
+                              "scikit-learn"))
+    return {"quantformer": found.pop("quantformer"), "python": platform.python_version(), **found}
 
 
 @contextlib.contextmanager
@@ -67,23 +62,6 @@ def hf_quiet():
 def now_utc() -> str:
     """The current time as an ISO 8601 UTC string (seconds)."""
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-
-
-def check_out_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Validate a model output folder before training starts.
-
-    Raises:
-        InputError: ``out`` is a file, it exists and ``overwrite`` is False, or it cannot be
-            written (:func:`quantformer.io.writable.check_writable`).
-    """
-    p = Path(out)
-    if p.exists() and not p.is_dir():
-        raise InputError(f"{{out}} '{out}' is a file; give a folder name for the model",
-                         params=["out"])
-    if p.exists() and not overwrite:
-        raise InputError(f"'{out}' exists; pass {{overwrite}} or choose another {{out}}",
-                         params=["overwrite", "out"])
-    return check_writable(p)
 
 
 def _card_title(record: dict) -> str:
@@ -176,7 +154,7 @@ def write_model_dir(model, tokenizer, record: dict, out: str | os.PathLike,
     Raises:
         InputError: ``out`` exists and ``overwrite`` is False, or it is a file.
     """
-    target = check_out_dir(out, overwrite)
+    target = check_model_dir(out, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
     with atomic_dir(target) as tmp:
         with hf_quiet():
@@ -248,6 +226,29 @@ def read_record(path: str | os.PathLike) -> dict:
             " give a folder written by `quantformer finetune`"
         )
     return record
+
+
+def peek_record(model: str | os.PathLike | None) -> dict:
+    """The ``quantformer.json`` record of a folder without checking it: ``{}`` for a model id,
+    a folder without a record (a Hugging Face model) or a record that is not a JSON object."""
+    path = Path(model) / RECORD if model else None
+    if path is None or not path.is_file():
+        return {}
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return {}
+    return content if isinstance(content, dict) else {}
+
+
+def record_path(model_dir: str | os.PathLike) -> Path:
+    """Where a model directory keeps its record (to check it can be written before work)."""
+    return Path(model_dir) / RECORD
+
+
+def update_record(model_dir: str | os.PathLike, record: dict) -> Path:
+    """Replace a model directory's record atomically (e.g. to add a calibration)."""
+    return write_json(record, record_path(model_dir))
 
 
 def record_hypotheses(record: dict) -> list[str] | None:

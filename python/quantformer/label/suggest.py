@@ -55,6 +55,12 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from .._core.atomic import atomic_file
+from ..infer.embed import Encoder, check_length, embed_texts, load_encoder
+from ..infer.load import load_model
+from ..io.frames import as_str_series, check_input, read_whole
+from ..models.hub import load_config, resolve_model
+from ..models.tokenize import is_missing
 
 STRATEGIES = ("margin", "least_confidence", "entropy", "random", "cold")
 UNCERTAINTY = ("margin", "least_confidence", "entropy")
@@ -498,8 +504,8 @@ def read_codes(path: str | os.PathLike, coded_label_col: str | None = None,
     Raises:
         InputError: missing or unreadable file, no id or no code column.
     """
-    p, kind = _check_input(path, None)
-    df = _read_whole(p, kind, None, coded_id_col)
+    p, kind = check_input(path, None)
+    df = read_whole(p, kind, None, coded_id_col)
     df.columns = [str(c) for c in df.columns]
     icol = coded_id_col or "doc_id"
     lcol = coded_label_col or next((c for c in ("label", CODE_COL) if c in df.columns), "label")
@@ -508,8 +514,8 @@ def read_codes(path: str | os.PathLike, coded_label_col: str | None = None,
             raise InputError(f"'{path}' has no '{col}' column; its columns are: "
                              f"{', '.join(df.columns)}. Name it with {{{param}}}",
                              params=[param])
-    return pd.DataFrame({"doc_id": _as_str_series(df[icol]).to_numpy(),
-                         "label": _as_str_series(df[lcol]).to_numpy()})
+    return pd.DataFrame({"doc_id": as_str_series(df[icol]).to_numpy(),
+                         "label": as_str_series(df[lcol]).to_numpy()})
 
 
 def combine_codes(frames: list[pd.DataFrame], sources: list[str]) -> pd.DataFrame | None:
@@ -578,7 +584,7 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
     check_args(frame, np.zeros((len(frame), 1)), n, strategy, stratify, random_share)
     # errors before any model loads, and before the corpus is embedded (issue 27, point 8)
     codes = merge_codes(frame, coded, ", ".join(labelled))
-    no_text = np.array([_is_missing(t) for t in frame["text"]], dtype=bool)
+    no_text = np.array([is_missing(t) for t in frame["text"]], dtype=bool)
     check_pool(np.flatnonzero(codes.isna().to_numpy() & ~no_text), codes, no_text, warn=False)
     vectors = embed_corpus(frame, embed_model, corpus_path=corpus_path, cache=cache,
                            cache_dir=cache_dir, max_length=max_length, truncation=truncation,
@@ -589,12 +595,4 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
                    random_share=random_share)
 
 
-from .._core.atomic import atomic_file
-from .._core.callable import make_callable  # noqa: E402
-from ..infer.embed import Encoder, check_length, embed_texts, load_encoder
-from ..infer.load import load_model
-from ..io.frames import _as_str_series, _check_input, _read_whole
-from ..models.hub import load_config, resolve_model
-from ..models.tokenize import _is_missing
 
-make_callable(__name__, "suggest")  # quantformer.suggest(frame, vectors, ...) works

@@ -42,7 +42,6 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._core.callable import make_callable
 from .._core.errors import InputError
 from ..io.gold import MIN_GOLD, GoldPair, GoldWarning, join_gold, ppi_py
 from .planner import add_gold_needed
@@ -227,4 +226,3 @@ def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
 # CLI
 
 
-make_callable(__name__, "estimate")

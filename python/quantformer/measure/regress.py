@@ -25,7 +25,6 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._core.callable import make_callable
 from .._core.errors import InputError
 from ..io.gold import GoldPair, join_gold, ppi_py
 from .prevalence import check_level, check_method
@@ -141,4 +140,3 @@ def regress(pred, gold, formula: str, family: str = "ols", method: str = "ppi",
                          "n_gold": len(pair.gold_rows), "n_total": pair.n_total})
 
 
-make_callable(__name__, "regress")

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, ParamWarning
-from ..io.frames import _as_str_series
+from ..io.frames import as_str_series
 from ..score.evaluate import evaluate
 from ..score.metrics import as_numbers, multilabel_metrics, regression_metrics
 
@@ -53,7 +53,7 @@ class TrainingWarning(ParamWarning):
 
 
 def _missing(values: pd.Series) -> np.ndarray:
-    return _as_str_series(values).isna().to_numpy()
+    return as_str_series(values).isna().to_numpy()
 
 
 class Classification:
@@ -76,7 +76,7 @@ class Classification:
         return _missing(frame["label"])
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
-        kept["label"] = _as_str_series(frame["label"])[mask]
+        kept["label"] = as_str_series(frame["label"])[mask]
         return kept
 
     def strata(self, frame: pd.DataFrame):

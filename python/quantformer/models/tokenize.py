@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, ParamWarning
-from ..io.modeldir import RECORD
+from ..io.modeldir import peek_record
 
 STRATEGIES = ("head_tail", "head", "tail")
 PAPER_HEAD = 128  # first tokens kept at 512 (Wankmüller 2022, section 6.3)
@@ -32,6 +32,9 @@ PAPER_BUDGET = 510  # 512 minus [CLS] and [SEP]
 
 class TruncationWarning(ParamWarning):
     """Documents longer than ``max_length`` were cut."""
+
+DEFAULT_MAX_LENGTH = 512  # tokens per document, special tokens included (BERT's limit)
+DEFAULT_TRUNCATION = "head_tail"  # the first 128 and last 382 of 512 (Sun et al. 2019)
 
 
 def warn_truncated(n_truncated: int, n: int, max_length: int, strategy: str) -> None:
@@ -167,7 +170,7 @@ def special_template(tokenizer) -> SpecialTemplate:
     return tpl
 
 
-def _is_missing(t) -> bool:
+def is_missing(t) -> bool:
     return t is None or (not isinstance(t, str) and pd.isna(t)) or (isinstance(t, str) and
                                                                      t.strip() == "")
 
@@ -190,7 +193,7 @@ class Encoded:
     n_tokens: np.ndarray
     truncated: np.ndarray
     missing: np.ndarray
-    max_length: int = 512
+    max_length: int = DEFAULT_MAX_LENGTH
     strategy: str = "head_tail"
     extra: dict = field(default_factory=dict)
 
@@ -208,7 +211,7 @@ def encode(
     tokenizer,
     texts,
     *,
-    max_length: int = 512,
+    max_length: int = DEFAULT_MAX_LENGTH,
     truncation: str = "head_tail",
     pairs=None,
 ) -> Encoded:
@@ -231,7 +234,7 @@ def encode(
     check_strategy(truncation)
     texts = list(texts)
     n = len(texts)
-    missing = np.array([_is_missing(t) for t in texts], dtype=bool)
+    missing = np.array([is_missing(t) for t in texts], dtype=bool)
     tpl = special_template(tokenizer)
     present = [i for i in range(n) if not missing[i]]
     raw = _raw_ids(tokenizer, [texts[i] for i in present]) if present else []
@@ -285,7 +288,7 @@ def encode(
                    strategy=truncation)
 
 
-def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = 512,
+def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX_LENGTH,
                 truncation: str = "head_tail", with_ids: bool = False,
                 hypotheses: list[str] | None = None) -> pd.DataFrame:
     """Per-document subword counts of a corpus frame.
@@ -331,7 +334,7 @@ def count_subwords(tokenizer, texts: list[str]) -> list[int]:
     return [len(ids) for ids in _raw_ids(tokenizer, list(texts))]
 
 
-def corpus_token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = 512,
+def corpus_token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX_LENGTH,
                        truncation: str = "head_tail", with_ids: bool = False,
                        hypotheses: list[str] | None = None) -> pd.DataFrame:
     """:func:`token_stats`, with a warning that counts the documents with missing or empty
@@ -376,20 +379,11 @@ def model_truncation(model: str | None) -> tuple[int, str]:
     quantformer model directory's ``quantformer.json`` (what ``predict`` uses), else
     ``(512, "head_tail")``."""
     hp = model_record(model).get("hyperparameters", {})
-    return int(hp.get("max_length", 512)), str(hp.get("truncation", "head_tail"))
+    return (int(hp.get("max_length", DEFAULT_MAX_LENGTH)),
+            str(hp.get("truncation", DEFAULT_TRUNCATION)))
 
 
 def model_record(model: str | None) -> dict:
-    """A quantformer model directory's ``quantformer.json``; ``{}`` for other models."""
-    import json
-    from pathlib import Path
-
-    record = Path(model) / RECORD if model else None
-    if record is None or not record.is_file():
-        return {}
-    try:
-        content = json.loads(record.read_text(encoding="utf-8"))
-    except ValueError:
-        return {}
-    return content if isinstance(content, dict) else {}
+    """A quantformer model directory's record; ``{}`` for other models."""
+    return peek_record(model)
 

@@ -26,8 +26,11 @@ from .._core.errors import InputError
 from ..infer.classifier import CHUNK_ROWS
 from ..infer.explain import GAP_TOLERANCE, check_model, check_steps, explain, warn_gaps
 from ..infer.explain_check import check
-from ..io.frames import FrameWriter, iter_frames
-from .dask import MANIFEST, cached_model, map_runs, run_partitions
+from ..io.writing import FrameWriter
+from ..io.frames import iter_frames
+from .cluster import map_runs
+from .dask import cached_model, run_partitions
+from .manifest import MANIFEST
 
 VERB = "explain"
 WORD_COLUMNS = {"doc_id": "string", "word_id": "int64", "word": "string", "start": "int64",

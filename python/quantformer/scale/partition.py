@@ -19,7 +19,8 @@ import pandas as pd
 
 from .._core.atomic import atomic_dir
 from .._core.errors import InputError
-from ..io.frames import detect_format, read_table_file, write_frame
+from ..io.formats import detect_format, read_table_file
+from ..io.writing import write_frame
 from ..io.writable import check_writable
 
 

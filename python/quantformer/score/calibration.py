@@ -20,12 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._core.atomic import write_json
-from .._core.callable import make_callable
 from .._core.errors import InputError, ModelDirError
-from ..io.frames import write_figure
+from ..io.writing import write_figure
 from ..io.gold import read_table
-from ..io.modeldir import RECORD, read_record
+from ..io.modeldir import read_record, record_path, update_record
 from ..io.writable import check_writable
 
 N_BINS = 10
@@ -119,7 +117,7 @@ def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
             fewer than 10 documents with a label, a model directory that cannot be written.
     """
     record = read_record(model_dir)
-    check_writable(Path(model_dir) / RECORD, "model")  # the temperature is stored there
+    check_writable(record_path(model_dir), "model")  # the temperature is stored there
     labels = [str(x) for x in record["labels"]]
     table = read_table(pred, "prediction")
     missing = [c for c in [truth_col] + [f"prob_{x}" for x in labels] if c not in table.columns]
@@ -139,7 +137,7 @@ def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
                                                       truth),
               "method": "temperature scaling (Guo et al. 2017)"}
 
-    write_json({**record, "calibration": result}, Path(model_dir) / RECORD)
+    update_record(model_dir, {**record, "calibration": result})
     return result
 
 
@@ -159,7 +157,6 @@ def stored_temperature(record: dict, model_dir) -> float:
     return float(calib["temperature"])
 
 
-make_callable(__name__, "calibrate")
 
 
 def calibration_summary(frame, truth, labels: list, calibration_plot=None) -> dict:

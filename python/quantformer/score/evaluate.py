@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from .._core.atomic import write_text
-from .._core.callable import make_callable
 from .._core.errors import InputError
 from .._core.show import print_table
-from ..io.frames import as_str_series, write_figure
+from ..io.frames import as_str_series
+from ..io.writing import write_figure
 from .reliability import agreement, agreement_lines
 
 
@@ -260,4 +260,3 @@ def apply_label_map(values, mapping: dict | None) -> list:
     return [None if v is None else mapping.get(v, v) for v in vals]
 
 
-make_callable(__name__, "evaluate")

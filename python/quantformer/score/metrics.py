@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from ..io.frames import write_figure
+from ..io.writing import write_figure
 
 
 def as_numbers(values) -> np.ndarray:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from .._core.atomic import write_json
 from .._core.errors import InputError
-from ..io.frames import write_figure
+from ..io.writing import write_figure
 from .tune import parse_list, results_dir, write_table
 
 #: table column prefix of each selection metric (``f1_mean_500``, ``rmse_mean_500``)

@@ -27,11 +27,10 @@ import time
 import numpy as np
 import pandas as pd
 
-from .._core.callable import make_callable
 from .._core.errors import InputError
 from ..io.modeldir import hf_quiet
 from ..models.hub import model_label
-from ..scale.dask import map_runs
+from ..scale.cluster import map_runs
 from ..score.metrics import macro_f1, predicted_labels
 from ..train.arguments import check_arguments
 from ..train.baselines import BASELINES, WordVectors, check_folds, fit_baseline, training_rows
@@ -370,4 +369,3 @@ def task_model_names(models, task: str) -> list[str]:
     return names
 
 
-make_callable(__name__, "compare")

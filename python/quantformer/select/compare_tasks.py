@@ -24,7 +24,7 @@ import time
 import pandas as pd
 
 from ..models.hub import model_label
-from ..scale.dask import map_runs
+from ..scale.cluster import map_runs
 from ..train.finetune import default_hyperparameters, finetune
 from ..train.scoring import summary_of
 from ..train.task_baselines import check_task_models, describe, fit_task_baseline

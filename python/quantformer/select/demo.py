@@ -37,7 +37,7 @@ from pathlib import Path
 from .._core.errors import InputError
 from .._core.show import print_table
 from ..io.datasets import sotu, split_by_group
-from ..io.frames import write_figure, write_frame
+from ..io.writing import write_figure, write_frame
 from ..io.writable import check_writable
 from ..score.evaluate import evaluate
 from ..train.baselines import fit_baseline

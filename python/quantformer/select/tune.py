@@ -47,15 +47,14 @@ import numpy as np
 import pandas as pd
 
 from .._core.atomic import atomic_dir, write_json
-from .._core.callable import make_callable
 from .._core.errors import InputError
-from ..io.frames import write_frame
+from ..io.writing import write_frame
 from ..io.modeldir import hf_quiet
-from ..io.writable import check_writable
+from ..io.writable import check_results_dir
 from ..models.batching import pad_batch
 from ..models.hub import load_tokenizer, model_label, resolve_device, resolve_model
-from ..models.tokenize import encode
-from ..scale.dask import map_runs
+from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
+from ..scale.cluster import map_runs
 from ..score.evaluate import evaluate
 from ..score.metrics import predicted_labels
 from ..train.arguments import check_arguments
@@ -82,34 +81,6 @@ def default_grid(model: str | None = None,
 
 # --------------------------------------------------------------------------------------------
 # helpers shared with compare
-
-
-def check_results_dir(out: str | os.PathLike, overwrite: bool = False) -> Path:
-    """Validate a results folder (``--out`` of ``tune`` and ``compare``) before any work.
-
-    A folder that does not exist yet, or an empty one, is fine; a non-empty folder is replaced
-    only when ``overwrite`` is True (see :func:`results_dir`).
-
-    Args:
-        out: the folder path.
-        overwrite: allow replacing an existing non-empty folder (default False).
-
-    Returns:
-        ``Path(out)``.
-
-    Raises:
-        InputError: ``out`` is a file (never replaced), a non-empty folder and
-            ``overwrite`` is False, or it cannot be written
-            (:func:`quantformer.io.writable.check_writable`).
-    """
-    p = Path(out)
-    if p.exists() and not p.is_dir():
-        raise InputError(f"{{out}} '{out}' is a file, not a folder; choose another {{out}} for "
-                         "the results folder", params=["out"])
-    if p.is_dir() and not overwrite and any(p.iterdir()):
-        raise InputError(f"{{out}} '{out}' exists and is not empty; pass {{overwrite}} or "
-                         "choose another {out}", params=["out", "overwrite"])
-    return check_writable(p)
 
 
 @contextlib.contextmanager
@@ -459,8 +430,8 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
            f"{model_label(model)} on {len(data)} documents")
     if estimate and fit_fn is None and method == "standard":
         msg += _estimate_note(model, data, plan, seed=seed, batch_size=batch_size,
-                              max_length=max_length or 512,
-                              truncation=truncation or "head_tail", device=device,
+                              max_length=max_length or DEFAULT_MAX_LENGTH,
+                              truncation=truncation or DEFAULT_TRUNCATION, device=device,
                               n_labels=len(labels))
     say(msg)
     cv_runs = [(lr, ep, k, tr, va) for lr, ep in configs
@@ -640,4 +611,3 @@ def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:
                   stacklevel=3)
 
 
-make_callable(__name__, "tune")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .._core.errors import InputError
 from ..models.tasks import TrainingWarning
-from ..models.tokenize import _is_missing
+from ..models.tokenize import is_missing
 from .arguments import _check_ratio
 
 MEGABATCH = 50
@@ -88,7 +88,7 @@ def prepare(frame: pd.DataFrame, what: str, task) -> tuple[pd.DataFrame, int, in
         raise InputError(f"the {what} data must be a corpus frame with 'text' and 'label' "
                          "columns (see quantformer.read_frame)")
     no_label = task.missing_labels(frame, what)
-    no_text = np.array([_is_missing(t) for t in frame["text"]], dtype=bool) & ~no_label
+    no_text = np.array([is_missing(t) for t in frame["text"]], dtype=bool) & ~no_label
     mask = ~no_label & ~no_text
     kept = task.clean(frame.loc[mask].copy(), frame, mask)
     return kept.reset_index(drop=True), int(no_label.sum()), int(no_text.sum())

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._core.callable import make_callable
-from .._core.errors import InputError
 from ..models.tasks import TrainingWarning
 from .arguments import (
     BATCH_SIZE,
@@ -28,11 +26,12 @@ from .arguments import (
     model_size,
 )
 from .data import length_grouped_batches, oversample_indices, set_seed
-from .nli import check_method_options, nli_finetune
+from .nli import nli_finetune
 from .setfit import finetune_fewshot
+from .spec import TrainSpec
 from .standard import finetune_standard
 
-__all__ = ["finetune", "default_hyperparameters", "model_size", "oversample_indices",
+__all__ = ["finetune", "finetune_spec", "TrainSpec", "default_hyperparameters", "model_size", "oversample_indices",
            "length_grouped_batches", "set_seed", "TrainingWarning", "BATCH_SIZE", "DROPOUT",
            "MAX_GRAD_NORM", "SIZE_DEFAULTS", "DEFAULT_VALID_FRACTION"]
 
@@ -128,38 +127,24 @@ def finetune(
             truncation, device, task or precision, a bad ``labels`` list or oversampling ratio,
             oversampling with regression/multilabel, early stopping without validation data.
     """
-    if setfit_iterations is not None and method != "setfit":
-        raise InputError("{setfit_iterations} is for {method} setfit only; add {method} setfit "
-                         "or leave it out", params=["setfit_iterations", "method"])
-    check_method_options(method, hypothesis, label_phrases, nli_pairs)
-    if method not in ("setfit",):  # SetFit's defaults are its body's (train.setfit)
-        max_length = 512 if max_length is None else max_length
-        truncation = "head_tail" if truncation is None else truncation
-    if method == "nli" and task == "classification":
-        return nli_finetune(
-            frame, model=model, hypothesis=hypothesis, label_phrases=label_phrases,
-            pairs=nli_pairs, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
-            truncation=truncation, valid=valid, valid_fraction=valid_fraction, labels=labels,
-            seed=seed, device=device, quiet=quiet, source=source,
-            early_stopping=early_stopping, precision=precision, grad_accum=grad_accum,
-            oversample=oversample)
-    if method != "standard":  # few-shot: quantformer.train.setfit
-        if task != "classification":
-            raise InputError(f"method={method!r} trains classifiers only; use the standard "
-                             f"method for task={task!r}")
-
-        return finetune_fewshot(method, frame, model=model, epochs=epochs, lr=lr,
-                                batch_size=batch_size, max_length=max_length,
-                                truncation=truncation, labels=labels, seed=seed, device=device,
-                                quiet=quiet, source=source, oversample=oversample, valid=valid,
-                                valid_fraction=valid_fraction,
-                                num_iterations=setfit_iterations)
-    return finetune_standard(
-        frame, model=model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
-        truncation=truncation, oversample=oversample, valid=valid, valid_fraction=valid_fraction,
-        labels=labels, seed=seed, device=device, quiet=quiet, source=source, task=task,
-        label_cols=label_cols, label_sep=label_sep, tune_thresholds=tune_thresholds,
-        early_stopping=early_stopping, precision=precision, grad_accum=grad_accum)
+    spec = TrainSpec(
+        model=model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
+        truncation=truncation, oversample=oversample, valid_fraction=valid_fraction,
+        labels=labels, seed=seed, device=device, quiet=quiet, task=task, label_cols=label_cols,
+        label_sep=label_sep, tune_thresholds=tune_thresholds, early_stopping=early_stopping,
+        precision=precision, grad_accum=grad_accum, method=method, hypothesis=hypothesis,
+        label_phrases=label_phrases, nli_pairs=nli_pairs, setfit_iterations=setfit_iterations)
+    return finetune_spec(frame, spec, valid=valid, source=source)
 
 
-make_callable(__name__, "finetune")
+def finetune_spec(frame: pd.DataFrame, spec: TrainSpec, *, valid: pd.DataFrame | None = None,
+                  source: str | None = None):
+    """Fine-tune as ``spec`` says (checked, given its method's defaults, then handed to the
+    method's recipe); :func:`finetune` with its settings as one value."""
+    spec = spec.check().with_defaults()
+    if spec.method == "nli" and spec.task == "classification":
+        return nli_finetune(frame, valid=valid, source=source, **spec.kwargs_for("nli"))
+    if spec.method != "standard":  # few-shot: quantformer.train.setfit
+        return finetune_fewshot(spec.method, frame, valid=valid, source=source,
+                                **spec.kwargs_for("setfit"))
+    return finetune_standard(frame, valid=valid, source=source, **spec.kwargs_for("standard"))

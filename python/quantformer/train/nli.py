@@ -55,11 +55,11 @@ from .._core.errors import InputError
 from ..infer.classifier import global_attention_hook
 from ..infer.nli import NLIClassifier
 from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis, nli_label_ids
-from ..io.frames import read_text_file
+from ..io.formats import read_text_file
 from ..io.modeldir import hf_quiet, now_utc
 from ..models.hub import load_config, load_tokenizer, model_label, resolve_device, resolve_model
 from ..models.tasks import Classification
-from ..models.tokenize import encode
+from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
 from .arguments import DROPOUT
 from .data import set_seed, training_data
 from .loop import Batches, resolve_precision
@@ -201,7 +201,7 @@ def training_pairs(targets: np.ndarray, k: int, scheme: str,
 def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
                  hypothesis: str | None = None, label_phrases=None, pairs: str = "balanced",
                  epochs: int | None = None, lr: float | None = None, batch_size: int = 16,
-                 max_length: int = 512, truncation: str = "head_tail",
+                 max_length: int = DEFAULT_MAX_LENGTH, truncation: str = DEFAULT_TRUNCATION,
                  valid: pd.DataFrame | None = None, valid_fraction: float = 0.0,
                  labels: list | None = None, seed: int = 1, device: str = "auto",
                  quiet: bool = False, source: str | None = None,

@@ -1,8 +1,8 @@
 """"Fine-tune now" in the coding room: ``quantformer finetune`` on the project's current codes,
 run in the background as a child process while coding goes on.
 
-The engine is a plain child process (``python -m quantformer finetune ...``), not the
-persistent worker nor a Dask cluster: the fine-tune needs its own interpreter (the server's
+The engine is a plain child process (``python -m quantformer.train SPEC OUT``, the library's
+entry point), not the persistent worker nor a Dask cluster: the fine-tune needs its own interpreter (the server's
 stays free to answer the page within milliseconds), it may take minutes to hours, and one
 process is all a coding project needs. The codes (one per document, as
 :meth:`~quantformer.label.room.loop.Room.training_codes` gives them: a reconciled code, else
@@ -23,6 +23,7 @@ killed outright (``kill -9``) is stopped at the project's next start.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -35,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..._core.errors import InputError
+from ...io.modeldir import peek_record
 from .store import Store, now
 
 STATE_KEY = "finetune"
@@ -157,15 +159,13 @@ class FinetuneNow:
                                   "label": labels})
             train.to_parquet(work / "train.parquet", index=False)
             out = self.models / ("finetune-" + now()[:19].replace(":", "").replace("-", ""))
-            args = [sys.executable, "-m", "quantformer", "finetune",
-                    "--train", str(work / "train.parquet"), "--out", str(out),
-                    "--labels", ",".join(codebook), "--valid-fraction",
-                    str(self.valid_fraction), "--seed", str(self.seed), "--device",
-                    self.device, "--quiet", "--overwrite"]
-            if self.model:
-                args += ["--model", str(self.model)]
-            if self.epochs:
-                args += ["--epochs", str(self.epochs)]
+            spec = {"train": str(work / "train.parquet"), "overwrite": True,
+                    "finetune": {"labels": list(codebook), "valid_fraction": self.valid_fraction,
+                                 "seed": self.seed, "device": self.device, "quiet": True,
+                                 "model": str(self.model) if self.model else None,
+                                 "epochs": self.epochs or None}}
+            (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+            args = [sys.executable, "-m", "quantformer.train", str(work / "spec.json"), str(out)]
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 [package_root(), *filter(None, [os.environ.get("PYTHONPATH")])])}
             log = open(work / "messages.log", "w+b")
@@ -226,12 +226,12 @@ class FinetuneNow:
 
 def stop_orphan(pid, model) -> None:
     """Terminate a fine-tune child that outlived its server (Linux: only a process whose
-    command line is this run's ``quantformer finetune --out MODEL``)."""
+    command line is this run's ``python -m quantformer.train SPEC MODEL``)."""
     try:
         cmdline = Path(f"/proc/{int(pid)}/cmdline").read_bytes().split(b"\0")
     except (OSError, TypeError, ValueError):
         return
-    if b"finetune" in cmdline and str(model).encode() in cmdline:
+    if b"quantformer.train" in cmdline and str(model).encode() in cmdline:
         try:
             os.kill(int(pid), signal.SIGTERM)
         except OSError:
@@ -241,11 +241,6 @@ def stop_orphan(pid, model) -> None:
 def validation_macro_f1(model_dir: Path) -> float | None:
     """The validation macro-F1 in a model folder's ``quantformer.json`` (None: no
     validation set, or not a classification)."""
-    import json
-
-    try:
-        record = json.loads((model_dir / "quantformer.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    record = peek_record(model_dir)
     value = (record.get("validation") or {}).get("macro_f1")
     return None if value is None else float(value)

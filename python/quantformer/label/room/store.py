@@ -32,7 +32,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..._core.errors import InputError
-from ...io.frames import check_output_path, write_frame
+from ...io.writing import write_frame
+from ...io.writable import check_output_file, check_project_file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -70,34 +71,6 @@ def corpus_fingerprint(frame: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-def check_writable(path: Path) -> None:
-    """Refuse a project file (or folder) that cannot be written, before SQLite is asked.
-
-    Raises:
-        InputError: the file is read-only (permissions, ``chattr +i``, a read-only mount) or
-            its folder cannot be written (SQLite's write-ahead log lives beside the file).
-    """
-    fix = ("the coding room writes every code into it as it is pressed; make it writable "
-           "or give another {project}")
-    if path.is_dir():
-        raise InputError(f"{{project}} '{path}' is a folder; give a file name such as "
-                         "coding.sqlite", params=["project"])
-    if path.exists():
-        try:
-            with open(path, "r+b"):
-                pass
-        except OSError as exc:
-            raise InputError(f"{{project}} '{path}' is read-only ({exc.strerror}): " + fix,
-                             params=["project"]) from None
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"the folder of {{project}} '{path}' does not exist; create it or "
-                         "give another path", params=["project"])
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"the folder of {{project}} '{path}' is read-only: " + fix,
-                         params=["project"])
-
-
 class Store:
     """The project file. Thread-safe: one connection behind a lock (writes take a few
     milliseconds, and every one is committed before the call returns).
@@ -118,7 +91,7 @@ class Store:
                              "`quantformer code --input CORPUS --labels ... --project "
                              f"{path}` first", params=["project"])
         if create:
-            check_writable(self.path)
+            check_project_file(self.path)
         self.lock = threading.Lock()
         try:
             self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -271,7 +244,7 @@ def export_codes(project: str | os.PathLike, out: str | os.PathLike,
     Raises:
         InputError: a missing project file, an unknown output format.
     """
-    check_output_path(out)
+    check_output_file(out)
     store = Store(project, create=False)
     try:
         current = store.current_codes()

@@ -60,7 +60,7 @@ import numpy as np
 
 from ..._core.atomic import atomic_dir
 from ..._core.errors import InputError
-from ..._core.version import __version__
+from ..._core.version import versions as package_versions
 from ..batching import pad_batch
 from ..hub import resolve_model
 from ..tokenize import SpecialTemplate, special_template
@@ -170,15 +170,8 @@ def file_sha256(path: Path) -> str:
 
 def versions() -> dict:
     """Versions of the libraries an export depends on (read without importing them)."""
-    from importlib import metadata
-
-    out = {"quantformer": __version__, "export_format": EXPORT_FORMAT}
-    for pkg in VERSIONED:
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
+    found = package_versions(VERSIONED)
+    return {"quantformer": found.pop("quantformer"), "export_format": EXPORT_FORMAT, **found}
 
 
 def cache_key(path: str, use: str, quantize: str) -> tuple[str, dict]:

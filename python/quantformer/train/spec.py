@@ -1,0 +1,98 @@
+"""The training settings of one fine-tuning run as one value (:class:`TrainSpec`): built once
+from the caller's arguments, checked once, given its method's defaults in one place, and
+passed down to the recipe of its method (standard, NLI, SetFit).
+
+The defaults of the standard recipe come from Wankmüller (2022), section 6.3-6.4: 512 tokens
+per document with head+tail truncation (the first 128 and last 382 tokens, Sun et al. 2019).
+SetFit (Tunstall et al. 2022) keeps its sentence-transformer body's own limit and cuts at the
+head, as sentence-transformers does; the body's limit is read in :mod:`quantformer.train.setfit`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from .._core.errors import InputError
+from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION
+from .arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION
+from .nli import check_method_options
+
+METHODS = ("standard", "nli", "setfit")
+# keywords each recipe takes besides the frame (train.standard, train.nli, train.setfit)
+_COMMON = ("model", "epochs", "lr", "batch_size", "max_length", "truncation", "oversample",
+           "valid_fraction", "labels", "seed", "device", "quiet")
+_STANDARD = _COMMON + ("task", "label_cols", "label_sep", "tune_thresholds", "early_stopping",
+                       "precision", "grad_accum")
+_NLI = _COMMON + ("hypothesis", "label_phrases", "early_stopping", "precision", "grad_accum")
+_SETFIT = _COMMON
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """The settings of one fine-tuning run; see :func:`quantformer.train.finetune.finetune`
+    for each field. ``None`` in ``max_length``/``truncation`` means the method's default
+    (:meth:`with_defaults`)."""
+
+    model: str | None = None
+    epochs: int | None = None
+    lr: float | None = None
+    batch_size: int = BATCH_SIZE
+    max_length: int | None = None
+    truncation: str | None = None
+    oversample: float | None = None
+    valid_fraction: float = DEFAULT_VALID_FRACTION
+    labels: list | None = None
+    seed: int = 1
+    device: str = "auto"
+    quiet: bool = False
+    task: str = "classification"
+    label_cols: list | None = None
+    label_sep: str | None = None
+    tune_thresholds: bool = False
+    early_stopping: int | None = None
+    precision: str = "auto"
+    grad_accum: int = 1
+    method: str = "standard"
+    hypothesis: str | None = None
+    label_phrases: object = None
+    nli_pairs: str = "balanced"
+    setfit_iterations: int | None = None
+
+    def check(self) -> TrainSpec:
+        """Refuse options that do not belong to the method; returns the spec.
+
+        Raises:
+            InputError: ``setfit_iterations`` without ``method="setfit"``; NLI options with
+                another method (:func:`quantformer.train.nli.check_method_options`); a method
+                other than classification for SetFit/NLI with another task.
+        """
+        if self.setfit_iterations is not None and self.method != "setfit":
+            raise InputError("{setfit_iterations} is for {method} setfit only; add {method} "
+                             "setfit or leave it out", params=["setfit_iterations", "method"])
+        check_method_options(self.method, self.hypothesis, self.label_phrases, self.nli_pairs)
+        if self.method != "standard" and self.task != "classification":
+            raise InputError(f"method={self.method!r} trains classifiers only; use the standard "
+                             f"method for task={self.task!r}", params=["method", "task"])
+        return self
+
+    def with_defaults(self) -> TrainSpec:
+        """The spec with its method's length and truncation filled in: the standard and NLI
+        recipes 512 tokens, head+tail; SetFit leaves both to its body (``None`` stays)."""
+        if self.method == "setfit":
+            return self
+        return replace(self,
+                       max_length=DEFAULT_MAX_LENGTH if self.max_length is None
+                       else self.max_length,
+                       truncation=DEFAULT_TRUNCATION if self.truncation is None
+                       else self.truncation)
+
+    def kwargs_for(self, recipe: str) -> dict:
+        """The keywords of ``recipe`` (``standard``, ``nli`` or ``setfit``) from this spec."""
+        names = {"standard": _STANDARD, "nli": _NLI, "setfit": _SETFIT}[recipe]
+        values = asdict(self)
+        out = {name: values[name] for name in names}
+        if recipe == "nli":
+            out["pairs"] = self.nli_pairs
+        if recipe == "setfit":
+            out["num_iterations"] = self.setfit_iterations
+        return out
