@@ -24,7 +24,12 @@ load_finetune <- function(dir) {
   if (!is.character(dir) || length(dir) != 1 || !dir.exists(dir))
     input_error("model directory '", dir, "' does not exist; give the folder written by ",
          "textmodel_finetune(output_dir = ...)", call. = FALSE)
-  rec <- model_record(dir)
+  finetune_object(dir, model_record(dir))
+}
+
+# The fitted-model object of a model directory whose checked record `rec` the core returned
+# (with the fitting verb's answer, or from `quantformer info --model`).
+finetune_object <- function(dir, rec) {
   task <- if (is.null(rec$task)) "classification" else rec$task
   structure(list(model_dir = normalizePath(dir), levels = as.character(rec$labels),
                  task = task, call = NULL, summary = rec, x = NULL,

@@ -42,7 +42,8 @@
 #' @param model the Transformer of `"default"`: `NULL` (all-MiniLM-L6-v2), a hub id or a folder.
 #' @param epochs,lr fine-tuning epochs and learning rate; `NULL` takes the defaults by model
 #'   size.
-#' @param max_length tokens per document for the Transformer (512).
+#' @param max_length integer or `NULL`: tokens per document for the Transformer; `NULL` (the
+#'   default) leaves it to the core (512; for `method = "setfit"` the body's own limit).
 #' @param device `"auto"`, `"cpu"`, `"cuda"` or `"mps"`.
 #' @param output_dir folder for the result files (created; written whole at the end); default a
 #'   new folder in [tempdir()].
@@ -72,7 +73,7 @@
 textmodel_compare <- function(x, y, test, test_y = NULL,
                               models = c("default", "svm-bow", "svm-vec", "xgb-bow", "xgb-vec"),
                               train_sizes = NULL, repeats = 5, seed = 1, folds = 5, model = NULL,
-                              epochs = NULL, lr = NULL, max_length = 512, device = "auto",
+                              epochs = NULL, lr = NULL, max_length = NULL, device = "auto",
                               output_dir = NULL, overwrite = FALSE, text_field = "text",
                               docid_field = "doc_id",
                               task = c("classification", "regression", "multilabel"),

@@ -26,11 +26,15 @@
 #' @param epochs,lr number of training epochs and peak learning rate; `NULL` takes the Python
 #'   core's defaults for the model.
 #' @param batch_size documents per training step (16).
-#' @param max_length maximum subword tokens per document, special tokens included (512);
-#'   longer documents are truncated. With `method = "setfit"`, when not given, the
-#'   sentence-transformer body's own limit (256 for the default model) and `"head"` truncation.
-#' @param truncation which tokens a long document keeps: `"head_tail"` (the first 128 and the
-#'   last 382 of 512, the default, section 6.3), `"head"` or `"tail"`.
+#' @param max_length integer or `NULL`: maximum subword tokens per document, special tokens
+#'   included; longer documents are truncated. `NULL` (the default) leaves it to the core:
+#'   512 for the standard and NLI methods, and for `method = "setfit"` the
+#'   sentence-transformer body's own limit (256 for the default model). The value used is
+#'   shown by `print()` and `summary()` of the fitted model.
+#' @param truncation `NULL` or which tokens a long document keeps: `"head_tail"` (the first 128
+#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`. `NULL` (the default) leaves
+#'   it to the core: `"head_tail"`, and `"head"` for `method = "setfit"` (as
+#'   sentence-transformers cuts).
 #' @param oversample `NULL` (no oversampling) or the minority:majority ratio (in (0, 1]) that
 #'   random oversampling of the training documents reaches (section 6.4).
 #' @param validation `NULL` (no validation set), a fraction in (0, 1) of the coded documents
@@ -107,8 +111,8 @@
 #' }
 #' @export
 textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, batch_size = 16,
-                               max_length = 512,
-                               truncation = c("head_tail", "head", "tail"), oversample = NULL,
+                               max_length = NULL,
+                               truncation = NULL, oversample = NULL,
                                validation = NULL,
                                task = c("classification", "regression", "multilabel"),
                                seed = 1, method = c("standard", "setfit", "nli"),
@@ -116,12 +120,9 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                                output_dir = NULL, text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
-  truncation <- match.arg(truncation)
+  if (!is.null(truncation)) truncation <- match.arg(truncation, c("head_tail", "head", "tail"))
   task <- match.arg(task)
   method <- match.arg(method)
-  # SetFit's body has limits of its own (256 tokens, head for MiniLM): only given values go
-  if (method == "setfit" && missing(max_length)) max_length <- NULL
-  if (method == "setfit" && missing(truncation)) truncation <- NULL
   frame <- as_frame(x, text_field, docid_field)
   yy <- task_training_frame(task, frame, y)  # R/tasks.R
   label_args <- c(yy$args, if (task == "classification")
@@ -135,10 +136,11 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                       oversample = oversample, seed = seed, device = device,
                       method = if (method != "standard") method, hypothesis = hypothesis),
             valid$args, "--out", output_dir, cli_flags(...))
-  call_verb("finetune", args, inputs = c(list("--train" = yy$train), valid$inputs,
-                                   nli_phrase_inputs(label_phrases)),  # R/nli.R
-            verbose = verbose, r_args = names(formals()))
-  obj <- load_finetune(output_dir)
+  res <- call_verb("finetune", args, inputs = c(list("--train" = yy$train), valid$inputs,
+                                          nli_phrase_inputs(label_phrases)),  # R/nli.R
+                   outputs = list("--record" = "json"),  # the record comes with the answer
+                   verbose = verbose, r_args = names(formals()))
+  obj <- finetune_object(output_dir, res$outputs[[1]])
   obj$call <- call
   obj$x <- frame
   obj$verbose <- given_verbose(verbose, !missing(verbose))
@@ -265,6 +267,10 @@ print.textmodel_finetune <- function(x, ...) {
   if (length(x$levels)) cat(if (identical(x$task, "multilabel")) "Labels:    " else "Classes:   ",
                             paste(x$levels, collapse = ", "), "\n", sep = "")
   cat("Trained on ", format_or_na(s$n_train), " documents\n", sep = "")
+  hp <- s$hyperparameters
+  if (!is.null(hp$max_length))
+    cat("Documents: up to ", hp$max_length, " tokens",
+        if (!is.null(hp$truncation)) paste0(" (", hp$truncation, " truncation)"), "\n", sep = "")
   invisible(x)
 }
 

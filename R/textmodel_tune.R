@@ -75,7 +75,7 @@ textmodel_tune <- function(x, y, lr = NULL, epochs = NULL, folds = 5, test = NUL
                            test_y = NULL, model = NULL, method = c("standard", "setfit", "nli"),
                            task = c("classification", "regression", "multilabel"),
                            oversample = NULL, max_runs = NULL, batch_size = 16,
-                           max_length = 512, truncation = c("head_tail", "head", "tail"),
+                           max_length = NULL, truncation = NULL,
                            seed = 1, hypothesis = NULL, label_phrases = NULL, device = "auto",
                            scheduler = NULL, output_dir = NULL, overwrite = FALSE,
                            text_field = "text", docid_field = "doc_id",
@@ -83,10 +83,7 @@ textmodel_tune <- function(x, y, lr = NULL, epochs = NULL, folds = 5, test = NUL
   call <- match.call()
   method <- match.arg(method)
   task <- match.arg(task)
-  truncation <- match.arg(truncation)
-  # SetFit's body has limits of its own (see ?textmodel_finetune): only given values go
-  if (method == "setfit" && missing(max_length)) max_length <- NULL
-  if (method == "setfit" && missing(truncation)) truncation <- NULL
+  if (!is.null(truncation)) truncation <- match.arg(truncation, c("head_tail", "head", "tail"))
   frame <- as_frame(x, text_field, docid_field)
   tframe <- if (!is.null(test)) as_frame(test, text_field, docid_field, arg = "test")
   labelled <- labelled_inputs(task, frame, y, tframe, test_y)  # R/tasks.R
