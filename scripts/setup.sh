@@ -69,7 +69,7 @@ if ! r_ok; then
     echo "   Python tests alone)."
   fi
 fi
-# the coding room's browser tests (tests/python/test_code_browser.py) drive Debian's headless
+# the coding room's browser tests (tests/python/label/test_code_browser.py) drive Debian's headless
 # Chromium through Debian's chromedriver with Selenium (the test extra); nothing is downloaded
 BROWSER_DEBS="chromium chromium-driver"
 if ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then

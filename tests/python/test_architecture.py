@@ -292,3 +292,14 @@ def test_architecture_page_names_every_module():
         if name.count(".") >= 2:  # quantformer.<subpackage>.<module>
             sub, _, rest = name.partition(".")[2].partition(".")
             assert f"`{sub}/{rest.replace('.', '/')}`" in page, name
+
+
+def test_tests_mirror_the_layers():
+    """tests/python has a folder per subpackage of the core, and a test module at the top only
+    for the whole package (architecture, packaging, CI skips)."""
+    here = Path(__file__).resolve().parent
+    subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    folders = {p.name for p in here.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders <= subpackages
+    assert {p.name for p in here.glob("test_*.py")} == {
+        "test_architecture.py", "test_packaging.py", "test_ci_skips.py"}

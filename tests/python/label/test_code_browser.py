@@ -33,7 +33,7 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 KEYS = {"econ": "1", "other": "2"}
 SHOTS = os.environ.get("QUANTFORMER_SCREENSHOTS")
 

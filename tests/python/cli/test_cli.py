@@ -13,7 +13,7 @@ import pytest
 from quantformer.cli.main import main
 from quantformer.io.frames import read_frame
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def run(capsys, *argv):

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from test_train_tasks import multilabel_frame, regression_frame
+from toydata import multilabel_frame, regression_frame
 
 import quantformer
 from quantformer.cli import main as cli

@@ -18,7 +18,7 @@ from quantformer.train.finetune import finetune
 from quantformer.cli.serve import _argv
 from quantformer.infer.cache import ModelCache
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _env(**extra):

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from toydata import toy_frame
+from toydata import multilabel_frame, regression_frame, toy_frame
 
 import quantformer
 from quantformer.cli import main as cli
@@ -18,18 +18,6 @@ from quantformer.train.finetune import finetune
 from quantformer.train.loop import Batches, train_loop
 
 FAST = {"epochs": 1, "quiet": True, "device": "cpu", "max_length": 32, "lr": 1e-3}
-
-
-def regression_frame(n: int = 24) -> pd.DataFrame:
-    frame = toy_frame(n)
-    return frame.assign(label=[str(1900 + 3 * i) for i in range(n)])
-
-
-def multilabel_frame(n: int = 24) -> pd.DataFrame:
-    frame = toy_frame(n)
-    length = frame["text"].str.len()
-    return frame.assign(econ=(frame["label"] == "econ").astype(int),
-                        long=(length > length.median()).astype(int))
 
 
 # ---- regression

@@ -18,24 +18,10 @@ import pytest
 import quantformer
 from quantformer._core.errors import InputError
 from quantformer.io.gold import GoldWarning
+from toydata import biased_corpus
 
 DRAWS = 300
 N_GOLD = 200
-
-
-def biased_corpus(n: int = 4000, seed: int = 0):
-    """Two parties (R: 22 % toxic, D: 15 %) and a classifier that misses half the toxic ones.
-
-    Returns the prediction frame and the true labels (numpy array of strings).
-    """
-    rng = np.random.default_rng(seed)
-    party = rng.choice(["D", "R"], n)
-    truth = rng.random(n) < np.where(party == "R", 0.22, 0.15)
-    score = np.where(truth, rng.beta(3, 3, n), rng.beta(1.5, 6, n))
-    pred = pd.DataFrame({"doc_id": [f"d{i}" for i in range(n)], "party": party,
-                         "predicted": np.where(score > 0.5, "toxic", "ok"),
-                         "prob_ok": 1 - score, "prob_toxic": score})
-    return pred, np.where(truth, "toxic", "ok")
 
 
 def coverage(pred, truth, by=None, draws=DRAWS, n_gold=N_GOLD, cls="toxic", seed=1,

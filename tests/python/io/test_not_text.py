@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import zipfile
 
-import pandas as pd
 import pyreadr
 import pytest
 from toydata import toy_frame

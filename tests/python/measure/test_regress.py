@@ -12,9 +12,7 @@ import pytest
 import quantformer
 from quantformer._core.errors import InputError
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-
-from test_estimate import biased_corpus  # noqa: E402
+from toydata import biased_corpus
 
 
 def _gold(pred, truth, rows):
