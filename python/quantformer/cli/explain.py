@@ -121,13 +121,13 @@ def run_partitioned(args) -> int:
     return 0
 
 
-def explain_file(args, frame) -> tuple:
+def explain_file(args, frame, record: dict | None = None) -> tuple:
     """(Explanation, the checks' dict or None) of one corpus, here or on --scheduler."""
     if args.scheduler:
         return explain_on(args.scheduler, args.model, frame, target=args.target,
                           steps=args.steps, batch_size=args.batch_size, device=args.device,
                           with_check=args.check)
-    clf = load_explainable(args.model, device=args.device, target=args.target)
+    clf = load_explainable(args.model, device=args.device, target=args.target, record=record)
     ex = explain(clf, frame, target=args.target, steps=args.steps,
                  batch_size=args.batch_size, progress=not args.quiet)
     return ex, check(clf, frame, ex) if args.check else None
@@ -216,7 +216,7 @@ def run(args) -> int:
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))
     docs = check_png_docs(args.docs.split(",") if args.docs else None, frame["doc_id"]) \
         if args.png else None
-    ex, checks = explain_file(args, frame)
+    ex, checks = explain_file(args, frame, record)
     extra = {}
     if checks is not None:
         extra["check"] = checks

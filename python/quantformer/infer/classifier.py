@@ -131,7 +131,8 @@ class Classifier:
 
     @classmethod
     def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
-                 quantize: str = "none", recheck_margin: float | None = None) -> Classifier:
+                 quantize: str = "none", recheck_margin: float | None = None,
+                 record: dict | None = None) -> Classifier:
         """Load a model directory fine-tuned the standard way (every method:
         :func:`quantformer.infer.load.load_model`, ``quantformer.load``).
 
@@ -148,7 +149,7 @@ class Classifier:
             InputError: a bad backend/quantize/device combination, or a model ONNX cannot
                 export (Longformer).
         """
-        record = read_record(path)
+        record = read_record(path) if record is None else record
         if record.get("method", "standard") != "standard":
             raise ModelDirError(f"'{path}' holds a model fine-tuned with method "
                                 f"'{record.get('method')}'; load it with quantformer.load(path), "

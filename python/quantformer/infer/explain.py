@@ -171,11 +171,13 @@ def _check_config(path) -> None:
 
 
 def load_explainable(path, device: str = "auto", backend: str = "torch",
-                     target: str | None = None) -> Classifier:
+                     target: str | None = None, record: dict | None = None) -> Classifier:
     """A model directory as a :class:`~quantformer.infer.classifier.Classifier`, after
-    :func:`check_model`, through the process's model cache (so the worker keeps it)."""
-    check_model(path, backend, target)
-    return load_model(path, device=device)
+    :func:`check_model` (skipped when the caller passes the ``record`` that check returned),
+    through the process's model cache (so the worker keeps it); the record is read once."""
+    if record is None:
+        record = check_model(path, backend, target)
+    return load_model(path, device=device, record=record)
 
 
 # ------------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ from .setfit import SetFitClassifier
 
 
 def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "torch",
-               quantize: str = "none", recheck_margin: float | None = None) -> Classifier:
+               quantize: str = "none", recheck_margin: float | None = None,
+               record: dict | None = None) -> Classifier:
     """Load a fine-tuned model directory of any method (``quantformer.load``).
 
     Args:
@@ -35,6 +36,9 @@ def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "to
         recheck_margin: int8 of a standard model only: see
             :meth:`~quantformer.infer.classifier.Classifier.from_dir`.
 
+        record: the folder's checked record when the caller has read it already
+            (:func:`quantformer.io.modeldir.read_record`), so it is read once per call.
+
     Returns:
         A :class:`~quantformer.infer.classifier.Classifier` (or its NLI / SetFit subclass).
 
@@ -42,7 +46,7 @@ def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "to
         ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
         InputError: a backend, quantize or recheck_margin the model's method does not support.
     """
-    record = read_record(path)
+    record = read_record(path) if record is None else record
     method = record.get("method", "standard")
     use_onnx = check_backend(backend, quantize, device) == "onnx"
     if method == "nli" and recheck_margin is not None:
@@ -54,14 +58,14 @@ def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "to
                          params=["backend"])
     options = {"backend": backend, "quantize": quantize, "recheck_margin": recheck_margin}
     return MODELS.get(f"classifier-{method}", path, device,
-                      lambda: _load(method, path, device, options), **options)
+                      lambda: _load(method, path, device, options, record), **options)
 
 
-def _load(method: str, path, device: str, options: dict) -> Classifier:
-    """The classifier of one method, read from disk."""
+def _load(method: str, path, device: str, options: dict, record: dict) -> Classifier:
+    """The classifier of one method, read from disk (its checked ``record`` passed on)."""
     if method == "nli":
         return NLIClassifier.from_dir(path, device=device, backend=options["backend"],
-                                      quantize=options["quantize"])
+                                      quantize=options["quantize"], record=record)
     if method == "setfit":
-        return SetFitClassifier.from_dir(path, device=device)
-    return Classifier.from_dir(path, device=device, **options)
+        return SetFitClassifier.from_dir(path, device=device, record=record)
+    return Classifier.from_dir(path, device=device, record=record, **options)

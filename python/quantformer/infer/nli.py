@@ -43,13 +43,13 @@ class NLIClassifier(Classifier):
 
     @classmethod
     def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
-                 quantize: str = "none") -> NLIClassifier:
+                 quantize: str = "none", record: dict | None = None) -> NLIClassifier:
         """Load a model directory written by :func:`nli_finetune` (torch or ONNX Runtime).
 
         Raises:
             ModelDirError: missing record fields, or model files that cannot be loaded.
         """
-        record = read_record(path)
+        record = read_record(path) if record is None else record
         missing = [k for k in ("hypothesis", "label_phrases", "entailment_id",
                                "contradiction_id") if k not in record]
         if missing:

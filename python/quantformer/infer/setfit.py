@@ -39,13 +39,14 @@ class SetFitClassifier(Classifier):
                          truncation=truncation, device=encoder.device, record=record)
 
     @classmethod
-    def from_dir(cls, path: str | os.PathLike, device: str = "auto") -> SetFitClassifier:
+    def from_dir(cls, path: str | os.PathLike, device: str = "auto",
+                 record: dict | None = None) -> SetFitClassifier:
         """Load a SetFit model directory written by :func:`setfit_finetune`.
 
         Raises:
             ModelDirError: missing or damaged record, head or body files.
         """
-        record = read_record(path)
+        record = read_record(path) if record is None else record
         head = read_head(Path(path))
         try:
             encoder = load_encoder(str(path), device)

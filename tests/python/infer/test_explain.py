@@ -315,3 +315,27 @@ def test_aopc_by_term_and_spearman_on_known_values():
     t = by_term(words, min_docs=2)
     assert t["term"].tolist() == ["tax"] and t["mean_attribution"].iloc[0] == 4.0
     assert t["n_docs"].iloc[0] == 2 and (t["lower"].iloc[0], t["upper"].iloc[0]) == (3.0, 5.0)
+
+
+def test_cli_reads_the_model_record_once(bert, tmp_path, monkeypatch):
+    """One explain reads its model's quantformer.json once (the check before any work), and
+    the loader uses that record (issue 32: it was read four times)."""
+    from pathlib import Path
+
+    from quantformer.infer.cache import MODELS
+
+    clf, path = bert
+    toy_frame(4).to_csv(tmp_path / "c.csv", index=False)
+    reads = []
+    real = Path.read_text
+
+    def counting(self, *args, **kwargs):
+        if self.name == "quantformer.json":
+            reads.append(str(self))
+        return real(self, *args, **kwargs)
+
+    MODELS.clear()  # a model loaded by an earlier test would hide the loader's read
+    monkeypatch.setattr(Path, "read_text", counting)
+    assert main(["explain", "--model", str(path), "--input", str(tmp_path / "c.csv"),
+                 "--out", str(tmp_path / "w.parquet"), "--quiet"]) == 0
+    assert reads == [str(Path(path) / "quantformer.json")]
