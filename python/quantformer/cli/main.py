@@ -30,6 +30,7 @@ from .._core.show import print_json
 from .._core.version import __version__
 from ..io.modeldir import read_record
 from ..models.hub import DEFAULT_MODEL_NAME, default_model_path
+from ..models.precision import describe_hardware
 
 # modules that define add_cli(sub), in the order their verbs are listed in --help
 VERB_MODULES = [
@@ -96,6 +97,7 @@ def _run_info(args) -> int:
         info["mps"] = bool(mps is not None and mps.is_available())
     except Exception:  # pragma: no cover
         info["cuda"] = info["mps"] = False
+    info["precision"] = describe_hardware()  # what --precision auto picks here, and why
     if args.json:
         print_json(info)
     else:

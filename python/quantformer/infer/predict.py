@@ -16,7 +16,7 @@ from .load import load_model
 
 def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
             device: str = "auto", quiet: bool = True, backend: str = "torch",
-            quantize: str = "none") -> pd.DataFrame:
+            quantize: str = "none", precision: str = "auto") -> pd.DataFrame:
     """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
 
     Args:
@@ -28,13 +28,18 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
         quiet: no progress bar.
         backend, quantize: used when ``model`` is a path: ``torch`` (default) or ``onnx``;
             ``none`` or ``int8`` (see :func:`quantformer.infer.load.load_model`).
+        precision: used when ``model`` is a path: ``auto`` (default: bf16 autocast where the
+            CPU has AMX or AVX-512 BF16 or the GPU supports bf16, else fp32), ``fp32`` or
+            ``bf16``; in bf16, documents whose top-two probability margin is under 0.05 are
+            predicted again in fp32 (``backend`` ``torch fp32 recheck``; see
+            :mod:`quantformer.models.precision`).
 
     Returns:
         See :meth:`~quantformer.infer.classifier.Classifier.predict`: a last column ``backend`` says which backend
         produced each row (``torch``, ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
     """
     clf = model if isinstance(model, Classifier) else load_model(
-        model, device=device, backend=backend, quantize=quantize)
+        model, device=device, backend=backend, quantize=quantize, precision=precision)
     return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
 
 
@@ -44,7 +49,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                  device: str = "auto", quiet: bool = False,
                  chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
                  labels_file: str | None = None, calibrated: bool = False,
-                 backend: str = "torch", quantize: str = "none") -> int:
+                 backend: str = "torch", quantize: str = "none",
+                 precision: str = "auto", report: dict | None = None) -> int:
     """Stream a corpus file through a classifier into an output file.
 
     The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
@@ -55,7 +61,9 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     ``max_length``. ``calibrated``: apply the temperature stored by ``quantformer calibrate``
     (see :mod:`quantformer.score.calibration`). ``backend`` and ``quantize`` (used when ``model`` is a path) choose torch or ONNX Runtime (see
     :func:`quantformer.infer.load.load_model`); outputs end with a ``backend`` column (``torch``,
-    ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
+    ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``; with ``precision`` bf16, ``torch
+    bf16`` or ``torch fp32 recheck``). ``precision``: as in :func:`predict`. ``report``: a dict
+    that receives the precision used and why (``precision``, ``requested``, ``reason``).
 
     Returns:
         The number of documents written.
@@ -71,7 +79,9 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                          label_col=label_col, fmt=fmt, quoting=quoting,
                          labels_file=labels_file)
     clf = model if isinstance(model, Classifier) else load_model(
-        model, device=device, backend=backend, quantize=quantize)
+        model, device=device, backend=backend, quantize=quantize, precision=precision)
+    if report is not None:
+        report.update(precision_record(clf))
     temperature = None
     if calibrated:
         temperature = stored_temperature(clf.record or {}, model)
@@ -95,6 +105,14 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     warn_missing(n_missing, n)
     clf.warn_truncated(counts, n)
     return n
+
+
+def precision_record(clf) -> dict:
+    """The precision a loaded classifier runs in and why (ONNX Runtime: its graph's)."""
+    if getattr(clf.model, "backend", "torch") == "onnx":
+        return {"precision": clf.model.label, "requested": "auto",
+                "reason": "ONNX Runtime: quantize sets the precision"}
+    return clf.precision.chosen.as_record()
 
 
 make_callable(__name__, "predict")
