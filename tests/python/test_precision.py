@@ -137,9 +137,28 @@ def test_cli_predict_precision_and_info(model_dir, tmp_path, capsys):
     assert "precision: bf16 (bf16 asked for; " in capsys.readouterr().out
     assert set(pd.read_parquet(out)["backend"]) <= {"torch bf16", "torch fp32 recheck"}
     assert cli.main(["info", "--json"]) == 0
-    info = json.loads(capsys.readouterr().out)["precision"]
-    assert info["auto_precision_cpu"] == prec.choose_precision("auto", "cpu").name
-    assert info["isa"]["avx512_bf16"] == ("avx512_bf16" in prec.cpu_flags())
+    info = json.loads(capsys.readouterr().out)
+    assert info["precision_auto"] == prec.choose_precision("auto", "cpu").name
+    assert info["precision_reason"] == prec.choose_precision("auto", "cpu").reason
+    assert ("avx512_bf16" in info["cpu_isa"].split()) == ("avx512_bf16" in prec.cpu_flags())
+
+
+def test_partitioned_predict_runs_in_the_precision_asked(model_dir, tmp_path):
+    from quantformer.scale.dask import predict_partitions
+
+    src = tmp_path / "in"
+    src.mkdir()
+    _docs(10).to_parquet(src / "a.parquet")
+    _docs(6).to_parquet(src / "b.parquet")
+    out = tmp_path / "out"
+    predict_partitions(str(model_dir), str(src), str(out), precision="bf16", device="cpu",
+                       quiet=True)
+    rows = pd.concat([pd.read_parquet(f) for f in sorted(out.glob("*.parquet"))])
+    assert len(rows) == 16
+    assert set(rows["backend"]) <= {"torch bf16", "torch fp32 recheck"}
+    with pytest.raises(InputError, match="bf16 applies to the torch backend"):
+        predict_partitions(str(model_dir), str(src), str(tmp_path / "o2"), precision="bf16",
+                           backend="onnx", quiet=True)
 
 
 def test_cli_precision_with_onnx_says_which_applies(model_dir, tmp_path, capsys):

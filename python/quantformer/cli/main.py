@@ -97,7 +97,11 @@ def _run_info(args) -> int:
         info["mps"] = bool(mps is not None and mps.is_available())
     except Exception:  # pragma: no cover
         info["cuda"] = info["mps"] = False
-    info["precision"] = describe_hardware()  # what --precision auto picks here, and why
+    hw = describe_hardware()  # what --precision auto picks here, and why (flat: R prints it)
+    info.update({"cpu_model": hw["cpu_model"],
+                 "cpu_isa": " ".join(k for k, v in hw["isa"].items() if v) or "none found",
+                 "precision_auto": hw["auto_precision_cpu"],
+                 "precision_reason": hw["auto_precision_reason"]})
     if args.json:
         print_json(info)
     else:
