@@ -149,7 +149,9 @@ def test_partitioned_predict_runs_in_the_precision_asked(model_dir, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     _docs(10).to_parquet(src / "a.parquet")
-    _docs(6).to_parquet(src / "b.parquet")
+    other = _docs(6)
+    other["doc_id"] = "b" + other["doc_id"]
+    other.to_parquet(src / "b.parquet")
     out = tmp_path / "out"
     predict_partitions(str(model_dir), str(src), str(out), precision="bf16", device="cpu",
                        quiet=True)
@@ -170,3 +172,38 @@ def test_cli_precision_with_onnx_says_which_applies(model_dir, tmp_path, capsys)
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()
     assert "--precision bf16 applies to the torch backend; with --backend onnx" in err
+
+
+def test_prefetch_keeps_order_and_raises_where_the_error_occurred():
+    from quantformer.infer.pipeline import prefetched
+
+    def items():
+        yield from range(5)
+        raise InputError("{input} is damaged at row 5", params=["input"])
+
+    got = []
+    with pytest.raises(InputError, match="damaged at row 5"):
+        for item, square in prefetched(items(), lambda x: x * x):
+            got.append((item, square))
+    assert got == [(0, 0), (1, 1), (2, 4), (3, 9), (4, 16)]
+    # a caller that stops early leaves no thread blocked behind it
+    first = next(iter(prefetched(range(100), lambda x: -x)))
+    assert first == (0, 0)
+
+
+def test_streamed_chunks_tokenised_ahead_equal_one_pass(model_dir, tmp_path):
+    from quantformer.infer.predict import predict_file
+
+    docs = _docs(30)
+    docs.loc[4, "text"] = None
+    src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    docs.to_parquet(src)
+    clf = Classifier.from_dir(model_dir, device="cpu", precision="fp32")
+    with pytest.warns(UserWarning, match="1 of 30"):
+        n = predict_file(clf, src, out, chunk_rows=7, quiet=True)
+        ref = clf.predict(docs)
+    got = pd.read_parquet(out)
+    assert n == 30 and got["doc_id"].tolist() == docs["doc_id"].tolist()
+    np.testing.assert_allclose(got.filter(like="prob_").to_numpy(),
+                               ref.filter(like="prob_").to_numpy(), atol=1e-6)
+    assert got["predicted"].isna().tolist() == ref["predicted"].isna().tolist()

@@ -223,15 +223,25 @@ class Classifier:
             return [frame_or_texts]
         return list(frame_or_texts)
 
+    def encoded(self, texts: list):
+        """The documents tokenised as :meth:`_proba` tokenises them (an
+        :class:`~quantformer.models.tokenize.Encoded`), or None for a subclass that tokenises
+        in its own way (NLI pairs, SetFit): for tokenising ahead, in another thread, of the
+        forward passes (:mod:`quantformer.infer.pipeline`)."""
+        if type(self)._proba is not Classifier._proba:
+            return None
+        return encode(self.tokenizer, texts, max_length=self.max_length,
+                      truncation=self.truncation)
+
     def _proba(self, texts: list, batch_size: int, progress: bool,
                counts: dict | None = None, model=None,
-               cast: bool = True) -> tuple[np.ndarray, np.ndarray]:
+               cast: bool = True, enc=None) -> tuple[np.ndarray, np.ndarray]:
         model = self.model if model is None else model
 
         # an ONNX model's config is config.json alone (classifiers only: one column a label)
         k = getattr(self.model.config, "num_labels", None) or len(self.labels)
-        enc = encode(self.tokenizer, texts, max_length=self.max_length,
-                     truncation=self.truncation)
+        if enc is None:
+            enc = self.encoded(texts)
         if counts is not None:  # adds up the documents cut, for warn_truncated
             counts["truncated"] = counts.get("truncated", 0) + int(enc.truncated.sum())
         probs = np.full((len(texts), k), np.nan, dtype=np.float64)
@@ -250,10 +260,14 @@ class Classifier:
             probs[keep] = out
         return probs, enc.missing
 
-    def scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
+    def scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None,
+               enc=None):
         """(probabilities, missing mask, rechecked mask or None): :meth:`_proba`, then for
-        int8 the fp32 recheck of near ties (:mod:`quantformer.models.onnx.recheck`)."""
-        probs, missing = self._proba(texts, batch_size, progress, counts)
+        int8 the fp32 recheck of near ties (:mod:`quantformer.models.onnx.recheck`), for
+        bf16 that of :mod:`quantformer.models.precision`. ``enc``: the texts already tokenised
+        by :meth:`encoded` (None: tokenised here)."""
+        ahead = {} if enc is None else {"enc": enc}
+        probs, missing = self._proba(texts, batch_size, progress, counts, **ahead)
         if self.recheck is None:
             return probs, missing, self.precision.recheck(
                 lambda t: self._proba(t, batch_size, False, cast=False)[0], texts, probs)

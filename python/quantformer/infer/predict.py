@@ -12,6 +12,7 @@ from ..io.frames import FrameWriter, check_output_path, iter_frames
 from ..score.calibration import apply_temperature, stored_temperature
 from .classifier import CHUNK_ROWS, Classifier, warn_missing
 from .load import load_model
+from .pipeline import scored_chunks
 
 
 def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
@@ -62,7 +63,9 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     (see :mod:`quantformer.score.calibration`). ``backend`` and ``quantize`` (used when ``model`` is a path) choose torch or ONNX Runtime (see
     :func:`quantformer.infer.load.load_model`); outputs end with a ``backend`` column (``torch``,
     ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``; with ``precision`` bf16, ``torch
-    bf16`` or ``torch fp32 recheck``). ``precision``: as in :func:`predict`. ``report``: a dict
+    bf16`` or ``torch fp32 recheck``). ``precision``: as in :func:`predict`. The next chunk is
+    read and tokenised while the model runs on this one (:mod:`quantformer.infer.pipeline`).
+    ``report``: a dict
     that receives the precision used and why (``precision``, ``requested``, ``reason``).
 
     Returns:
@@ -89,10 +92,10 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     counts: dict = {}
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer:
-        for chunk in chunks:
-            # the bar advances per batch (run_batches), missing documents once per chunk
-            probs, missing, rechecked = clf.scored(chunk["text"].tolist(), batch_size, bar,
-                                                    counts)
+        # the next chunk is read and tokenised while the model runs on this one; the bar
+        # advances per batch (run_batches), missing documents once per chunk
+        for chunk, probs, missing, rechecked in scored_chunks(clf, chunks, batch_size, bar,
+                                                              counts):
             if temperature is not None:
                 probs = apply_temperature(probs, temperature)
             writer.write(clf.output_frame(chunk, probs, missing, keep_text, rechecked))
