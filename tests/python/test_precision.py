@@ -74,10 +74,9 @@ def test_bad_precision_values_name_the_parameter():
     with pytest.raises(InputError, match="bf16 applies to the torch backend") as e:
         prec.check_with_backend("bf16", "onnx")
     assert "precision" in e.value.params
-    with pytest.raises(InputError, match="contradict"):
-        prec.check_with_backend("fp32", "onnx", "int8")
-    prec.check_with_backend("auto", "onnx", "int8")  # auto: onnx's quantize applies
-    prec.check_with_backend("fp32", "onnx")
+    prec.check_with_backend("auto", "onnx", "int8")  # onnx: quantize applies
+    prec.check_with_backend("fp32", "onnx", "int8")
+    prec.check_with_backend("bf16", "torch")
 
 
 def test_bf16_agrees_with_fp32_and_rechecks_exactly_the_near_ties(model_dir):
@@ -172,6 +171,11 @@ def test_cli_precision_with_onnx_says_which_applies(model_dir, tmp_path, capsys)
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()
     assert "--precision bf16 applies to the torch backend; with --backend onnx" in err
+    assert cli.main(["predict", "--model", str(model_dir), "--input", str(src), "--out",
+                     str(out), "--backend", "onnx", "--quiet"]) == 0
+    assert "precision: onnx fp32 (ONNX Runtime: quantize sets the precision)" in \
+        capsys.readouterr().out
+    assert set(pd.read_parquet(out)["backend"]) == {"onnx fp32"}
 
 
 def test_prefetch_keeps_order_and_raises_where_the_error_occurred():

@@ -159,22 +159,17 @@ def autocast(precision: Precision | str, device: str = "cpu"):
 
 
 def check_with_backend(precision: str, backend: str, quantize: str = "none") -> None:
-    """``precision`` applies to the torch backend; with ONNX Runtime ``quantize`` sets it.
+    """``precision`` applies to the torch backend; with ONNX Runtime ``quantize`` sets it
+    (fp32 graph, or int8): ``auto`` and ``fp32`` leave it to ``quantize``.
 
     Raises:
-        InputError: ``bf16`` with the onnx backend, or ``fp32`` with int8 quantization.
+        InputError: ``bf16`` with the onnx backend.
     """
-    if backend != "onnx" or precision == "auto":
-        return
-    if precision == "bf16":
+    if backend == "onnx" and precision == "bf16":
         raise InputError("{precision} bf16 applies to the torch backend; with {backend} onnx "
                          "the precision is fp32, or int8 with {quantize} int8: leave "
-                         "{precision} out or use {backend} torch", params=["precision",
-                                                                           "backend", "quantize"])
-    if quantize == "int8":
-        raise InputError("{precision} fp32 and {quantize} int8 contradict each other: with "
-                         "{backend} onnx, {quantize} sets the precision; leave one out",
-                         params=["precision", "quantize", "backend"])
+                         "{precision} out or use {backend} torch",
+                         params=["precision", "backend", "quantize"])
 
 
 def describe_hardware() -> dict:
