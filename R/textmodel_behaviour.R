@@ -25,6 +25,8 @@
 #'   CheckList's default).
 #' @param y labels of `newdata` for `expect = "label"` (a docvar name or a vector).
 #' @inheritParams textmodel_finetune
+#' @param precision `"auto"` (default), `"fp32"` or `"bf16"`: the numeric precision of the
+#'   predictions (see [quantformer_precision]; near ties are predicted again in fp32).
 #' @return An object of class `textmodel_behaviour`: a list with `summary` (a data frame: one
 #'   row per test with `name`, `type`, `expect`, `n`, `n_fail`, `fail_rate`, `ci_lower`,
 #'   `ci_upper`: a Wilson 95\% interval) and `tests` (each test's failing examples: original,
@@ -35,7 +37,8 @@ textmodel_behaviour <- function(fit, newdata = NULL, perturb = NULL, expect = NU
                                 suite = NULL, substitutions = NULL, template = NULL,
                                 fill = NULL, label = NULL, tolerance = 0.1, y = NULL,
                                 text_field = "text", docid_field = "doc_id",
-                                verbose = FALSE) {
+                                verbose = FALSE,
+                                precision = getOption("quantformer.precision", "auto")) {
   model <- if (inherits(fit, "textmodel_finetune")) fit$model_dir else fit
   files <- character()
   on.exit(unlink(files), add = TRUE)
@@ -64,7 +67,8 @@ textmodel_behaviour <- function(fit, newdata = NULL, perturb = NULL, expect = NU
   files <- c(files, out_file)
   run_cli("behave", c(args, cli_flags(perturb = perturb, expect = expect, suite = suite,
                                       template = template, fill = fill, label = label,
-                                      tolerance = tolerance), "--out", out_file),
+                                      tolerance = tolerance), precision_flags(precision),
+                   "--out", out_file),
           verbose = verbose, r_args = names(formals()))
   res <- jsonlite::read_json(out_file, simplifyVector = FALSE)
   cols <- c("name", "type", "expect", "n", "n_fail", "fail_rate", "ci_lower", "ci_upper")

@@ -4,11 +4,13 @@ the fp32 recheck of near ties, agreement with fp32, the cache key, the CLI and b
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from toydata import toy_frame
 
 from quantformer._core.errors import InputError
@@ -202,7 +204,10 @@ def test_streamed_chunks_tokenised_ahead_equal_one_pass(model_dir, tmp_path):
     docs.loc[4, "text"] = None
     src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
     docs.to_parquet(src)
+    from quantformer.infer.pipeline import overlap_pays
+
     clf = Classifier.from_dir(model_dir, device="cpu", precision="fp32")
+    assert overlap_pays("cpu") == (len(os.sched_getaffinity(0)) > torch.get_num_threads())
     with pytest.warns(UserWarning, match="1 of 30"):
         n = predict_file(clf, src, out, chunk_rows=7, quiet=True)
         ref = clf.predict(docs)
@@ -211,3 +216,20 @@ def test_streamed_chunks_tokenised_ahead_equal_one_pass(model_dir, tmp_path):
     np.testing.assert_allclose(got.filter(like="prob_").to_numpy(),
                                ref.filter(like="prob_").to_numpy(), atol=1e-6)
     assert got["predicted"].isna().tolist() == ref["predicted"].isna().tolist()
+
+
+def test_behave_runs_in_the_precision_asked_and_records_it(model_dir, tmp_path):
+    toy_frame(12).to_csv(tmp_path / "c.csv", index=False)
+    got = {}
+    for p in ("fp32", "bf16"):
+        out = tmp_path / f"{p}.json"
+        assert cli.main(["behave", "--model", str(model_dir), "--input", str(tmp_path / "c.csv"),
+                         "--perturb", "typos", "--expect", "same", "--out", str(out),
+                         "--precision", p, "--device", "cpu"]) == 0
+        got[p] = json.loads(out.read_text())
+    assert got["fp32"]["precision"] == {"precision": "fp32", "requested": "fp32",
+                                        "reason": "fp32 asked for"}
+    assert got["bf16"]["precision"]["precision"] == "bf16"
+    # the labels behind the fail counts are fp32's: near ties are predicted again in fp32
+    assert [t["n_fail"] for t in got["bf16"]["tests"]] == \
+        [t["n_fail"] for t in got["fp32"]["tests"]]

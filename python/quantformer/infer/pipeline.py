@@ -8,11 +8,18 @@ framework"), with one chunk in flight: memory holds at most two chunks. The fast
 (Rust) and the forward passes release Python's global interpreter lock, so the two threads run
 at once. Errors of the reading thread are raised in the caller at the chunk where they
 occurred; the order of the chunks is kept.
+
+It pays only where a core is free for the reading thread (:func:`overlap_pays`: a GPU runs
+the model, or the CPU has more cores than torch uses). On a 2-core CPU with torch on both,
+tokenising ahead made 12,000 Jigsaw comments 13 % slower (107.3 against 123.4 docs/s), and the
+chunks run one after another there (bench/RESULTS.md, "Precision").
 """
 
 from __future__ import annotations
 
+import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
@@ -59,9 +66,27 @@ def prefetched(items: Iterable, prepare: Callable, depth: int = 1) -> Iterator[t
                 worker.join(timeout=0.05)
 
 
+def overlap_pays(device: str) -> bool:
+    """Whether a reading thread has a core of its own: the model runs on a GPU, or torch
+    uses fewer threads than this process may run on (ONNX Runtime: never assumed)."""
+    if str(device).startswith(("cuda", "mps")):
+        return True
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) > torch.get_num_threads()
+
+
 def scored_chunks(clf, chunks: Iterable, batch_size: int, bar, counts: dict) -> Iterator[tuple]:
-    """``(chunk, probabilities, missing, rechecked)`` of each corpus chunk, the next chunk read
-    and tokenised (:meth:`~quantformer.infer.classifier.Classifier.encoded`) while the model
-    runs on this one (see :meth:`~quantformer.infer.classifier.Classifier.scored`)."""
+    """``(chunk, probabilities, missing, rechecked)`` of each corpus chunk (see
+    :meth:`~quantformer.infer.classifier.Classifier.scored`); where :func:`overlap_pays`, the
+    next chunk is read and tokenised
+    (:meth:`~quantformer.infer.classifier.Classifier.encoded`) while the model runs on this
+    one."""
+    if not overlap_pays(clf.device):
+        for chunk in chunks:
+            yield (chunk, *clf.scored(chunk["text"].tolist(), batch_size, bar, counts))
+        return
     for chunk, enc in prefetched(chunks, lambda c: clf.encoded(c["text"].tolist())):
         yield (chunk, *clf.scored(chunk["text"].tolist(), batch_size, bar, counts, enc=enc))

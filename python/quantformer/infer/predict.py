@@ -63,8 +63,9 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     (see :mod:`quantformer.score.calibration`). ``backend`` and ``quantize`` (used when ``model`` is a path) choose torch or ONNX Runtime (see
     :func:`quantformer.infer.load.load_model`); outputs end with a ``backend`` column (``torch``,
     ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``; with ``precision`` bf16, ``torch
-    bf16`` or ``torch fp32 recheck``). ``precision``: as in :func:`predict`. The next chunk is
-    read and tokenised while the model runs on this one (:mod:`quantformer.infer.pipeline`).
+    bf16`` or ``torch fp32 recheck``). ``precision``: as in :func:`predict`. Where a core is
+    free for it, the next chunk is read and tokenised while the model runs on this one
+    (:mod:`quantformer.infer.pipeline`).
     ``report``: a dict
     that receives the precision used and why (``precision``, ``requested``, ``reason``).
 
@@ -92,8 +93,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     counts: dict = {}
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer:
-        # the next chunk is read and tokenised while the model runs on this one; the bar
-        # advances per batch (run_batches), missing documents once per chunk
+        # the next chunk read and tokenised while the model runs on this one (where a core is
+        # free); the bar advances per batch (run_batches), missing documents once per chunk
         for chunk, probs, missing, rechecked in scored_chunks(clf, chunks, batch_size, bar,
                                                               counts):
             if temperature is not None:
