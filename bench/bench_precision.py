@@ -241,7 +241,8 @@ def predict_task(name: str, model: Path, frame: pd.DataFrame, device: str, preci
     pipe = pipeline_runner(model, device, clfs["fp32"].max_length)
     jobs = {"pipeline (batch 64)": lambda: pipe(texts)}
     for p, clf in clfs.items():
-        jobs[f"quantformer {p}"] = lambda c=clf, p=p: end_to_end(c, src, tmp / f"{name}-{p}.parquet")
+        jobs[f"quantformer {p}"] = (lambda c=clf, p=p:
+                                    end_to_end(c, src, tmp / f"{name}-{p}.parquet"))
         if p != "auto":
             jobs[f"bare forward {p}"] = bare_forward(clf, texts)
     times = {k: [] for k in jobs}

@@ -30,10 +30,10 @@ from .._core.errors import InputError
 from .onnx.recheck import near_ties
 
 __all__ = ["PRECISIONS", "BF16_RECHECK_MARGIN", "Precision", "PrecisionWarning", "cpu_flags",
-           "cpu_model", "bf16_support", "check_precision", "choose_precision", "autocast", "check_with_backend",
-           "describe_hardware", "TorchPrecision", "torch_precision"]
+           "cpu_model", "bf16_support", "check_precision", "choose_precision", "autocast",
+           "check_with_backend", "describe_hardware", "TorchPrecision", "torch_precision"]
 
-#: the values of ``precision`` (``--precision``) on the inference verbs
+#: the values of ``precision`` on the inference verbs
 PRECISIONS = ("auto", "fp32", "bf16")
 #: bf16 top-two probability margin under which a document is predicted again in fp32: the
 #: int8 recheck's margin. On the 653 Abortion training tweets pure bf16 moved no probability by
