@@ -36,6 +36,8 @@
 #' @param text_field,docid_field names of the text and document-id columns in the files
 #'   (defaults `text` and `doc_id`; without an id column ids are `textN`).
 #' @param keep_text logical: keep the text column in the outputs (default `FALSE`).
+#' @param precision `"auto"` (default), `"fp32"` or `"bf16"`: see [quantformer_precision];
+#'   each output row's `backend` says which precision produced it.
 #' @template verbose
 #' @return A data frame with one row per partition: `input`, `output` (the Parquet path),
 #'   `rows`, `seconds`, `worker`, `finished` (UTC time) and `run` (which call of the job
@@ -60,7 +62,8 @@
 predict_files <- function(model, files, output_dir, scheduler = NULL, resume = FALSE,
                           batch_size = 64, device = "auto", text_field = NULL,
                           docid_field = NULL, keep_text = FALSE,
-                          verbose = getOption("quantformer.verbose", TRUE)) {
+                          verbose = getOption("quantformer.verbose", TRUE),
+                          precision = getOption("quantformer.precision", "auto")) {
   model_dir <- model_dir_of(model, exists = TRUE)  # R/arguments.R
   if (!is.character(files) || !length(files) || anyNA(files))
     input_error("`files` must be a character vector of corpus files, folders or globs",
@@ -77,7 +80,8 @@ predict_files <- function(model, files, output_dir, scheduler = NULL, resume = F
   args <- c("--model", model_dir, "--input", path.expand(files), "--out", output_dir,
             cli_flags(scheduler = scheduler, resume = isTRUE(resume), batch_size = batch_size,
                       device = device, text_col = text_field, id_col = docid_field,
-                      keep_text = isTRUE(keep_text)))
+                      keep_text = isTRUE(keep_text)),
+            precision_flags(precision))  # R/precision.R
   call_verb("predict", args, verbose = verbose, r_args = names(formals()))
   read_manifest(output_dir)
 }

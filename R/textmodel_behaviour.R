@@ -28,6 +28,8 @@
 #' @param fit the old name of `x`, accepted with a warning (class `quantformer_deprecated`)
 #'   until the next release.
 #' @inheritParams textmodel_finetune
+#' @param precision `"auto"` (default), `"fp32"` or `"bf16"`: the numeric precision of the
+#'   predictions (see [quantformer_precision]; near ties are predicted again in fp32).
 #' @return An object of class `textmodel_behaviour`: a list with `summary` (a data frame: one
 #'   row per test with `name`, `type`, `expect`, `n`, `n_fail`, `fail_rate`, `ci_lower`,
 #'   `ci_upper`: a Wilson 95\% interval) and `tests` (each test's failing examples: original,
@@ -38,7 +40,8 @@ textmodel_behaviour <- function(x, newdata = NULL, perturb = NULL, expect = NULL
                                 suite = NULL, substitutions = NULL, template = NULL,
                                 fill = NULL, label = NULL, tolerance = 0.1, y = NULL,
                                 text_field = "text", docid_field = "doc_id",
-                                verbose = FALSE, fit) {
+                                verbose = FALSE,
+                                precision = getOption("quantformer.precision", "auto"), fit) {
   first <- first_arguments(if (!missing(x)) x, if (!missing(fit)) fit, newdata,  # R/arguments.R
                            "fit", "textmodel_behaviour", missing(x), missing(fit),
                            is.null(newdata))
@@ -63,7 +66,7 @@ textmodel_behaviour <- function(x, newdata = NULL, perturb = NULL, expect = NULL
   res <- call_verb("behave", c("--model", model_dir_of(x, "x"),
                                cli_flags(perturb = perturb, expect = expect, suite = suite,
                                          template = template, fill = fill, label = label,
-                                         tolerance = tolerance)),
+                                         tolerance = tolerance), precision_flags(precision)),
                    inputs = list("--input" = frame, "--substitutions" = subs),
                    output = "json", simplify = FALSE, verbose = verbose,
                    r_args = setdiff(names(formals()), "fit"))$output

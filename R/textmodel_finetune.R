@@ -193,6 +193,10 @@ validation_args <- function(validation, yname, text_field = "text", docid_field 
 #'   `quantformer.quantize`.
 #' @param calibrated `TRUE` applies the temperature stored by [calibrate_finetune()] to the
 #'   probabilities (classifiers only; an error when the model has not been calibrated).
+#' @param precision `"auto"` (default: bf16 where the CPU has AMX or AVX-512 BF16 or the GPU
+#'   supports it, fp32 elsewhere), `"fp32"` or `"bf16"`; in bf16, near ties (top-two margin
+#'   under 0.05) are predicted again in fp32: see [quantformer_precision]. Default from the
+#'   option `quantformer.precision`.
 #' @return For `type = "class"`, a factor with the model's levels, named by docnames; for
 #'   `type = "probability"`, a documents x classes matrix with docnames and levels as
 #'   dimnames; for `type = "both"`, a data frame with one row per document: `doc_id`,
@@ -217,11 +221,13 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                        docid_field = "doc_id",
                                        backend = getOption("quantformer.backend", "torch"),
                                        quantize = getOption("quantformer.quantize", "none"),
-                                       calibrated = FALSE, verbose = NULL, ...) {
+                                       calibrated = FALSE, verbose = NULL,
+                                       precision = getOption("quantformer.precision", "auto"),
+                                       ...) {
   check_dots(..., fun = "predict.textmodel_finetune")
   type <- match.arg(type)
   check_model_dir(object)
-  backend <- backend_flags(backend, quantize)
+  backend <- c(backend_flags(backend, quantize), precision_flags(precision))  # R/precision.R
   frame <- if (is.null(newdata)) object$x
            else as_frame(newdata, text_field, docid_field, arg = "newdata")
   if (is.null(frame))

@@ -181,6 +181,7 @@ INT8_VARIANTS = {
     "MatMul, per_channel": {"reduce_range": False, "first_layer_fp32": False},
     "MatMul, per_channel, reduce_range (before)": {"first_layer_fp32": False},
     "MatMul, per_channel, reduce_range, first layer fp32 (chosen)": {},
+    "MatMul, per_channel, first layer fp32, no reduce_range (for VNNI)": {"reduce_range": False},
     "ONNX fp32, unfused graph": {"graph": "unfused", "fp32": True},
     "chosen settings on the unfused graph": {"graph": "unfused"},
 }

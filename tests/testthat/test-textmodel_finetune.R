@@ -299,7 +299,7 @@ test_that("predict(backend = 'onnx') equals torch; int8 agrees (issue 16)", {
   skip_if_no_verb("finetune")
   fit <- fitted_model()
   new <- sotu_sample()[101:106, ]
-  pr <- predict(fit, newdata = new, type = "probability")
+  pr <- predict(fit, newdata = new, type = "probability", precision = "fp32")  # ONNX runs fp32
   po <- predict(fit, newdata = new, type = "probability", backend = "onnx")
   expect_equal(dimnames(po), dimnames(pr))
   expect_equal(po, pr, tolerance = 1e-4)

@@ -13,6 +13,7 @@ from ..io.frames import read_frame
 from ..io.writing import write_frame
 from ..models.hub import MAX_LENGTH_RULE, check_length_value
 from ..models.onnx import backend as onnx_backend
+from ..models.precision import PRECISIONS
 from ..models.tasks import Multilabel
 from ..models.tokenize import STRATEGIES
 from ..scale.partitions import is_partitioned
@@ -192,6 +193,18 @@ def add_backend_options(p) -> None:
                         "comments; predict runs documents whose int8 top-two margin is under "
                         "0.05 again in fp32, backend 'onnx fp32 recheck': fewer changed labels, "
                         "about fp32's speed)")
+
+
+def add_precision_option(p, what: str = "classifiers fine-tuned the standard way") -> None:
+    """``--precision auto|fp32|bf16`` (see :mod:`quantformer.models.precision`)."""
+    p.add_argument("--precision", default="auto", choices=PRECISIONS,
+                   help="numeric precision of the torch backend: auto (default: bf16 autocast "
+                        "where the CPU has AMX or AVX-512 BF16 or the GPU supports bf16, fp32 "
+                        "elsewhere; `quantformer info` says which), fp32 or bf16 (allowed "
+                        "without native bf16, with a warning: emulated, slower). In bf16, "
+                        "documents whose top-two probability margin is under 0.05 are "
+                        "predicted again in fp32 (backend 'torch fp32 recheck'); applies to "
+                        f"{what}; with --backend onnx, --quantize sets the precision")
 
 
 def add_nli_options(p, used_by: str = "--method nli") -> None:

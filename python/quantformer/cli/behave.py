@@ -16,10 +16,11 @@ from ..infer.behave import (
     summary,
 )
 from ..infer.load import load_model
+from ..infer.predict import precision_record
 from ..io.frames import read_frame
 from ..io.modeldir import read_record
 from ..io.writable import check_writable
-from ._options import add_corpus_options, add_device_option, corpus_kwargs
+from ._options import add_corpus_options, add_device_option, add_precision_option, corpus_kwargs
 
 
 def add_cli(sub) -> None:
@@ -59,6 +60,7 @@ def add_cli(sub) -> None:
     p.add_argument("--name", default=None, help="name of a test from the flags")
     p.add_argument("--seed", type=int, default=1, help="random seed of the perturbations (1)")
     add_device_option(p)
+    add_precision_option(p)
     p.set_defaults(func=run)
 
 
@@ -91,9 +93,9 @@ def run(args) -> int:
     frame = read_frame(args.input, **corpus_kwargs(args)) if args.input else None
     if frame is not None and frame["text"].isna().all():
         raise InputError(f"all texts of '{args.input}' are missing", params=["input"])
-    clf = load_model(args.model, device=args.device)
+    clf = load_model(args.model, device=args.device, precision=args.precision)
     results = run_tests(clf, frame, tests, seed=args.seed)
     write_json({"model": str(args.model), "input": args.input, "seed": args.seed,
-                "tests": results}, args.out)
+                "precision": precision_record(clf), "tests": results}, args.out)
     print_table(summary(results), title=f"behavioural tests (written to {args.out})")
     return 0

@@ -31,6 +31,7 @@ from .._core.version import __version__, versions
 from ..infer.rules import caller_rules
 from ..io.modeldir import read_record
 from ..models.hub import DEFAULT_MODEL_NAME, default_model_path
+from ..models.precision import describe_hardware
 
 # modules that define add_cli(sub), in the order their verbs are listed in --help
 VERB_MODULES = [
@@ -114,6 +115,11 @@ def _run_info(args) -> int:
         info["mps"] = bool(mps is not None and mps.is_available())
     except Exception:  # pragma: no cover
         info["cuda"] = info["mps"] = False
+    hw = describe_hardware()  # what --precision auto picks here, and why (flat: R prints it)
+    info.update({"cpu_model": hw["cpu_model"],
+                 "cpu_isa": " ".join(k for k, v in hw["isa"].items() if v) or "none found",
+                 "precision_auto": hw["auto_precision_cpu"],
+                 "precision_reason": hw["auto_precision_reason"]})
     if args.json:
         print_json(info)
     else:

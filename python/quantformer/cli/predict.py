@@ -11,6 +11,7 @@ from ._options import (
     add_device_option,
     add_labels_file_option,
     add_partition_options,
+    add_precision_option,
     add_quiet_option,
     corpus_kwargs,
     partitioned,
@@ -44,6 +45,7 @@ def add_cli(sub) -> None:
     add_device_option(p)
     add_quiet_option(p)
     add_backend_options(p)
+    add_precision_option(p)
     p.set_defaults(func=run)
 
 
@@ -58,13 +60,16 @@ def run(args) -> int:
         print(describe(predict_partitions(
             args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
             batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
-            quiet=args.quiet, backend=args.backend, quantize=args.quantize, **kw)))
+            quiet=args.quiet, backend=args.backend, quantize=args.quantize,
+            precision=args.precision, **kw)))
         return 0
+    used: dict = {}
     n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],
                      id_col=kw["id_col"], label_col=kw["label_col"], fmt=kw["fmt"],
                      batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
                      quiet=args.quiet, quoting=kw["quoting"], labels_file=args.labels_file,
                      calibrated=args.calibrated, backend=args.backend,
-                     quantize=args.quantize)
+                     quantize=args.quantize, precision=args.precision, report=used)
     print(f"wrote predictions for {n} documents to {args.out}")
+    print(f"precision: {used['precision']} ({used['reason']})")
     return 0

@@ -26,6 +26,7 @@ from ..models.hub import resolve_device
 from ..models.onnx import recheck as onnx_recheck
 from ..models.onnx.backend import check_backend, open_model
 from ..models.onnx.recheck import RECHECK_LABEL, Recheck, check_margin
+from ..models.precision import TorchPrecision, check_with_backend, torch_precision
 from ..models.tasks import Classification, from_record
 from ..models.tokenize import encode, warn_truncated
 
@@ -125,6 +126,7 @@ class Classifier:
         self.device = device
         self.record = dict(record or {})
         self.recheck = None  # int8: the fp32 recheck of near ties (from_dir sets it)
+        self.precision = TorchPrecision.fp32()  # bf16 autocast + fp32 recheck: from_dir sets it
         self.model.eval()
 
     # ---------------------------------------------------------------------------------------
@@ -132,7 +134,7 @@ class Classifier:
     @classmethod
     def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
                  quantize: str = "none", recheck_margin: float | None = None,
-                 record: dict | None = None) -> Classifier:
+                 precision: str = "fp32", record: dict | None = None) -> Classifier:
         """Load a model directory fine-tuned the standard way (every method:
         :func:`quantformer.infer.load.load_model`, ``quantformer.load``).
 
@@ -143,6 +145,9 @@ class Classifier:
             recheck_margin: with ``int8``, documents whose int8 top-two probability margin is
                 below this are predicted again in fp32 (float in [0, 1); None:
                 :data:`quantformer.models.onnx.recheck.RECHECK_MARGIN`, 0.05; 0: pure int8).
+            precision: torch backend: ``fp32`` (default), ``bf16`` (autocast, near ties
+                predicted again in fp32) or ``auto`` (bf16 where the hardware has it natively;
+                :mod:`quantformer.models.precision`).
 
         Raises:
             ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
@@ -155,6 +160,7 @@ class Classifier:
                                 f"'{record.get('method')}'; load it with quantformer.load(path), "
                                 "which knows every method")
         use_onnx = check_backend(backend, quantize, device) == "onnx"
+        check_with_backend(precision, backend, quantize)
         if recheck_margin is not None:  # checked before an export that may take minutes
 
             if quantize != "int8":
@@ -177,11 +183,14 @@ class Classifier:
             return clf
 
         dev = resolve_device(device)
+        chosen = torch_precision(precision, dev, task.name)  # checked before the weights load
         model, tok = _load_torch(path)
         model = model.to(dev)
-        return cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
-                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record,
-                   task=from_record(record))
+        clf = cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
+                  truncation=hp.get("truncation", "head_tail"), device=dev, record=record,
+                  task=task)
+        clf.precision = chosen
+        return clf
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
         """Write the model directory (model, tokenizer, ``quantformer.json``, README.md).
@@ -214,14 +223,25 @@ class Classifier:
             return [frame_or_texts]
         return list(frame_or_texts)
 
+    def encoded(self, texts: list):
+        """The documents tokenised as :meth:`_proba` tokenises them (an
+        :class:`~quantformer.models.tokenize.Encoded`), or None for a subclass that tokenises
+        in its own way (NLI pairs, SetFit): for tokenising ahead, in another thread, of the
+        forward passes (:mod:`quantformer.infer.pipeline`)."""
+        if type(self)._proba is not Classifier._proba:
+            return None
+        return encode(self.tokenizer, texts, max_length=self.max_length,
+                      truncation=self.truncation)
+
     def _proba(self, texts: list, batch_size: int, progress: bool,
-               counts: dict | None = None, model=None) -> tuple[np.ndarray, np.ndarray]:
+               counts: dict | None = None, model=None,
+               cast: bool = True, enc=None) -> tuple[np.ndarray, np.ndarray]:
         model = self.model if model is None else model
 
         # an ONNX model's config is config.json alone (classifiers only: one column a label)
         k = getattr(self.model.config, "num_labels", None) or len(self.labels)
-        enc = encode(self.tokenizer, texts, max_length=self.max_length,
-                     truncation=self.truncation)
+        if enc is None:
+            enc = self.encoded(texts)
         if counts is not None:  # adds up the documents cut, for warn_truncated
             counts["truncated"] = counts.get("truncated", 0) + int(enc.truncated.sum())
         probs = np.full((len(texts), k), np.nan, dtype=np.float64)
@@ -229,22 +249,28 @@ class Classifier:
         if keep.size:
             ids = [enc.input_ids[i] for i in keep]
             types = [enc.token_type_ids[i] for i in keep] if enc.token_type_ids else None
-            out = run_batches(
-                model, ids, types,
-                fn=lambda m, b: self.task.activation(m(**b).logits),
-                batch_size=batch_size, device=self.device,
-                pad_id=self.tokenizer.pad_token_id or 0,
-                extra=global_attention_hook(model.config), progress=progress,
-            )
+            with self.precision.context(self.device, cast and model is self.model):
+                out = run_batches(
+                    model, ids, types,
+                    fn=lambda m, b: self.task.activation(m(**b).logits.float()),
+                    batch_size=batch_size, device=self.device,
+                    pad_id=self.tokenizer.pad_token_id or 0,
+                    extra=global_attention_hook(model.config), progress=progress,
+                )
             probs[keep] = out
         return probs, enc.missing
 
-    def scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
+    def scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None,
+               enc=None):
         """(probabilities, missing mask, rechecked mask or None): :meth:`_proba`, then for
-        int8 the fp32 recheck of near ties (:mod:`quantformer.models.onnx.recheck`)."""
-        probs, missing = self._proba(texts, batch_size, progress, counts)
+        int8 the fp32 recheck of near ties (:mod:`quantformer.models.onnx.recheck`), for
+        bf16 that of :mod:`quantformer.models.precision`. ``enc``: the texts already tokenised
+        by :meth:`encoded` (None: tokenised here)."""
+        ahead = {} if enc is None else {"enc": enc}
+        probs, missing = self._proba(texts, batch_size, progress, counts, **ahead)
         if self.recheck is None:
-            return probs, missing, None
+            return probs, missing, self.precision.recheck(
+                lambda t: self._proba(t, batch_size, False, cast=False)[0], texts, probs)
         return probs, missing, self.recheck(
             lambda m, t: self._proba(t, batch_size, False, model=m)[0], texts, probs)
 
@@ -315,10 +341,10 @@ class Classifier:
         out.update(self.task.columns(probs, missing))
         # which backend produced each row (issue 16): torch, onnx fp32 or onnx int8
         onnx = getattr(self.model, "backend", "torch") == "onnx"
-        out["backend"] = self.model.label if onnx else "torch"
-        if rechecked is not None:  # int8 rows predicted again in fp32
-
-            out["backend"] = np.where(rechecked, RECHECK_LABEL, out["backend"])
+        out["backend"] = self.model.label if onnx else self.precision.label
+        if rechecked is not None:  # int8 or bf16 rows predicted again in fp32
+            again = RECHECK_LABEL if onnx else self.precision.recheck_label
+            out["backend"] = np.where(rechecked, again, out["backend"])
         return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
 
 

@@ -15,6 +15,7 @@ import os
 from .._core.errors import InputError
 from ..io.modeldir import read_record
 from ..models.onnx.backend import check_backend
+from ..models.precision import check_precision, check_with_backend
 from .cache import MODELS
 from .classifier import Classifier
 from .nli import NLIClassifier
@@ -23,7 +24,7 @@ from .setfit import SetFitClassifier
 
 def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "torch",
                quantize: str = "none", recheck_margin: float | None = None,
-               record: dict | None = None) -> Classifier:
+               precision: str = "fp32", record: dict | None = None) -> Classifier:
     """Load a fine-tuned model directory of any method (``quantformer.load``).
 
     Args:
@@ -35,7 +36,9 @@ def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "to
         quantize: ``none`` (default) or ``int8`` (onnx only).
         recheck_margin: int8 of a standard model only: see
             :meth:`~quantformer.infer.classifier.Classifier.from_dir`.
-
+        precision: ``fp32`` (default), ``bf16`` or ``auto`` (bf16 where the hardware has it
+            natively; :mod:`quantformer.models.precision`): standard classifiers on the torch
+            backend; NLI and SetFit models run fp32 (``auto`` picks it, ``bf16`` is refused).
         record: the folder's checked record when the caller has read it already
             (:func:`quantformer.io.modeldir.read_record`), so it is read once per call.
 
@@ -44,7 +47,8 @@ def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "to
 
     Raises:
         ModelDirError: missing, incomplete, not a classifier, or its model files damaged.
-        InputError: a backend, quantize or recheck_margin the model's method does not support.
+        InputError: a backend, quantize, recheck_margin or precision the model's method does
+            not support.
     """
     record = read_record(path) if record is None else record
     method = record.get("method", "standard")
@@ -56,7 +60,12 @@ def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "to
     if method == "setfit" and use_onnx:
         raise InputError("{backend} onnx is not supported for SetFit models yet; use torch",
                          params=["backend"])
+    check_with_backend(precision, backend, quantize)
+    if method != "standard":
+        precision = _fp32_only(method, precision)
     options = {"backend": backend, "quantize": quantize, "recheck_margin": recheck_margin}
+    if method == "standard":
+        options["precision"] = precision  # the cache key holds it (another model in memory)
     return MODELS.get(f"classifier-{method}", path, device,
                       lambda: _load(method, path, device, options, record), **options)
 
@@ -69,3 +78,13 @@ def _load(method: str, path, device: str, options: dict, record: dict) -> Classi
     if method == "setfit":
         return SetFitClassifier.from_dir(path, device=device, record=record)
     return Classifier.from_dir(path, device=device, record=record, **options)
+
+
+def _fp32_only(method: str, precision: str) -> str:
+    """``fp32`` for a method that runs in fp32 only (``auto`` picks it; ``bf16`` is refused)."""
+    if precision == "bf16":
+        raise InputError(f"{{precision}} bf16 is offered for classifiers fine-tuned the standard "
+                         f"way; a {method} model runs in fp32: use auto or fp32",
+                         params=["precision"])
+    check_precision(precision)
+    return "fp32"

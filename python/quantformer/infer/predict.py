@@ -13,11 +13,12 @@ from ..io.frames import iter_frames
 from ..score.calibration import apply_temperature, stored_temperature
 from .classifier import CHUNK_ROWS, Classifier, warn_missing
 from .load import load_model
+from .pipeline import scored_chunks
 
 
 def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
             device: str = "auto", quiet: bool = True, backend: str = "torch",
-            quantize: str = "none") -> pd.DataFrame:
+            quantize: str = "none", precision: str = "auto") -> pd.DataFrame:
     """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
 
     Args:
@@ -29,13 +30,18 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
         quiet: no progress bar.
         backend, quantize: used when ``model`` is a path: ``torch`` (default) or ``onnx``;
             ``none`` or ``int8`` (see :func:`quantformer.infer.load.load_model`).
+        precision: used when ``model`` is a path: ``auto`` (default: bf16 autocast where the
+            CPU has AMX or AVX-512 BF16 or the GPU supports bf16, else fp32), ``fp32`` or
+            ``bf16``; in bf16, documents whose top-two probability margin is under 0.05 are
+            predicted again in fp32 (``backend`` ``torch fp32 recheck``; see
+            :mod:`quantformer.models.precision`).
 
     Returns:
         See :meth:`~quantformer.infer.classifier.Classifier.predict`: a last column ``backend`` says which backend
         produced each row (``torch``, ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
     """
     clf = model if isinstance(model, Classifier) else load_model(
-        model, device=device, backend=backend, quantize=quantize)
+        model, device=device, backend=backend, quantize=quantize, precision=precision)
     return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
 
 
@@ -45,7 +51,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                  device: str = "auto", quiet: bool = False,
                  chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
                  labels_file: str | None = None, calibrated: bool = False,
-                 backend: str = "torch", quantize: str = "none") -> int:
+                 backend: str = "torch", quantize: str = "none",
+                 precision: str = "auto", report: dict | None = None) -> int:
     """Stream a corpus file through a classifier into an output file.
 
     The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
@@ -56,7 +63,12 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     ``max_length``. ``calibrated``: apply the temperature stored by ``quantformer calibrate``
     (see :mod:`quantformer.score.calibration`). ``backend`` and ``quantize`` (used when ``model`` is a path) choose torch or ONNX Runtime (see
     :func:`quantformer.infer.load.load_model`); outputs end with a ``backend`` column (``torch``,
-    ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``).
+    ``onnx fp32``, ``onnx int8`` or ``onnx fp32 recheck``; with ``precision`` bf16, ``torch
+    bf16`` or ``torch fp32 recheck``). ``precision``: as in :func:`predict`. Where a core is
+    free for it, the next chunk is read and tokenised while the model runs on this one
+    (:mod:`quantformer.infer.pipeline`).
+    ``report``: a dict
+    that receives the precision used and why (``precision``, ``requested``, ``reason``).
 
     Returns:
         The number of documents written.
@@ -72,7 +84,9 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                          label_col=label_col, fmt=fmt, quoting=quoting,
                          labels_file=labels_file)
     clf = model if isinstance(model, Classifier) else load_model(
-        model, device=device, backend=backend, quantize=quantize)
+        model, device=device, backend=backend, quantize=quantize, precision=precision)
+    if report is not None:
+        report.update(precision_record(clf))
     temperature = None
     if calibrated:
         temperature = stored_temperature(clf.record or {}, model)
@@ -80,10 +94,10 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     counts: dict = {}
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer:
-        for chunk in chunks:
-            # the bar advances per batch (run_batches), missing documents once per chunk
-            probs, missing, rechecked = clf.scored(chunk["text"].tolist(), batch_size, bar,
-                                                    counts)
+        # the next chunk read and tokenised while the model runs on this one (where a core is
+        # free); the bar advances per batch (run_batches), missing documents once per chunk
+        for chunk, probs, missing, rechecked in scored_chunks(clf, chunks, batch_size, bar,
+                                                              counts):
             if temperature is not None:
                 probs = apply_temperature(probs, temperature)
             writer.write(clf.output_frame(chunk, probs, missing, keep_text, rechecked))
@@ -97,4 +111,11 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     clf.warn_truncated(counts, n)
     return n
 
+
+def precision_record(clf) -> dict:
+    """The precision a loaded classifier runs in and why (ONNX Runtime: its graph's)."""
+    if getattr(clf.model, "backend", "torch") == "onnx":
+        return {"precision": clf.model.label, "requested": "auto",
+                "reason": "ONNX Runtime: quantize sets the precision"}
+    return clf.precision.chosen.as_record()
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, ParamWarning
-from ..io.frames import as_str_series
+from ..io.frames import as_str_series, zero_one
 from ..score.evaluate import evaluate
 from ..score.metrics import as_numbers, multilabel_metrics, regression_metrics
 
@@ -414,28 +414,3 @@ class Multilabel(Classification):
 
     def say(self, result: dict) -> str:
         return f"micro-F1 {result['micro_f1']:.4f}, macro-F1 {result['macro_f1']:.4f}"
-
-
-def zero_one(values: pd.Series, column: str, checked: np.ndarray | None = None) -> np.ndarray:
-    """Booleans from a 0/1 (or true/false) column; InputError naming the first other value
-    among the ``checked`` rows (default: all) and its row, counted 1-based in the whole column
-    (the file's row; in R, the document's number)."""
-    text = values.astype(str).str.strip().str.lower()
-    ok = text.isin(["0", "1", "0.0", "1.0", "true", "false"]).to_numpy()
-    if checked is not None:
-        ok = ok | ~np.asarray(checked, dtype=bool)
-    if not ok.all():
-        row = int(np.flatnonzero(~ok)[0])
-        raise InputError(f"label column {column!r} ({{label_cols}}) must hold 0/1 values, but "
-                         f"it has {_show(values.iloc[row])} (row {row + 1}); recode it as 0/1",
-                         params=["label_cols"])
-    return text.isin(["1", "1.0", "true"]).to_numpy()
-
-
-def _show(value) -> str:
-    """A cell as the user wrote it: ``2`` for a whole number read as a float (R's numeric
-    vectors, or a column with missing values, arrive as floats), ``'yes'`` for text."""
-    value = value.item() if hasattr(value, "item") else value  # 2, not np.int64(2)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value)

@@ -65,6 +65,7 @@ from ..io.modeldir import read_record
 from ..io.writable import check_job_dir
 from ..models.hub import resolve_model
 from ..models.onnx.backend import check_backend
+from ..models.precision import check_precision, check_with_backend
 from ..models.tokenize import check_strategy, warn_truncated
 from .cluster import (  # noqa: F401  (re-exported: the engine's names stay importable here)
     TASK_RETRIES,
@@ -126,13 +127,14 @@ def run_partition(spec: dict) -> dict:
 
 
 def cached_model(verb: str, model, device: str, backend: str = "torch",
-                 quantize: str = "none"):
+                 quantize: str = "none", precision: str = "fp32"):
     """The loaded model for ``verb`` in this process, through the process's model cache
     (:data:`quantformer.infer.cache.MODELS`, given room for :data:`WORKER_CACHE` models)."""
     if MODELS.size < WORKER_CACHE:
         MODELS.resize(WORKER_CACHE)
     if verb == "predict":
-        return load_model(model, device=device, backend=backend, quantize=quantize)
+        return load_model(model, device=device, backend=backend, quantize=quantize,
+                          precision=precision)
     return load_encoder(model, device, backend=backend, quantize=quantize)
 
 
@@ -150,7 +152,7 @@ def _counts(rows: int, missing: int, truncated: int, max_length: int, truncation
 def _predict_partition(spec: dict) -> dict:
     opts = spec["options"]
     clf = cached_model("predict", spec["model"], opts["device"], opts.get("backend", "torch"),
-                       opts.get("quantize", "none"))
+                       opts.get("quantize", "none"), opts.get("precision", "fp32"))
     n = n_missing = 0
     counts: dict = {}
     with FrameWriter(spec["output"]) as writer:
@@ -381,7 +383,8 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
                        device: str = "auto", text_col: str | None = None,
                        id_col: str | None = None, label_col: str | None = None,
                        fmt: str | None = None, quiet: bool = False, quoting: str = "auto",
-                       backend: str = "torch", quantize: str = "none") -> dict:
+                       backend: str = "torch", quantize: str = "none",
+                       precision: str = "auto") -> dict:
     """Classify a partitioned corpus with a fine-tuned model, one output Parquet per partition
     (``quantformer.predict_partitions``; the CLI's ``predict`` with a folder, glob or several
     files as ``--input``). See the module docstring for the output folder, the manifest,
@@ -394,8 +397,9 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
     read_record(model)
 
     check_backend(backend, quantize, device)
+    check_with_backend(check_precision(precision), backend, quantize)
     opts = {"batch_size": int(batch_size), "keep_text": bool(keep_text), "device": device,
-            "backend": backend, "quantize": quantize}
+            "backend": backend, "quantize": quantize, "precision": precision}
     return run_partitions("predict", model, inputs, out, options=opts, scheduler=scheduler,
                           resume=resume, quiet=quiet, corpus={
                               "text_col": text_col, "id_col": id_col, "label_col": label_col,

@@ -12,8 +12,8 @@ import pandas as pd
 
 from .._core.errors import InputError
 from ..io.formats import read_table_file
-from ..io.frames import as_str_series
-from ..models.tasks import zero_one
+from ..io.frames import as_str_series, zero_one
+
 from .evaluate import EvaluationWarning, apply_label_map
 
 

@@ -101,9 +101,9 @@ def finetune(
         early_stopping: stop after this many epochs without improvement of the validation
             metric (macro-F1, or RMSE for regression) and restore the best epoch's weights;
             needs ``valid`` or ``valid_fraction``. ``None``: train all epochs.
-        precision: ``auto`` (bf16 autocast on CUDA devices that support it, fp16 with a
-            gradient scaler on older ones, fp32 on CPU/MPS), ``fp32``, ``bf16``, ``fp16``
-            (CUDA only).
+        precision: ``auto`` (bf16 autocast on CUDA devices that support it and on CPUs with
+            AMX or AVX-512 BF16, fp16 with a gradient scaler on older CUDA devices, fp32 on
+            other CPUs and MPS), ``fp32``, ``bf16``, ``fp16`` (CUDA only).
         grad_accum: optimisation step every ``grad_accum`` batches (effective batch size
             ``batch_size * grad_accum``).
         method: ``standard`` (this recipe) or ``setfit`` (few-shot: SetFit, Tunstall et al.

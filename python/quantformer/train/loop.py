@@ -2,8 +2,9 @@
 to 0 without warm-up, gradients clipped at norm 1.0 (Wankmüller 2022, section 6.4), optional
 gradient accumulation, mixed precision and early stopping.
 
-Mixed precision (``precision``): ``auto`` is bf16 autocast on CUDA devices that support it,
-fp16 autocast with a gradient scaler on older CUDA devices, fp32 elsewhere (Micikevicius et al.
+Mixed precision (``precision``): ``auto`` is bf16 autocast on CUDA devices that support it and
+on CPUs with AMX or AVX-512 BF16 (:func:`quantformer.models.precision.bf16_support`), fp16
+autocast with a gradient scaler on older CUDA devices, fp32 elsewhere (Micikevicius et al.
 2018, "Mixed precision training"; PyTorch's ``torch.autocast`` / ``GradScaler`` recipe).
 Early stopping (``early_stopping = N``) scores the validation data after every epoch, stops after
 N epochs without improvement and restores the best epoch's weights (Prechelt 1998, "Early
@@ -21,6 +22,7 @@ import numpy as np
 
 from .._core.errors import InputError
 from ..models.batching import pad_batch
+from ..models.precision import bf16_support
 from .arguments import MAX_GRAD_NORM
 from .data import length_grouped_batches
 
@@ -35,6 +37,9 @@ def resolve_precision(precision: str, device: str) -> str:
 
     kind = device.split(":")[0]
     if precision == "auto":
+        if kind == "cpu":  # bf16 autocast where the CPU has it natively (measured faster at
+            # equal macro-F1: bench/RESULTS.md, "Precision"), fp32 where it is emulated
+            return "bf16" if bf16_support("cpu")[0] else "fp32"
         if kind != "cuda":
             return "fp32"
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"

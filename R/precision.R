@@ -1,0 +1,33 @@
+# Numeric precision (issue 37), shared by the verbs that run a fine-tuned model.
+
+#' Numeric precision options
+#'
+#' `predict()` on [textmodel_finetune()] models and [predict_files()] run the model in the
+#' precision the processor computes fastest. `precision = "auto"` (the default) uses bfloat16
+#' autocast (matrix products in bf16, weights, softmax and layer norms in fp32; Kalamkar et
+#' al. 2019, "A study of BFLOAT16 for deep learning training") where the CPU has AMX or
+#' AVX-512 BF16 instructions (Intel Xeon from Cooper Lake and Sapphire Rapids, AMD EPYC from
+#' Zen 4) or the GPU supports bf16, and fp32 elsewhere: on CPUs that only emulate bf16 it is
+#' slower than fp32. `"bf16"` forces it (with a warning naming the slowdown on such CPUs),
+#' `"fp32"` turns it off. Answers never change silently: documents whose bf16 top-two
+#' probability margin is below 0.05 are predicted again in fp32, and `predict_files()` marks
+#' each row's `backend` as `torch bf16`, `torch fp32 recheck` or `torch` (fp32).
+#' `quantformer_config()` shows what `"auto"` picks on this machine and why. bf16 applies to
+#' classifiers fine-tuned the standard way on the torch backend; with `backend = "onnx"`,
+#' `quantize` sets the precision. Set a default for a session with
+#' `options(quantformer.precision = "fp32")`.
+#'
+#' @param precision `"auto"`, `"fp32"` or `"bf16"` (default
+#'   `getOption("quantformer.precision", "auto")`).
+#' @return A character vector of CLI flags (`--precision`), empty for the default.
+#' @name quantformer_precision
+#' @keywords internal
+NULL
+
+precision_flags <- function(precision = getOption("quantformer.precision", "auto")) {
+  if (!is.character(precision) || length(precision) != 1 ||
+      !precision %in% c("auto", "fp32", "bf16"))
+    input_error("`precision` must be \"auto\", \"fp32\" or \"bf16\", not ", deparse(precision),
+                call. = FALSE)
+  cli_flags(precision = if (precision != "auto") precision)
+}
