@@ -38,7 +38,7 @@ def test_seeded_classification_output_is_pinned(pinned_model_dir):
     frame = toy_frame(40)
     clf = finetune(frame, model=str(pinned_model_dir), epochs=2, lr=2e-3, seed=11,
                    oversample=0.8, valid_fraction=0.2, batch_size=8, max_length=64,
-                   quiet=True, device="cpu")
+                   quiet=True, device="cpu", precision="fp32")
     probs = clf.predict_proba(frame)[:6, 0]
     np.testing.assert_allclose(probs, PINNED_PROBS, atol=1e-6)
     assert clf.record["train_loss_per_epoch"] == PINNED_LOSS
@@ -47,7 +47,9 @@ def test_seeded_classification_output_is_pinned(pinned_model_dir):
 
 # SHA-256 of a seeded `finetune` + `predict` through the command line (probabilities rounded to
 # 6 decimals, then the predicted labels), measured at commit ec83af2, before the core was moved
-# into layered subpackages (issue 24): the redesign must not change a seeded run's output
+# into layered subpackages (issue 24): the redesign must not change a seeded run's output.
+# Both runs are fp32: `--precision auto` trains and predicts in bf16 on CPUs with native bf16
+# (issue 37), which is faster and equal in macro-F1 but not bit-identical across processors.
 PINNED_CLI_HASH = "62a6fa4e9dbdc03943bc4062dc8d7f8ec1bc32171ff9bcb90a30bbe9f9509f2a"
 
 
@@ -62,9 +64,10 @@ def test_seeded_finetune_and_predict_through_the_cli_are_pinned(pinned_model_dir
     assert main(["finetune", "--train", str(tmp_path / "train.csv"), "--model",
                  str(pinned_model_dir), "--epochs", "2", "--lr", "2e-3", "--seed", "11",
                  "--oversample", "0.8", "--batch-size", "8", "--max-length", "64", "--device",
-                 "cpu", "--quiet", "--out", str(tmp_path / "m")]) == 0
+                 "cpu", "--precision", "fp32", "--quiet", "--out", str(tmp_path / "m")]) == 0
     assert main(["predict", "--model", str(tmp_path / "m"), "--input",
-                 str(tmp_path / "train.csv"), "--quiet", "--device", "cpu", "--out",
+                 str(tmp_path / "train.csv"), "--quiet", "--device", "cpu", "--precision",
+                 "fp32", "--out",
                  str(tmp_path / "p.parquet")]) == 0
     pred = pd.read_parquet(tmp_path / "p.parquet")
     probs = np.round(pred[["prob_econ", "prob_other"]].to_numpy(), 6)
