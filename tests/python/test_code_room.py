@@ -111,6 +111,7 @@ def test_final_codes_resolved_agreed_single_and_open_disagreement():
 @pytest.mark.parametrize("labels, message", [
     ("a", "at least two labels"),
     ("a,b,a", "must be distinct"),
+    ("toxic,Toxic", "equal up to case"),  # issue 36
     (",".join(f"l{i}" for i in range(10)), "more than the nine digit keys"),
 ])
 def test_bad_codebooks(labels, message):
@@ -285,6 +286,54 @@ def test_request_log_has_no_token_and_no_text(served, capfd):
     err = capfd.readouterr().err
     assert "POST /api/code 200" in err
     assert server.token not in err and "document number" not in err
+
+
+def raw_exchange(port, data: bytes) -> bytes:
+    """Send raw bytes on one connection and read what comes back until it closes."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        chunks = []
+        try:
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        except TimeoutError:
+            pass
+    return b"".join(chunks)
+
+
+def test_refused_post_body_is_read_and_the_log_never_shows_it(served, capfd):
+    """Issue 36: a 403 left its body on a keep-alive connection; the next request got 400
+    and the log printed the body's text and the next request's token."""
+    server, _ = served
+    server.quiet = False
+    port = server.server_address[1]
+    secret = b'{"doc_id": "d000", "text": "document number SECRET"}'
+    refused = (b"POST /api/comment HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"X-Token: wrong\r\nContent-Length: " + str(len(secret)).encode() +
+               b"\r\n\r\n" + secret)
+    good = (f"GET /api/agreement HTTP/1.1\r\nHost: x\r\nX-Token: {server.token}\r\n"
+            "Connection: close\r\n\r\n").encode()
+    reply = raw_exchange(port, refused + good)
+    assert reply.startswith(b"HTTP/1.1 403")
+    # the connection is either answered (body read) or closed; never a 400 on the next one
+    assert b"HTTP/1.1 400" not in reply
+    # a malformed request line carrying a token: logged without it
+    raw_exchange(port, f"GARBAGE {server.token} document number x\r\n\r\n".encode())
+    err = capfd.readouterr().err
+    assert "SECRET" not in err and server.token not in err and "document number" not in err
+    assert "POST /api/comment 403" in err
+
+
+def test_get_to_a_post_endpoint_is_405_and_favicon_is_not_403(served):
+    server, _ = served
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    with pytest.raises(urllib.error.HTTPError) as err:
+        request(f"{base}/api/code?token={server.token}")
+    assert err.value.code == 405 and err.value.headers["Allow"] == "POST"
+    with urllib.request.urlopen(base + "/favicon.ico", timeout=10) as r:
+        assert r.status == 204 and r.read() == b""
 
 
 # ------------------------------------------------------------------------------------------

@@ -8,7 +8,10 @@ names the coder. Several coders on a shared server (``coders``): each coder has 
 their own, and a request that acts as another coder than its token's is answered 403; requests that change anything are POSTs with a JSON body, which a
 page of another origin cannot send with that header without a CORS preflight, which this
 server never grants. The request log names the method, path and status only (no query
-string, so neither the token nor any document text).
+string, so neither the token nor any document text); a malformed request is logged as
+"bad request" without its text. Every request body is read (up to 1 MiB) before any answer,
+refused requests included, and a connection is closed after any error answer, so a body
+never stays on a keep-alive connection to be read as the next request.
 
 Routes (all need the token):
 
@@ -26,6 +29,9 @@ Routes (all need the token):
 ``POST /api/finetune``         start one in the background (409: one is running; 400: too
                                few codes of some label)
 ``POST /api/done``             stop the server (the codes are already in the project file)
+
+A GET to a POST route is answered 405; ``GET /favicon.ico`` is answered 204 without the token
+(a browser asks for it on its own).
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ STATIC = Path(__file__).with_name("static")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8"}
 MAX_BODY = 1 << 20
+POST_ROUTES = {"/api/code", "/api/undo", "/api/comment", "/api/strategy", "/api/resolve",
+               "/api/done"}
 
 
 def missing(value) -> bool:
@@ -98,13 +106,29 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ----------------------------------------------------------------------
 
-    def log_message(self, fmt, *args):  # method, path (no query) and status only
-        if not self.server.quiet:
-            sys.stderr.write(f"quantformer code: {self.command} "
-                             f"{urlparse(self.path).path} {args[1] if len(args) > 1 else ''}\n")
+    def log_request(self, code="-", size="-"):  # method, path (no query) and status only
+        if self.server.quiet:
+            return
+        if getattr(self, "command", None) and getattr(self, "path", None) is not None:
+            line = f"{self.command} {urlparse(self.path).path}"
+        else:  # a malformed request line: its text may hold a token or a document
+            line = "bad request"
+        sys.stderr.write(f"quantformer code: {line} {int(getattr(code, 'value', code))}\n")
 
-    def send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+    def log_error(self, fmt, *args):  # the message may quote the request line: not logged
+        pass
+
+    def log_message(self, fmt, *args):  # nothing else is logged (see log_request)
+        pass
+
+    def send(self, status: int, body: bytes, ctype: str = "application/json",
+             headers: dict | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if status >= 400:
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
@@ -113,8 +137,8 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def send_json(self, obj, status: int = 200) -> None:
-        self.send(status, json.dumps(obj, default=json_default).encode())
+    def send_json(self, obj, status: int = 200, headers: dict | None = None) -> None:
+        self.send(status, json.dumps(obj, default=json_default).encode(), headers=headers)
 
     def authorised(self, query: dict) -> bool:
         """Whether the request carries a token of this start; sets ``self.bound`` to the
@@ -140,11 +164,23 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return self.bound
 
-    def body(self) -> dict:
+    def read_body(self) -> bytes:
+        """The request's body, read whatever the answer will be (a refused request's
+        included); over ``MAX_BODY`` it is not read and the connection is closed."""
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            n = MAX_BODY + 1
+        if n > MAX_BODY or n < 0:
+            self.close_connection = True
+            return b""
+        return self.rfile.read(n) if n else b""
+
+    def body(self, raw: bytes) -> dict:
         n = int(self.headers.get("Content-Length") or 0)
         if n > MAX_BODY:
             raise InputError("request too large")
-        data = json.loads(self.rfile.read(n) or b"{}")
+        data = json.loads(raw or b"{}")
         if not isinstance(data, dict):
             raise InputError("the request body must be a JSON object")
         return data
@@ -154,7 +190,14 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urlparse(self.path)
         query = parse_qs(url.query)
+        self.read_body()
+        if url.path == "/favicon.ico":  # asked for by the browser without the token
+            self.send(204, b"", "image/x-icon")
+            return
         if not self.authorised(query):
+            return
+        if url.path in POST_ROUTES:
+            self.send_json({"error": f"{url.path} takes a POST"}, 405, {"Allow": "POST"})
             return
         room = self.server.room
         coder = self.coder_of((query.get("coder") or [None])[0])
@@ -183,10 +226,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         url = urlparse(self.path)
+        raw = self.read_body()
         if not self.authorised({}):
             return
         try:
-            data = self.body()
+            data = self.body(raw)
             coder = self.coder_of(data.get("coder"))
             if coder is None:
                 return
