@@ -336,3 +336,34 @@ def test_coders_get_links_of_their_own(browser, corpus, tiny_bert_dir):
         assert codes["coder"].tolist() == ["bob"]
     finally:
         srv.stop()
+
+
+def test_only_the_owner_stops_the_room_after_a_confirmation(browser, corpus, tiny_bert_dir):
+    """Issue 36: one coder's q stopped the room for everyone, without confirmation."""
+    folder, _ = corpus
+    srv = Server(folder / "corpus.csv", folder / "owner.sqlite", tiny_bert_dir,
+                 "--coders", "ann,bob")
+    try:
+        bob = srv.proc.stdout.readline().strip()
+        browser.get(bob)
+        wait_doc(browser)
+        assert not browser.find_element(By.ID, "finetune").is_displayed()
+        assert browser.find_element(By.ID, "done").text == "done (q)"
+        press(browser, "q")
+        wait(browser, lambda d: "your codes are in the project file" in d.page_source)
+        assert srv.proc.poll() is None  # bob's session ended, the room runs on
+        browser.get(srv.url)  # ann started the room
+        wait_doc(browser)
+        assert browser.find_element(By.ID, "finetune").is_displayed()
+        press(browser, "q")
+        wait(browser, lambda d: d.switch_to.alert)
+        assert "every coder" in browser.switch_to.alert.text
+        browser.switch_to.alert.dismiss()
+        assert srv.proc.poll() is None and shown(browser)
+        press(browser, "q")
+        wait(browser, lambda d: d.switch_to.alert)
+        browser.switch_to.alert.accept()
+        wait(browser, lambda d: "coding room is stopped" in d.page_source)
+        assert srv.proc.wait(timeout=20) == 0
+    finally:
+        srv.stop()

@@ -554,6 +554,39 @@ def test_coders_tokens_are_bound_to_their_coder(tmp_path):
         server.server_close()
 
 
+def test_only_the_owner_stops_the_room_and_starts_a_fine_tune(tmp_path):
+    """Issue 36: one coder's "done" stopped the room for everyone."""
+    room, _ = new_room(tmp_path)
+    room.step()
+    server = RoomServer(room, "127.0.0.1", 0, coders=["alice", "bob"])
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    tokens = {c: server.url(c).split("token=")[1].split("&")[0] for c in ("alice", "bob")}
+    try:
+        _, state = request(f"{base}/api/state?token={tokens['bob']}")
+        assert state["owner"] is False
+        _, state = request(f"{base}/api/state?token={tokens['alice']}")
+        assert state["owner"] is True
+        for path in ("/api/finetune", "/api/done"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                request(base + path, {"stop": True}, tokens["bob"])
+            assert err.value.code == 403
+            assert "only alice, who started the room" in json.loads(err.value.read())["error"]
+        assert request(base + "/api/done", {}, tokens["bob"])[1]["stopped"] is False
+        assert request(base + "/api/done", {}, tokens["alice"])[1]["stopped"] is False
+        time.sleep(0.3)
+        assert thread.is_alive()  # bob's and alice's own sessions ended, the room runs on
+        assert request(f"{base}/api/state?token={tokens['bob']}")[0] == 200
+        assert request(base + "/api/done", {"stop": True}, tokens["alice"])[1]["stopped"]
+        thread.join(10)
+        assert not thread.is_alive()
+    finally:
+        if thread.is_alive():
+            server.shutdown()
+        server.server_close()
+
+
 def test_cli_coders_and_finetune_flags_bad_input(tmp_path, capsys):
     frame, _, _ = blobs(3)
     corpus = write_corpus(tmp_path / "c.csv", frame)

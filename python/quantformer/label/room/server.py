@@ -26,9 +26,12 @@ Routes (all need the token):
 ``POST /api/strategy``         ``{strategy}``
 ``POST /api/resolve``          ``{coder, doc_id, label}``
 ``GET /api/finetune``          the last "fine-tune now" run: state, model folder, macro-F1
-``POST /api/finetune``         start one in the background (409: one is running; 400: too
-                               few codes of some label)
-``POST /api/done``             stop the server (the codes are already in the project file)
+``POST /api/finetune``         start one in the background (the owner only, else 403; 409:
+                               one is running; 400: too few codes of some label)
+``POST /api/done``             end the coder's session; ``{stop: true}`` from the owner (the
+                               coder who started the room, the first link) stops the server
+                               (the page asks for a confirmation first); the codes are
+                               already in the project file
 
 A GET to a POST route is answered 405; ``GET /favicon.ico`` is answered 204 without the token
 (a browser asks for it on its own).
@@ -68,8 +71,9 @@ def missing(value) -> bool:
         return False
 
 
-def doc_state(room: Room, coder: str, show_guess: bool) -> dict:
-    """What the page shows ``coder`` now (see :meth:`Room.next_for`)."""
+def doc_state(room: Room, coder: str, show_guess: bool, owner: bool = True) -> dict:
+    """What the page shows ``coder`` now (see :meth:`Room.next_for`); ``owner``: whether the
+    coder started the room (may stop it and start a fine-tune)."""
     pick = room.next_for(coder)
     doc = guess = None
     if pick is not None:
@@ -81,7 +85,8 @@ def doc_state(room: Room, coder: str, show_guess: bool) -> dict:
         doc = {"doc_id": doc_id, "text": "" if missing(text) else str(text),
                "docvars": docvars, "strategy": why}
         guess = room.guess(doc_id) if show_guess else None
-    return {"coder": coder, "doc": doc, "guess": guess, "progress": room.progress(coder),
+    return {"coder": coder, "owner": owner, "doc": doc, "guess": guess,
+            "progress": room.progress(coder),
             "model": room.model_state(), "codebook": room.codebook}
 
 
@@ -153,6 +158,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json({"error": "forbidden: this page needs the link with its token"}, 403)
         return False
 
+    def is_owner(self) -> bool:
+        """Whether the request's token is the owner's: the single-coder token, or the token of
+        the coder who started the room (``--coder``, else the first of ``--coders``)."""
+        return self.bound is None or self.bound == self.server.coder
+
     def coder_of(self, asked) -> str | None:
         """The coder a request acts as; None (answered 403) when a coder's token asks to act
         as another coder."""
@@ -212,7 +222,8 @@ class Handler(BaseHTTPRequestHandler):
             f = STATIC / url.path[8:]
             self.send(200, f.read_bytes(), TYPES.get(f.suffix, "application/octet-stream"))
         elif url.path == "/api/state":
-            self.send_json(doc_state(room, coder, (query.get("guess") or ["0"])[0] == "1"))
+            self.send_json(doc_state(room, coder, (query.get("guess") or ["0"])[0] == "1",
+                                     self.is_owner()))
         elif url.path == "/api/agreement":
             self.send_json(room.agreement())
         elif url.path == "/api/reconcile":
@@ -235,6 +246,9 @@ class Handler(BaseHTTPRequestHandler):
             if coder is None:
                 return
             reply = self.route_post(url.path, {**data, "coder": coder})
+        except PermissionError as exc:
+            self.send_json({"error": str(exc)}, 403)
+            return
         except Busy as exc:
             self.send_json({"error": str(exc), **self.server.finetune.state()}, 409)
             return
@@ -250,6 +264,7 @@ class Handler(BaseHTTPRequestHandler):
         room = self.server.room
         coder = str(data.get("coder") or self.server.coder)
         show = bool(data.get("guess"))
+        owner = self.is_owner()
         if path == "/api/code":
             doc_id = str(data["doc_id"])
             if doc_id not in room.pos:
@@ -259,27 +274,33 @@ class Handler(BaseHTTPRequestHandler):
             if status == "code" and label not in room.labels:
                 raise InputError(f"label {label!r} is not in the codebook")
             room.code(coder, doc_id, label, status, bool(data.get("guess_accepted")))
-            return doc_state(room, coder, show)
+            return doc_state(room, coder, show, owner)
         if path == "/api/undo":
             undone = room.undo(coder)
-            return {**doc_state(room, coder, show), "undone": undone}
+            return {**doc_state(room, coder, show, owner), "undone": undone}
         if path == "/api/comment":
             room.store.add_comment(str(data["doc_id"]), coder, str(data["text"]))
             return {"ok": True}
         if path == "/api/strategy":
             room.set_strategy(str(data["strategy"]))
-            return doc_state(room, coder, show)
+            return doc_state(room, coder, show, owner)
         if path == "/api/resolve":
             if data.get("label") not in room.labels:
                 raise InputError(f"label {data.get('label')!r} is not in the codebook")
             room.resolve(str(data["doc_id"]), str(data["label"]), coder)
             return {"disagreements": room.disagreements()}
+        if path in ("/api/finetune", "/api/done") and data.get("stop", path == "/api/finetune") \
+                and not owner:
+            raise PermissionError(f"only {self.server.coder}, who started the room, "
+                                  + ("starts a fine-tune" if path == "/api/finetune" else
+                                     "stops it; your codes are saved"))
         if path == "/api/finetune":
             ids, labels = room.training_codes()
             return self.server.finetune.start(room.frame, ids, labels, room.labels)
         if path == "/api/done":
-            threading.Thread(target=self.server.shutdown, daemon=True).start()
-            return {"ok": True, "done": True}
+            if data.get("stop"):
+                threading.Thread(target=self.server.shutdown, daemon=True).start()
+            return {"ok": True, "done": True, "stopped": bool(data.get("stop"))}
         return None
 
 

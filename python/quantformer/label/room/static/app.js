@@ -151,6 +151,9 @@
   function render(s) {
     state = s;
     renderDoc(s); renderCodebook(s); renderProgress(s); renderModel(s);
+    // only the owner stops the room and starts a fine-tune
+    $("done").textContent = s.owner ? "stop the room (q)" : "done (q)";
+    $("finetune").hidden = !s.owner;
     if (s.progress.coders.length > 1) { refreshAgreement(); }
   }
 
@@ -296,10 +299,17 @@
     }
   }
 
+  // the owner (who started the room) stops it for every coder, after a confirmation; any
+  // other coder's "done" ends their own session only
   function done() {
-    return api("api/done", {}).then(() => {
-      document.body.replaceChildren(el("p", "Done: every code is in the project file. " +
-        "You can close this tab."));
+    const owner = state && state.owner;
+    if (owner && !window.confirm("Stop the coding room for every coder? " +
+        "Every code is already saved in the project file.")) {
+      return Promise.resolve();
+    }
+    return api("api/done", { stop: !!owner }).then(() => {
+      document.body.replaceChildren(el("p", (owner ? "The coding room is stopped. " :
+        "Done: your codes are in the project file. ") + "You can close this tab."));
     });
   }
 
