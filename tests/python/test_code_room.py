@@ -394,6 +394,85 @@ def test_cli_refuses_project_of_another_corpus(tmp_path, capsys):
     assert "was made for another corpus" in err and "--project" in err
 
 
+def test_a_port_in_use_is_refused_before_any_work(tmp_path, capsys):
+    """Issue 36: the port was found in use only after embedding and writing the project."""
+    import socket
+
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["code", "--input", corpus, "--labels", "a,b", "--project",
+                     str(tmp_path / "p.sqlite"), "--no-browser", "--port", str(port),
+                     "--embed-model", str(tmp_path / "no-such-model")]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot serve on 127.0.0.1:{port}" in err and "--port" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.csv"]  # nothing written
+
+
+def test_a_second_server_on_one_project_is_refused(tmp_path, capsys):
+    """Issue 36: two servers on one project file showed both coders the same documents."""
+    import sys
+
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    project = tmp_path / "p.sqlite"
+    Store(project).bind_corpus(frame, corpus)
+    holder = subprocess.Popen(  # the first server's hold, in another process
+        [sys.executable, "-c", "import sys; from quantformer.label.room.store import Store; "
+         f"s = Store({str(project)!r}, exclusive=True); print('held', flush=True); "
+         "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["code", "--input", corpus, "--labels", "a,b", "--project", str(project),
+                     "--no-browser", "--embed-model", str(tmp_path / "no-such-model")]) == 2
+        err = capsys.readouterr().err
+        assert "is open in another coding room" in err and "per-coder link" in err
+        assert "--coders" in err
+        # reading the codes while it serves is fine
+        assert main(["code", "--project", str(project), "--export",
+                     str(tmp_path / "c.parquet"), "--quiet"]) == 0
+    finally:
+        holder.communicate("", timeout=10)
+    Store(project, exclusive=True).close()  # released when its server ends
+
+
+def test_a_file_without_the_project_mark_is_refused_untouched(tmp_path, capsys):
+    """Issue 36: --export on another application's database exited 0 and added tables."""
+    import hashlib
+    import sqlite3
+
+    foreign = tmp_path / "other.sqlite"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE people (name TEXT)")
+    db.execute("INSERT INTO people VALUES ('x')")
+    db.commit()
+    db.close()
+    before = hashlib.sha256(foreign.read_bytes()).hexdigest()
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    for args in (["--export", str(tmp_path / "codes.csv")],
+                 ["--input", corpus, "--labels", "a,b", "--no-browser"]):
+        assert main(["code", "--project", str(foreign), *args]) == 2
+        err = capsys.readouterr().err
+        assert "other tables (people)" in err and "nothing was written" in err
+    assert hashlib.sha256(foreign.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.csv", "other.sqlite"]
+    # a project is marked; one made before the mark is marked when opened to code
+    store = Store(tmp_path / "p.sqlite")
+    store.bind_corpus(frame, corpus)
+    assert store.db.execute("PRAGMA application_id").fetchone()[0] == 0x5146434F
+    store.db.execute("PRAGMA application_id=0")
+    store.close()
+    Store(tmp_path / "p.sqlite", create=False).close()
+    store = Store(tmp_path / "p.sqlite")
+    assert store.db.execute("PRAGMA application_id").fetchone()[0] == 0x5146434F
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 1
+    store.close()
+
+
 def test_cli_export_refuses_corpus_flags_and_needs_the_project(tmp_path, capsys):
     assert main(["code", "--project", str(tmp_path / "none.sqlite"), "--export",
                  str(tmp_path / "c.csv")]) == 2

@@ -16,7 +16,7 @@ from ..label.room.finetune_now import (
     check_options,
 )
 from ..label.room.loop import Room
-from ..label.room.server import RoomServer, check_coders
+from ..label.room.server import RoomServer, check_coders, probe_port
 from ..label.room.store import Store, check_writable, export_codes
 from ..label.suggest import STRATEGIES, embed_corpus
 from ._options import (
@@ -109,6 +109,7 @@ def run(args) -> int:
     coders = coder_names(args.coders, args.coder)
     codebook = make_codebook(args.labels, args.codebook)
     check_writable_project(args.project)
+    probe_port(args.host, args.port)  # a port in use is refused before any work
     room, store = open_room(args, codebook)
     runner = None
     try:
@@ -193,7 +194,7 @@ def read_corpus(args):
 def open_room(args, codebook):
     """Read and check the corpus, open the project (same corpus, same labels), embed."""
     frame = read_corpus(args)
-    store = Store(args.project)
+    store = Store(args.project, exclusive=True)
     try:
         store.bind_corpus(frame, args.input)
         check_codebook_change(store, codebook)

@@ -304,6 +304,31 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
 
+def port_error(host: str, port: int, exc: OSError) -> InputError:
+    return InputError(f"cannot serve on {host}:{port} ({exc.strerror}); give another "
+                      "{port} (0 = a free one)", params=["port"])
+
+
+def probe_port(host: str, port: int) -> None:
+    """Bind ``host:port`` and let it go again, before any long work (the corpus' embedding,
+    the project file): a port in use is refused first. Port 0 (a free one) always passes.
+
+    Raises:
+        InputError: the address cannot be bound (in use, not this computer's, no right).
+    """
+    import socket
+
+    if port == 0:
+        return
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as RoomServer does
+            sock.bind((host, port))
+    except OSError as exc:
+        raise port_error(host, port, exc) from None
+
+
 class RoomServer(ThreadingHTTPServer):
     """``ThreadingHTTPServer`` carrying the room, the tokens, the default coder and the
     "fine-tune now" runner.
@@ -342,8 +367,7 @@ class RoomServer(ThreadingHTTPServer):
         try:
             super().__init__((host, port), Handler)
         except OSError as exc:
-            raise InputError(f"cannot serve on {host}:{port} ({exc.strerror}); give another "
-                             "{port} (0 = a free one)", params=["port"]) from None
+            raise port_error(host, port, exc) from None
 
     def url(self, coder: str | None = None, host: str | None = None) -> str:
         """The page's address with its token (and ``coder`` when given)."""
