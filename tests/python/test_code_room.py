@@ -224,6 +224,34 @@ def test_two_coders_overlap_is_shown_to_both_blind_and_agreement(tmp_path):
     assert out.set_index("doc_id").loc[doc, "source"] == "resolved"
 
 
+def test_blind_overlap_trains_nobody_until_two_coders_coded_it(tmp_path):
+    """Issue 36: the second coder's guess on an overlap document came from a model trained on
+    the first coder's code of it, and the page said the document was chosen by "overlap"."""
+    from quantformer.label.room.server import doc_state
+
+    room, truth = new_room(tmp_path, overlap=0.5, team=2)
+    room.step()
+    ann = code_until(room, "ann", truth, 12)
+    overlap = [d for d, _ in ann if in_overlap(d, 0.5)]
+    assert overlap
+    trained = set(room.training_codes()[0])
+    assert not trained & set(overlap)  # ann's codes of the overlap train nobody yet
+    assert trained == {d for d, _ in ann} - set(overlap)
+    state = doc_state(room, "bob", True)
+    assert state["doc"]["doc_id"] in overlap
+    assert state["doc"]["strategy"] == "chosen at random"  # not "overlap"
+    room.code("bob", state["doc"]["doc_id"], truth[room.pos[state["doc"]["doc_id"]]])
+    assert state["doc"]["doc_id"] in room.training_codes()[0]  # both coded: it trains now
+    assert room.store.current_codes().query("coder == 'bob'")["strategy"].tolist() == [
+        "overlap"]  # the project keeps why
+    # one coder alone: the overlap is not held back
+    (tmp_path / "alone").mkdir()
+    alone, truth = new_room(tmp_path / "alone", overlap=0.5)
+    alone.step()
+    solo = code_until(alone, "ann", truth, 6)
+    assert set(alone.training_codes()[0]) == {d for d, _ in solo}
+
+
 # ------------------------------------------------------------------------------------------
 # the server
 

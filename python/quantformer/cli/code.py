@@ -204,7 +204,8 @@ def open_room(args, codebook):
                                device=args.device, quiet=args.quiet)
         room = Room(frame, vectors, store, codebook, strategy=args.strategy,
                     random_share=args.random_share, retrain_every=args.retrain_every,
-                    overlap=args.overlap, seed=args.seed)
+                    overlap=args.overlap, seed=args.seed,
+                    team=len(args.coders.split(",")) if args.coders else 1)
         room.step()  # the first model (on resumed codes) and the first queue, before serving
     except BaseException:
         store.close()

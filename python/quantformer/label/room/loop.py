@@ -103,6 +103,8 @@ class Room:
         random_share: share of an uncertainty batch drawn at random (0.1).
         retrain_every: retrain the light classifier after this many new codes (10).
         overlap: share of documents every coder codes, blind (0.2).
+        team: the number of coders named at the start (1: any coder name may join; several
+            coders are then known from their codes).
         batch: documents chosen per refill of the queue (10).
         seed: random seed (1).
     """
@@ -110,7 +112,7 @@ class Room:
     def __init__(self, frame: pd.DataFrame, vectors: np.ndarray, store: Store,
                  codebook: list[dict], *, strategy: str = "margin", random_share: float = 0.1,
                  retrain_every: int = 10, overlap: float = 0.2, batch: int = 10,
-                 seed: int = 1):
+                 seed: int = 1, team: int = 1):
         self.frame = frame.reset_index(drop=True)
         self.ids = self.frame["doc_id"].astype(str).to_numpy()
         self.pos = {d: i for i, d in enumerate(self.ids)}
@@ -122,7 +124,7 @@ class Room:
         self.labels = [e["label"] for e in codebook]
         self.strategy = store.get("strategy", strategy)
         self.random_share, self.retrain_every = random_share, retrain_every
-        self.overlap, self.batch, self.seed = overlap, batch, seed
+        self.overlap, self.batch, self.seed, self.team = overlap, batch, seed, team
         self.lock = threading.RLock()
         self.queue: list[tuple[str, str]] = []  # (doc_id, strategy that chose it)
         self.shown: dict[str, tuple[str, str]] = {}  # coder -> (doc_id, strategy)
@@ -154,11 +156,18 @@ class Room:
 
     def training_codes(self) -> tuple[list[str], list[str]]:
         """(doc_ids, labels) the model learns from: a resolved code, else the code every
-        coder of the document gave (a disagreement waits for its reconciliation)."""
+        coder of the document gave (a disagreement waits for its reconciliation). With
+        several coders, a document of the blind overlap trains the model only once two
+        coders coded it: before, its one code would make the guess another coder of it sees
+        (``g``) a copy of the first coder's code."""
         ids, labels = [], []
         with self.lock:
+            team = self.team > 1 or len({c for by in self.handled.values() for c in by}) > 1
             for doc, by in self.handled.items():
                 codes = {lab for status, lab in by.values() if status == "code"}
+                if team and doc not in self.resolved and self.overlap > 0 and \
+                        len(by) < 2 and in_overlap(doc, self.overlap):
+                    continue  # blind until a second coder coded it
                 label = self.resolved.get(doc) or (codes.pop() if len(codes) == 1 else None)
                 if label is not None:
                     ids.append(doc)

@@ -71,6 +71,15 @@ def missing(value) -> bool:
         return False
 
 
+# why a document is shown, in plain words on the coder's page (explained in its codebook
+# panel); a document of the blind overlap reads as a random one (the overlap is a random,
+# hash-chosen sample), so that a coder does not learn it is in the reliability sample
+SHOWN_WHY = {"margin": "the model is unsure", "least_confidence": "the model is unsure",
+             "entropy": "the model is unsure", "cold": "a typical document",
+             "random": "chosen at random", "overlap": "chosen at random",
+             "back": "you went back to it", "requested": "requested"}
+
+
 def doc_state(room: Room, coder: str, show_guess: bool, owner: bool = True) -> dict:
     """What the page shows ``coder`` now (see :meth:`Room.next_for`); ``owner``: whether the
     coder started the room (may stop it and start a fine-tune)."""
@@ -83,7 +92,7 @@ def doc_state(room: Room, coder: str, show_guess: bool, owner: bool = True) -> d
                    if k not in ("doc_id", "text", "label")}
         text = row["text"]
         doc = {"doc_id": doc_id, "text": "" if missing(text) else str(text),
-               "docvars": docvars, "strategy": why}
+               "docvars": docvars, "strategy": SHOWN_WHY.get(why, why)}
         guess = room.guess(doc_id) if show_guess else None
     return {"coder": coder, "owner": owner, "doc": doc, "guess": guess,
             "progress": room.progress(coder),

@@ -71,7 +71,17 @@
     ol.replaceChildren();
     for (const e of s.codebook) {
       const li = el("li");
-      li.append(el("kbd", e.key), " ", el("b", e.label));
+      // a label is a button too (mouse and touch): the same as pressing its key
+      const b = el("button", "", "code-label");
+      b.type = "button";
+      b.dataset.label = e.label;
+      b.append(el("kbd", e.key), " ", el("b", e.label));
+      b.addEventListener("click", () => {
+        b.blur();
+        chain = chain.then(() => reconciling !== null ? resolveKey(e.label) : code(e.label))
+          .catch((err) => setStatus(err.message, true));
+      });
+      li.append(b);
       if (e.description) { li.append(el("div", e.description, "desc")); }
       for (const x of e.examples) { li.append(el("div", "e.g. " + x, "ex")); }
       ol.append(li);
