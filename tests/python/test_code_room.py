@@ -661,6 +661,33 @@ def test_coders_tokens_are_bound_to_their_coder(tmp_path):
         server.server_close()
 
 
+def test_agreement_is_computed_once_per_overlap_in_the_background(tmp_path):
+    """Issue 36: agreement (500 bootstrap draws) was recomputed on every request."""
+    room, truth = new_room(tmp_path, overlap=0.5, team=2)
+    room.step()
+    code_until(room, "ann", truth, 12)
+    code_until(room, "bob", truth, 12)
+    server = RoomServer(room, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/api/agreement?token={server.token}"
+    try:
+        _, first = request(url)
+        assert first["updating"] is True and first["n"] == 0  # nothing computed yet
+        room.agreeing.join(60)
+        _, done = request(url)
+        assert "updating" not in done and done["n"] > 0 and done["percent"] == 1.0
+        assert done == json.loads(json.dumps(room.agreement(), default=float))
+        computing = room.agreeing
+        _, again = request(url)  # nothing changed: the cached result, no new computation
+        assert again == done and room.agreeing is computing
+        doc = next(d for d in room.pos if d not in room.handled and not in_overlap(d, 0.5))
+        room.code("ann", doc, "a")  # outside the overlap: the overlap is unchanged
+        assert request(url)[1] == done and room.agreeing is computing
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_only_the_owner_stops_the_room_and_starts_a_fine_tune(tmp_path):
     """Issue 36: one coder's "done" stopped the room for everyone."""
     room, _ = new_room(tmp_path)

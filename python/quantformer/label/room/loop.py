@@ -22,7 +22,8 @@ every ``retrain_every`` codes, refills the queue from its probabilities and reco
 Two coders: a share ``overlap`` of the documents (chosen by a hash of the doc_id, so the same
 at every start) is shown to every coder, blind (no coder sees another's code); every other
 document is coded once. Agreement on the overlap (Krippendorff's alpha and Cohen's kappa with
-bootstrap intervals, :func:`quantformer.score.reliability.agreement`) is computed on request.
+bootstrap intervals, :func:`quantformer.score.reliability.agreement`) is computed on request,
+once per state of the overlap, in a thread of its own for the server.
 """
 
 from __future__ import annotations
@@ -394,21 +395,53 @@ class Room:
                                 "text": str(self.frame["text"].iloc[self.pos[doc]])})
         return out
 
-    def agreement(self, n_boot: int = 500) -> dict:
-        """Krippendorff's alpha and Cohen's kappa (bootstrap intervals) between the two
-        coders with the most documents in common, on the documents both coded."""
+    def overlap_pairs(self) -> tuple[list[str], list[tuple]]:
+        """The two coders with the most documents in common and their codes of those
+        documents, sorted by doc_id (a dictionary walk: cheap)."""
         with self.lock:
-            pairs = [{c: lab for c, (s, lab) in by.items() if s == "code"}
-                     for by in self.handled.values()]
-        pairs = [p for p in pairs if len(p) >= 2]
+            pairs = [(doc, {c: lab for c, (s, lab) in by.items() if s == "code"})
+                     for doc, by in self.handled.items()]
+        pairs = sorted((d, p) for d, p in pairs if len(p) >= 2)
         if not pairs:
-            return {"n": 0, "coders": []}
-        counts = pd.Series([tuple(sorted(p)[:2]) for p in pairs]).value_counts()
+            return [], []
+        counts = pd.Series([tuple(sorted(p)[:2]) for _, p in pairs]).value_counts()
         a, b = counts.index[0]
-        both = [(p[a], p[b]) for p in pairs if a in p and b in p]
-        result = agreement([x for x, _ in both], [y for _, y in both], n_boot=n_boot)
-        result.update({"n": len(both), "coders": [a, b],
-                       "percent": float(np.mean([x == y for x, y in both]))})
+        return [a, b], [(d, p[a], p[b]) for d, p in pairs if a in p and b in p]
+
+    def agreement(self, n_boot: int = 500, wait: bool = True) -> dict:
+        """Krippendorff's alpha and Cohen's kappa (bootstrap intervals) between the two
+        coders with the most documents in common, on the documents both coded.
+
+        Computed once per state of the overlap (the bootstrap takes most of a second): the
+        same codes give the cached result. ``wait=False`` (the server) never waits for a
+        computation: a changed overlap starts one in a thread and the last result comes
+        back with ``"updating": True`` (the page asks again)."""
+        coders, both = self.overlap_pairs()
+        key = (tuple(coders), tuple(both), n_boot)
+        with self.lock:
+            cached, running = getattr(self, "agreed", None), getattr(self, "agreeing", None)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            if not wait:
+                if running is None or not running.is_alive():
+                    self.agreeing = threading.Thread(target=self._agree, args=(key,),
+                                                     daemon=True)
+                    self.agreeing.start()
+                last = cached[1] if cached is not None else {"n": 0, "coders": []}
+                return {**last, "updating": True}
+        return self._agree(key)
+
+    def _agree(self, key: tuple) -> dict:
+        coders, both, n_boot = key
+        if not both:
+            result = {"n": 0, "coders": []}
+        else:
+            x, y = [v for _, v, _ in both], [v for _, _, v in both]
+            result = agreement(x, y, n_boot=n_boot)
+            result.update({"n": len(both), "coders": list(coders),
+                           "percent": float(np.mean([a == b for a, b in zip(x, y)]))})
+        with self.lock:
+            self.agreed = (key, result)
         return result
 
 

@@ -18,7 +18,9 @@ Routes (all need the token):
 ``GET /``                      the page (``static/index.html``)
 ``GET /static/<file>``         its script and style
 ``GET /api/state``             the coder's current document, progress, model, codebook
-``GET /api/agreement``         Krippendorff's alpha and Cohen's kappa on the overlap
+``GET /api/agreement``         Krippendorff's alpha and Cohen's kappa on the overlap (cached
+                               per state of the overlap; ``updating: true`` while a changed
+                               overlap is computed in the background: ask again)
 ``GET /api/reconcile``         documents the coders coded differently
 ``POST /api/code``             ``{coder, doc_id, label | status}``: commit, return the next state
 ``POST /api/undo``             ``{coder}``: undo the coder's last code
@@ -234,7 +236,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(doc_state(room, coder, (query.get("guess") or ["0"])[0] == "1",
                                      self.is_owner()))
         elif url.path == "/api/agreement":
-            self.send_json(room.agreement())
+            self.send_json(room.agreement(wait=False))
         elif url.path == "/api/reconcile":
             self.send_json({"disagreements": room.disagreements()})
         elif url.path == "/api/finetune":

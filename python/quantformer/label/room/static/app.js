@@ -167,8 +167,13 @@
     if (s.progress.coders.length > 1) { refreshAgreement(); }
   }
 
+  let agreementPoll = null;
   function refreshAgreement() {
     api("api/agreement").then((a) => {
+      // a changed overlap is computed in the background: ask again shortly
+      if (a.updating && agreementPoll === null) {
+        agreementPoll = setTimeout(() => { agreementPoll = null; refreshAgreement(); }, 1000);
+      }
       if (!a.n) { $("agreement").textContent = "no document coded by two coders yet"; return; }
       const f = (x) => x.estimate === null ? "undefined" :
         x.estimate.toFixed(2) + " [" + x.ci_low.toFixed(2) + ", " + x.ci_high.toFixed(2) + "]";
