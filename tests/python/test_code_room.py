@@ -688,6 +688,44 @@ def test_agreement_is_computed_once_per_overlap_in_the_background(tmp_path):
         server.server_close()
 
 
+def test_links_survive_a_restart_and_new_links_revokes_them(tmp_path):
+    """Issue 36: after a restart every coder needed a new link (open tabs got 403)."""
+    room, _ = new_room(tmp_path)
+    room.step()
+
+    def start(**kw):
+        server = RoomServer(room, "127.0.0.1", 0, coders=["alice", "bob"], **kw)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    def status(server, token):
+        url = f"http://127.0.0.1:{server.server_address[1]}/api/state?token={token}"
+        try:
+            return request(url)[1]["coder"]
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    first = start()
+    old = {c: first.url(c).split("token=")[1].split("&")[0] for c in ("alice", "bob")}
+    first.shutdown()
+    first.server_close()
+    second = start()
+    try:
+        assert status(second, old["bob"]) == "bob" and status(second, old["alice"]) == "alice"
+    finally:
+        second.shutdown()
+        second.server_close()
+    raw = (tmp_path / "p.sqlite").read_bytes() + (tmp_path / "p.sqlite-wal").read_bytes()
+    assert old["bob"].encode() not in raw  # only its hash is kept
+    third = start(new_links=True)
+    try:
+        assert status(third, old["bob"]) == 403
+        assert status(third, third.url("bob").split("token=")[1].split("&")[0]) == "bob"
+    finally:
+        third.shutdown()
+        third.server_close()
+
+
 def test_only_the_owner_stops_the_room_and_starts_a_fine_tune(tmp_path):
     """Issue 36: one coder's "done" stopped the room for everyone."""
     room, _ = new_room(tmp_path)

@@ -85,6 +85,23 @@ test_that("code_documents: bad input is an R error naming the argument (#26)", {
   expect_error(code_documents(sotu, project = tempfile(), browser = FALSE),
                "one of the two")
   expect_error(read_codes(tempfile(fileext = ".sqlite")), "existing project file")
+  expect_error(code_documents(sotu, labels = c("a", "b"), new_links = "yes",
+                              project = tempfile(fileext = ".sqlite"), browser = FALSE),
+               "`new_links` must be TRUE or FALSE")
+})
+
+test_that("read_codes refuses another application's database and leaves it untouched (#36)", {
+  skip_if_no_verb("code")
+  foreign <- tempfile(fileext = ".sqlite")
+  py <- quantformer:::find_python()$python
+  processx::run(py, c("-c", paste0(
+    "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); ",
+    "db.execute('CREATE TABLE people (name TEXT)'); db.commit()"), foreign))
+  before <- unname(tools::md5sum(foreign))
+  err <- expect_error(read_codes(foreign), "other tables \\(people\\)")
+  expect_s3_class(err, "quantformer_input_error")
+  expect_match(conditionMessage(err), "nothing was written")
+  expect_identical(unname(tools::md5sum(foreign)), before)
 })
 
 test_that("code_documents passes coders and the fine-tune options to the room (#26)", {

@@ -60,6 +60,9 @@ def add_cli(sub) -> None:
     p.add_argument("--coder", default=None,
                    help="the coder's name (coder1); with --coders, the coder whose page "
                         "opens in this browser (default: the first named)")
+    p.add_argument("--new-links", action="store_true",
+                   help="revoke the links of earlier starts of this project (by default a "
+                        "coder's link keeps working after a restart)")
     p.add_argument("--coders", default=None,
                    help="several coders sharing this server, comma-separated: each gets a "
                         "link with a token of their own (printed one per line), which "
@@ -243,8 +246,8 @@ def serve_room(room, args, coders: list[str] | None = None, runner=None) -> None
     import webbrowser
 
     server = RoomServer(room, args.host, args.port, coder=args.coder or "coder1",
-                        quiet=args.quiet,
-                        coders=coders, finetune=runner)
+                        quiet=args.quiet, coders=coders, finetune=runner,
+                        new_links=args.new_links)
     warn_if_shared(args.host)
     room.run_background()
     coders = coders or [None]

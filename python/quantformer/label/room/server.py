@@ -41,6 +41,7 @@ A GET to a POST route is answered 405; ``GET /favicon.ico`` is answered 204 with
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import secrets
@@ -99,6 +100,11 @@ def doc_state(room: Room, coder: str, show_guess: bool, owner: bool = True) -> d
     return {"coder": coder, "owner": owner, "doc": doc, "guess": guess,
             "progress": room.progress(coder),
             "model": room.model_state(), "codebook": room.codebook}
+
+
+def token_hash(token: str) -> str:
+    """SHA-256 (hex) of a token: what the project file keeps, never the token itself."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def check_coders(coders: list[str]) -> list[str]:
@@ -162,8 +168,9 @@ class Handler(BaseHTTPRequestHandler):
         given = self.headers.get("X-Token") or (query.get("token") or [""])[0]
         if self.command == "POST":
             given = self.headers.get("X-Token") or ""
-        for token, coder in self.server.tokens.items():
-            if hmac.compare_digest(given.encode(), token.encode()):
+        digest = token_hash(given)
+        for known, coder in self.server.hashes.items():
+            if hmac.compare_digest(digest, known):
                 self.bound = coder
                 return True
         self.send_json({"error": "forbidden: this page needs the link with its token"}, 403)
@@ -355,6 +362,8 @@ class RoomServer(ThreadingHTTPServer):
             them (``token`` is then the first coder's).
         finetune: the "fine-tune now" runner (default: models in ``<project>-models``
             next to the project file, the bundled model, its defaults).
+        new_links: revoke the links of earlier starts (their tokens' hashes are kept in the
+            project file, so that a coder's open page and link survive a restart).
 
     Raises:
         InputError: the port cannot be bound; duplicate or empty coder names.
@@ -364,7 +373,8 @@ class RoomServer(ThreadingHTTPServer):
 
     def __init__(self, room: Room, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None, coder: str = "coder1", quiet: bool = True,
-                 coders: list[str] | None = None, finetune: FinetuneNow | None = None):
+                 coders: list[str] | None = None, finetune: FinetuneNow | None = None,
+                 new_links: bool = False):
         self.room, self.coder, self.quiet = room, coder, quiet
         if coders:
             check_coders(coders)
@@ -373,12 +383,25 @@ class RoomServer(ThreadingHTTPServer):
         else:
             self.tokens = {token or secrets.token_urlsafe(24): None}
         self.token = next(iter(self.tokens))
+        self.hashes = self.keep_links(room.store, coders, new_links)
         self.finetune = finetune or FinetuneNow(
             room.store, room.store.path.with_name(room.store.path.stem + "-models"))
         try:
             super().__init__((host, port), Handler)
         except OSError as exc:
             raise port_error(host, port, exc) from None
+
+    def keep_links(self, store, coders: list[str] | None, new_links: bool) -> dict:
+        """{token hash: coder} accepted by this start: this start's tokens and, unless
+        ``new_links``, those of earlier starts for the same coders (single-coder links in a
+        single-coder start); the SHA-256 of each token is kept in the project's ``meta``
+        ``links``, never the token."""
+        fresh = {token_hash(t): c for t, c in self.tokens.items()}
+        earlier = {} if new_links else store.get("links", {})
+        names = set(coders or [None])
+        kept = {h: c for h, c in earlier.items() if c in names}
+        store.put("links", {**kept, **fresh})
+        return {**kept, **fresh}
 
     def url(self, coder: str | None = None, host: str | None = None) -> str:
         """The page's address with its token (and ``coder`` when given)."""
