@@ -785,3 +785,28 @@ def test_a_host_other_than_this_computer_is_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_if_shared("127.0.0.1")
+
+
+def test_a_room_started_by_the_cli_names_its_flags_on_the_page(tmp_path, tiny_bert_dir):
+    """Issue 36: the page's answer named the R argument finetune_min_codes to a CLI user."""
+    import os
+    import sys
+
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "python")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quantformer", "code", "--input", corpus, "--labels", "a,b",
+         "--project", str(tmp_path / "p.sqlite"), "--no-browser", "--port", "0", "--quiet",
+         "--embed-model", str(tiny_bert_dir)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        base, token = url.split("/?")[0], url.split("token=")[1]
+        with pytest.raises(urllib.error.HTTPError) as err:
+            request(base + "/api/finetune", {}, token)
+        assert err.value.code == 400
+        message = json.loads(err.value.read())["error"]
+        assert "lower --finetune-min-codes" in message and "finetune_min_codes" not in message
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)

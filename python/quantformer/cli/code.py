@@ -247,7 +247,7 @@ def serve_room(room, args, coders: list[str] | None = None, runner=None) -> None
 
     server = RoomServer(room, args.host, args.port, coder=args.coder or "coder1",
                         quiet=args.quiet, coders=coders, finetune=runner,
-                        new_links=args.new_links)
+                        new_links=args.new_links, say=getattr(args, "error_text", str))
     warn_if_shared(args.host)
     room.run_background()
     coders = coders or [None]

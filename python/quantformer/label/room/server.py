@@ -270,7 +270,10 @@ class Handler(BaseHTTPRequestHandler):
         except Busy as exc:
             self.send_json({"error": str(exc), **self.server.finetune.state()}, 409)
             return
-        except (InputError, ValueError, KeyError) as exc:
+        except InputError as exc:  # named as the caller names it (a flag, an R argument)
+            self.send_json({"error": self.server.say(exc)}, 400)
+            return
+        except (ValueError, KeyError) as exc:
             self.send_json({"error": str(exc)}, 400)
             return
         if reply is None:
@@ -362,6 +365,8 @@ class RoomServer(ThreadingHTTPServer):
             them (``token`` is then the first coder's).
         finetune: the "fine-tune now" runner (default: models in ``<project>-models``
             next to the project file, the bundled model, its defaults).
+        say: an input error's text for the page (default ``str``; the CLI names parameters
+            as its flags, or as R's arguments when R started it).
         new_links: revoke the links of earlier starts (their tokens' hashes are kept in the
             project file, so that a coder's open page and link survive a restart).
 
@@ -374,8 +379,8 @@ class RoomServer(ThreadingHTTPServer):
     def __init__(self, room: Room, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None, coder: str = "coder1", quiet: bool = True,
                  coders: list[str] | None = None, finetune: FinetuneNow | None = None,
-                 new_links: bool = False):
-        self.room, self.coder, self.quiet = room, coder, quiet
+                 new_links: bool = False, say=str):
+        self.room, self.coder, self.quiet, self.say = room, coder, quiet, say
         if coders:
             check_coders(coders)
             self.tokens = {secrets.token_urlsafe(24): c for c in coders}
