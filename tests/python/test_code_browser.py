@@ -212,6 +212,10 @@ def test_two_coders_in_two_sessions_lose_no_code(browser, server, corpus):
     press(browser, "r")
     wait(browser, lambda d: d.find_elements(
         By.CSS_SELECTOR, f"[data-reconcile-id='{flipped[0]}']"))
+    # the list opens above the current document, not under it (issue 36)
+    assert browser.find_element(By.ID, "reconcile").location["y"] < \
+        browser.find_element(By.ID, "doc").location["y"]
+    before = browser.find_element(By.ID, "progress").text
     wait(browser, lambda d: "Krippendorff" in d.find_element(
         By.ID, "agreement").text)
     if SHOTS:
@@ -219,6 +223,8 @@ def test_two_coders_in_two_sessions_lose_no_code(browser, server, corpus):
     press(browser, KEYS[truth[flipped[0]]])
     wait(browser, lambda d: "resolved: " + truth[flipped[0]] in d.find_element(
         By.CSS_SELECTOR, f"[data-reconcile-id='{flipped[0]}']").text)
+    # the side panel counts the resolved code at once (issue 36)
+    wait(browser, lambda d: d.find_element(By.ID, "progress").text != before)
     press(browser, "r")
     final = export(folder / "p.sqlite", folder / "final.csv", final=True)
     codes = export(folder / "p.sqlite", folder / "codes2.csv")

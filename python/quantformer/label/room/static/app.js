@@ -261,6 +261,7 @@
     if (!open.length) { return Promise.resolve(); }
     return api("api/resolve", { doc_id: open[0].doc_id, label: label }).then((r) => {
       reconciling = r.disagreements; drawReconcile();
+      return api("api/state").then(render);  // the side panel counts the resolved code
     });
   }
 
