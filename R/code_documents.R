@@ -60,6 +60,9 @@
 #' @param wait logical: `TRUE` (default) waits until the coder presses `q` (done) on the page
 #'   and returns the codes; `FALSE` returns at once with the running server (stop it with
 #'   `$kill()`; read the codes at any time with [read_codes()]).
+#' @param new_links logical (default `FALSE`): revoke the links of earlier starts of this
+#'   `project`. A coder's link (its token) keeps working after a restart by default: the
+#'   project file keeps each token's SHA-256 hash, never the token.
 #' @param cache_dir folder for the embedding cache (default: a folder in [tempdir()]).
 #' @param models folder for the models of "fine-tune now" (default `NULL`: a folder named
 #'   after the project, `<project>-models`, next to it).
@@ -92,12 +95,14 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
                            strategy = c("margin", "least_confidence", "entropy", "random",
                                         "cold"),
                            random_share = 0.1, retrain_every = 10, overlap = 0.2, port = 0,
-                           browser = interactive(), wait = TRUE,
+                           browser = interactive(), wait = TRUE, new_links = FALSE,
                            cache_dir = file.path(tempdir(), "quantformer-embeddings"),
                            models = NULL, finetune_model = NULL, finetune_epochs = NULL,
                            finetune_valid_fraction = 0.2, finetune_min_codes = 5,
                            verbose = getOption("quantformer.verbose", TRUE)) {
   strategy <- match.arg(strategy)
+  if (!isTRUE(new_links) && !isFALSE(new_links))
+    input_error("`new_links` must be TRUE or FALSE, not ", deparse(new_links))
   if (is.null(labels) == is.null(codebook))
     input_error("give the labels with `labels` or a codebook with `codebook`, one of the two")
   check_room_args(coders, host, models, finetune_model, finetune_epochs,
@@ -127,7 +132,8 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
                       finetune_model = local_path(finetune_model),
                       finetune_epochs = finetune_epochs,
                       finetune_valid_fraction = finetune_valid_fraction,
-                      finetune_min_codes = finetune_min_codes, quiet = !isTRUE(verbose)),
+                      finetune_min_codes = finetune_min_codes, new_links = new_links,
+                      quiet = !isTRUE(verbose)),
             "--no-browser")
   proc <- start_room(args, r_args = names(formals()), n_links = max(1, length(coders)))
   url <- attr(proc, "url")

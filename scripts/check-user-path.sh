@@ -7,6 +7,12 @@
 # Usage: scripts/check-user-path.sh [quantformer_X.Y.Z.tar.gz]   (builds one when not given;
 # called by scripts/check-r.sh; QUANTFORMER_SKIP_USER_PATH=1 there skips it)
 # TORCH_INDEX_URL is passed on (empty: pip's own configuration, as scripts/setup.sh).
+# The check isolates itself from what this machine has: R's user folders (R_USER_DATA_DIR,
+# R_USER_CONFIG_DIR, R_USER_CACHE_DIR, where quantformer_install() puts its default
+# environment) and the backend cache (XDG_CACHE_HOME) point into its own temporary folder, so
+# an environment made by trying the R path by hand is never found. HOME stays (pip's
+# configuration and cache, e.g. a wheel folder, still apply); QUANTFORMER_CHECK_HOME=1 gives
+# it an empty HOME too (pip then sees only its site-wide configuration).
 set -uo pipefail
 
 main() {
@@ -19,7 +25,9 @@ main() {
               2>"$work/build.log") ||
       { cat "$work/build.log"; echo "user-path: R CMD build failed"; return 1; }
   fi
-  mkdir -p "$work/lib"
+  mkdir -p "$work/lib" "$work/user/data" "$work/user/config" "$work/user/cache"
+  home=$HOME
+  if [ "${QUANTFORMER_CHECK_HOME:-0}" = 1 ]; then home="$work/home"; mkdir -p "$home"; fi
   echo "== user path: R CMD INSTALL $(basename "$tarball") into an empty library"
   R CMD INSTALL --no-docs --no-multiarch -l "$work/lib" "$tarball" >"$work/install.log" 2>&1 ||
     { cat "$work/install.log"; echo "user-path: R CMD INSTALL failed"; return 1; }
@@ -27,10 +35,14 @@ main() {
   start=$(date +%s)
   env -u QUANTFORMER_PYTHON -u PYTHONPATH -u RETICULATE_PYTHON -u QUANTFORMER_VENV \
     R_LIBS="$work/lib" QF_ENV="$work/venv" TORCH_INDEX_URL="${TORCH_INDEX_URL:-}" \
+    R_USER_DATA_DIR="$work/user/data" R_USER_CONFIG_DIR="$work/user/config" \
+    R_USER_CACHE_DIR="$work/user/cache" XDG_CACHE_HOME="$work/user/cache" HOME="$home" \
     OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" HF_HUB_OFFLINE=1 \
     Rscript --vanilla -e '
       library(quantformer)
       env <- Sys.getenv("QF_ENV")
+      stopifnot(startsWith(tools::R_user_dir("quantformer", "data"),
+                           Sys.getenv("R_USER_DATA_DIR")))
       stopifnot(!quantformer_available() || !identical(quantformer:::find_python()$source,
                                                          "virtualenv made by quantformer_install()"))
       quantformer_install(envdir = env)

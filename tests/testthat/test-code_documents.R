@@ -64,7 +64,7 @@ test_that("code_documents serves the corpus; codes come back with read_codes (#2
                                               guess_accepted = i == 2))
     coded[doc] <- party
   }
-  room_post(url, "/api/done", list())
+  room_post(url, "/api/done", list(stop = TRUE))  # the owner stops the room
   proc$wait(20000)
   expect_false(proc$is_alive())
   codes <- read_codes(project)
@@ -88,6 +88,23 @@ test_that("code_documents: bad input is an R error naming the argument (#26)", {
   expect_error(code_documents(sotu, project = tempfile(), browser = FALSE),
                "one of the two")
   expect_error(read_codes(tempfile(fileext = ".sqlite")), "existing project file")
+  expect_error(code_documents(sotu, labels = c("a", "b"), new_links = "yes",
+                              project = tempfile(fileext = ".sqlite"), browser = FALSE),
+               "`new_links` must be TRUE or FALSE")
+})
+
+test_that("read_codes refuses another application's database and leaves it untouched (#36)", {
+  skip_if_no_verb("code")
+  foreign <- tempfile(fileext = ".sqlite")
+  py <- quantformer:::find_python()$python
+  processx::run(py, c("-c", paste0(
+    "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); ",
+    "db.execute('CREATE TABLE people (name TEXT)'); db.commit()"), foreign))
+  before <- unname(tools::md5sum(foreign))
+  err <- expect_error(read_codes(foreign), "other tables \\(people\\)")
+  expect_s3_class(err, "quantformer_input_error")
+  expect_match(conditionMessage(err), "nothing was written")
+  expect_identical(unname(tools::md5sum(foreign)), before)
 })
 
 test_that("code_documents passes coders and the fine-tune options to the room (#26)", {
@@ -97,7 +114,7 @@ test_that("code_documents passes coders and the fine-tune options to the room (#
   models <- withr::local_tempdir()
   proc <- code_documents(sotu, labels = c("Democratic", "Republican"), project = project,
                          coders = c("alice", "bob"), browser = FALSE, wait = FALSE,
-                         verbose = FALSE, cache_dir = withr::local_tempdir(),
+                         verbose = FALSE, cache_dir = withr::local_tempdir(), overlap = 0,
                          models = models, finetune_epochs = 1,
                          finetune_valid_fraction = 0.5, finetune_min_codes = 2)
   withr::defer(if (proc$is_alive()) proc$kill_tree())
@@ -141,8 +158,14 @@ test_that("code_documents passes coders and the fine-tune options to the room (#
   expect_equal(ft$macro_f1, record$validation$macro_f1)
   fit <- load_finetune(ft$model)
   expect_equal(sort(fit$levels), c("Democratic", "Republican"))
-  room_post(urls[["alice"]], "/api/done", list())
+  # bob's "done" ends his own session; only alice, who started the room, stops it (#36)
+  expect_equal(room_post_status(urls[["bob"]], "/api/done", list(stop = TRUE))$status, 403)
+  expect_false(room_post(urls[["bob"]], "/api/done", list(done = TRUE))$stopped)
+  Sys.sleep(0.5)
+  expect_true(proc$is_alive())
+  expect_true(room_post(urls[["alice"]], "/api/done", list(stop = TRUE))$stopped)
   proc$wait(20000)
+  expect_false(proc$is_alive())
 })
 
 test_that("code_documents: bad coders, host and fine-tune options are input errors (#26)", {

@@ -16,7 +16,7 @@ from ..label.room.finetune_now import (
     check_options,
 )
 from ..label.room.loop import Room
-from ..label.room.server import RoomServer, check_coders
+from ..label.room.server import RoomServer, check_coders, probe_port
 from ..label.room.store import Store, export_codes
 from ..io.writable import check_project_file
 from ..label.suggest import STRATEGIES, embed_corpus
@@ -61,6 +61,9 @@ def add_cli(sub) -> None:
     p.add_argument("--coder", default=None,
                    help="the coder's name (coder1); with --coders, the coder whose page "
                         "opens in this browser (default: the first named)")
+    p.add_argument("--new-links", action="store_true",
+                   help="revoke the links of earlier starts of this project (by default a "
+                        "coder's link keeps working after a restart)")
     p.add_argument("--coders", default=None,
                    help="several coders sharing this server, comma-separated: each gets a "
                         "link with a token of their own (printed one per line), which "
@@ -110,6 +113,7 @@ def run(args) -> int:
     coders = coder_names(args.coders, args.coder)
     codebook = make_codebook(args.labels, args.codebook)
     check_project_file(args.project)
+    probe_port(args.host, args.port)  # a port in use is refused before any work
     room, store = open_room(args, codebook)
     runner = None
     try:
@@ -188,7 +192,7 @@ def read_corpus(args):
 def open_room(args, codebook):
     """Read and check the corpus, open the project (same corpus, same labels), embed."""
     frame = read_corpus(args)
-    store = Store(args.project)
+    store = Store(args.project, exclusive=True)
     try:
         store.bind_corpus(frame, args.input)
         check_codebook_change(store, codebook)
@@ -198,7 +202,8 @@ def open_room(args, codebook):
                                device=args.device, quiet=args.quiet)
         room = Room(frame, vectors, store, codebook, strategy=args.strategy,
                     random_share=args.random_share, retrain_every=args.retrain_every,
-                    overlap=args.overlap, seed=args.seed)
+                    overlap=args.overlap, seed=args.seed,
+                    team=len(args.coders.split(",")) if args.coders else 1)
         room.step()  # the first model (on resumed codes) and the first queue, before serving
     except BaseException:
         store.close()
@@ -236,8 +241,8 @@ def serve_room(room, args, coders: list[str] | None = None, runner=None) -> None
     import webbrowser
 
     server = RoomServer(room, args.host, args.port, coder=args.coder or "coder1",
-                        quiet=args.quiet,
-                        coders=coders, finetune=runner)
+                        quiet=args.quiet, coders=coders, finetune=runner,
+                        new_links=args.new_links, say=getattr(args, "error_text", str))
     warn_if_shared(args.host)
     room.run_background()
     coders = coders or [None]

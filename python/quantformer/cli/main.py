@@ -266,6 +266,7 @@ def _message(exc: InputError, args) -> str:
 
 def _run(args, debug: bool) -> int:
     try:
+        args.error_text = lambda exc: _message(exc, args)  # for a verb's own answers
         code = args.func(args)
     except InputError as exc:
         if debug:

@@ -118,16 +118,18 @@ def press(driver, key: str) -> None:
     ActionChains(driver).send_keys(key).perform()
 
 
-def code_docs(driver, truth: dict, n: int, flip: list | None = None) -> dict:
+def code_docs(driver, truth: dict, n: int, flip: list | None = None,
+              others: dict | None = None) -> dict:
     """Code ``n`` documents by keyboard with their true labels; {doc_id: label}. With
-    ``flip`` (an empty list), the first overlap document gets the other label (its id is
-    appended to ``flip``)."""
+    ``flip`` (an empty list), the first overlap document another coder coded (``others``)
+    gets the other label (its id is appended to ``flip``)."""
     pressed = {}
     doc = wait_doc(driver)
     for _ in range(n):
         label = truth[doc]
         why = driver.find_element(By.ID, "doc-strategy").text
-        if flip is not None and not flip and "overlap" in why:
+        assert "overlap" not in why and "margin" not in why  # plain words, overlap blind
+        if flip is not None and not flip and doc in (others or {}):
             label = "econ" if label == "other" else "other"
             flip.append(doc)
         press(driver, KEYS[label])
@@ -201,7 +203,8 @@ def test_two_coders_in_two_sessions_lose_no_code(browser, server, corpus):
         for coder, tab in (("ann", ann_tab), ("bob", bob_tab)):
             browser.switch_to.window(tab)
             pressed[coder].update(code_docs(browser, truth, 2,
-                                            flip=flipped if coder == "bob" else None))
+                                            flip=flipped if coder == "bob" else None,
+                                            others=pressed["ann"]))
     browser.close()
     browser.switch_to.window(ann_tab)
     # reconciliation: r lists the disagreement, the label's key resolves it
@@ -209,6 +212,10 @@ def test_two_coders_in_two_sessions_lose_no_code(browser, server, corpus):
     press(browser, "r")
     wait(browser, lambda d: d.find_elements(
         By.CSS_SELECTOR, f"[data-reconcile-id='{flipped[0]}']"))
+    # the list opens above the current document, not under it (issue 36)
+    assert browser.find_element(By.ID, "reconcile").location["y"] < \
+        browser.find_element(By.ID, "doc").location["y"]
+    before = browser.find_element(By.ID, "progress").text
     wait(browser, lambda d: "Krippendorff" in d.find_element(
         By.ID, "agreement").text)
     if SHOTS:
@@ -216,6 +223,8 @@ def test_two_coders_in_two_sessions_lose_no_code(browser, server, corpus):
     press(browser, KEYS[truth[flipped[0]]])
     wait(browser, lambda d: "resolved: " + truth[flipped[0]] in d.find_element(
         By.CSS_SELECTOR, f"[data-reconcile-id='{flipped[0]}']").text)
+    # the side panel counts the resolved code at once (issue 36)
+    wait(browser, lambda d: d.find_element(By.ID, "progress").text != before)
     press(browser, "r")
     final = export(folder / "p.sqlite", folder / "final.csv", final=True)
     codes = export(folder / "p.sqlite", folder / "codes2.csv")
@@ -336,3 +345,48 @@ def test_coders_get_links_of_their_own(browser, corpus, tiny_bert_dir):
         assert codes["coder"].tolist() == ["bob"]
     finally:
         srv.stop()
+
+
+def test_only_the_owner_stops_the_room_after_a_confirmation(browser, corpus, tiny_bert_dir):
+    """Issue 36: one coder's q stopped the room for everyone, without confirmation."""
+    folder, _ = corpus
+    srv = Server(folder / "corpus.csv", folder / "owner.sqlite", tiny_bert_dir,
+                 "--coders", "ann,bob")
+    try:
+        bob = srv.proc.stdout.readline().strip()
+        browser.get(bob)
+        wait_doc(browser)
+        assert not browser.find_element(By.ID, "finetune").is_displayed()
+        assert browser.find_element(By.ID, "done").text == "done (q)"
+        press(browser, "q")
+        wait(browser, lambda d: "your codes are in the project file" in d.page_source)
+        assert srv.proc.poll() is None  # bob's session ended, the room runs on
+        browser.get(srv.url)  # ann started the room
+        wait_doc(browser)
+        assert browser.find_element(By.ID, "finetune").is_displayed()
+        press(browser, "q")
+        wait(browser, lambda d: d.switch_to.alert)
+        assert "every coder" in browser.switch_to.alert.text
+        browser.switch_to.alert.dismiss()
+        assert srv.proc.poll() is None and shown(browser)
+        press(browser, "q")
+        wait(browser, lambda d: d.switch_to.alert)
+        browser.switch_to.alert.accept()
+        wait(browser, lambda d: "coding room is stopped" in d.page_source)
+        assert srv.proc.wait(timeout=20) == 0
+    finally:
+        srv.stop()
+
+
+def test_labels_are_clicked_and_why_is_in_plain_words(browser, server, corpus):
+    """Issue 36: labels could not be clicked (mouse and touch coding); "margin" on the page."""
+    folder, truth = corpus
+    browser.get(server.link("clicker"))
+    doc = wait_doc(browser)
+    assert browser.find_element(By.ID, "doc-strategy").text.startswith("· shown by ")
+    assert "the model is unsure" in browser.find_element(By.CSS_SELECTOR, ".why").text
+    browser.find_element(By.CSS_SELECTOR, f"button[data-label='{truth[doc]}']").click()
+    wait_doc(browser, doc)
+    codes = export(folder / "p.sqlite", folder / "clicked.csv")
+    assert codes.query("coder == 'clicker'")[["doc_id", "label"]].values.tolist() == [
+        [doc, truth[doc]]]

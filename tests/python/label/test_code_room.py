@@ -111,6 +111,7 @@ def test_final_codes_resolved_agreed_single_and_open_disagreement():
 @pytest.mark.parametrize("labels, message", [
     ("a", "at least two labels"),
     ("a,b,a", "must be distinct"),
+    ("toxic,Toxic", "equal up to case"),  # issue 36
     (",".join(f"l{i}" for i in range(10)), "more than the nine digit keys"),
 ])
 def test_bad_codebooks(labels, message):
@@ -223,6 +224,34 @@ def test_two_coders_overlap_is_shown_to_both_blind_and_agreement(tmp_path):
     assert out.set_index("doc_id").loc[doc, "source"] == "resolved"
 
 
+def test_blind_overlap_trains_nobody_until_two_coders_coded_it(tmp_path):
+    """Issue 36: the second coder's guess on an overlap document came from a model trained on
+    the first coder's code of it, and the page said the document was chosen by "overlap"."""
+    from quantformer.label.room.server import doc_state
+
+    room, truth = new_room(tmp_path, overlap=0.5, team=2)
+    room.step()
+    ann = code_until(room, "ann", truth, 12)
+    overlap = [d for d, _ in ann if in_overlap(d, 0.5)]
+    assert overlap
+    trained = set(room.training_codes()[0])
+    assert not trained & set(overlap)  # ann's codes of the overlap train nobody yet
+    assert trained == {d for d, _ in ann} - set(overlap)
+    state = doc_state(room, "bob", True)
+    assert state["doc"]["doc_id"] in overlap
+    assert state["doc"]["strategy"] == "chosen at random"  # not "overlap"
+    room.code("bob", state["doc"]["doc_id"], truth[room.pos[state["doc"]["doc_id"]]])
+    assert state["doc"]["doc_id"] in room.training_codes()[0]  # both coded: it trains now
+    assert room.store.current_codes().query("coder == 'bob'")["strategy"].tolist() == [
+        "overlap"]  # the project keeps why
+    # one coder alone: the overlap is not held back
+    (tmp_path / "alone").mkdir()
+    alone, truth = new_room(tmp_path / "alone", overlap=0.5)
+    alone.step()
+    solo = code_until(alone, "ann", truth, 6)
+    assert set(alone.training_codes()[0]) == {d for d, _ in solo}
+
+
 # ------------------------------------------------------------------------------------------
 # the server
 
@@ -287,6 +316,54 @@ def test_request_log_has_no_token_and_no_text(served, capfd):
     assert server.token not in err and "document number" not in err
 
 
+def raw_exchange(port, data: bytes) -> bytes:
+    """Send raw bytes on one connection and read what comes back until it closes."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        chunks = []
+        try:
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        except TimeoutError:
+            pass
+    return b"".join(chunks)
+
+
+def test_refused_post_body_is_read_and_the_log_never_shows_it(served, capfd):
+    """Issue 36: a 403 left its body on a keep-alive connection; the next request got 400
+    and the log printed the body's text and the next request's token."""
+    server, _ = served
+    server.quiet = False
+    port = server.server_address[1]
+    secret = b'{"doc_id": "d000", "text": "document number SECRET"}'
+    refused = (b"POST /api/comment HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"X-Token: wrong\r\nContent-Length: " + str(len(secret)).encode() +
+               b"\r\n\r\n" + secret)
+    good = (f"GET /api/agreement HTTP/1.1\r\nHost: x\r\nX-Token: {server.token}\r\n"
+            "Connection: close\r\n\r\n").encode()
+    reply = raw_exchange(port, refused + good)
+    assert reply.startswith(b"HTTP/1.1 403")
+    # the connection is either answered (body read) or closed; never a 400 on the next one
+    assert b"HTTP/1.1 400" not in reply
+    # a malformed request line carrying a token: logged without it
+    raw_exchange(port, f"GARBAGE {server.token} document number x\r\n\r\n".encode())
+    err = capfd.readouterr().err
+    assert "SECRET" not in err and server.token not in err and "document number" not in err
+    assert "POST /api/comment 403" in err
+
+
+def test_get_to_a_post_endpoint_is_405_and_favicon_is_not_403(served):
+    server, _ = served
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    with pytest.raises(urllib.error.HTTPError) as err:
+        request(f"{base}/api/code?token={server.token}")
+    assert err.value.code == 405 and err.value.headers["Allow"] == "POST"
+    with urllib.request.urlopen(base + "/favicon.ico", timeout=10) as r:
+        assert r.status == 204 and r.read() == b""
+
+
 # ------------------------------------------------------------------------------------------
 # the CLI's bad input (all refused before anything is embedded or served)
 
@@ -343,6 +420,85 @@ def test_cli_refuses_project_of_another_corpus(tmp_path, capsys):
                  str(tmp_path / "p.sqlite"), "--no-browser"]) == 2
     err = capsys.readouterr().err
     assert "was made for another corpus" in err and "--project" in err
+
+
+def test_a_port_in_use_is_refused_before_any_work(tmp_path, capsys):
+    """Issue 36: the port was found in use only after embedding and writing the project."""
+    import socket
+
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["code", "--input", corpus, "--labels", "a,b", "--project",
+                     str(tmp_path / "p.sqlite"), "--no-browser", "--port", str(port),
+                     "--embed-model", str(tmp_path / "no-such-model")]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot serve on 127.0.0.1:{port}" in err and "--port" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.csv"]  # nothing written
+
+
+def test_a_second_server_on_one_project_is_refused(tmp_path, capsys):
+    """Issue 36: two servers on one project file showed both coders the same documents."""
+    import sys
+
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    project = tmp_path / "p.sqlite"
+    Store(project).bind_corpus(frame, corpus)
+    holder = subprocess.Popen(  # the first server's hold, in another process
+        [sys.executable, "-c", "import sys; from quantformer.label.room.store import Store; "
+         f"s = Store({str(project)!r}, exclusive=True); print('held', flush=True); "
+         "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["code", "--input", corpus, "--labels", "a,b", "--project", str(project),
+                     "--no-browser", "--embed-model", str(tmp_path / "no-such-model")]) == 2
+        err = capsys.readouterr().err
+        assert "is open in another coding room" in err and "per-coder link" in err
+        assert "--coders" in err
+        # reading the codes while it serves is fine
+        assert main(["code", "--project", str(project), "--export",
+                     str(tmp_path / "c.parquet"), "--quiet"]) == 0
+    finally:
+        holder.communicate("", timeout=10)
+    Store(project, exclusive=True).close()  # released when its server ends
+
+
+def test_a_file_without_the_project_mark_is_refused_untouched(tmp_path, capsys):
+    """Issue 36: --export on another application's database exited 0 and added tables."""
+    import hashlib
+    import sqlite3
+
+    foreign = tmp_path / "other.sqlite"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE people (name TEXT)")
+    db.execute("INSERT INTO people VALUES ('x')")
+    db.commit()
+    db.close()
+    before = hashlib.sha256(foreign.read_bytes()).hexdigest()
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    for args in (["--export", str(tmp_path / "codes.csv")],
+                 ["--input", corpus, "--labels", "a,b", "--no-browser"]):
+        assert main(["code", "--project", str(foreign), *args]) == 2
+        err = capsys.readouterr().err
+        assert "other tables (people)" in err and "nothing was written" in err
+    assert hashlib.sha256(foreign.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.csv", "other.sqlite"]
+    # a project is marked; one made before the mark is marked when opened to code
+    store = Store(tmp_path / "p.sqlite")
+    store.bind_corpus(frame, corpus)
+    assert store.db.execute("PRAGMA application_id").fetchone()[0] == 0x5146434F
+    store.db.execute("PRAGMA application_id=0")
+    store.close()
+    Store(tmp_path / "p.sqlite", create=False).close()
+    store = Store(tmp_path / "p.sqlite")
+    assert store.db.execute("PRAGMA application_id").fetchone()[0] == 0x5146434F
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 1
+    store.close()
 
 
 def test_cli_export_refuses_corpus_flags_and_needs_the_project(tmp_path, capsys):
@@ -504,6 +660,104 @@ def test_coders_tokens_are_bound_to_their_coder(tmp_path):
         server.server_close()
 
 
+def test_agreement_is_computed_once_per_overlap_in_the_background(tmp_path):
+    """Issue 36: agreement (500 bootstrap draws) was recomputed on every request."""
+    room, truth = new_room(tmp_path, overlap=0.5, team=2)
+    room.step()
+    code_until(room, "ann", truth, 12)
+    code_until(room, "bob", truth, 12)
+    server = RoomServer(room, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/api/agreement?token={server.token}"
+    try:
+        _, first = request(url)
+        assert first["updating"] is True and first["n"] == 0  # nothing computed yet
+        room.agreeing.join(60)
+        _, done = request(url)
+        assert "updating" not in done and done["n"] > 0 and done["percent"] == 1.0
+        assert done == json.loads(json.dumps(room.agreement(), default=float))
+        computing = room.agreeing
+        _, again = request(url)  # nothing changed: the cached result, no new computation
+        assert again == done and room.agreeing is computing
+        doc = next(d for d in room.pos if d not in room.handled and not in_overlap(d, 0.5))
+        room.code("ann", doc, "a")  # outside the overlap: the overlap is unchanged
+        assert request(url)[1] == done and room.agreeing is computing
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_links_survive_a_restart_and_new_links_revokes_them(tmp_path):
+    """Issue 36: after a restart every coder needed a new link (open tabs got 403)."""
+    room, _ = new_room(tmp_path)
+    room.step()
+
+    def start(**kw):
+        server = RoomServer(room, "127.0.0.1", 0, coders=["alice", "bob"], **kw)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    def status(server, token):
+        url = f"http://127.0.0.1:{server.server_address[1]}/api/state?token={token}"
+        try:
+            return request(url)[1]["coder"]
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    first = start()
+    old = {c: first.url(c).split("token=")[1].split("&")[0] for c in ("alice", "bob")}
+    first.shutdown()
+    first.server_close()
+    second = start()
+    try:
+        assert status(second, old["bob"]) == "bob" and status(second, old["alice"]) == "alice"
+    finally:
+        second.shutdown()
+        second.server_close()
+    raw = (tmp_path / "p.sqlite").read_bytes() + (tmp_path / "p.sqlite-wal").read_bytes()
+    assert old["bob"].encode() not in raw  # only its hash is kept
+    third = start(new_links=True)
+    try:
+        assert status(third, old["bob"]) == 403
+        assert status(third, third.url("bob").split("token=")[1].split("&")[0]) == "bob"
+    finally:
+        third.shutdown()
+        third.server_close()
+
+
+def test_only_the_owner_stops_the_room_and_starts_a_fine_tune(tmp_path):
+    """Issue 36: one coder's "done" stopped the room for everyone."""
+    room, _ = new_room(tmp_path)
+    room.step()
+    server = RoomServer(room, "127.0.0.1", 0, coders=["alice", "bob"])
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    tokens = {c: server.url(c).split("token=")[1].split("&")[0] for c in ("alice", "bob")}
+    try:
+        _, state = request(f"{base}/api/state?token={tokens['bob']}")
+        assert state["owner"] is False
+        _, state = request(f"{base}/api/state?token={tokens['alice']}")
+        assert state["owner"] is True
+        for path in ("/api/finetune", "/api/done"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                request(base + path, {"stop": True}, tokens["bob"])
+            assert err.value.code == 403
+            assert "only alice, who started the room" in json.loads(err.value.read())["error"]
+        assert request(base + "/api/done", {}, tokens["bob"])[1]["stopped"] is False
+        assert request(base + "/api/done", {}, tokens["alice"])[1]["stopped"] is False
+        time.sleep(0.3)
+        assert thread.is_alive()  # bob's and alice's own sessions ended, the room runs on
+        assert request(f"{base}/api/state?token={tokens['bob']}")[0] == 200
+        assert request(base + "/api/done", {"stop": True}, tokens["alice"])[1]["stopped"]
+        thread.join(10)
+        assert not thread.is_alive()
+    finally:
+        if thread.is_alive():
+            server.shutdown()
+        server.server_close()
+
+
 def test_cli_coders_and_finetune_flags_bad_input(tmp_path, capsys):
     frame, _, _ = blobs(3)
     corpus = write_corpus(tmp_path / "c.csv", frame)
@@ -530,3 +784,28 @@ def test_a_host_other_than_this_computer_is_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_if_shared("127.0.0.1")
+
+
+def test_a_room_started_by_the_cli_names_its_flags_on_the_page(tmp_path, tiny_bert_dir):
+    """Issue 36: the page's answer named the R argument finetune_min_codes to a CLI user."""
+    import os
+    import sys
+
+    frame, _, _ = blobs(3)
+    corpus = write_corpus(tmp_path / "c.csv", frame)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "python")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quantformer", "code", "--input", corpus, "--labels", "a,b",
+         "--project", str(tmp_path / "p.sqlite"), "--no-browser", "--port", "0", "--quiet",
+         "--embed-model", str(tiny_bert_dir)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        base, token = url.split("/?")[0], url.split("token=")[1]
+        with pytest.raises(urllib.error.HTTPError) as err:
+            request(base + "/api/finetune", {}, token)
+        assert err.value.code == 400
+        message = json.loads(err.value.read())["error"]
+        assert "lower --finetune-min-codes" in message and "finetune_min_codes" not in message
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)

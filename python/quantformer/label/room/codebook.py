@@ -31,7 +31,8 @@ def make_codebook(labels=None, path: str | os.PathLike | None = None) -> list[di
         path: a codebook file (see the module docstring); exactly one of the two.
 
     Raises:
-        InputError: neither or both given, fewer than two labels, duplicate labels, more
+        InputError: neither or both given, fewer than two labels, duplicate labels or labels
+            equal up to case (``toxic,Toxic``), more
             than nine labels without a key each, a key that is not one character, taken twice
             or reserved for an action of the page.
     """
@@ -101,6 +102,11 @@ def check_codebook(entries: list[dict]) -> list[dict]:
     if dup or "" in names:
         raise InputError(f"codebook labels must be distinct and non-empty; repeated: "
                          f"{', '.join(dup) or '(empty)'}", params=["labels"])
+    folded = [x.casefold() for x in names]
+    same = sorted({x for x in names if folded.count(x.casefold()) > 1})
+    if same:
+        raise InputError(f"codebook labels must differ by more than case; equal up to case: "
+                         f"{', '.join(same)}", params=["labels"])
     if len(out) > 9 and not all(e["key"] for e in out):
         raise InputError(f"the codebook has {len(out)} labels, more than the nine digit keys; "
                          "give every label a one-character 'key' in a codebook file "

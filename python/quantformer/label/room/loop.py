@@ -22,7 +22,8 @@ every ``retrain_every`` codes, refills the queue from its probabilities and reco
 Two coders: a share ``overlap`` of the documents (chosen by a hash of the doc_id, so the same
 at every start) is shown to every coder, blind (no coder sees another's code); every other
 document is coded once. Agreement on the overlap (Krippendorff's alpha and Cohen's kappa with
-bootstrap intervals, :func:`quantformer.score.reliability.agreement`) is computed on request.
+bootstrap intervals, :func:`quantformer.score.reliability.agreement`) is computed on request,
+once per state of the overlap, in a thread of its own for the server.
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ class Room:
         random_share: share of an uncertainty batch drawn at random (0.1).
         retrain_every: retrain the light classifier after this many new codes (10).
         overlap: share of documents every coder codes, blind (0.2).
+        team: the number of coders named at the start (1: any coder name may join; several
+            coders are then known from their codes).
         batch: documents chosen per refill of the queue (10).
         seed: random seed (1).
     """
@@ -110,7 +113,7 @@ class Room:
     def __init__(self, frame: pd.DataFrame, vectors: np.ndarray, store: Store,
                  codebook: list[dict], *, strategy: str = "margin", random_share: float = 0.1,
                  retrain_every: int = 10, overlap: float = 0.2, batch: int = 10,
-                 seed: int = 1):
+                 seed: int = 1, team: int = 1):
         self.frame = frame.reset_index(drop=True)
         self.ids = self.frame["doc_id"].astype(str).to_numpy()
         self.pos = {d: i for i, d in enumerate(self.ids)}
@@ -122,7 +125,7 @@ class Room:
         self.labels = [e["label"] for e in codebook]
         self.strategy = store.get("strategy", strategy)
         self.random_share, self.retrain_every = random_share, retrain_every
-        self.overlap, self.batch, self.seed = overlap, batch, seed
+        self.overlap, self.batch, self.seed, self.team = overlap, batch, seed, team
         self.lock = threading.RLock()
         self.queue: list[tuple[str, str]] = []  # (doc_id, strategy that chose it)
         self.shown: dict[str, tuple[str, str]] = {}  # coder -> (doc_id, strategy)
@@ -154,11 +157,18 @@ class Room:
 
     def training_codes(self) -> tuple[list[str], list[str]]:
         """(doc_ids, labels) the model learns from: a resolved code, else the code every
-        coder of the document gave (a disagreement waits for its reconciliation)."""
+        coder of the document gave (a disagreement waits for its reconciliation). With
+        several coders, a document of the blind overlap trains the model only once two
+        coders coded it: before, its one code would make the guess another coder of it sees
+        (``g``) a copy of the first coder's code."""
         ids, labels = [], []
         with self.lock:
+            team = self.team > 1 or len({c for by in self.handled.values() for c in by}) > 1
             for doc, by in self.handled.items():
                 codes = {lab for status, lab in by.values() if status == "code"}
+                if team and doc not in self.resolved and self.overlap > 0 and \
+                        len(by) < 2 and in_overlap(doc, self.overlap):
+                    continue  # blind until a second coder coded it
                 label = self.resolved.get(doc) or (codes.pop() if len(codes) == 1 else None)
                 if label is not None:
                     ids.append(doc)
@@ -385,21 +395,53 @@ class Room:
                                 "text": str(self.frame["text"].iloc[self.pos[doc]])})
         return out
 
-    def agreement(self, n_boot: int = 500) -> dict:
-        """Krippendorff's alpha and Cohen's kappa (bootstrap intervals) between the two
-        coders with the most documents in common, on the documents both coded."""
+    def overlap_pairs(self) -> tuple[list[str], list[tuple]]:
+        """The two coders with the most documents in common and their codes of those
+        documents, sorted by doc_id (a dictionary walk: cheap)."""
         with self.lock:
-            pairs = [{c: lab for c, (s, lab) in by.items() if s == "code"}
-                     for by in self.handled.values()]
-        pairs = [p for p in pairs if len(p) >= 2]
+            pairs = [(doc, {c: lab for c, (s, lab) in by.items() if s == "code"})
+                     for doc, by in self.handled.items()]
+        pairs = sorted((d, p) for d, p in pairs if len(p) >= 2)
         if not pairs:
-            return {"n": 0, "coders": []}
-        counts = pd.Series([tuple(sorted(p)[:2]) for p in pairs]).value_counts()
+            return [], []
+        counts = pd.Series([tuple(sorted(p)[:2]) for _, p in pairs]).value_counts()
         a, b = counts.index[0]
-        both = [(p[a], p[b]) for p in pairs if a in p and b in p]
-        result = agreement([x for x, _ in both], [y for _, y in both], n_boot=n_boot)
-        result.update({"n": len(both), "coders": [a, b],
-                       "percent": float(np.mean([x == y for x, y in both]))})
+        return [a, b], [(d, p[a], p[b]) for d, p in pairs if a in p and b in p]
+
+    def agreement(self, n_boot: int = 500, wait: bool = True) -> dict:
+        """Krippendorff's alpha and Cohen's kappa (bootstrap intervals) between the two
+        coders with the most documents in common, on the documents both coded.
+
+        Computed once per state of the overlap (the bootstrap takes most of a second): the
+        same codes give the cached result. ``wait=False`` (the server) never waits for a
+        computation: a changed overlap starts one in a thread and the last result comes
+        back with ``"updating": True`` (the page asks again)."""
+        coders, both = self.overlap_pairs()
+        key = (tuple(coders), tuple(both), n_boot)
+        with self.lock:
+            cached, running = getattr(self, "agreed", None), getattr(self, "agreeing", None)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            if not wait:
+                if running is None or not running.is_alive():
+                    self.agreeing = threading.Thread(target=self._agree, args=(key,),
+                                                     daemon=True)
+                    self.agreeing.start()
+                last = cached[1] if cached is not None else {"n": 0, "coders": []}
+                return {**last, "updating": True}
+        return self._agree(key)
+
+    def _agree(self, key: tuple) -> dict:
+        coders, both, n_boot = key
+        if not both:
+            result = {"n": 0, "coders": []}
+        else:
+            x, y = [v for _, v, _ in both], [v for _, _, v in both]
+            result = agreement(x, y, n_boot=n_boot)
+            result.update({"n": len(both), "coders": list(coders),
+                           "percent": float(np.mean([a == b for a, b in zip(x, y)]))})
+        with self.lock:
+            self.agreed = (key, result)
         return result
 
 

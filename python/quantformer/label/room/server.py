@@ -8,14 +8,19 @@ names the coder. Several coders on a shared server (``coders``): each coder has 
 their own, and a request that acts as another coder than its token's is answered 403; requests that change anything are POSTs with a JSON body, which a
 page of another origin cannot send with that header without a CORS preflight, which this
 server never grants. The request log names the method, path and status only (no query
-string, so neither the token nor any document text).
+string, so neither the token nor any document text); a malformed request is logged as
+"bad request" without its text. Every request body is read (up to 1 MiB) before any answer,
+refused requests included, and a connection is closed after any error answer, so a body
+never stays on a keep-alive connection to be read as the next request.
 
 Routes (all need the token):
 
 ``GET /``                      the page (``static/index.html``)
 ``GET /static/<file>``         its script and style
 ``GET /api/state``             the coder's current document, progress, model, codebook
-``GET /api/agreement``         Krippendorff's alpha and Cohen's kappa on the overlap
+``GET /api/agreement``         Krippendorff's alpha and Cohen's kappa on the overlap (cached
+                               per state of the overlap; ``updating: true`` while a changed
+                               overlap is computed in the background: ask again)
 ``GET /api/reconcile``         documents the coders coded differently
 ``POST /api/code``             ``{coder, doc_id, label | status}``: commit, return the next state
 ``POST /api/undo``             ``{coder}``: undo the coder's last code
@@ -23,13 +28,20 @@ Routes (all need the token):
 ``POST /api/strategy``         ``{strategy}``
 ``POST /api/resolve``          ``{coder, doc_id, label}``
 ``GET /api/finetune``          the last "fine-tune now" run: state, model folder, macro-F1
-``POST /api/finetune``         start one in the background (409: one is running; 400: too
-                               few codes of some label)
-``POST /api/done``             stop the server (the codes are already in the project file)
+``POST /api/finetune``         start one in the background (the owner only, else 403; 409:
+                               one is running; 400: too few codes of some label)
+``POST /api/done``             end the coder's session; ``{stop: true}`` from the owner (the
+                               coder who started the room, the first link) stops the server
+                               (the page asks for a confirmation first); the codes are
+                               already in the project file
+
+A GET to a POST route is answered 405; ``GET /favicon.ico`` is answered 204 without the token
+(a browser asks for it on its own).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import secrets
@@ -48,6 +60,8 @@ STATIC = Path(__file__).with_name("static")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8"}
 MAX_BODY = 1 << 20
+POST_ROUTES = {"/api/code", "/api/undo", "/api/comment", "/api/strategy", "/api/resolve",
+               "/api/done"}
 
 
 def missing(value) -> bool:
@@ -60,8 +74,18 @@ def missing(value) -> bool:
         return False
 
 
-def doc_state(room: Room, coder: str, show_guess: bool) -> dict:
-    """What the page shows ``coder`` now (see :meth:`Room.next_for`)."""
+# why a document is shown, in plain words on the coder's page (explained in its codebook
+# panel); a document of the blind overlap reads as a random one (the overlap is a random,
+# hash-chosen sample), so that a coder does not learn it is in the reliability sample
+SHOWN_WHY = {"margin": "the model is unsure", "least_confidence": "the model is unsure",
+             "entropy": "the model is unsure", "cold": "a typical document",
+             "random": "chosen at random", "overlap": "chosen at random",
+             "back": "you went back to it", "requested": "requested"}
+
+
+def doc_state(room: Room, coder: str, show_guess: bool, owner: bool = True) -> dict:
+    """What the page shows ``coder`` now (see :meth:`Room.next_for`); ``owner``: whether the
+    coder started the room (may stop it and start a fine-tune)."""
     pick = room.next_for(coder)
     doc = guess = None
     if pick is not None:
@@ -71,10 +95,16 @@ def doc_state(room: Room, coder: str, show_guess: bool) -> dict:
                    if k not in ("doc_id", "text", "label")}
         text = row["text"]
         doc = {"doc_id": doc_id, "text": "" if missing(text) else str(text),
-               "docvars": docvars, "strategy": why}
+               "docvars": docvars, "strategy": SHOWN_WHY.get(why, why)}
         guess = room.guess(doc_id) if show_guess else None
-    return {"coder": coder, "doc": doc, "guess": guess, "progress": room.progress(coder),
+    return {"coder": coder, "owner": owner, "doc": doc, "guess": guess,
+            "progress": room.progress(coder),
             "model": room.model_state(), "codebook": room.codebook}
+
+
+def token_hash(token: str) -> str:
+    """SHA-256 (hex) of a token: what the project file keeps, never the token itself."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def check_coders(coders: list[str]) -> list[str]:
@@ -98,13 +128,29 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ----------------------------------------------------------------------
 
-    def log_message(self, fmt, *args):  # method, path (no query) and status only
-        if not self.server.quiet:
-            sys.stderr.write(f"quantformer code: {self.command} "
-                             f"{urlparse(self.path).path} {args[1] if len(args) > 1 else ''}\n")
+    def log_request(self, code="-", size="-"):  # method, path (no query) and status only
+        if self.server.quiet:
+            return
+        if getattr(self, "command", None) and getattr(self, "path", None) is not None:
+            line = f"{self.command} {urlparse(self.path).path}"
+        else:  # a malformed request line: its text may hold a token or a document
+            line = "bad request"
+        sys.stderr.write(f"quantformer code: {line} {int(getattr(code, 'value', code))}\n")
 
-    def send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+    def log_error(self, fmt, *args):  # the message may quote the request line: not logged
+        pass
+
+    def log_message(self, fmt, *args):  # nothing else is logged (see log_request)
+        pass
+
+    def send(self, status: int, body: bytes, ctype: str = "application/json",
+             headers: dict | None = None) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if status >= 400:
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
@@ -113,8 +159,8 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def send_json(self, obj, status: int = 200) -> None:
-        self.send(status, json.dumps(obj, default=json_default).encode())
+    def send_json(self, obj, status: int = 200, headers: dict | None = None) -> None:
+        self.send(status, json.dumps(obj, default=json_default).encode(), headers=headers)
 
     def authorised(self, query: dict) -> bool:
         """Whether the request carries a token of this start; sets ``self.bound`` to the
@@ -122,12 +168,18 @@ class Handler(BaseHTTPRequestHandler):
         given = self.headers.get("X-Token") or (query.get("token") or [""])[0]
         if self.command == "POST":
             given = self.headers.get("X-Token") or ""
-        for token, coder in self.server.tokens.items():
-            if hmac.compare_digest(given.encode(), token.encode()):
+        digest = token_hash(given)
+        for known, coder in self.server.hashes.items():
+            if hmac.compare_digest(digest, known):
                 self.bound = coder
                 return True
         self.send_json({"error": "forbidden: this page needs the link with its token"}, 403)
         return False
+
+    def is_owner(self) -> bool:
+        """Whether the request's token is the owner's: the single-coder token, or the token of
+        the coder who started the room (``--coder``, else the first of ``--coders``)."""
+        return self.bound is None or self.bound == self.server.coder
 
     def coder_of(self, asked) -> str | None:
         """The coder a request acts as; None (answered 403) when a coder's token asks to act
@@ -140,11 +192,23 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return self.bound
 
-    def body(self) -> dict:
+    def read_body(self) -> bytes:
+        """The request's body, read whatever the answer will be (a refused request's
+        included); over ``MAX_BODY`` it is not read and the connection is closed."""
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            n = MAX_BODY + 1
+        if n > MAX_BODY or n < 0:
+            self.close_connection = True
+            return b""
+        return self.rfile.read(n) if n else b""
+
+    def body(self, raw: bytes) -> dict:
         n = int(self.headers.get("Content-Length") or 0)
         if n > MAX_BODY:
             raise InputError("request too large")
-        data = json.loads(self.rfile.read(n) or b"{}")
+        data = json.loads(raw or b"{}")
         if not isinstance(data, dict):
             raise InputError("the request body must be a JSON object")
         return data
@@ -154,7 +218,14 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urlparse(self.path)
         query = parse_qs(url.query)
+        self.read_body()
+        if url.path == "/favicon.ico":  # asked for by the browser without the token
+            self.send(204, b"", "image/x-icon")
+            return
         if not self.authorised(query):
+            return
+        if url.path in POST_ROUTES:
+            self.send_json({"error": f"{url.path} takes a POST"}, 405, {"Allow": "POST"})
             return
         room = self.server.room
         coder = self.coder_of((query.get("coder") or [None])[0])
@@ -169,9 +240,10 @@ class Handler(BaseHTTPRequestHandler):
             f = STATIC / url.path[8:]
             self.send(200, f.read_bytes(), TYPES.get(f.suffix, "application/octet-stream"))
         elif url.path == "/api/state":
-            self.send_json(doc_state(room, coder, (query.get("guess") or ["0"])[0] == "1"))
+            self.send_json(doc_state(room, coder, (query.get("guess") or ["0"])[0] == "1",
+                                     self.is_owner()))
         elif url.path == "/api/agreement":
-            self.send_json(room.agreement())
+            self.send_json(room.agreement(wait=False))
         elif url.path == "/api/reconcile":
             self.send_json({"disagreements": room.disagreements()})
         elif url.path == "/api/finetune":
@@ -183,18 +255,25 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         url = urlparse(self.path)
+        raw = self.read_body()
         if not self.authorised({}):
             return
         try:
-            data = self.body()
+            data = self.body(raw)
             coder = self.coder_of(data.get("coder"))
             if coder is None:
                 return
             reply = self.route_post(url.path, {**data, "coder": coder})
+        except PermissionError as exc:
+            self.send_json({"error": str(exc)}, 403)
+            return
         except Busy as exc:
             self.send_json({"error": str(exc), **self.server.finetune.state()}, 409)
             return
-        except (InputError, ValueError, KeyError) as exc:
+        except InputError as exc:  # named as the caller names it (a flag, an R argument)
+            self.send_json({"error": self.server.say(exc)}, 400)
+            return
+        except (ValueError, KeyError) as exc:
             self.send_json({"error": str(exc)}, 400)
             return
         if reply is None:
@@ -206,6 +285,7 @@ class Handler(BaseHTTPRequestHandler):
         room = self.server.room
         coder = str(data.get("coder") or self.server.coder)
         show = bool(data.get("guess"))
+        owner = self.is_owner()
         if path == "/api/code":
             doc_id = str(data["doc_id"])
             if doc_id not in room.pos:
@@ -215,28 +295,59 @@ class Handler(BaseHTTPRequestHandler):
             if status == "code" and label not in room.labels:
                 raise InputError(f"label {label!r} is not in the codebook")
             room.code(coder, doc_id, label, status, bool(data.get("guess_accepted")))
-            return doc_state(room, coder, show)
+            return doc_state(room, coder, show, owner)
         if path == "/api/undo":
             undone = room.undo(coder)
-            return {**doc_state(room, coder, show), "undone": undone}
+            return {**doc_state(room, coder, show, owner), "undone": undone}
         if path == "/api/comment":
             room.store.add_comment(str(data["doc_id"]), coder, str(data["text"]))
             return {"ok": True}
         if path == "/api/strategy":
             room.set_strategy(str(data["strategy"]))
-            return doc_state(room, coder, show)
+            return doc_state(room, coder, show, owner)
         if path == "/api/resolve":
             if data.get("label") not in room.labels:
                 raise InputError(f"label {data.get('label')!r} is not in the codebook")
             room.resolve(str(data["doc_id"]), str(data["label"]), coder)
             return {"disagreements": room.disagreements()}
+        if path in ("/api/finetune", "/api/done") and data.get("stop", path == "/api/finetune") \
+                and not owner:
+            raise PermissionError(f"only {self.server.coder}, who started the room, "
+                                  + ("starts a fine-tune" if path == "/api/finetune" else
+                                     "stops it; your codes are saved"))
         if path == "/api/finetune":
             ids, labels = room.training_codes()
             return self.server.finetune.start(room.frame, ids, labels, room.labels)
         if path == "/api/done":
-            threading.Thread(target=self.server.shutdown, daemon=True).start()
-            return {"ok": True, "done": True}
+            if data.get("stop"):
+                threading.Thread(target=self.server.shutdown, daemon=True).start()
+            return {"ok": True, "done": True, "stopped": bool(data.get("stop"))}
         return None
+
+
+def port_error(host: str, port: int, exc: OSError) -> InputError:
+    return InputError(f"cannot serve on {host}:{port} ({exc.strerror}); give another "
+                      "{port} (0 = a free one)", params=["port"])
+
+
+def probe_port(host: str, port: int) -> None:
+    """Bind ``host:port`` and let it go again, before any long work (the corpus' embedding,
+    the project file): a port in use is refused first. Port 0 (a free one) always passes.
+
+    Raises:
+        InputError: the address cannot be bound (in use, not this computer's, no right).
+    """
+    import socket
+
+    if port == 0:
+        return
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as RoomServer does
+            sock.bind((host, port))
+    except OSError as exc:
+        raise port_error(host, port, exc) from None
 
 
 class RoomServer(ThreadingHTTPServer):
@@ -254,6 +365,10 @@ class RoomServer(ThreadingHTTPServer):
             them (``token`` is then the first coder's).
         finetune: the "fine-tune now" runner (default: models in ``<project>-models``
             next to the project file, the bundled model, its defaults).
+        say: an input error's text for the page (default ``str``; the CLI names parameters
+            as its flags, or as R's arguments when R started it).
+        new_links: revoke the links of earlier starts (their tokens' hashes are kept in the
+            project file, so that a coder's open page and link survive a restart).
 
     Raises:
         InputError: the port cannot be bound; duplicate or empty coder names.
@@ -263,8 +378,9 @@ class RoomServer(ThreadingHTTPServer):
 
     def __init__(self, room: Room, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None, coder: str = "coder1", quiet: bool = True,
-                 coders: list[str] | None = None, finetune: FinetuneNow | None = None):
-        self.room, self.coder, self.quiet = room, coder, quiet
+                 coders: list[str] | None = None, finetune: FinetuneNow | None = None,
+                 new_links: bool = False, say=str):
+        self.room, self.coder, self.quiet, self.say = room, coder, quiet, say
         if coders:
             check_coders(coders)
             self.tokens = {secrets.token_urlsafe(24): c for c in coders}
@@ -272,13 +388,25 @@ class RoomServer(ThreadingHTTPServer):
         else:
             self.tokens = {token or secrets.token_urlsafe(24): None}
         self.token = next(iter(self.tokens))
+        self.hashes = self.keep_links(room.store, coders, new_links)
         self.finetune = finetune or FinetuneNow(
             room.store, room.store.path.with_name(room.store.path.stem + "-models"))
         try:
             super().__init__((host, port), Handler)
         except OSError as exc:
-            raise InputError(f"cannot serve on {host}:{port} ({exc.strerror}); give another "
-                             "{port} (0 = a free one)", params=["port"]) from None
+            raise port_error(host, port, exc) from None
+
+    def keep_links(self, store, coders: list[str] | None, new_links: bool) -> dict:
+        """{token hash: coder} accepted by this start: this start's tokens and, unless
+        ``new_links``, those of earlier starts for the same coders (single-coder links in a
+        single-coder start); the SHA-256 of each token is kept in the project's ``meta``
+        ``links``, never the token."""
+        fresh = {token_hash(t): c for t, c in self.tokens.items()}
+        earlier = {} if new_links else store.get("links", {})
+        names = set(coders or [None])
+        kept = {h: c for h, c in earlier.items() if c in names}
+        store.put("links", {**kept, **fresh})
+        return {**kept, **fresh}
 
     def url(self, coder: str | None = None, host: str | None = None) -> str:
         """The page's address with its token (and ``coder`` when given)."""

@@ -17,6 +17,14 @@ coder is their latest row that is not undone. Tables:
 
 A project belongs to one corpus: its fingerprint (SHA-256 over the sorted doc_ids and texts)
 is stored at creation, and opening it with another corpus is refused.
+
+A project file is marked as one: SQLite's ``application_id`` is ``APPLICATION_ID`` ("QFCO")
+and ``user_version`` the schema version. A file without the mark (another application's
+database) is refused before anything is written into it; a project made before the mark
+(exactly the tables above, a corpus fingerprint in ``meta``) gets the mark when opened for
+writing. A coding room holds an exclusive lock (``flock``) on its project file while it
+serves, so a second server on the same file is refused (several coders share one server
+with a link each).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import sqlite3
 import threading
 from datetime import datetime, timezone
@@ -51,6 +60,9 @@ CREATE TABLE IF NOT EXISTS rounds (
   id INTEGER PRIMARY KEY AUTOINCREMENT, n_codes INTEGER NOT NULL, macro_f1 REAL,
   stability REAL, time TEXT NOT NULL);
 """
+APPLICATION_ID = 0x5146434F  # "QFCO" (SQLite PRAGMA application_id, a signed 32-bit int)
+SCHEMA_VERSION = 1
+TABLES = {"meta", "codes", "comments", "resolved", "rounds", "sqlite_sequence"}
 STATUSES = ("code", "skip", "not_applicable")
 EXPORT_COLUMNS = ["doc_id", "label", "coder", "status", "time", "strategy", "guess_accepted",
                   "comment"]
@@ -71,6 +83,61 @@ def corpus_fingerprint(frame: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
+def check_mark(path: Path, stamp: bool) -> None:
+    """Refuse an existing file that is not a coding-room project, reading it only.
+
+    A file with the mark passes; one without it passes only when it holds exactly the
+    project's tables and a corpus fingerprint (a project made before the mark; ``stamp``:
+    it is then marked by the caller).
+
+    Raises:
+        InputError: not an SQLite file, or another application's database.
+    """
+    fix = ("it is not a coding-room project, and nothing was written into it; give the "
+           "project file that `quantformer code` made, or a new file name")
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            legacy = app_id == 0 and "meta" in tables and tables <= TABLES and db.execute(
+                "SELECT 1 FROM meta WHERE key = 'fingerprint'").fetchone() is not None
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{{project}} '{path}' is not an SQLite file ({exc}); {fix}",
+                         params=["project"]) from None
+    if app_id != APPLICATION_ID and not legacy:
+        what = (f"an SQLite database of another application (application_id {app_id})"
+                if app_id else "an SQLite database with other tables ("
+                + ", ".join(sorted(tables - TABLES)[:5] or ["none"]) + ")")
+        raise InputError(f"{{project}} '{path}' is {what}; {fix}", params=["project"])
+
+
+def hold(path: Path) -> int | None:
+    """An exclusive, non-blocking ``flock`` on the project file (a file descriptor to keep
+    open while serving; None where ``flock`` does not exist, on Windows).
+
+    Raises:
+        InputError: another coding room serves this project.
+    """
+    if sys.platform == "win32":
+        return None
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise InputError(f"{{project}} '{path}' is open in another coding room; one server "
+                         "serves a project: stop that one, or code on it through a "
+                         "per-coder link of that server (start it with {coders})",
+                         params=["project", "coders"]) from None
+    return fd
+
+
 class Store:
     """The project file. Thread-safe: one connection behind a lock (writes take a few
     milliseconds, and every one is committed before the call returns).
@@ -84,27 +151,44 @@ class Store:
             or (``create=False``) a missing file.
     """
 
-    def __init__(self, path: str | os.PathLike, *, create: bool = True):
+    def __init__(self, path: str | os.PathLike, *, create: bool = True,
+                 exclusive: bool = False):
         self.path = Path(path)
+        self.held = None
         if not create and not self.path.is_file():
             raise InputError(f"{{project}} '{path}' does not exist; start coding with "
                              "`quantformer code --input CORPUS --labels ... --project "
                              f"{path}` first", params=["project"])
         if create:
             check_project_file(self.path)
+        new = not self.path.is_file() or self.path.stat().st_size == 0
+        if not new:
+            check_mark(self.path, stamp=create)
+        if exclusive:
+            self.held = hold(self.path)
         self.lock = threading.Lock()
         try:
             self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
+            if new or create:
+                self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
+            self.release()
             raise InputError(f"{{project}} '{path}' is not a coding-room project ({exc}); "
                              "give a new file name", params=["project"]) from None
+
+    def release(self) -> None:
+        if self.held is not None:
+            os.close(self.held)
+            self.held = None
 
     def close(self) -> None:
         with self.lock:
             self.db.close()
+        self.release()
 
     # -- meta --------------------------------------------------------------------------
 

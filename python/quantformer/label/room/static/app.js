@@ -71,7 +71,17 @@
     ol.replaceChildren();
     for (const e of s.codebook) {
       const li = el("li");
-      li.append(el("kbd", e.key), " ", el("b", e.label));
+      // a label is a button too (mouse and touch): the same as pressing its key
+      const b = el("button", "", "code-label");
+      b.type = "button";
+      b.dataset.label = e.label;
+      b.append(el("kbd", e.key), " ", el("b", e.label));
+      b.addEventListener("click", () => {
+        b.blur();
+        chain = chain.then(() => reconciling !== null ? resolveKey(e.label) : code(e.label))
+          .catch((err) => setStatus(err.message, true));
+      });
+      li.append(b);
       if (e.description) { li.append(el("div", e.description, "desc")); }
       for (const x of e.examples) { li.append(el("div", "e.g. " + x, "ex")); }
       ol.append(li);
@@ -151,11 +161,19 @@
   function render(s) {
     state = s;
     renderDoc(s); renderCodebook(s); renderProgress(s); renderModel(s);
+    // only the owner stops the room and starts a fine-tune
+    $("done").textContent = s.owner ? "stop the room (q)" : "done (q)";
+    $("finetune").hidden = !s.owner;
     if (s.progress.coders.length > 1) { refreshAgreement(); }
   }
 
+  let agreementPoll = null;
   function refreshAgreement() {
     api("api/agreement").then((a) => {
+      // a changed overlap is computed in the background: ask again shortly
+      if (a.updating && agreementPoll === null) {
+        agreementPoll = setTimeout(() => { agreementPoll = null; refreshAgreement(); }, 1000);
+      }
       if (!a.n) { $("agreement").textContent = "no document coded by two coders yet"; return; }
       const f = (x) => x.estimate === null ? "undefined" :
         x.estimate.toFixed(2) + " [" + x.ci_low.toFixed(2) + ", " + x.ci_high.toFixed(2) + "]";
@@ -243,6 +261,7 @@
     if (!open.length) { return Promise.resolve(); }
     return api("api/resolve", { doc_id: open[0].doc_id, label: label }).then((r) => {
       reconciling = r.disagreements; drawReconcile();
+      return api("api/state").then(render);  // the side panel counts the resolved code
     });
   }
 
@@ -296,10 +315,17 @@
     }
   }
 
+  // the owner (who started the room) stops it for every coder, after a confirmation; any
+  // other coder's "done" ends their own session only
   function done() {
-    return api("api/done", {}).then(() => {
-      document.body.replaceChildren(el("p", "Done: every code is in the project file. " +
-        "You can close this tab."));
+    const owner = state && state.owner;
+    if (owner && !window.confirm("Stop the coding room for every coder? " +
+        "Every code is already saved in the project file.")) {
+      return Promise.resolve();
+    }
+    return api("api/done", { stop: !!owner }).then(() => {
+      document.body.replaceChildren(el("p", (owner ? "The coding room is stopped. " :
+        "Done: your codes are in the project file. ") + "You can close this tab."));
     });
   }
 
