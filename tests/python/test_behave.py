@@ -159,3 +159,34 @@ def test_truncation_is_counted_on_the_corpus_documents_not_their_copies(tuned):
     counts = [str(w.message) for w in got if issubclass(w.category, TruncationWarning)]
     assert res["n"] == 6
     assert len(counts) == 1 and counts[0].startswith("3 of 6 document(s) truncated")
+
+
+def test_substitutions_apply_every_pair_and_can_keep_case():
+    """Issue 36, item 13: every pair, all matches, one pass; a case-preserving option."""
+    pairs = [("God", "Allah"), ("Jesus", "Muhammad")]
+    sub = bh.perturbation("substitutions", pairs)
+    assert sub("God sent Jesus; Jesus wept", rng()) == "Allah sent Muhammad; Muhammad wept"
+    assert sub("god sent jesus", rng()) is None  # case-sensitive without the option
+    swap = bh.perturbation("substitutions", [("he", "she"), ("she", "he")])
+    assert swap("he said she left", rng()) == "she said he left"  # one pass, no re-replacing
+    keep = bh.perturbation("substitutions", pairs, preserve_case=True)
+    assert keep("GOD sent jesus, God!", rng()) == "ALLAH sent muhammad, Allah!"
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("tests:\n- just a string\n", "test 1 of .* is 'just a string', not a mapping"),
+    ("tests:\n- {name: a, expect: same\n- b\n", r"not valid YAML at line \d+, column \d+"),
+])
+def test_suite_entry_not_a_mapping_and_yaml_errors_are_input_errors(tmp_path, text, needle):
+    """Issue 36, item 14: an input error naming the entry; a YAML error in one line."""
+    (tmp_path / "s.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=needle) as err:
+        bh.read_suite(tmp_path / "s.yaml")
+    assert "\n" not in str(err.value)
+
+
+def test_a_perturbation_expectation_without_perturb_names_it():
+    """Issue 36, item 18: expect='same' without perturb names perturb, not "'' is unknown"."""
+    with pytest.raises(InputError, match="changed copy: give perturb") as err:
+        bh.BehaviourTest(name="t", expect="same").check(["a", "b"])
+    assert "''" not in str(err.value) and tuple(err.value.params) == ("expect", "perturb")

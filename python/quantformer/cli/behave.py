@@ -41,14 +41,18 @@ def add_cli(sub) -> None:
     p.add_argument("--out", required=True, help="results file (.json)")
     p.add_argument("--suite", default=None,
                    help="a suite file (.yaml or .csv) with one test per entry/row: name, "
-                        "expect, perturb, substitutions, template, fill, label, tolerance")
+                        "expect, perturb, substitutions, template, fill, label, tolerance, "
+                        "preserve_case")
     p.add_argument("--perturb", default=None, choices=PERTURBATIONS,
                    help="the perturbation of a test from the flags")
     p.add_argument("--expect", default=None,
                    help="same, up:CLASS, down:CLASS or label")
     p.add_argument("--substitutions", default=None,
                    help="with --perturb substitutions: CSV file with columns from,to (any "
-                        "language; whole words)")
+                        "language; whole words; every pair is applied)")
+    p.add_argument("--preserve-case", action="store_true",
+                   help="with --substitutions: match any case and keep the case of the "
+                        "replaced word (GOD -> ALLAH)")
     p.add_argument("--template", default=None,
                    help="with --expect label: a text with {placeholders}, e.g. 'I {verb} it'")
     p.add_argument("--fill", default=None,
@@ -77,7 +81,7 @@ def tests_from_args(args) -> list:
     return [BehaviourTest(name=name, expect=args.expect, perturb=args.perturb,
                           substitutions=subs, template=args.template,
                           fill=parse_fill(args.fill), label=args.label,
-                          tolerance=args.tolerance)]
+                          tolerance=args.tolerance, preserve_case=args.preserve_case)]
 
 
 def run(args) -> int:

@@ -114,18 +114,42 @@ def unnegate(text: str, rng) -> str | None:
     return text[:m.start()] + repl + text[m.end():]
 
 
-def substitute(pairs: list[tuple[str, str]]):
-    """A perturbation that replaces whole words ``from`` by ``to`` (the first that occurs)."""
+def _cased(new: str, old: str) -> str:
+    """``new`` in the case pattern of ``old``: all capitals, capitalised, or as given."""
+    if old.isupper() and len(old) > 1:
+        return new.upper()
+    if old[:1].isupper():
+        return new[:1].upper() + new[1:]
+    if old.islower():
+        return new[:1].lower() + new[1:]
+    return new
+
+
+def substitute(pairs: list[tuple[str, str]], preserve_case: bool = False):
+    """A perturbation that replaces every whole word ``from`` by its ``to``, all pairs at
+    once (one pass, so a ``to`` is never replaced again; longer ``from`` first).
+
+    With ``preserve_case`` the match ignores case and each replacement takes the case pattern
+    of the word it replaces (``GOD`` -> ``ALLAH``, ``god`` -> ``allah``); without it the match
+    is case-sensitive and ``to`` is written as given. ``None`` when no ``from`` occurs.
+    """
+    table = {(o.lower() if preserve_case else o): n for o, n in pairs}
+    olds = sorted((o for o, _ in pairs), key=len, reverse=True)
+    pat = re.compile("|".join(_whole(o) for o in olds), re.IGNORECASE if preserve_case else 0)
+
+    def repl(m):
+        new = table[m.group().lower() if preserve_case else m.group()]
+        return _cased(new, m.group()) if preserve_case else new
+
     def perturb(text: str, rng) -> str | None:
-        for old, new in pairs:
-            if re.search(_whole(old), text):
-                return re.sub(_whole(old), new, text)
-        return None
+        new, n = pat.subn(repl, text)
+        return new if n else None
     return perturb
 
 
-def perturbation(name: str, substitutions: list | None = None):
-    """The perturbation function ``f(text, rng) -> str | None`` called ``name``.
+def perturbation(name: str, substitutions: list | None = None, preserve_case: bool = False):
+    """The perturbation function ``f(text, rng) -> str | None`` called ``name``
+    (``preserve_case``: see :func:`substitute`).
 
     Raises:
         InputError: an unknown name, or ``substitutions`` without pairs.
@@ -139,7 +163,7 @@ def perturbation(name: str, substitutions: list | None = None):
             raise InputError("{perturb} substitutions needs a list of replacements: give "
                              "{substitutions} (a CSV file with columns from,to)",
                              params=["perturb", "substitutions"])
-        return substitute(substitutions)
+        return substitute(substitutions, preserve_case)
     if name not in table:
         raise InputError(f"{{perturb}} '{name}' is unknown; use one of: "
                          f"{', '.join(PERTURBATIONS)}", params=["perturb"])
@@ -164,6 +188,7 @@ class BehaviourTest:
             ``label`` column gives the expected labels.
         label: the class every filled template must get.
         tolerance: directional tests: the largest move the wrong way that still passes.
+        preserve_case: substitutions match any case and keep the case of the word replaced.
     """
 
     name: str
@@ -174,6 +199,7 @@ class BehaviourTest:
     fill: dict = field(default_factory=dict)
     label: str | None = None
     tolerance: float = TOLERANCE
+    preserve_case: bool = False
 
     def check(self, labels: list[str]) -> None:
         """Raises InputError for an expectation or class that does not fit the model."""
@@ -190,7 +216,11 @@ class BehaviourTest:
                 raise InputError(f"test '{self.name}': a template needs the label its texts "
                                  "must get", params=["label"])
             return
-        perturbation(self.perturb or "", self.substitutions)
+        if self.perturb is None:
+            raise InputError(f"test '{self.name}': {{expect}} '{self.expect}' compares a text "
+                             "with a changed copy: give {perturb} (one of: "
+                             f"{', '.join(PERTURBATIONS)})", params=["expect", "perturb"])
+        perturbation(self.perturb, self.substitutions)
 
 
 def templates(template: str, fill: dict) -> list[str]:
@@ -236,7 +266,7 @@ def run_perturbation(clf, frame: pd.DataFrame, test: BehaviourTest, seed: int = 
                      max_examples: int = MAX_EXAMPLES) -> dict:
     """An invariance or directional test over the documents of ``frame``."""
     rng = np.random.default_rng(seed)
-    f = perturbation(test.perturb, test.substitutions)
+    f = perturbation(test.perturb, test.substitutions, test.preserve_case)
     rows = []
     for doc_id, text in zip(frame["doc_id"], frame["text"]):
         if isinstance(text, str) and text.strip():
@@ -365,7 +395,9 @@ def _test_from(entry: dict, where: str, base) -> BehaviourTest:
                          perturb=entry.get("perturb"), substitutions=subs,
                          template=entry.get("template"), fill=parse_fill(entry.get("fill")),
                          label=None if entry.get("label") is None else str(entry["label"]),
-                         tolerance=float(entry.get("tolerance", TOLERANCE)))
+                         tolerance=float(entry.get("tolerance", TOLERANCE)),
+                         preserve_case=str(entry.get("preserve_case", False)).lower()
+                         in ("true", "1", "yes"))
 
 
 def read_suite(path) -> list[BehaviourTest]:
@@ -373,10 +405,11 @@ def read_suite(path) -> list[BehaviourTest]:
     test a row). Keys/columns: ``name``, ``expect`` (required), ``perturb``,
     ``substitutions`` (YAML: a mapping or a list of pairs; both: a CSV file path, relative to
     the suite), ``template``, ``fill`` (YAML: a mapping of lists; CSV: ``verb=love|like;obj=it``),
-    ``label``, ``tolerance``.
+    ``label``, ``tolerance``, ``preserve_case`` (true/false).
 
     Raises:
-        InputError: unreadable file, an unknown extension, a test without ``expect``.
+        InputError: unreadable file or YAML syntax (one line: where and what), an unknown
+            extension, an entry that is not a mapping, a test without ``expect``.
     """
     from pathlib import Path
 
@@ -389,7 +422,11 @@ def read_suite(path) -> list[BehaviourTest]:
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            raise InputError(f"'{path}' is not valid YAML: {exc}", params=["suite"]) from None
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            what = getattr(exc, "problem", None) or type(exc).__name__
+            raise InputError(f"'{path}' is not valid YAML{at}: {what}",
+                             params=["suite"]) from None
         entries = data.get("tests") if isinstance(data, dict) else data
     elif p.suffix.lower() == ".csv":
         entries = pd.read_csv(p, dtype=str, keep_default_na=False).to_dict("records")
@@ -398,4 +435,8 @@ def read_suite(path) -> list[BehaviourTest]:
                          params=["suite"])
     if not entries or not isinstance(entries, list):
         raise InputError(f"suite file '{path}' has no tests", params=["suite"])
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise InputError(f"test {i + 1} of '{path}' is {e!r}, not a mapping: give each test "
+                             "keys such as 'name: ...' and 'expect: ...'", params=["suite"])
     return [_test_from(dict(e), f"test {i + 1} of '{path}'", p) for i, e in enumerate(entries)]
