@@ -103,6 +103,13 @@ def test_completeness_holds_and_logits_are_the_models(bert):
     np.testing.assert_allclose(d[[f"prob_{c}" for c in clf.labels]].to_numpy(), probs,
                                atol=1e-5)
     assert d["target"].tolist() == [clf.labels[i] for i in probs.argmax(axis=1)]
+    # issue 36, item 16: each word carries its document's steps, prediction and probability
+    w = res.words
+    by_doc = {i: k for k, i in enumerate(frame["doc_id"].astype(str))}
+    k = w["doc_id"].map(by_doc).to_numpy()
+    assert (w["steps"].to_numpy() == 64).all()
+    assert w["predicted"].tolist() == [clf.labels[i] for i in probs[k].argmax(axis=1)]
+    np.testing.assert_allclose(w["probability"], probs[k].max(axis=1), atol=1e-5)
 
 
 def _engine_items(clf, n):
@@ -207,11 +214,17 @@ def test_target_multilabel_and_regression(bert, tiny_bert_dir):
                   max_length=64, task="multilabel", label_sep="|")
     res = explain(ml, ["taxes and jobs"], steps=2)
     assert sorted(res.documents["target"]) == sorted(ml.labels)
+    p_ml = dict(zip(ml.labels, ml.predict_proba(["taxes and jobs"])[0]))
+    for t, p in zip(res.words["target"], res.words["probability"]):  # the target's probability
+        assert p == pytest.approx(p_ml[t], abs=1e-5)
     f["label"] = f["year"] - 2000.0
     reg = finetune(f, model=str(tiny_bert_dir), epochs=1, quiet=True, device="cpu",
                    max_length=64, task="regression")
     res = explain(reg, ["taxes and jobs"], steps=2)
     assert res.documents["target"].tolist() == ["predicted"]
+    assert res.words["predicted"].to_numpy() == pytest.approx(
+        reg.predict_proba(["taxes and jobs"])[0, 0], abs=1e-4)
+    assert res.words["probability"].isna().all()
     with pytest.raises(InputError, match="not a class"):
         explain(reg, ["x"], target="econ")
 
