@@ -328,3 +328,21 @@ def test_aopc_by_term_and_spearman_on_known_values():
     t = by_term(words, min_docs=2)
     assert t["term"].tolist() == ["tax"] and t["mean_attribution"].iloc[0] == 4.0
     assert t["n_docs"].iloc[0] == 2 and (t["lower"].iloc[0], t["upper"].iloc[0]) == (3.0, 5.0)
+
+
+def test_check_does_not_warn_about_its_own_emptied_copies(bert):
+    """Issue 36, item 15: deleting all k words of a k-word document empties the copy; the
+    check must not warn that documents have an empty text."""
+    import warnings
+
+    from quantformer.infer.classifier import PredictionWarning
+    from quantformer.infer.explain_check import check
+
+    clf, _ = bert
+    frame = pd.DataFrame({"doc_id": ["a", "b"], "text": ["Taxes rise now", "War ends today"]})
+    ex = explain(clf, frame, steps=8)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = check(clf, frame, ex, k=3, max_docs=2)
+    assert not [w for w in seen if issubclass(w.category, PredictionWarning)]
+    assert res["aopc_n_docs"] == 2

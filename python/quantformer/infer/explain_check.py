@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..models.tokenize import TruncationWarning
 from ..score.attributions import aopc, mean_spearman
-from .classifier import Classifier
+from .classifier import Classifier, PredictionWarning
 from .explain import (
     Explanation,
     Integrator,
@@ -46,9 +46,11 @@ def _delete(text: str, spans) -> str:
 
 def _target_scores(clf: Classifier, texts: list, targets: np.ndarray) -> np.ndarray:
     # the texts are copies of the explained documents with words deleted: the explanation
-    # already warned about the documents truncated; a count of copies would only confuse
+    # already warned about the documents truncated, and a copy with every word deleted is
+    # empty by design; a count of copies would only confuse
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncationWarning)
+        warnings.simplefilter("ignore", PredictionWarning)
         probs = clf.predict_proba(texts, batch_size=32)
     return probs[np.arange(len(texts)), targets]
 
