@@ -346,3 +346,22 @@ def test_check_does_not_warn_about_its_own_emptied_copies(bert):
         res = check(clf, frame, ex, k=3, max_docs=2)
     assert not [w for w in seen if issubclass(w.category, PredictionWarning)]
     assert res["aopc_n_docs"] == 2
+
+
+def test_check_leaves_out_documents_of_unknown_tokens_only(bert):
+    """Issue 36, item 15: an emoji-only text (all unknown tokens) is warned about and left out
+    of the checks."""
+    from quantformer.infer.explain_check import check, unknown_only
+
+    clf, _ = bert
+    emoji = "\U0001F600 \U0001F389"
+    frame = pd.DataFrame({"doc_id": ["a", "b", "e"],
+                          "text": ["Taxes rise now and then", "War ends today for all", emoji]})
+    ids = clf.tokenizer(emoji, add_special_tokens=False)["input_ids"]
+    assert ids and set(ids) == {clf.tokenizer.unk_token_id}
+    assert unknown_only(clf, dict(zip(frame["doc_id"], frame["text"]))) == ["e"]
+    ex = explain(clf, frame, steps=8)
+    with pytest.warns(UserWarning, match="1 of 3 document.*do(es)? not know"):
+        res = check(clf, frame, ex, k=2, max_docs=10)
+    assert res["n_unknown_only"] == 1
+    assert res["randomisation_n_docs"] == 2 and res["aopc_n_docs"] == 2
