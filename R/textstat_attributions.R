@@ -41,8 +41,9 @@
 #'   attribution across documents (a term's attribution in a document is the sum over its
 #'   occurrences, case folded; the mean is over the documents it occurs in, terms in at least 2
 #'   documents; 95\% percentile bootstrap interval over documents, 1000 resamples), returned as
-#'   the `terms` attribute: a data frame `target`, `term`, `mean_attribution`, `lower`,
-#'   `upper`, `n_docs`, `rank`. Default `FALSE`; `TRUE` when `bow_data` is given.
+#'   the `terms` attribute: a data frame `target`, `term` (a stem with `bow_data`), `word`
+#'   (the term's most frequent word in the texts), `mean_attribution`, `lower`, `upper`,
+#'   `n_docs`, `rank`. Default `FALSE`; `TRUE` when `bow_data` is given.
 #' @param bow_data `NULL`, or labelled training data to set the model's terms beside a
 #'   bag-of-words model's: a corpus or data frame whose label docvar has the name `y` had in
 #'   [textmodel_finetune()] (else `label`), or `list(x = <documents>, y = <labels or docvar
