@@ -64,7 +64,7 @@ test_that("textstat_attributions sets the model's terms beside a bag-of-words mo
   expect_warning(res <- textstat_attributions(fit, s[c(13:16, 193:196), ], steps = 64,
                                               bow_data = train, n = 5L), "truncated")
   terms <- attr(res, "terms")
-  expect_named(terms, c("target", "term", "mean_attribution", "lower", "upper", "n_docs",
+  expect_named(terms, c("target", "term", "word", "mean_attribution", "lower", "upper", "n_docs",
                         "rank", "bow_coef", "bow_rank", "in_top", "in_bow_top",
                         "top_overlap", "spearman", "n_common"))
   classes <- levels(predict(fit, newdata = s[1:2, ]))
@@ -99,7 +99,10 @@ test_that("textstat_attributions sets the model's terms beside a bag-of-words mo
   expect_warning(plain <- textstat_attributions(fit, s[c(13:16, 193:196), ], steps = 64,
                                                 terms = TRUE, n = 3L), "truncated")
   pt <- attr(plain, "terms")
-  expect_named(pt, c("target", "term", "mean_attribution", "lower", "upper", "n_docs", "rank"))
+  expect_named(pt, c("target", "term", "word", "mean_attribution", "lower", "upper", "n_docs",
+                     "rank"))
+  seen <- !is.na(terms$mean_attribution)  # issue 36: each stem shown as a word of the texts
+  expect_true(all(terms$word[seen] %in% tolower(res$word)))
   expect_true(all(pt$rank <= 3L) && all(pt$n_docs >= 2L))
   expect_true(all(pt$lower <= pt$mean_attribution & pt$mean_attribution <= pt$upper))
   png3 <- withr::local_tempfile(fileext = ".png")
