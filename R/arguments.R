@@ -5,11 +5,12 @@
 # The value of an argument renamed in this release: the old name (`fit = `, `pred = `) still
 # works for one release, with a warning of class `quantformer_deprecated` (a
 # `deprecatedWarning`, as base R's .Deprecated() gives) naming the new one.
-renamed_argument <- function(value, old, new, fun) {
+renamed_argument <- function(value, old, new, fun,
+                             why = "quanteda's name for the first argument") {
   warning(structure(class = c("quantformer_deprecated", "deprecatedWarning", "warning",
                               "condition"),
                     list(message = paste0("`", old, "` of ", fun, "() is now `", new,
-                                          "` (quanteda's name for the first argument); `", old,
+                                          "` (", why, "); `", old,
                                           "` will be removed in the next release"),
                          call = NULL)))
   value

@@ -115,10 +115,11 @@ check_envdir <- function(envdir) {
   invisible(TRUE)
 }
 
-# Python found, >= 3.10, with venv: else a message that says which and what to do.
+# Python found, >= 3.10, with venv: else an input error (`python =`) that says which and what
+# to do.
 check_base_python <- function(python) {
   if (!nzchar(python) || (!file.exists(python) && !nzchar(Sys.which(python))))
-    stop("no Python found (python3 or python on the PATH): install Python 3.10 or newer ",
+    input_error("no Python found (python3 or python on the PATH): install Python 3.10 or newer ",
          "(https://www.python.org/downloads/ or your system's package manager), or pass ",
          "`python =` the path of one", call. = FALSE)
   res <- processx::run(python, c("-c", paste0("import sys, venv; ",
@@ -126,14 +127,14 @@ check_base_python <- function(python) {
                        error_on_status = FALSE, env = child_env())
   if (res$status != 0) {
     if (grepl("venv", res$stderr))
-      stop(python, " has no `venv` module (on Debian/Ubuntu: apt install python3-venv), ",
+      input_error(python, " has no `venv` module (on Debian/Ubuntu: apt install python3-venv), ",
            "or pass `python =` another Python 3.10+", call. = FALSE)
-    stop(python, " does not run (", trimws(res$stderr), "): pass `python =` a working ",
+    input_error(python, " does not run (", trimws(res$stderr), "): pass `python =` a working ",
          "Python 3.10 or newer", call. = FALSE)
   }
   v <- numeric_version(trimws(res$stdout))
   if (v < "3.10")
-    stop(python, " is Python ", v, "; the quantformer core needs Python 3.10 or newer: ",
+    input_error(python, " is Python ", v, "; the quantformer core needs Python 3.10 or newer: ",
          "install one and pass `python =` its path", call. = FALSE)
   invisible(v)
 }

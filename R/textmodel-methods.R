@@ -47,6 +47,10 @@ model_dir_note <- function(object) {
                   "model, deleted when that session ended; fit again with `output_dir` set to a ",
                   "permanent folder)"))
   if (missing_dir) return("(MISSING)")
+  home <- normalizePath(models_home(), mustWork = FALSE)  # R/models.R
+  if (startsWith(normalizePath(object$model_dir, mustWork = FALSE), home))
+    return(paste0("(in the per-user model folder: quantformer_models() lists, ",
+                  "quantformer_remove_model() deletes)"))
   if (isTRUE(object$temporary))
     return(paste0("(temporary: deleted when this R session ends; to keep the model, fit with ",
                   "`output_dir` set to a permanent folder, or copy this folder and ",

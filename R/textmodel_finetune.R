@@ -67,10 +67,11 @@
 #'   "against")` (default: the class names themselves; every class needs one).
 #' @param device `"auto"` (CUDA, else MPS, else CPU), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
 #' @param output_dir folder to write the model to; it must not exist unless you pass
-#'   `overwrite = TRUE`. The default, a folder in [tempdir()], disappears when the R session
-#'   ends: give a permanent folder to keep the model (the fitted object refers to it, so an
-#'   object saved with [saveRDS()] is usable in a later session only with a permanent
-#'   folder). `print()` and `summary()` mark a model in [tempdir()] as temporary.
+#'   `overwrite = TRUE`. The default is a new folder in the persistent per-user model folder,
+#'   `tools::R_user_dir("quantformer", "data")/models/<id>`, so a fit saved with [saveRDS()]
+#'   is usable in a later session; [quantformer_models()] lists those models and
+#'   [quantformer_remove_model()] deletes them. `print()` shows the folder, and marks a model
+#'   in [tempdir()] as temporary.
 #' @param text_field,docid_field for data frames: the column holding the texts (default
 #'   `"text"`) and the one holding the document names (default `"doc_id"`; when absent, row
 #'   names or `text1..n` are used), each by name or number, as in `quanteda::corpus()`.
@@ -127,7 +128,7 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
   yy <- task_training_frame(task, frame, y)  # R/tasks.R
   label_args <- c(yy$args, if (task == "classification")
     c("--labels", paste(yy$levels, collapse = ",")))
-  if (is.null(output_dir)) output_dir <- tempfile("quantformer-model-")
+  if (is.null(output_dir)) output_dir <- new_model_dir()  # R/models.R
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
   valid <- task_validation_args(task, validation, yy, text_field, docid_field)  # R/tasks.R
   args <- c(label_args,

@@ -8,7 +8,8 @@
 #' class. When `x` has the `terms` attribute of [textstat_attributions()] (`terms = TRUE` or
 #' `bow_data`), the bars are the core's means with their 95\% bootstrap intervals and, when it
 #' was run with `bow_data`, a second panel beside them gives the same terms' bag-of-words
-#' logistic-regression coefficients (the class's top terms by coefficient added), with the
+#' logistic-regression coefficients (the class's top terms by coefficient added; each stem is
+#' labelled by its most frequent word in the texts, the `word` column), with the
 #' top-term overlap and the Spearman correlation in the title. Without that attribute, the
 #' means are computed here from the words (case folded; the `n` highest and `n` lowest, no
 #' intervals). A term's attribution in a document is the sum over its occurrences; its mean is
@@ -109,7 +110,9 @@ plot_terms <- function(terms, target, n, file) {
   on.exit(graphics::par(old), add = TRUE, after = FALSE)
   m <- ifelse(is.na(t$mean_attribution), 0, t$mean_attribution)
   # terms only the bag of words ranks (no attribution in the explained documents): marked *
-  label <- ifelse(is.na(t$mean_attribution), paste0(t$term, " *"), t$term)
+  # each (stemmed) term shown as its most frequent word in the texts (`word`; older core: term)
+  shown <- if (!is.null(t$word)) ifelse(is.na(t$word), t$term, t$word) else t$term
+  label <- ifelse(is.na(t$mean_attribution), paste0(shown, " *"), shown)
   lim <- range(c(0, t$lower, t$upper), na.rm = TRUE)
   y <- graphics::barplot(m, names.arg = label, horiz = TRUE, las = 1, xlim = lim,
                          col = sign_colour(t$mean_attribution), cex.main = 0.9,
@@ -120,7 +123,7 @@ plot_terms <- function(terms, target, n, file) {
   graphics::segments(t$lower, y, t$upper, y, lwd = 1.5)
   if (bow) {
     b <- ifelse(is.na(t$bow_coef), 0, t$bow_coef)
-    graphics::barplot(b, names.arg = t$term, horiz = TRUE, las = 1,
+    graphics::barplot(b, names.arg = shown, horiz = TRUE, las = 1,
                       col = sign_colour(t$bow_coef, 0.6),
                       xlab = "coefficient (log-odds)", cex.main = 0.9,
                       main = sprintf("Bag of words: overlap %.2f,\nSpearman %.2f",

@@ -37,12 +37,13 @@
 #' @param scheduler `NULL` (default: in the core's process) or where the explanation runs as
 #'   one Dask task: `"local:N"` (a local cluster of N worker processes) or the address of a
 #'   running Dask scheduler (`"tcp://host:port"`). The result is the same either way.
-#' @param terms if `TRUE`, also summarise per class the `top` terms with the highest mean
+#' @param terms if `TRUE`, also summarise per class the `n` terms with the highest mean
 #'   attribution across documents (a term's attribution in a document is the sum over its
 #'   occurrences, case folded; the mean is over the documents it occurs in, terms in at least 2
 #'   documents; 95\% percentile bootstrap interval over documents, 1000 resamples), returned as
-#'   the `terms` attribute: a data frame `target`, `term`, `mean_attribution`, `lower`,
-#'   `upper`, `n_docs`, `rank`. Default `FALSE`; `TRUE` when `bow_data` is given.
+#'   the `terms` attribute: a data frame `target`, `term` (a stem with `bow_data`), `word`
+#'   (the term's most frequent word in the texts), `mean_attribution`, `lower`, `upper`,
+#'   `n_docs`, `rank`. Default `FALSE`; `TRUE` when `bow_data` is given.
 #' @param bow_data `NULL`, or labelled training data to set the model's terms beside a
 #'   bag-of-words model's: a corpus or data frame whose label docvar has the name `y` had in
 #'   [textmodel_finetune()] (else `label`), or `list(x = <documents>, y = <labels or docvar
@@ -50,12 +51,15 @@
 #'   (L2 penalty, C = 1) on the binary bag-of-words of the paper's baselines (Wankmueller 2022:
 #'   lowercased, Snowball-stemmed unigrams, punctuation and numbers removed, terms in >= 2
 #'   documents and <= 90\% of them) and maps the attributed words onto the same stemmed terms.
-#'   The `terms` attribute then has per class the `top` terms by mean attribution and the `top`
+#'   The `terms` attribute then has per class the `n` terms by mean attribution and the `n`
 #'   terms by coefficient, with the columns `bow_coef` (log-odds), `bow_rank`, `in_top`,
 #'   `in_bow_top`, and the agreement of the two lists on each row of the class: `top_overlap`
 #'   (share of the attribution top also in the coefficient top), `spearman` (Spearman rank
 #'   correlation of mean attribution and coefficient over the `n_common` terms with both).
-#' @param top terms per class in the `terms` attribute (default 20).
+#' @param n terms per class in the `terms` attribute (integer, default 20; the same name as
+#'   in [textplot_attributions()]).
+#' @param top the old name of `n`, accepted with a warning (class `quantformer_deprecated`)
+#'   until the next release.
 #' @param fit the old name of `x`, accepted with a warning (class `quantformer_deprecated`)
 #'   until the next release.
 #' @inheritParams textmodel_finetune
@@ -82,27 +86,30 @@
 #' }
 #' @export
 textstat_attributions <- function(x, newdata, target = NULL, steps = NULL, check = FALSE,
-                                  html = NULL, terms = FALSE, bow_data = NULL, top = 20L,
+                                  html = NULL, terms = FALSE, bow_data = NULL, n = 20L,
                                   text_field = "text", docid_field = "doc_id",
-                                  verbose = FALSE, scheduler = NULL, fit) {
+                                  verbose = getOption("quantformer.verbose", TRUE),
+                                  scheduler = NULL, fit, top) {
   first <- first_arguments(if (!missing(x)) x, if (!missing(fit)) fit,  # R/arguments.R
                            if (!missing(newdata)) newdata, "fit", "textstat_attributions",
                            missing(x), missing(fit), missing(newdata))
   x <- first$x
   newdata <- first$second
-  model <- model_dir_of(x, "x")
+  if (!missing(top)) n <- renamed_argument(top, "top", "n", "textstat_attributions",
+                                                 "the name textplot_attributions() uses")
+  model <- model_dir_of(x, "x", exists = TRUE)
   frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")
   terms <- isTRUE(terms) || !is.null(bow_data)
   res <- call_verb("explain", c("--model", model,
                                 cli_flags(target = target, steps = steps, check = check,
-                                          html = html, top = if (terms) top,
+                                          html = html, top = if (terms) n,
                                           scheduler = scheduler)),
                    inputs = list("--input" = frame[c("doc_id", "text")],
                                  "--bow-data" = bow_frame(bow_data, x, text_field,
                                                           docid_field)),
                    output = "rds", outputs = if (terms) list("--by-term" = "rds"),
                    beside = if (isTRUE(check)) c(check = ".check.json"),
-                   verbose = verbose, r_args = setdiff(names(formals()), "fit"))
+                   verbose = verbose, r_args = setdiff(names(formals()), c("fit", "top")))
   out <- res$output
   if (terms) attr(out, "terms") <- res$outputs[["--by-term"]]
   names(out)[names(out) == "doc_id"] <- "document"

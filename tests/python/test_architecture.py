@@ -296,10 +296,12 @@ def test_architecture_page_names_every_module():
 
 def test_tests_mirror_the_layers():
     """tests/python has a folder per subpackage of the core, and a test module at the top only
-    for the whole package (architecture, packaging, CI skips)."""
+    for the whole package (architecture, packaging, CI skips, import paths kept
+    for a release)."""
     here = Path(__file__).resolve().parent
     subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     folders = {p.name for p in here.iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert folders <= subpackages
     assert {p.name for p in here.glob("test_*.py")} == {
-        "test_architecture.py", "test_packaging.py", "test_ci_skips.py"}
+        "test_architecture.py", "test_packaging.py", "test_ci_skips.py",
+        "test_deprecated_paths.py"}

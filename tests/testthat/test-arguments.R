@@ -38,6 +38,24 @@ test_that("issue 32: the old first-argument names still work, with a deprecation
                  class = "quantformer_deprecated")
 })
 
+test_that("a model folder that does not exist is R's input error in R's words (issue 36)", {
+  gone <- file.path(withr::local_tempdir(), "nope")
+  for (f in list(function() textstat_attributions(gone, "a text"),
+                 function() textmodel_behaviour(gone, "a text", perturb = "typos",
+                                                expect = "same"))) {
+    err <- expect_error(f(), "`x` must be .*'.*nope' is no folder",
+                        class = "quantformer_input_error")
+    expect_false(grepl("--out|quantformer finetune", conditionMessage(err)))
+  }
+  expect_warning(expect_error(textstat_attributions(gone, "a text", top = 5),
+                              class = "quantformer_input_error"),
+                 "`top` of textstat_attributions\\(\\) is now `n`",
+                 class = "quantformer_deprecated")
+  expect_identical(formals(textstat_attributions)$verbose,
+                   formals(textmodel_finetune)$verbose)
+  expect_identical(formals(textmodel_behaviour)$verbose, formals(textmodel_finetune)$verbose)
+})
+
 test_that("issue 32: every input error R raises itself is a quantformer_input_error", {
   skip_if_no_python()
   caught <- function(expr) {

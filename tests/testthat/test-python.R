@@ -95,6 +95,18 @@ test_that("quantformer_install() installs torch first, then the bundled core wit
   expect_error(quantformer_install(path = tempfile(), dry_run = TRUE), "is not a folder")
   expect_error(quantformer_install(path = withr::local_tempdir(), dry_run = TRUE),
                "has no pyproject.toml")
+  # issue 36: a `python =` that does not run is an input error like every other, nothing made
+  src <- withr::local_tempdir()
+  writeLines("[project]", file.path(src, "pyproject.toml"))
+  env <- file.path(withr::local_tempdir(), "env")
+  no_py <- file.path(withr::local_tempdir(), "python3")
+  writeLines("#!/bin/sh\nexit 3", no_py)
+  Sys.chmod(no_py, "0755")
+  expect_error(quantformer_install(path = src, envdir = env, python = no_py),
+               "does not run.*pass `python =`", class = "quantformer_input_error")
+  expect_error(quantformer_install(path = src, envdir = env, python = ""),
+               "no Python found", class = "quantformer_input_error")
+  expect_false(dir.exists(env))
 })
 
 test_that("quantformer_install() installs into the absolute path it returns (#27)", {

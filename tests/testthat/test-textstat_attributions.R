@@ -31,6 +31,28 @@ test_that("textstat_attributions gives words with offsets into the texts, by doc
   expect_equal(beh$summary$fail_rate, beh$summary$n_fail / 2)
   expect_error(textmodel_behaviour(fit, new, perturb = "typos", expect = "up:nope"),
                "not a class")
+  # issue 36: expect without perturb names `perturb`; min_change and preserve_case reach the core
+  err <- expect_error(textmodel_behaviour(fit, new, expect = "same"), "give `perturb`",
+                      class = "quantformer_input_error")
+  expect_false(grepl("''", conditionMessage(err), fixed = TRUE))
+  up <- colnames(probs)[1]
+  neg <- data.frame(doc_id = c("a", "b", "c"),
+                    text = c("Taxes are high.", "I like the war.", "What do you think?"))
+  strict <- textmodel_behaviour(fit, neg, perturb = "negation", expect = paste0("up:", up),
+                                min_change = 1)
+  expect_equal(strict$summary$n, 2L)
+  expect_equal(strict$summary$n_skipped, 1L)
+  expect_equal(strict$summary$n_fail, 2L)  # no probability moves by 1
+  p0 <- predict(fit, newdata = neg$text[1:2], type = "probability")[, up]
+  p1 <- predict(fit, newdata = c("Taxes are not high.", "I do not like the war."),
+                type = "probability")[, up]
+  expect_equal(strict$summary$change_mean, mean(p1 - p0), tolerance = 1e-4)
+  subs <- data.frame(from = c("taxes", "nation"), to = c("levies", "country"))
+  kept <- textmodel_behaviour(fit, new, perturb = "substitutions", expect = "same",
+                              substitutions = subs, preserve_case = TRUE)
+  shown <- c(kept$tests[[1]]$failures, kept$tests[[1]]$passed_examples)
+  expect_setequal(vapply(shown, `[[`, "", "perturbed"),
+                  c("Levies rose, café owners said.", "We will defend the country."))
 })
 
 test_that("textstat_attributions sets the model's terms beside a bag-of-words model's", {
@@ -40,9 +62,9 @@ test_that("textstat_attributions sets the model's terms beside a bag-of-words mo
   fit <- textmodel_finetune(train, y = "party", epochs = 1, max_length = 32,
                             output_dir = file.path(withr::local_tempdir("qf-expl-"), "model"))
   expect_warning(res <- textstat_attributions(fit, s[c(13:16, 193:196), ], steps = 64,
-                                              bow_data = train, top = 5L), "truncated")
+                                              bow_data = train, n = 5L), "truncated")
   terms <- attr(res, "terms")
-  expect_named(terms, c("target", "term", "mean_attribution", "lower", "upper", "n_docs",
+  expect_named(terms, c("target", "term", "word", "mean_attribution", "lower", "upper", "n_docs",
                         "rank", "bow_coef", "bow_rank", "in_top", "in_bow_top",
                         "top_overlap", "spearman", "n_common"))
   classes <- levels(predict(fit, newdata = s[1:2, ]))
@@ -75,9 +97,12 @@ test_that("textstat_attributions sets the model's terms beside a bag-of-words mo
                "not a document of `x`")
   expect_error(textplot_attributions(res, file = "f.pdf"), "must end in .png")
   expect_warning(plain <- textstat_attributions(fit, s[c(13:16, 193:196), ], steps = 64,
-                                                terms = TRUE, top = 3L), "truncated")
+                                                terms = TRUE, n = 3L), "truncated")
   pt <- attr(plain, "terms")
-  expect_named(pt, c("target", "term", "mean_attribution", "lower", "upper", "n_docs", "rank"))
+  expect_named(pt, c("target", "term", "word", "mean_attribution", "lower", "upper", "n_docs",
+                     "rank"))
+  seen <- !is.na(terms$mean_attribution)  # issue 36: each stem shown as a word of the texts
+  expect_true(all(terms$word[seen] %in% tolower(res$word)))
   expect_true(all(pt$rank <= 3L) && all(pt$n_docs >= 2L))
   expect_true(all(pt$lower <= pt$mean_attribution & pt$mean_attribution <= pt$upper))
   png3 <- withr::local_tempfile(fileext = ".png")

@@ -33,9 +33,10 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "task": ("--task", ("task",)),
     "model": ("--model", ("model", "x")),
     "pred": ("--pred", ("x",)),
+    "top": ("--top", ("n", "top")),
 }
 # switches: in R they are passed as `name = TRUE`
-SWITCHES = ("overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")
+SWITCHES = ("preserve_case", "overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")
 
 
 def cli_flag(name: str) -> str:

@@ -42,14 +42,18 @@ def add_cli(sub) -> None:
     p.add_argument("--out", required=True, help="results file (.json)")
     p.add_argument("--suite", default=None,
                    help="a suite file (.yaml or .csv) with one test per entry/row: name, "
-                        "expect, perturb, substitutions, template, fill, label, tolerance")
+                        "expect, perturb, substitutions, template, fill, label, tolerance, "
+                        "min_change, preserve_case")
     p.add_argument("--perturb", default=None, choices=PERTURBATIONS,
                    help="the perturbation of a test from the flags")
     p.add_argument("--expect", default=None,
                    help="same, up:CLASS, down:CLASS or label")
     p.add_argument("--substitutions", default=None,
                    help="with --perturb substitutions: CSV file with columns from,to (any "
-                        "language; whole words)")
+                        "language; whole words; every pair is applied)")
+    p.add_argument("--preserve-case", action="store_true",
+                   help="with --substitutions: match any case and keep the case of the "
+                        "replaced word (GOD -> ALLAH)")
     p.add_argument("--template", default=None,
                    help="with --expect label: a text with {placeholders}, e.g. 'I {verb} it'")
     p.add_argument("--fill", default=None,
@@ -57,6 +61,10 @@ def add_cli(sub) -> None:
     p.add_argument("--label", default=None, help="the class every filled template must get")
     p.add_argument("--tolerance", type=float, default=0.1,
                    help="directional tests: largest move the wrong way that passes (0.1)")
+    p.add_argument("--min-change", type=float, default=None,
+                   help="directional tests: the least move of the class's probability the "
+                        "expected way that passes (e.g. 0.05; default: none, only "
+                        "--tolerance applies)")
     p.add_argument("--name", default=None, help="name of a test from the flags")
     p.add_argument("--seed", type=int, default=1, help="random seed of the perturbations (1)")
     add_device_option(p)
@@ -79,7 +87,8 @@ def tests_from_args(args) -> list:
     return [BehaviourTest(name=name, expect=args.expect, perturb=args.perturb,
                           substitutions=subs, template=args.template,
                           fill=parse_fill(args.fill), label=args.label,
-                          tolerance=args.tolerance)]
+                          tolerance=args.tolerance, preserve_case=args.preserve_case,
+                          min_change=args.min_change)]
 
 
 def run(args) -> int:

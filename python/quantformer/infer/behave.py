@@ -44,15 +44,13 @@ TOLERANCE = 0.1
 MAX_EXAMPLES = 20
 #: passing pairs a perturbation test shows beside its failures (what the perturbation did)
 PASSED_EXAMPLES = 3
+#: a directional change smaller than this (either way) counts as "did not move"
+UNMOVED = 0.01
 
 NAMES = ["John", "Mary", "James", "Patricia", "Michael", "Jennifer", "David", "Linda", "Ahmed",
          "Fatima", "Wei", "Mei", "Carlos", "Maria", "Kwame", "Aisha", "Ivan", "Olga"]
 LOCATIONS = ["London", "Paris", "Berlin", "Chicago", "Texas", "California", "New York", "Lagos",
              "Tokyo", "Delhi", "Mexico", "Canada", "Brazil", "Ohio", "Florida", "Madrid"]
-_NEGATE = [("is", "is not"), ("are", "are not"), ("was", "was not"), ("were", "were not"),
-           ("can", "cannot"), ("will", "will not"), ("should", "should not"),
-           ("do", "do not"), ("does", "does not"), ("did", "did not"), ("have", "have not"),
-           ("has", "has not"), ("must", "must not"), ("would", "would not")]
 PERTURBATIONS = ("typos", "names", "locations", "numbers", "punctuation", "negation",
                  "negation_removed", "substitutions")
 
@@ -92,16 +90,129 @@ def punctuation(text: str, rng) -> str | None:
     return stripped + "!"
 
 
-def negate(text: str, rng) -> str | None:
-    """The first ``is``/``are``/``can``/... (not already negated) with a negation added."""
-    pat = re.compile(r"(?<!\w)(" + "|".join(w for w, _ in _NEGATE) + r")(?!\w)(?! not)(?!n't)",
-                     re.IGNORECASE)
-    m = pat.search(text)
-    if not m:
+_MODALS = {"can": "cannot", "could": "could not", "will": "will not", "would": "would not",
+           "should": "should not", "must": "must not", "may": "may not", "might": "might not",
+           "shall": "shall not"}
+_BE = ("am", "is", "are", "was", "were")
+_CONTRACTED = {"'m": "'m not", "'re": "'re not", "'s": "'s not", "'ll": " will not",
+               "'ve": " have not"}
+_NEGATIVE = re.compile(r"(?<!\w)(not|no|never|nothing|nobody|none|nowhere|neither|nor|"
+                       r"cannot)(?!\w)|n't(?!\w)|n’t(?!\w)", re.IGNORECASE)
+_PRONOUNS = {"i": "do", "you": "do", "we": "do", "they": "do",
+             "he": "does", "she": "does", "it": "does"}
+_NOT_VERBS = {"also", "always", "often", "really", "just", "still", "only", "never", "usually",
+              "sometimes", "all", "both", "too", "who", "that", "and", "or", "but", "the", "a"}
+# common irregular past forms: a pronoun + one of them has no do-support rule here
+_IRREGULAR_PAST = set("""went said got made knew thought took saw came gave told felt became left
+put meant kept let began seemed brought wrote stood heard ran sat paid met lost found held led sent
+built spent fell grew won bought taught caught fought sold chose drove ate drank spoke broke forgot
+woke wore hid hit cut shut set understood sang swam threw flew slept lay rode struck""".split())
+# the word after a pronoun that do-support turns into a bare verb
+_VERB = re.compile(r"(?<!\w)(I|you|we|they|he|she|it)\s+([a-z]+)(?!['’\w])", re.IGNORECASE)
+_AUX = re.compile(r"(?<!\w)(" + "|".join([*_BE, *_MODALS]) + r")(?!['’\w])", re.IGNORECASE)
+_CONTRACTION = re.compile(r"(?<=\w)(?P<c>'m|'re|'ll|'ve)(?!\w)"
+                          r"|(?<!\w)(?:it|he|she|that|here|what)(?P<s>'s)(?!\w)",
+                          re.IGNORECASE)
+_HAVE = re.compile(r"(?<!\w)(have|has|had)\s+(been|got|gotten|\w+ed|\w+en)(?!\w)",
+                   re.IGNORECASE)
+#: why :func:`negate` left a text unchanged
+NEGATION_SKIPS = {
+    "empty": "an empty text",
+    "question": "only questions (no statement to negate)",
+    "negative": "its first statement is negative already",
+    "no rule": "no auxiliary, copula or pronoun + present-tense verb to negate",
+}
+
+
+def _base_form(word: str) -> str:
+    """The base form of a third-person present verb (``tries`` -> ``try``, ``watches`` ->
+    ``watch``, ``goes`` -> ``go``, ``likes`` -> ``like``)."""
+    w = word.lower()
+    if w.endswith("ies") and len(w) > 4:
+        return word[:-3] + "y"
+    if re.search(r"(ch|sh|ss|x|z|o)es$", w):
+        return word[:-2]
+    return word[:-1]
+
+
+def _statements(text: str) -> list[tuple[int, str]]:
+    """``(offset, sentence)`` of the sentences of ``text`` that are not questions."""
+    out = []
+    for m in re.finditer(r"[^.!?]+[.!?]*", text):
+        if m.group().strip() and not m.group().rstrip().endswith("?"):
+            out.append((m.start(), m.group()))
+    return out
+
+
+def _negate_statement(sent: str) -> str | None:
+    """``sent`` negated by one grammatical rule, or None where no rule applies."""
+    found = [(m.start(), "aux", m) for m in [_AUX.search(sent)] if m]
+    found += [(m.start(m.lastgroup), "contraction", m) for m in [_CONTRACTION.search(sent)]
+              if m]
+    found += [(m.start(), "have", m) for m in [_HAVE.search(sent)] if m]
+    verb = _VERB.search(sent)
+    if verb and verb.group(2).lower() not in _NOT_VERBS and not _AUX.fullmatch(verb.group(2)):
+        found.append((verb.start(2), "do", verb))
+    if not found:
         return None
-    neg = dict(_NEGATE)[m.group(1).lower()]
-    neg = m.group(1) + neg[len(m.group(1)):]  # keep the case of the verb
-    return text[:m.start()] + neg + text[m.end():]
+    _, rule, m = min(found, key=lambda x: x[0])
+    if rule == "aux":
+        word = m.group(1)
+        neg = _MODALS.get(word.lower(), word.lower() + " not")
+        new = word + neg[len(word):]  # keep the case of the verb
+    elif rule == "contraction":
+        c = m.lastgroup
+        return sent[:m.start(c)] + _CONTRACTED[m.group(c).lower()] + sent[m.end(c):]
+    elif rule == "have":
+        new = f"{m.group(1)} not {m.group(2)}"
+    else:
+        do, word = _PRONOUNS[m.group(1).lower()], m.group(2)
+        if word.lower() in ("do", "does", "did"):  # "I do my best" -> "I do not do my best"
+            do, word = word, "do"
+        elif do == "does":
+            if not word.lower().endswith("s") or word.lower().endswith("ss"):
+                return None  # "he said", "it goes" handled; "she went" has no rule here
+            word = _base_form(word)
+        elif word.lower().endswith("ed") or word.lower() in _IRREGULAR_PAST:
+            return None  # past tense: "did not" needs the verb's base form
+        return sent[:m.start(2)] + f"{do} not " + word + sent[m.end(2):]
+    return sent[:m.start()] + new + sent[m.end():]
+
+
+def negation(text: str) -> tuple[str | None, str]:
+    """``text`` with its first statement negated, and why not where it is not.
+
+    Rules, in the order they occur in the first statement (questions are left alone):
+    an auxiliary, copula or modal gets ``not`` (``is`` -> ``is not``, ``can`` -> ``cannot``);
+    a contraction is expanded or negated (``it's`` -> ``it's not``, ``I'll`` -> ``I will
+    not``); perfect ``have``/``has``/``had`` + participle gets ``not``; a pronoun with a
+    present-tense verb gets do-support (``I like`` -> ``I do not like``, ``she likes`` ->
+    ``she does not like``). A statement that is negative already (``not``, ``no``, ``never``,
+    ``n't``, ...) is not negated twice. Returns ``(new text, "")`` or ``(None, reason)`` with a
+    key of :data:`NEGATION_SKIPS`.
+    """
+    if not text.strip():
+        return None, "empty"
+    statements = _statements(text)
+    if not statements:
+        return None, "question"
+    reason = "no rule"
+    for start, sent in statements:
+        if _NEGATIVE.search(sent):
+            reason = "negative"
+            break
+        new = _negate_statement(sent)
+        if new is not None:
+            return text[:start] + new + text[start + len(sent):], ""
+    return None, reason
+
+
+def negate(text: str, rng) -> str | None:
+    """The first statement negated grammatically (:func:`negation`), or None."""
+    return negation(text)[0]
+
+
+negate.why = lambda text: NEGATION_SKIPS[negation(text)[1]]
 
 
 def unnegate(text: str, rng) -> str | None:
@@ -114,18 +225,42 @@ def unnegate(text: str, rng) -> str | None:
     return text[:m.start()] + repl + text[m.end():]
 
 
-def substitute(pairs: list[tuple[str, str]]):
-    """A perturbation that replaces whole words ``from`` by ``to`` (the first that occurs)."""
+def _cased(new: str, old: str) -> str:
+    """``new`` in the case pattern of ``old``: all capitals, capitalised, or as given."""
+    if old.isupper() and len(old) > 1:
+        return new.upper()
+    if old[:1].isupper():
+        return new[:1].upper() + new[1:]
+    if old.islower():
+        return new[:1].lower() + new[1:]
+    return new
+
+
+def substitute(pairs: list[tuple[str, str]], preserve_case: bool = False):
+    """A perturbation that replaces every whole word ``from`` by its ``to``, all pairs at
+    once (one pass, so a ``to`` is never replaced again; longer ``from`` first).
+
+    With ``preserve_case`` the match ignores case and each replacement takes the case pattern
+    of the word it replaces (``GOD`` -> ``ALLAH``, ``god`` -> ``allah``); without it the match
+    is case-sensitive and ``to`` is written as given. ``None`` when no ``from`` occurs.
+    """
+    table = {(o.lower() if preserve_case else o): n for o, n in pairs}
+    olds = sorted((o for o, _ in pairs), key=len, reverse=True)
+    pat = re.compile("|".join(_whole(o) for o in olds), re.IGNORECASE if preserve_case else 0)
+
+    def repl(m):
+        new = table[m.group().lower() if preserve_case else m.group()]
+        return _cased(new, m.group()) if preserve_case else new
+
     def perturb(text: str, rng) -> str | None:
-        for old, new in pairs:
-            if re.search(_whole(old), text):
-                return re.sub(_whole(old), new, text)
-        return None
+        new, n = pat.subn(repl, text)
+        return new if n else None
     return perturb
 
 
-def perturbation(name: str, substitutions: list | None = None):
-    """The perturbation function ``f(text, rng) -> str | None`` called ``name``.
+def perturbation(name: str, substitutions: list | None = None, preserve_case: bool = False):
+    """The perturbation function ``f(text, rng) -> str | None`` called ``name``
+    (``preserve_case``: see :func:`substitute`).
 
     Raises:
         InputError: an unknown name, or ``substitutions`` without pairs.
@@ -139,7 +274,7 @@ def perturbation(name: str, substitutions: list | None = None):
             raise InputError("{perturb} substitutions needs a list of replacements: give "
                              "{substitutions} (a CSV file with columns from,to)",
                              params=["perturb", "substitutions"])
-        return substitute(substitutions)
+        return substitute(substitutions, preserve_case)
     if name not in table:
         raise InputError(f"{{perturb}} '{name}' is unknown; use one of: "
                          f"{', '.join(PERTURBATIONS)}", params=["perturb"])
@@ -164,6 +299,9 @@ class BehaviourTest:
             ``label`` column gives the expected labels.
         label: the class every filled template must get.
         tolerance: directional tests: the largest move the wrong way that still passes.
+        preserve_case: substitutions match any case and keep the case of the word replaced.
+        min_change: directional tests: the least move the expected way that passes (a
+            probability, 0-1); None: only ``tolerance`` applies (a move of 0 passes).
     """
 
     name: str
@@ -174,6 +312,8 @@ class BehaviourTest:
     fill: dict = field(default_factory=dict)
     label: str | None = None
     tolerance: float = TOLERANCE
+    preserve_case: bool = False
+    min_change: float | None = None
 
     def check(self, labels: list[str]) -> None:
         """Raises InputError for an expectation or class that does not fit the model."""
@@ -190,7 +330,15 @@ class BehaviourTest:
                 raise InputError(f"test '{self.name}': a template needs the label its texts "
                                  "must get", params=["label"])
             return
-        perturbation(self.perturb or "", self.substitutions)
+        if self.perturb is None:
+            raise InputError(f"test '{self.name}': {{expect}} '{self.expect}' compares a text "
+                             "with a changed copy: give {perturb} (one of: "
+                             f"{', '.join(PERTURBATIONS)})", params=["expect", "perturb"])
+        perturbation(self.perturb, self.substitutions)
+        if self.min_change is not None and (kind == "same" or not 0 < self.min_change <= 1):
+            raise InputError(f"test '{self.name}': {{min_change}} {self.min_change} applies to "
+                             "directional tests (up:/down:) and is a probability in (0, 1]",
+                             params=["min_change"])
 
 
 def templates(template: str, fill: dict) -> list[str]:
@@ -236,15 +384,19 @@ def run_perturbation(clf, frame: pd.DataFrame, test: BehaviourTest, seed: int = 
                      max_examples: int = MAX_EXAMPLES) -> dict:
     """An invariance or directional test over the documents of ``frame``."""
     rng = np.random.default_rng(seed)
-    f = perturbation(test.perturb, test.substitutions)
-    rows = []
+    f = perturbation(test.perturb, test.substitutions, test.preserve_case)
+    rows, skipped = [], {}
     for doc_id, text in zip(frame["doc_id"], frame["text"]):
-        if isinstance(text, str) and text.strip():
-            new = f(text, rng)
-            if new is not None and new != text:
-                rows.append((doc_id, text, new))
+        new = f(text, rng) if isinstance(text, str) and text.strip() else None
+        if new is not None and new != text:
+            rows.append((doc_id, text, new))
+            continue
+        why = ("an empty text" if not (isinstance(text, str) and text.strip()) else
+               getattr(f, "why", lambda t: "the perturbation does not apply")(text))
+        skipped[why] = skipped.get(why, 0) + 1
     if not rows:
-        return _result(test, 0, [], max_examples)
+        return {**_result(test, 0, [], max_examples), "n_skipped": sum(skipped.values()),
+                "skipped": skipped}
     before = clf.predict_proba([r[1] for r in rows], batch_size=32)
     # truncation is counted on the corpus's documents (above); their perturbed copies would
     # count each document twice
@@ -254,10 +406,12 @@ def run_perturbation(clf, frame: pd.DataFrame, test: BehaviourTest, seed: int = 
     kind, _, cls = test.expect.partition(":")
     if kind == "same":
         bad = before.argmax(axis=1) != after.argmax(axis=1)
+        change = None
     else:
         j = clf.labels.index(cls)
         move = after[:, j] - before[:, j]
-        bad = move < -test.tolerance if kind == "up" else move > test.tolerance
+        bad = _directional_fails(move, kind, test)
+        change = change_summary(move)
     def example(i):
         return {"doc_id": str(rows[i][0]), "original": rows[i][1], "perturbed": rows[i][2],
                 "original_prediction": _pred(clf.labels, before[i]),
@@ -265,7 +419,33 @@ def run_perturbation(clf, frame: pd.DataFrame, test: BehaviourTest, seed: int = 
 
     fails = [example(i) for i in np.flatnonzero(bad)]
     passes = [example(i) for i in np.flatnonzero(~bad)[:PASSED_EXAMPLES]]
-    return _result(test, len(rows), fails, max_examples, passes)
+    out = _result(test, len(rows), fails, max_examples, passes)
+    out.update({"n_skipped": sum(skipped.values()), "skipped": skipped})
+    if change is not None:
+        out.update({"change": change, "min_change": test.min_change})
+    return out
+
+
+def _directional_fails(move: np.ndarray, kind: str, test: BehaviourTest) -> np.ndarray:
+    """Which moves fail: the wrong way by more than ``tolerance``, or (with ``min_change``)
+    less than ``min_change`` the expected way."""
+    sign = 1.0 if kind == "up" else -1.0
+    if test.min_change is not None:
+        return sign * move < test.min_change
+    return sign * move < -test.tolerance
+
+
+def change_summary(move: np.ndarray) -> dict:
+    """The distribution of the changes in the expected class's probability: mean with a 95%
+    normal-approximation interval (mean +- 1.96 standard errors), median, and the share of
+    documents that moved less than :data:`UNMOVED` either way."""
+    n = len(move)
+    mean = float(np.mean(move))
+    se = float(np.std(move, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    return {"mean": mean, "ci_lower": mean - 1.96 * se if n > 1 else None,
+            "ci_upper": mean + 1.96 * se if n > 1 else None, "median": float(np.median(move)),
+            "share_unmoved": float(np.mean(np.abs(move) < UNMOVED)), "unmoved_below": UNMOVED,
+            "interval": "normal 95%"}
 
 
 def run_minimum(clf, frame: pd.DataFrame | None, test: BehaviourTest,
@@ -365,7 +545,11 @@ def _test_from(entry: dict, where: str, base) -> BehaviourTest:
                          perturb=entry.get("perturb"), substitutions=subs,
                          template=entry.get("template"), fill=parse_fill(entry.get("fill")),
                          label=None if entry.get("label") is None else str(entry["label"]),
-                         tolerance=float(entry.get("tolerance", TOLERANCE)))
+                         tolerance=float(entry.get("tolerance", TOLERANCE)),
+                         preserve_case=str(entry.get("preserve_case", False)).lower()
+                         in ("true", "1", "yes"),
+                         min_change=None if entry.get("min_change") is None
+                         else float(entry["min_change"]))
 
 
 def read_suite(path) -> list[BehaviourTest]:
@@ -373,10 +557,11 @@ def read_suite(path) -> list[BehaviourTest]:
     test a row). Keys/columns: ``name``, ``expect`` (required), ``perturb``,
     ``substitutions`` (YAML: a mapping or a list of pairs; both: a CSV file path, relative to
     the suite), ``template``, ``fill`` (YAML: a mapping of lists; CSV: ``verb=love|like;obj=it``),
-    ``label``, ``tolerance``.
+    ``label``, ``tolerance``, ``min_change``, ``preserve_case`` (true/false).
 
     Raises:
-        InputError: unreadable file, an unknown extension, a test without ``expect``.
+        InputError: unreadable file or YAML syntax (one line: where and what), an unknown
+            extension, an entry that is not a mapping, a test without ``expect``.
     """
     from pathlib import Path
 
@@ -389,7 +574,11 @@ def read_suite(path) -> list[BehaviourTest]:
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
-            raise InputError(f"'{path}' is not valid YAML: {exc}", params=["suite"]) from None
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            what = getattr(exc, "problem", None) or type(exc).__name__
+            raise InputError(f"'{path}' is not valid YAML{at}: {what}",
+                             params=["suite"]) from None
         entries = data.get("tests") if isinstance(data, dict) else data
     elif p.suffix.lower() == ".csv":
         entries = pd.read_csv(p, dtype=str, keep_default_na=False).to_dict("records")
@@ -398,4 +587,8 @@ def read_suite(path) -> list[BehaviourTest]:
                          params=["suite"])
     if not entries or not isinstance(entries, list):
         raise InputError(f"suite file '{path}' has no tests", params=["suite"])
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise InputError(f"test {i + 1} of '{path}' is {e!r}, not a mapping: give each test "
+                             "keys such as 'name: ...' and 'expect: ...'", params=["suite"])
     return [_test_from(dict(e), f"test {i + 1} of '{path}'", p) for i, e in enumerate(entries)]

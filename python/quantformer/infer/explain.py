@@ -666,4 +666,25 @@ def _frames(engine, frame, item_wins, scores, item_docs, item_targets, res) -> E
     docs["truncated"] = [w.truncated for w in item_wins]
     docs["n_words"] = n_words.size().to_numpy()
     docs["n_unseen"] = n_words.apply(lambda a: int(a.isna().sum())).to_numpy()
-    return Explanation(words=words, documents=docs)
+    return Explanation(words=_with_prediction(words, docs), documents=docs)
+
+
+def _with_prediction(words: pd.DataFrame, docs: pd.DataFrame) -> pd.DataFrame:
+    """The words with their document's ``steps`` (integration points used), ``predicted``
+    class (or value) and ``probability`` (of the predicted class; NaN for a regression); a
+    multi-label model has no single prediction: the words get ``steps`` and the ``target``'s
+    ``probability``."""
+    prob = pd.Series(np.nan, index=docs.index, dtype="float64")
+    if "predicted" not in docs.columns:  # multi-label
+        for lab in docs["target"].dropna().unique():
+            pick = docs["target"] == lab
+            prob[pick] = docs.loc[pick, f"prob_{lab}"].astype("float64")
+        extra = docs[["doc_id", "target", "steps"]].assign(probability=prob)
+        return words.merge(extra, on=["doc_id", "target"], how="left", sort=False)
+    for lab in docs["predicted"].dropna().unique():
+        col = f"prob_{lab}"
+        if col in docs.columns:
+            pick = docs["predicted"] == lab
+            prob[pick] = docs.loc[pick, col].astype("float64")
+    extra = docs[["doc_id", "target", "steps", "predicted"]].assign(probability=prob)
+    return words.merge(extra, on=["doc_id", "target"], how="left", sort=False)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..models.tokenize import TruncationWarning
 from ..score.attributions import aopc, mean_spearman
-from .classifier import Classifier
+from .classifier import Classifier, PredictionWarning
 from .explain import (
     Explanation,
     Integrator,
@@ -46,9 +46,11 @@ def _delete(text: str, spans) -> str:
 
 def _target_scores(clf: Classifier, texts: list, targets: np.ndarray) -> np.ndarray:
     # the texts are copies of the explained documents with words deleted: the explanation
-    # already warned about the documents truncated; a count of copies would only confuse
+    # already warned about the documents truncated, and a copy with every word deleted is
+    # empty by design; a count of copies would only confuse
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncationWarning)
+        warnings.simplefilter("ignore", PredictionWarning)
         probs = clf.predict_proba(texts, batch_size=32)
     return probs[np.arange(len(texts)), targets]
 
@@ -132,10 +134,38 @@ def randomisation_test(clf: Classifier, texts: dict, ex: Explanation,
             "randomisation_spearman_abs": mean_spearman(pairs_abs), "n_docs": len(docs)}
 
 
+def unknown_only(clf: Classifier, texts: dict) -> list[str]:
+    """The doc_ids whose every token is the tokenizer's unknown token (e.g. emoji-only texts
+    for a vocabulary without emoji): their attributions say nothing about the words."""
+    tok = getattr(clf, "tokenizer", None)
+    unk = getattr(tok, "unk_token_id", None)
+    if unk is None:
+        return []
+    out = []
+    for doc_id, text in texts.items():
+        if isinstance(text, str) and text.strip():
+            ids = tok(text, add_special_tokens=False)["input_ids"]
+            if ids and all(i == unk for i in ids):
+                out.append(doc_id)
+    return out
+
+
 def check(clf: Classifier, frame: pd.DataFrame, ex: Explanation, k: int = CHECK_K,
           max_docs: int = CHECK_DOCS, seed: int = 1) -> dict:
-    """Both checks: ``{"aopc_top", "aopc_random", "randomisation_spearman", ...}``."""
+    """Both checks: ``{"aopc_top", "aopc_random", "randomisation_spearman", ...}``.
+
+    Documents made only of tokens unknown to the model (:func:`unknown_only`) are left out of
+    both checks with a warning (their attributions are alike under any model, which would push
+    the randomisation Spearman towards 1); ``n_unknown_only`` counts them.
+    """
     texts = dict(zip(frame["doc_id"].astype(str), frame["text"]))
+    unknown = unknown_only(clf, texts)
+    if unknown:
+        warnings.warn(f"{len(unknown)} of {len(texts)} document(s) consist only of tokens the "
+                      f"model does not know (e.g. '{unknown[0]}'); they are left out of the "
+                      "checks", UserWarning, stacklevel=2)
+        ex = Explanation(words=ex.words[~ex.words["doc_id"].isin(unknown)],
+                         documents=ex.documents[~ex.documents["doc_id"].isin(unknown)])
     out = {"method": "deletion test (AOPC, Samek et al. 2017) and model randomisation "
                      "(Adebayo et al. 2018)"}
     dele = deletion_test(clf, texts, ex, k, seed)
@@ -144,5 +174,5 @@ def check(clf: Classifier, frame: pd.DataFrame, ex: Explanation, k: int = CHECK_
                 "aopc_k": k, "aopc_n_docs": dele["n_docs"],
                 "randomisation_spearman": rand["randomisation_spearman"],
                 "randomisation_spearman_abs": rand["randomisation_spearman_abs"],
-                "randomisation_n_docs": rand["n_docs"]})
+                "randomisation_n_docs": rand["n_docs"], "n_unknown_only": len(unknown)})
     return out

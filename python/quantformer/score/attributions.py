@@ -42,6 +42,19 @@ def doc_terms(words: pd.DataFrame, lowercase: bool = True, analyzer=None) -> pd.
             .sum().reset_index())
 
 
+def surface_forms(words: pd.DataFrame, lowercase: bool = True, analyzer=None) -> dict:
+    """``{term: the most frequent (lowercased) word that gives it}``, so that a stem such as
+    ``illeg`` is shown as ``illegal`` (ties: the word seen first)."""
+    w = words["word"].dropna().astype(str)
+    w = w.str.lower() if lowercase or analyzer is not None else w
+    counts: dict = {}
+    for word, n in w.value_counts(sort=False).items():
+        for term in (analyzer(word) if analyzer is not None else [word]):
+            if n > counts.get(term, ("", 0))[1]:
+                counts[term] = (word, n)
+    return {t: word for t, (word, _) in counts.items()}
+
+
 def term_means(dt: pd.DataFrame) -> dict:
     """``{target: {term: per-document attributions (array)}}`` of a :func:`doc_terms` frame."""
     out: dict = {}
@@ -84,7 +97,8 @@ def by_term(words: pd.DataFrame, *, top: int = 20, min_docs: int = 2, n_boot: in
         lowercase, analyzer: how words become terms (:func:`doc_terms`).
 
     Returns:
-        A frame ``target, term, mean_attribution, lower, upper, n_docs, rank``.
+        A frame ``target, term, word, mean_attribution, lower, upper, n_docs, rank``
+        (``word``: the term's most frequent surface form, :func:`surface_forms`).
 
     Raises:
         InputError: ``top`` or ``min_docs`` below 1.
@@ -95,7 +109,15 @@ def by_term(words: pd.DataFrame, *, top: int = 20, min_docs: int = 2, n_boot: in
     for target, arrays in term_means(doc_terms(words, lowercase, analyzer)).items():
         for rank, term in enumerate(_ranked(arrays, min_docs)[:top], 1):
             out.append(_row(target, term, arrays[term], rank, n_boot, level, rng))
-    return pd.DataFrame(out, columns=TERM_COLUMNS)
+    return _with_words(pd.DataFrame(out, columns=TERM_COLUMNS),
+                       surface_forms(words, lowercase, analyzer))
+
+
+def _with_words(f: pd.DataFrame, forms: dict) -> pd.DataFrame:
+    """``word`` (the term's most frequent surface form; the term where none) after ``term``."""
+    f.insert(f.columns.get_loc("term") + 1, "word",
+             [forms.get(t, t) for t in f["term"]])
+    return f
 
 
 TERM_COLUMNS = ["target", "term", "mean_attribution", "lower", "upper", "n_docs", "rank"]
@@ -162,7 +184,7 @@ def compare_terms(words: pd.DataFrame, coefs: pd.DataFrame, analyzer, *, top: in
     out = pd.concat(frames, ignore_index=True) if frames else \
         pd.DataFrame(columns=TERM_COLUMNS + BOW_COLUMNS)
     out["rank"] = out["rank"].astype("Int64")
-    return out
+    return _with_words(out, surface_forms(words, True, analyzer))
 
 
 def bootstrap_mean(a: np.ndarray, n_boot: int, level: float,

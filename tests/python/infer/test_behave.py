@@ -29,7 +29,7 @@ def rng():
 def test_perturbations_on_known_texts():
     assert bh.negate("The law is fair and can stay.", rng()) == "The law is not fair and can stay."
     assert bh.negate("It IS fine", rng()) == "It IS not fine"
-    assert bh.negate("Nothing here", rng()) is None
+    assert bh.negate("Nothing here", rng()) is None  # negative already
     assert bh.unnegate("She can't go", rng()) == "She can go"
     assert bh.unnegate("He is not here", rng()) == "He is here"
     assert bh.unnegate("We never lie", rng()) == "We lie"
@@ -159,3 +159,99 @@ def test_truncation_is_counted_on_the_corpus_documents_not_their_copies(tuned):
     counts = [str(w.message) for w in got if issubclass(w.category, TruncationWarning)]
     assert res["n"] == 6
     assert len(counts) == 1 and counts[0].startswith("3 of 6 document(s) truncated")
+
+
+def test_substitutions_apply_every_pair_and_can_keep_case():
+    """Issue 36, item 13: every pair, all matches, one pass; a case-preserving option."""
+    pairs = [("God", "Allah"), ("Jesus", "Muhammad")]
+    sub = bh.perturbation("substitutions", pairs)
+    assert sub("God sent Jesus; Jesus wept", rng()) == "Allah sent Muhammad; Muhammad wept"
+    assert sub("god sent jesus", rng()) is None  # case-sensitive without the option
+    swap = bh.perturbation("substitutions", [("he", "she"), ("she", "he")])
+    assert swap("he said she left", rng()) == "she said he left"  # one pass, no re-replacing
+    keep = bh.perturbation("substitutions", pairs, preserve_case=True)
+    assert keep("GOD sent jesus, God!", rng()) == "ALLAH sent muhammad, Allah!"
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("tests:\n- just a string\n", "test 1 of .* is 'just a string', not a mapping"),
+    ("tests:\n- {name: a, expect: same\n- b\n", r"not valid YAML at line \d+, column \d+"),
+])
+def test_suite_entry_not_a_mapping_and_yaml_errors_are_input_errors(tmp_path, text, needle):
+    """Issue 36, item 14: an input error naming the entry; a YAML error in one line."""
+    (tmp_path / "s.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=needle) as err:
+        bh.read_suite(tmp_path / "s.yaml")
+    assert "\n" not in str(err.value)
+
+
+def test_a_perturbation_expectation_without_perturb_names_it():
+    """Issue 36, item 18: expect='same' without perturb names perturb, not "'' is unknown"."""
+    with pytest.raises(InputError, match="changed copy: give perturb") as err:
+        bh.BehaviourTest(name="t", expect="same").check(["a", "b"])
+    assert "''" not in str(err.value) and tuple(err.value.params) == ("expect", "perturb")
+
+
+@pytest.mark.parametrize("text, expected, reason", [
+    ("I can't stand it", None, "negative"),
+    ("What do you think?", None, "question"),
+    ("There is no hope for us.", None, "negative"),
+    ("We won't go", None, "negative"),
+    ("It cannot last", None, "negative"),
+    ("The law is fair and can stay.", "The law is not fair and can stay.", ""),
+    ("They can win", "They cannot win", ""),
+    ("Taxes were high", "Taxes were not high", ""),
+    ("I like it", "I do not like it", ""),
+    ("She likes dogs.", "She does not like dogs.", ""),
+    ("He watches TV", "He does not watch TV", ""),
+    ("She tries hard", "She does not try hard", ""),
+    ("He goes home", "He does not go home", ""),
+    ("I have a dog", "I do not have a dog", ""),
+    ("We have been there", "We have not been there", ""),
+    ("I did it", "I did not do it", ""),
+    ("It's fine", "It's not fine", ""),
+    ("I'm happy", "I'm not happy", ""),
+    ("I'll go", "I will not go", ""),
+    ("They've gone home", "They have not gone home", ""),
+    ("Why? I love it.", "Why? I do not love it.", ""),
+    ("I went home", None, "no rule"),
+    ("You wanted it", None, "no rule"),
+    ("John's car", None, "no rule"),
+    ("  ", None, "empty"),
+])
+def test_negation_is_grammatical_or_skipped_with_a_reason(text, expected, reason):
+    """Issue 36, item 11: one rule where it applies grammatically; otherwise a reason."""
+    assert bh.negation(text) == (expected, reason)
+    assert bh.negate(text, rng()) == expected
+
+
+def test_directional_reports_skips_change_distribution_and_min_change(tuned):
+    """Issue 36, items 11 and 12: skipped documents counted by reason; the changes' mean with
+    an interval and the share that did not move; min_change fails a test where nothing moves."""
+    clf, _ = tuned
+    frame = toy_frame(12)
+    new = [bh.negate(t, None) for t in frame["text"]]
+    keep = [i for i, x in enumerate(new) if x is not None]
+    reasons = {}
+    for i, x in enumerate(new):
+        if x is None:
+            why = bh.NEGATION_SKIPS[bh.negation(frame["text"][i])[1]]
+            reasons[why] = reasons.get(why, 0) + 1
+    res = bh.run_perturbation(clf, frame, bh.BehaviourTest("n", "up:econ", "negation"))
+    assert res["n"] == len(keep) and res["n_skipped"] == 12 - len(keep) > 0
+    assert res["skipped"] == reasons
+    j = clf.labels.index("econ")
+    move = (clf.predict_proba([new[i] for i in keep])[:, j]
+            - clf.predict_proba([frame["text"][i] for i in keep])[:, j])
+    ch = res["change"]
+    se = move.std(ddof=1) / np.sqrt(len(move))
+    assert ch["mean"] == pytest.approx(move.mean(), abs=1e-6)
+    assert (ch["ci_lower"], ch["ci_upper"]) == pytest.approx(
+        (move.mean() - 1.96 * se, move.mean() + 1.96 * se), abs=1e-6)
+    assert ch["share_unmoved"] == pytest.approx(np.mean(np.abs(move) < 0.01))
+    assert res["n_fail"] == int((move < -0.1).sum()) and res["min_change"] is None
+    t = bh.BehaviourTest("n", "up:econ", "negation", min_change=0.05)
+    strict = bh.run_perturbation(clf, frame, t)
+    assert strict["n_fail"] == int((move < 0.05).sum()) and strict["min_change"] == 0.05
+    with pytest.raises(InputError, match="min_change"):
+        bh.BehaviourTest("n", "same", "negation", min_change=0.05).check(clf.labels)

@@ -103,6 +103,13 @@ def test_completeness_holds_and_logits_are_the_models(bert):
     np.testing.assert_allclose(d[[f"prob_{c}" for c in clf.labels]].to_numpy(), probs,
                                atol=1e-5)
     assert d["target"].tolist() == [clf.labels[i] for i in probs.argmax(axis=1)]
+    # issue 36, item 16: each word carries its document's steps, prediction and probability
+    w = res.words
+    by_doc = {i: k for k, i in enumerate(frame["doc_id"].astype(str))}
+    k = w["doc_id"].map(by_doc).to_numpy()
+    assert (w["steps"].to_numpy() == 64).all()
+    assert w["predicted"].tolist() == [clf.labels[i] for i in probs[k].argmax(axis=1)]
+    np.testing.assert_allclose(w["probability"], probs[k].max(axis=1), atol=1e-5)
 
 
 def _engine_items(clf, n):
@@ -207,11 +214,17 @@ def test_target_multilabel_and_regression(bert, tiny_bert_dir):
                   max_length=64, task="multilabel", label_sep="|")
     res = explain(ml, ["taxes and jobs"], steps=2)
     assert sorted(res.documents["target"]) == sorted(ml.labels)
+    p_ml = dict(zip(ml.labels, ml.predict_proba(["taxes and jobs"])[0]))
+    for t, p in zip(res.words["target"], res.words["probability"]):  # the target's probability
+        assert p == pytest.approx(p_ml[t], abs=1e-5)
     f["label"] = f["year"] - 2000.0
     reg = finetune(f, model=str(tiny_bert_dir), epochs=1, quiet=True, device="cpu",
                    max_length=64, task="regression")
     res = explain(reg, ["taxes and jobs"], steps=2)
     assert res.documents["target"].tolist() == ["predicted"]
+    assert res.words["predicted"].to_numpy() == pytest.approx(
+        reg.predict_proba(["taxes and jobs"])[0, 0], abs=1e-4)
+    assert res.words["probability"].isna().all()
     with pytest.raises(InputError, match="not a class"):
         explain(reg, ["x"], target="econ")
 
@@ -339,3 +352,40 @@ def test_cli_reads_the_model_record_once(bert, tmp_path, monkeypatch):
     assert main(["explain", "--model", str(path), "--input", str(tmp_path / "c.csv"),
                  "--out", str(tmp_path / "w.parquet"), "--quiet"]) == 0
     assert reads == [str(Path(path) / "quantformer.json")]
+
+
+def test_check_does_not_warn_about_its_own_emptied_copies(bert):
+    """Issue 36, item 15: deleting all k words of a k-word document empties the copy; the
+    check must not warn that documents have an empty text."""
+    import warnings
+
+    from quantformer.infer.classifier import PredictionWarning
+    from quantformer.infer.explain_check import check
+
+    clf, _ = bert
+    frame = pd.DataFrame({"doc_id": ["a", "b"], "text": ["Taxes rise now", "War ends today"]})
+    ex = explain(clf, frame, steps=8)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = check(clf, frame, ex, k=3, max_docs=2)
+    assert not [w for w in seen if issubclass(w.category, PredictionWarning)]
+    assert res["aopc_n_docs"] == 2
+
+
+def test_check_leaves_out_documents_of_unknown_tokens_only(bert):
+    """Issue 36, item 15: an emoji-only text (all unknown tokens) is warned about and left out
+    of the checks."""
+    from quantformer.infer.explain_check import check, unknown_only
+
+    clf, _ = bert
+    emoji = "\U0001F600 \U0001F389"
+    frame = pd.DataFrame({"doc_id": ["a", "b", "e"],
+                          "text": ["Taxes rise now and then", "War ends today for all", emoji]})
+    ids = clf.tokenizer(emoji, add_special_tokens=False)["input_ids"]
+    assert ids and set(ids) == {clf.tokenizer.unk_token_id}
+    assert unknown_only(clf, dict(zip(frame["doc_id"], frame["text"]))) == ["e"]
+    ex = explain(clf, frame, steps=8)
+    with pytest.warns(UserWarning, match="1 of 3 document.*do(es)? not know"):
+        res = check(clf, frame, ex, k=2, max_docs=10)
+    assert res["n_unknown_only"] == 1
+    assert res["randomisation_n_docs"] == 2 and res["aopc_n_docs"] == 2

@@ -40,6 +40,9 @@ def test_compare_terms_on_known_values():
     t = compare_terms(words, coefs, BowTokenizer(), top=2, n_boot=200)
     econ = t[t["target"] == "econ"].set_index("term")
     assert econ.index.tolist() == ["tax", "job", "deficit"]  # attribution top, then BoW top
+    # issue 36, item 17: each stem shown as its most frequent surface form, the stem kept
+    assert econ["word"].tolist() == ["taxes", "jobs", "deficit"]
+    assert t.columns.tolist()[:3] == ["target", "term", "word"]
     assert econ.loc["tax", "mean_attribution"] == pytest.approx(0.8)
     assert econ.loc["job", "mean_attribution"] == pytest.approx(0.3)
     assert econ.loc["job", "n_docs"] == 3 and econ.loc["tax", "rank"] == 1
@@ -91,7 +94,7 @@ def test_cli_terms_beside_the_bag_of_words_and_a_png(tuned, tmp_path, capsys):
     assert "overlap with the bag-of-words" in out
     assert f"wrote the figure to {tmp_path / 'f.png'}" in out
     t = pd.read_csv(tmp_path / "t.csv")
-    assert list(t.columns) == ["target", "term", "mean_attribution", "lower", "upper",
+    assert list(t.columns) == ["target", "term", "word", "mean_attribution", "lower", "upper",
                                "n_docs", "rank", "bow_coef", "bow_rank", "in_top",
                                "in_bow_top", "top_overlap", "spearman", "n_common"]
     bow = fit_bow_terms(check_bow_data(toy_frame(24), {"labels": ["econ", "other"]}))
