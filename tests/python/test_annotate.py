@@ -1,0 +1,124 @@
+"""quantformer annotate (issue 35): an LLM codes from the codebook, scored, cached, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+import tiny_models
+
+from quantformer.cli.main import main
+from quantformer.infer.annotate import build_messages
+from quantformer.models.llm import LocalLM, normalise
+
+CODEBOOK = [{"label": "pro", "description": "supports the policy", "examples": ["Yes, do it."]},
+            {"label": "pro-life", "description": "against abortion"},
+            {"label": "contra", "description": "opposes the policy"}]
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory):
+    return tiny_models.build_tiny_llama(tmp_path_factory.mktemp("models") / "llama")
+
+
+@pytest.fixture()
+def files(tmp_path):
+    corpus = pd.DataFrame({"doc_id": [f"d{i}" for i in range(6)],
+                           "text": tiny_models._SENTENCES[:6]})
+    human = pd.DataFrame({"doc_id": [f"h{i}" for i in range(4)],
+                          "text": tiny_models._SENTENCES[10:14],
+                          "label": ["pro", "contra", "pro-life", "pro"]})
+    corpus.to_csv(tmp_path / "corpus.csv", index=False)
+    human.to_csv(tmp_path / "human.csv", index=False)
+    (tmp_path / "codebook.json").write_text(json.dumps(CODEBOOK))
+    return tmp_path
+
+
+def _plain_logp(llm, ids, n_label):
+    """Summed log-softmax of the last ``n_label`` tokens of ``ids`` in one plain forward pass."""
+    import torch
+
+    with torch.no_grad():
+        logits = llm.model(torch.tensor([ids])).logits[0]
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    return sum(float(logp[p - 1, ids[p]]) for p in range(len(ids) - n_label, len(ids)))
+
+
+def test_label_scores_equal_a_plain_forward_pass_with_and_without_prefix_cache(llama_dir):
+    llm = LocalLM(str(llama_dir))
+    head, tail = llm.split_prompt(build_messages(CODEBOOK, [("A shot.", "contra")]))
+    labels = [e["label"] for e in CODEBOOK]
+    label_ids = llm.label_ids(labels)
+    assert label_ids[0][:-1] == label_ids[1][:len(label_ids[0]) - 1]  # "pro" prefixes "pro-life"
+    assert all(x[-1] == llm.tokenizer.eos_token_id for x in label_ids)
+    for text in tiny_models._SENTENCES[:3]:
+        prefix_ids, doc_ids = llm.sequences(head, text, tail)
+        want = [_plain_logp(llm, prefix_ids + doc_ids + lab, len(lab)) for lab in label_ids]
+        cached = llm.score(prefix_ids, doc_ids, label_ids, use_cache=True)
+        plain = llm.score(prefix_ids, doc_ids, label_ids, use_cache=False)
+        assert cached == pytest.approx(want, abs=1e-5)
+        assert plain == pytest.approx(want, abs=1e-5)
+        assert sum(normalise(cached)) == pytest.approx(1.0)
+
+
+def test_annotate_writes_codes_record_and_reuses_the_cache(llama_dir, files, capsys):
+    out = files / "codes.parquet"
+    argv = ["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+            str(files / "codebook.json"), "--llm", str(llama_dir), "--out", str(out),
+            "--shots", "2", "--shots-from", str(files / "human.csv")]
+    assert main(argv) == 0
+    codes = pd.read_parquet(out)
+    record = json.loads((files / "codes.parquet.json").read_text())
+    assert list(codes.columns) == ["doc_id", "label", "prob_pro", "prob_pro-life",
+                                   "prob_contra", "unparsed", "coder"]
+    assert codes["doc_id"].tolist() == [f"d{i}" for i in range(6)]
+    probs = codes[["prob_pro", "prob_pro-life", "prob_contra"]].to_numpy()
+    assert probs.sum(axis=1) == pytest.approx([1.0] * 6)
+    assert codes["label"].tolist() == [["pro", "pro-life", "contra"][k]
+                                       for k in probs.argmax(axis=1)]
+    assert record["from_cache"] == 0 and record["shots"] == 2 and len(record["prompt"]) == 6
+    # the record's prompt scored directly gives the same probabilities
+    llm = LocalLM(str(llama_dir))
+    head, tail = llm.split_prompt(record["prompt"])
+    p, d = llm.sequences(head, tiny_models._SENTENCES[0], tail)
+    direct = normalise(llm.score(p, d, llm.label_ids(record["labels"])))
+    assert probs[0] == pytest.approx(direct, abs=1e-6)
+    # a rerun reads every code from the cache and writes the same frame
+    assert main(argv) == 0
+    assert json.loads((files / "codes.parquet.json").read_text())["from_cache"] == 6
+    pd.testing.assert_frame_equal(pd.read_parquet(out), codes)
+
+
+def _bad(files, llama_dir, *extra, llm=None, out="codes.parquet"):
+    argv = ["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+            str(files / "codebook.json"), "--llm", str(llm or llama_dir),
+            "--out", str(files / out), *extra]
+    return main(argv)
+
+
+def test_bad_inputs_fail_before_any_work_and_write_nothing(llama_dir, tiny_bert_dir, files,
+                                                           capsys, monkeypatch):
+    (files / "one.json").write_text(json.dumps([{"label": "only"}]))
+    overlap = pd.read_csv(files / "corpus.csv").assign(label="pro")
+    overlap.to_csv(files / "overlap.csv", index=False)
+    monkeypatch.delenv("QF_TEST_KEY", raising=False)
+    cases = [
+        (["--codebook", str(files / "one.json")], "two", None),
+        (["--shots", "5", "--shots-from", str(files / "human.csv")], "only 4", None),
+        (["--shots", "1", "--shots-from", str(files / "overlap.csv")], "never", None),
+        (["--api-key-env", "QF_TEST_KEY"], "QF_TEST_KEY", None),
+        ([], "not a causal language model", tiny_bert_dir),
+        (["--endpoint", "http://127.0.0.1:9/v1"], "does not answer", None),
+    ]
+    for extra, words, llm in cases:
+        capsys.readouterr()
+        assert _bad(files, llama_dir, *extra, llm=llm) == 2, extra
+        assert words in capsys.readouterr().err, extra
+        assert not (files / "codes.parquet").exists() and not any(files.glob("*.sqlite"))
+    before = sorted(os.listdir(files))
+    assert _bad(files, llama_dir, out="corpus.csv/codes.parquet") == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "Loading" not in err  # refused before the model loads
+    assert sorted(os.listdir(files)) == before
