@@ -122,3 +122,80 @@ def test_bad_inputs_fail_before_any_work_and_write_nothing(llama_dir, tiny_bert_
     err = capsys.readouterr().err
     assert "--out" in err and "Loading" not in err  # refused before the model loads
     assert sorted(os.listdir(files)) == before
+
+
+SERVER = os.path.join(os.path.dirname(__file__), "llm_server.py")
+
+
+def _serve(llama_dir, tmp_path, *faults):
+    """Start the chat-completions server process; returns (process, base URL)."""
+    import subprocess
+    import sys
+    import time
+
+    port_file = tmp_path / f"port{len(list(tmp_path.glob('port*')))}"
+    proc = subprocess.Popen([sys.executable, SERVER, str(llama_dir), str(port_file), *faults],
+                            stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        if port_file.exists():
+            return proc, f"http://127.0.0.1:{port_file.read_text()}/v1"
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the test server did not start")
+
+
+def _endpoint_argv(files, llama_dir, url, *extra):
+    return ["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+            str(files / "codebook.json"), "--llm", str(llama_dir), "--endpoint", url,
+            "--out", str(files / "codes.parquet"), "--concurrency", "1", *extra]
+
+
+@pytest.fixture()
+def local_labels(llama_dir, files):
+    out = files / "local.parquet"
+    assert main(["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+                 str(files / "codebook.json"), "--llm", str(llama_dir), "--out", str(out)]) == 0
+    return pd.read_parquet(out)["label"].tolist()
+
+
+def test_endpoint_retries_429_and_timeouts_and_matches_local_labels(llama_dir, files,
+                                                                    local_labels):
+    proc, url = _serve(llama_dir, files, "--fail-429", "2", "--slow", "3")
+    try:
+        assert main(_endpoint_argv(files, llama_dir, url, "--timeout", "1", "--raw")) == 0
+    finally:
+        proc.kill()
+    codes = pd.read_parquet(files / "codes.parquet")
+    assert codes["label"].tolist() == local_labels
+    assert not codes["unparsed"].any()
+    assert codes["raw"].tolist() == [json.dumps({"label": x}) for x in local_labels]
+
+
+def test_killed_endpoint_keeps_finished_codes_and_a_rerun_resumes(llama_dir, files,
+                                                                  local_labels):
+    proc, url = _serve(llama_dir, files, "--die-after", "3")
+    try:
+        assert main(_endpoint_argv(files, llama_dir, url, "--retries", "1")) == 1
+    finally:
+        proc.kill()
+    assert not (files / "codes.parquet").exists()
+    proc, url = _serve(llama_dir, files)
+    try:
+        assert main(_endpoint_argv(files, llama_dir, url)) == 0
+    finally:
+        proc.kill()
+    record = json.loads((files / "codes.parquet.json").read_text())
+    assert record["from_cache"] == 3
+    assert pd.read_parquet(files / "codes.parquet")["label"].tolist() == local_labels
+
+
+def test_unparsable_answers_are_marked_counted_and_warned(llama_dir, files, capsys):
+    proc, url = _serve(llama_dir, files, "--garbage")
+    try:
+        assert main(_endpoint_argv(files, llama_dir, url)) == 0
+    finally:
+        proc.kill()
+    assert "warning: 6 of 6 answers did not parse" in capsys.readouterr().err
+    codes = pd.read_parquet(files / "codes.parquet")
+    assert codes["unparsed"].all() and codes["label"].isna().all()
+    assert json.loads((files / "codes.parquet.json").read_text())["unparsed"] == 6

@@ -50,6 +50,9 @@ def add_cli(sub) -> None:
                    help="requests in flight to the endpoint (default 4)")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds per endpoint request (default 60)")
+    p.add_argument("--retries", type=int, default=4,
+                   help="retries of a request after a 429, 5xx, timeout or lost connection, "
+                        "with exponential backoff (default 4)")
     p.add_argument("--cache", default=None,
                    help="SQLite file of finished codes (default OUT.cache.sqlite); a rerun "
                         "or resumed run computes only what is missing")
@@ -71,7 +74,7 @@ def run(args) -> int:
     shots = draw_shots(human, args.shots, frame["doc_id"], frame["text"], labels, args.seed)
     if args.endpoint is not None:
         llm = EndpointLM(args.endpoint, args.llm, check_api_key(args.api_key_env),
-                         timeout=args.timeout)
+                         timeout=args.timeout, retries=args.retries)
         llm.check()
     else:
         if args.api_key_env is not None:
