@@ -31,6 +31,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "lrs": ("--lrs", ("lr",)),
     "epochs_grid": ("--epochs-grid", ("epochs",)),
     "task": ("--task", ("task",)),
+    "llm": ("--llm", ("model",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")

@@ -24,6 +24,7 @@ Few-Shot Learners", section 2; Holtzman et al. 2021, "Surface Form Competition")
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import math
 import os
@@ -90,6 +91,9 @@ class LocalLM:
         self.name = model
         self._torch = torch
         self._prefix: tuple[list[int], object] | None = None
+        # transformers >= 5.2x names the key-value cache argument ``cache``
+        self._cache_arg = ("cache" if "cache" in inspect.signature(self.model.forward).parameters
+                           else "past_key_values")
 
     def split_prompt(self, messages: list[dict]) -> tuple[str, str]:
         """The rendered chat (generation prompt added) cut at :data:`DOC_SLOT`: the text before
@@ -143,7 +147,7 @@ class LocalLM:
             body = [prefix_ids + b for b in body]
         with torch.no_grad():
             logits = self.model(torch.tensor(body, device=self.device),
-                                past_key_values=past, use_cache=use_cache).logits
+                                **{self._cache_arg: past}, use_cache=use_cache).logits
         logp = torch.log_softmax(logits.float(), dim=-1)
         offset = len(doc_ids) + (0 if use_cache else len(prefix_ids))
         out = []
