@@ -199,3 +199,31 @@ def test_unparsable_answers_are_marked_counted_and_warned(llama_dir, files, caps
     codes = pd.read_parquet(files / "codes.parquet")
     assert codes["unparsed"].all() and codes["label"].isna().all()
     assert json.loads((files / "codes.parquet.json").read_text())["unparsed"] == 6
+
+
+def test_llm_codes_feed_ppi_estimates_and_reliability_unchanged(llama_dir, files, capsys):
+    """The codes frame is read by `estimate` as any prediction file (issue 35, section 2)."""
+    from quantformer.score.reliability import agreement
+
+    out = files / "codes.parquet"
+    pd.DataFrame({"doc_id": [f"d{i}" for i in range(20)],
+                  "text": tiny_models._SENTENCES}).to_csv(files / "big.csv", index=False)
+    assert main(["annotate", "--input", str(files / "big.csv"), "--codebook",
+                 str(files / "codebook.json"), "--llm", str(llama_dir), "--out", str(out)]) == 0
+    codes = pd.read_parquet(out)
+    gold = codes[["doc_id"]].assign(label=(["pro", "contra", "pro-life", "pro"] * 5)[:20])
+    gold.iloc[:12].to_csv(files / "gold.csv", index=False)
+    table = files / "prev.csv"
+    g = gold.iloc[:12].merge(codes, on="doc_id", suffixes=("_gold", ""))
+    for method, want in [("naive", codes["label"]), ("gold", g["label_gold"])]:
+        assert main(["estimate", "--pred", str(out), "--gold", str(files / "gold.csv"),
+                     "--method", method, "--out", str(table)]) == 0
+        prev = pd.read_csv(table).set_index("class")
+        for lab in ["pro", "contra"]:
+            assert prev.loc[lab, "estimate"] == pytest.approx((want == lab).mean(), abs=1e-9)
+    assert main(["estimate", "--pred", str(out), "--gold", str(files / "gold.csv"),
+                 "--out", str(table)]) == 0
+    prev = pd.read_csv(table)
+    assert (prev["method"] == "ppi").all() and (prev["ci_low"] <= prev["estimate"]).all()
+    res = agreement(g["label_gold"].tolist(), g["label"].tolist(), n_boot=50)
+    assert res["krippendorff_alpha"]["estimate"] <= 1
