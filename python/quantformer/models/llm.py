@@ -23,7 +23,6 @@ Few-Shot Learners", section 2; Holtzman et al. 2021, "Surface Form Competition")
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import math
@@ -134,30 +133,49 @@ class LocalLM:
         the labels (one batch, right-padded) are run; without it each label's full sequence
         is run from the start (the plain forward pass the cache must equal).
         """
+        if use_cache:
+            return self._score_cached(prefix_ids, doc_ids, label_ids)
         torch = self._torch
-        n_lab = len(label_ids)
-        width = max(len(x) for x in label_ids)
-        pad = self.tokenizer.eos_token_id
-        body = [doc_ids + lab + [pad] * (width - len(lab)) for lab in label_ids]
-        past = None
-        if use_cache:  # doc_ids is never empty (the tail holds the generation prompt)
-            past = copy.deepcopy(self.prefix_cache(prefix_ids))
-            past.batch_repeat_interleave(n_lab)
-        else:
-            body = [prefix_ids + b for b in body]
-        with torch.no_grad():
-            logits = self.model(torch.tensor(body, device=self.device),
-                                **{self._cache_arg: past}, use_cache=use_cache).logits
-        logp = torch.log_softmax(logits.float(), dim=-1)
-        offset = len(doc_ids) + (0 if use_cache else len(prefix_ids))
         out = []
-        for i, lab in enumerate(label_ids):
-            total = 0.0
-            for j, tok in enumerate(lab):
-                pos = offset + j - 1
-                total += float(logp[i, pos, tok])
-            out.append(total)
+        with torch.no_grad():
+            for lab in label_ids:
+                ids = prefix_ids + doc_ids + lab
+                logp = torch.log_softmax(self.model(torch.tensor([ids], device=self.device))
+                                         .logits[0].float(), dim=-1)
+                start = len(ids) - len(lab)
+                out.append(sum(float(logp[start + j - 1, t]) for j, t in enumerate(lab)))
         return out
+
+    def _score_cached(self, prefix_ids, doc_ids, label_ids) -> list[float]:
+        """The document once on the prefix's cache, then each label on the document's; the
+        cache is cropped back after each label and to the prefix at the end (no copies)."""
+        torch = self._torch
+        cache = self.prefix_cache(prefix_ids)
+        n0, out = len(prefix_ids), []
+
+        def run(ids):
+            return torch.log_softmax(self.model(torch.tensor([ids], device=self.device),
+                                                **{self._cache_arg: cache}, use_cache=True)
+                                     .logits[0].float(), dim=-1)
+        try:
+            with torch.no_grad():
+                last = run(doc_ids)[-1]
+                for lab in label_ids:
+                    logp = run(lab[:-1])
+                    out.append(float(last[lab[0]]) + sum(float(logp[j - 1, t])
+                                                         for j, t in enumerate(lab) if j))
+                    _crop(cache, n0 + len(doc_ids))
+        finally:
+            _crop(cache, n0)
+        return out
+
+
+def _crop(cache, length: int) -> None:
+    """Cut a key-value cache back to ``length`` tokens (a negative ``crop`` removes that
+    many tokens in every transformers version that has it)."""
+    extra = cache.get_seq_length() - length
+    if extra > 0:
+        cache.crop(-extra)
 
 
 def normalise(logps: list[float]) -> list[float]:
