@@ -219,3 +219,39 @@ def build_all(root: Path | str) -> dict[str, Path]:
 if __name__ == "__main__":  # pragma: no cover
     for name, path in build_all(sys.argv[1] if len(sys.argv) > 1 else "tiny_models").items():
         print(name, path)
+
+
+#: a ChatML-style chat template for the tiny causal LM
+TINY_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def build_tiny_llama(out) -> Path:
+    """A 2-layer Llama causal LM with a byte-level BPE tokenizer and a chat template
+    (:data:`TINY_CHAT_TEMPLATE`; ``<|im_end|>`` is its end-of-sequence token)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    _seed()
+    vocab, merges = train_byte_bpe()
+    specials = ["<|im_start|>", "<|im_end|>"]
+    for s in specials:
+        vocab.setdefault(s, len(vocab))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="<|im_end|>",
+                                   pad_token="<pad>", unk_token="<unk>",
+                                   additional_special_tokens=specials)
+    fast.chat_template = TINY_CHAT_TEMPLATE
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=HIDDEN, intermediate_size=FFN,
+                         num_hidden_layers=LAYERS, num_attention_heads=HEADS,
+                         num_key_value_heads=HEADS, max_position_embeddings=2048,
+                         bos_token_id=vocab["<s>"], eos_token_id=vocab["<|im_end|>"],
+                         pad_token_id=vocab["<pad>"], initializer_range=0.3)
+    model = LlamaForCausalLM(config)
+    out = Path(out)
+    model.save_pretrained(out)
+    fast.save_pretrained(out)
+    return out

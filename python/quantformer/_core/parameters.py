@@ -34,6 +34,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "model": ("--model", ("model", "x")),
     "pred": ("--pred", ("x",)),
     "top": ("--top", ("n", "top")),
+    "llm": ("--llm", ("model",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("preserve_case", "overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")

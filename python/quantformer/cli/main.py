@@ -54,6 +54,7 @@ VERB_MODULES = [
     "quantformer.cli.behave",
     "quantformer.cli.code",
     "quantformer.cli.serve",
+    "quantformer.cli.annotate",
 ]
 
 

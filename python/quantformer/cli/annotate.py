@@ -1,0 +1,95 @@
+"""``quantformer annotate``: a large language model codes a corpus from the codebook."""
+
+from __future__ import annotations
+
+from .._core.atomic import write_json
+from ..infer.annotate import annotate, check_codebook_labels, draw_shots
+from ..io.frames import read_frame
+from ..io.writable import check_output_file
+from ..io.writing import write_frame
+from ..io.llm_cache import CodeCache
+from ..io.writable import check_writable
+from ..label.room.codebook import make_codebook
+from ..models.llm import EndpointLM, LocalLM, check_api_key
+from ._options import add_corpus_options, corpus_kwargs
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser(
+        "annotate",
+        help="a large language model codes documents from the codebook",
+        description="Code every document with a large language model prompted with the "
+                    "codebook (labels, descriptions, examples), optionally with k-shot "
+                    "examples from human codes. A local causal LM scores each label "
+                    "(log-probability of the label's tokens, normalised over labels; the "
+                    "codebook prefix's key-value cache is computed once); an endpoint "
+                    "speaking the OpenAI chat-completions protocol answers through "
+                    "structured output, unparsable answers marked unparsed. Output: doc_id, "
+                    "label, prob_<label>, unparsed, coder (the codes frame of a human "
+                    "coder), and a record OUT.json (prompt, prompt hash, model).",
+    )
+    p.add_argument("--input", required=True, help="corpus file")
+    add_corpus_options(p, label=False)
+    p.add_argument("--codebook", required=True,
+                   help="codebook file (.json, .csv, .tsv: label, description, examples)")
+    p.add_argument("--llm", required=True,
+                   help="a causal LM (Hugging Face id or folder), or the model name the "
+                        "--endpoint serves")
+    p.add_argument("--out", required=True, help="codes file (.parquet, .csv, .rds, ...)")
+    p.add_argument("--shots", type=int, default=0,
+                   help="k-shot examples drawn from --shots-from (default 0: zero-shot)")
+    p.add_argument("--shots-from", default=None,
+                   help="human codes (doc_id, text, label) to draw the shots from; never "
+                        "documents of --input")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shots' draw (default 0)")
+    p.add_argument("--endpoint", default=None,
+                   help="base URL of an OpenAI-compatible server, e.g. "
+                        "http://127.0.0.1:11434/v1 (default: load --llm locally)")
+    p.add_argument("--api-key-env", default=None,
+                   help="name of the environment variable holding the endpoint's API key "
+                        "(the key itself is never taken on the command line)")
+    p.add_argument("--concurrency", type=int, default=4,
+                   help="requests in flight to the endpoint (default 4)")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds per endpoint request (default 60)")
+    p.add_argument("--retries", type=int, default=4,
+                   help="retries of a request after a 429, 5xx, timeout or lost connection, "
+                        "with exponential backoff (default 4)")
+    p.add_argument("--cache", default=None,
+                   help="SQLite file of finished codes (default OUT.cache.sqlite); a rerun "
+                        "or resumed run computes only what is missing")
+    p.add_argument("--raw", action="store_true", help="keep the endpoint's raw answer")
+    p.add_argument("--device", default="cpu", help="torch device of a local model (cpu)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    check_output_file(args.out)
+    cache_path = args.cache or args.out + ".cache.sqlite"
+    check_writable(cache_path, "cache")
+    codebook = make_codebook(path=args.codebook)
+    labels = check_codebook_labels(codebook)
+    frame = read_frame(args.input, **corpus_kwargs(args, label=False))
+    human = None
+    if args.shots_from is not None:
+        human = read_frame(args.shots_from, require_label=True, **corpus_kwargs(args))
+    shots = draw_shots(human, args.shots, frame["doc_id"], frame["text"], labels, args.seed)
+    if args.endpoint is not None:
+        llm = EndpointLM(args.endpoint, args.llm, check_api_key(args.api_key_env),
+                         timeout=args.timeout, retries=args.retries)
+        llm.check()
+    else:
+        if args.api_key_env is not None:
+            check_api_key(args.api_key_env)
+        llm = LocalLM(args.llm, device=args.device)
+    cache = CodeCache(cache_path)
+    try:
+        codes, record = annotate(frame, codebook, llm, cache=cache, shots=shots,
+                                 keep_raw=args.raw, concurrency=args.concurrency)
+    finally:
+        cache.close()
+    write_frame(codes, args.out)
+    write_json(record, args.out + ".json")
+    print(f"wrote {len(codes)} codes to {args.out} ({record['from_cache']} from the cache, "
+          f"{record['unparsed']} unparsed)")
+    return 0

@@ -1,0 +1,202 @@
+"""``annotate``: a large language model codes documents from the codebook.
+
+The codebook (the coding room's format: ``label``, ``description``, ``examples``; see
+docs/contract.md) is rendered into one documented prompt (:func:`build_messages`): a system
+message naming the task and each label with its description and examples, optional k-shot
+examples drawn from human codes (user: the document, assistant: its label; never one of the
+documents being coded), then the document. The model answers with one label. Locally each
+label is scored (:class:`~quantformer.models.llm.LocalLM`); through an endpoint the label
+comes from structured output (:class:`~quantformer.models.llm.EndpointLM`) and an answer that
+does not parse is marked ``unparsed`` (counted and warned, never guessed).
+
+Validating an LLM against human codes as one more coder, and correcting estimates built on its
+codes with a gold sample, follow Ziems et al. (2024, Computational Linguistics), Bucher &
+Martini (2024) and Egami et al. (2023, NeurIPS).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+import pandas as pd
+
+from .._core.errors import InputError
+from ..io.llm_cache import CodeCache, text_hash
+from ..models.llm import DOC_SLOT, normalise
+
+INSTRUCTION = ("You code documents for a research project. Read the codebook, then answer "
+               "with exactly one label from it and nothing else.")
+
+
+def build_messages(codebook: list[dict], shots: list[tuple[str, str]] = ()) -> list[dict]:
+    """The chat messages of the prompt, the document left as :data:`DOC_SLOT`.
+
+    Args:
+        codebook: entries ``{"label", "description"?, "examples"?}``, in order.
+        shots: ``(text, label)`` pairs shown as earlier turns (k-shot).
+    """
+    lines = [INSTRUCTION, "", "Codebook:"]
+    for e in codebook:
+        line = f"- {e['label']}"
+        if e.get("description"):
+            line += f": {e['description']}"
+        lines.append(line)
+        for ex in e.get("examples") or []:
+            lines.append(f"  Example: {ex}")
+    lines += ["", "Labels: " + ", ".join(e["label"] for e in codebook)]
+    messages = [{"role": "system", "content": "\n".join(lines)}]
+    for text, label in shots:
+        messages += [{"role": "user", "content": f"Document:\n{text}"},
+                     {"role": "assistant", "content": label}]
+    messages.append({"role": "user", "content": f"Document:\n{DOC_SLOT}"})
+    return messages
+
+
+def prompt_hash(messages: list[dict]) -> str:
+    """SHA-256 of the prompt's messages (JSON, keys sorted), hex: the cache's prompt key."""
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def check_codebook_labels(codebook: list[dict]) -> list[str]:
+    """The labels, checked: at least two, none repeated.
+
+    Raises:
+        InputError: fewer than two labels or a repeated one.
+    """
+    labels = [str(e["label"]) for e in codebook]
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise InputError(f"{{codebook}} needs at least two different labels, not "
+                         f"{labels}", params=["codebook"])
+    return labels
+
+
+def draw_shots(human: pd.DataFrame | None, n: int, doc_ids, texts, labels: list[str],
+               seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` k-shot examples from human codes (``doc_id``, ``text``, ``label``), drawn at
+    random with ``seed``; none may be a document being coded (same id or same text).
+
+    Raises:
+        InputError: ``n`` above the human codes given, shots without ``shots_from``, a human
+            code outside the codebook, or a human-coded document among those being coded.
+    """
+    if n <= 0:
+        return []
+    if human is None:
+        raise InputError("{shots} needs human codes given with {shots_from}",
+                         params=["shots", "shots_from"])
+    human = human.dropna(subset=["label"])
+    if n > len(human):
+        raise InputError(f"{{shots}} is {n}, but {{shots_from}} has only {len(human)} coded "
+                         "documents; lower it or give more human codes",
+                         params=["shots", "shots_from"])
+    outside = sorted(set(human["label"].astype(str)) - set(labels))
+    if outside:
+        raise InputError(f"{{shots_from}} has labels the codebook lacks: {outside}",
+                         params=["shots_from"])
+    overlap = (set(human["doc_id"].astype(str)) & set(map(str, doc_ids))) | (
+        set(human["text"]) & set(texts))
+    if overlap:
+        raise InputError(f"{{shots_from}} shares {len(overlap)} documents with {{input}} (e.g. "
+                         f"{sorted(map(str, overlap))[:3]}); k-shot examples must never be "
+                         "documents being coded: remove them from one file",
+                         params=["shots_from", "input"])
+    pick = human.sample(n=n, random_state=seed)
+    return list(zip(pick["text"].astype(str), pick["label"].astype(str)))
+
+
+def _local_code(llm, head_ids, label_ids, tail, text):
+    logps = llm.score(head_ids, llm.ids(text + tail), label_ids)
+    probs = normalise(logps)
+    return probs, None
+
+
+def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache | None = None,
+             shots: list[tuple[str, str]] = (), keep_raw: bool = False,
+             concurrency: int = 4, progress=sys.stderr) -> tuple[pd.DataFrame, dict]:
+    """Code every document of ``frame`` (``doc_id``, ``text``) with ``llm``.
+
+    Args:
+        frame: the corpus frame.
+        codebook: the codebook entries (checked by :func:`check_codebook_labels`).
+        llm: a :class:`~quantformer.models.llm.LocalLM` or
+            :class:`~quantformer.models.llm.EndpointLM`.
+        cache: finished codes are read from and written to it one by one (resumable).
+        shots: k-shot ``(text, label)`` pairs (:func:`draw_shots`).
+        keep_raw: add the endpoint's raw answer as ``raw``.
+        concurrency: requests in flight to an endpoint (default 4).
+        progress: stream for the documents-per-second line (None: silent).
+
+    Returns:
+        The codes frame (``doc_id``, ``label``, ``prob_<label>``, ``unparsed``, ``coder``,
+        optional ``raw``) and the record (prompt, prompt hash, model, counts).
+    """
+    labels = check_codebook_labels(codebook)
+    messages = build_messages(codebook, shots)
+    phash = prompt_hash(messages)
+    texts = frame["text"].astype(str).tolist()
+    results: list = [None] * len(texts)
+    todo = []
+    for i, t in enumerate(texts):
+        hit = cache.get(llm.name, phash, text_hash(t)) if cache else None
+        if hit is None:
+            todo.append(i)
+        else:
+            results[i] = (hit[1], hit[0], hit[2])
+    n_cached = len(texts) - len(todo)
+    start = time.monotonic()
+    for done, (i, res) in enumerate(_run(llm, messages, labels, texts, todo, concurrency), 1):
+        results[i] = res
+        if cache:
+            cache.put(llm.name, phash, text_hash(texts[i]), res[1], res[0], res[2])
+        if progress is not None and (done % 10 == 0 or done == len(todo)):
+            rate = done / max(time.monotonic() - start, 1e-9)
+            print(f"\rannotate: {done}/{len(todo)} documents, {rate:.1f} docs/s",
+                  end="\n" if done == len(todo) else "", file=progress, flush=True)
+    return _frame(frame, labels, results, llm.name, keep_raw), {
+        "prompt": messages, "prompt_hash": phash, "model": llm.name, "labels": labels,
+        "shots": len(shots), "documents": len(texts), "from_cache": n_cached,
+        "unparsed": sum(1 for r in results if r[1] is None)}
+
+
+def _run(llm, messages, labels, texts, todo, concurrency):
+    """Yield ``(index, (probs, label, raw))`` as each document finishes."""
+    if hasattr(llm, "score"):
+        head, tail = llm.split_prompt(messages)
+        head_ids, label_ids = llm.ids(head), llm.label_ids(labels)
+        for i in todo:
+            probs, raw = _local_code(llm, head_ids, label_ids, tail, texts[i])
+            yield i, (probs, labels[max(range(len(labels)), key=probs.__getitem__)], raw)
+        return
+
+    def one(i):
+        msgs = [dict(m, content=m["content"].replace(DOC_SLOT, texts[i])) for m in messages]
+        label, raw = llm.code(msgs, labels)
+        return i, (None, label, raw)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    try:  # finished codes are yielded (and cached) as they come; a failure stops the rest
+        yield from (f.result() for f in as_completed([pool.submit(one, i) for i in todo]))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _frame(frame, labels, results, coder, keep_raw) -> pd.DataFrame:
+    out = pd.DataFrame({"doc_id": frame["doc_id"].values,
+                        "label": [r[1] for r in results]})
+    for k, lab in enumerate(labels):
+        out[f"prob_{lab}"] = [r[0][k] if r[0] is not None else math.nan for r in results]
+    out["unparsed"] = [r[1] is None for r in results]
+    out["coder"] = coder
+    if keep_raw:
+        out["raw"] = [r[2] for r in results]
+    n_bad = int(out["unparsed"].sum())
+    if n_bad:
+        warnings.warn(f"{n_bad} of {len(out)} answers did not parse as a codebook label; "
+                      "their rows are marked unparsed and have no label", stacklevel=2)
+    return out

@@ -1,0 +1,268 @@
+"""A large language model as a coder: one interface, "score the labels given a prompt".
+
+Two back-ends:
+
+* :class:`LocalLM`: a causal LM loaded with ``AutoModelForCausalLM`` (any Hugging Face id or
+  folder), its prompt built with the tokenizer's chat template. Each label is scored by the
+  summed log-probability of its full token sequence followed by the end-of-sequence token
+  after the prompt, normalised over the labels (so labels that are prefixes of each other,
+  ``pro`` and ``pro-life``, are told apart exactly: the end token closes each answer). The
+  codebook prefix is run once; its key-value cache is reused for every document and label.
+* :class:`EndpointLM`: a server speaking the OpenAI chat-completions protocol (Ollama, vLLM,
+  llama.cpp's server, ``transformers serve``). The label comes from structured output (a JSON
+  schema whose ``label`` is an enum of the codebook's labels); an answer that does not parse
+  strictly is returned as ``None`` (the caller marks it ``unparsed``). The API key is read
+  only from the environment variable the caller names; it is never printed, logged, cached
+  or written. This module is the only one that opens a network connection, and only to the
+  endpoint given.
+
+Scoring by label likelihood rather than parsing generated text follows the practice of
+zero-shot classification with language models (Brown et al. 2020, "Language Models are
+Few-Shot Learners", section 2; Holtzman et al. 2021, "Surface Form Competition").
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import random
+import time
+import urllib.error
+import urllib.request
+
+from .._core.errors import InputError
+
+#: stands for the document while the chat template is rendered (split off afterwards)
+DOC_SLOT = "\u0000DOCUMENT\u0000"
+
+
+def check_api_key(api_key_env: str | None) -> str | None:
+    """The API key from the environment variable named ``api_key_env`` (None when not named).
+
+    Raises:
+        InputError: the variable is unset or empty.
+    """
+    if api_key_env is None:
+        return None
+    key = os.environ.get(api_key_env, "")
+    if not key:
+        raise InputError(f"{{api_key_env}}: the environment variable '{api_key_env}' is unset "
+                         "or empty; set it to the endpoint's API key", params=["api_key_env"])
+    return key
+
+
+class LocalLM:
+    """A local causal LM that scores labels (see the module docstring).
+
+    Args:
+        model: a Hugging Face id or a folder saved with ``save_pretrained``.
+        device: torch device (default ``cpu``).
+
+    Raises:
+        InputError: the model is not a causal LM, or its tokenizer has no chat template or
+            no end-of-sequence token.
+    """
+
+    def __init__(self, model: str, device: str = "cpu"):
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+        config = AutoConfig.from_pretrained(model)
+        archs = getattr(config, "architectures", None) or []
+        if getattr(config, "is_encoder_decoder", False) or (
+                archs and not any(a.endswith("ForCausalLM") or a.endswith("LMHeadModel")
+                                  for a in archs)):
+            raise InputError(f"{{llm}} '{model}' is not a causal language model "
+                             f"(architectures: {', '.join(archs) or 'none'}); give a "
+                             "decoder-only model such as a Llama, Qwen or GPT-2 checkpoint",
+                             params=["llm"])
+        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise InputError(f"{{llm}} '{model}': its tokenizer has no chat template",
+                             params=["llm"])
+        if self.tokenizer.eos_token_id is None:
+            raise InputError(f"{{llm}} '{model}': its tokenizer has no end-of-sequence token",
+                             params=["llm"])
+        self.model = AutoModelForCausalLM.from_pretrained(model).to(device).eval()
+        self.device = device
+        self.name = model
+        self._torch = torch
+        self._prefix: tuple[list[int], object] | None = None
+        # transformers >= 5.2x names the key-value cache argument ``cache``
+        self._cache_arg = ("cache" if "cache" in inspect.signature(self.model.forward).parameters
+                           else "past_key_values")
+
+    def split_prompt(self, messages: list[dict]) -> tuple[str, str]:
+        """The rendered chat (generation prompt added) cut at :data:`DOC_SLOT`: the text before
+        the document (identical for every document) and the text after it."""
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False,
+                                                  add_generation_prompt=True)
+        if text.count(DOC_SLOT) != 1:
+            raise InputError("the prompt must hold the document exactly once", params=[])
+        head, tail = text.split(DOC_SLOT)
+        return head, tail
+
+    def ids(self, text: str) -> list[int]:
+        """Token ids of ``text`` with no special tokens added."""
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def label_ids(self, labels: list[str]) -> list[list[int]]:
+        """Each label's tokens followed by the end-of-sequence token."""
+        return [self.ids(lab) + [self.tokenizer.eos_token_id] for lab in labels]
+
+    def sequences(self, head: str, doc: str, tail: str) -> tuple[list[int], list[int]]:
+        """The prefix ids (codebook, shared) and the document's ids (document and tail)."""
+        return self.ids(head), self.ids(doc + tail)
+
+    def prefix_cache(self, prefix_ids: list[int]):
+        """Run the shared prefix once; its key-value cache (memoised for the same ids)."""
+        if self._prefix is None or self._prefix[0] != prefix_ids:
+            with self._torch.no_grad():
+                out = self.model(self._torch.tensor([prefix_ids], device=self.device),
+                                 use_cache=True)
+            self._prefix = (list(prefix_ids), out.past_key_values)
+        return self._prefix[1]
+
+    def score(self, prefix_ids: list[int], doc_ids: list[int], label_ids: list[list[int]],
+              use_cache: bool = True) -> list[float]:
+        """Summed log-probability of each label's sequence after ``prefix_ids + doc_ids``.
+
+        With ``use_cache`` the prefix's key-value cache is reused and only the document and
+        the labels (one batch, right-padded) are run; without it each label's full sequence
+        is run from the start (the plain forward pass the cache must equal).
+        """
+        if use_cache:
+            return self._score_cached(prefix_ids, doc_ids, label_ids)
+        torch = self._torch
+        out = []
+        with torch.no_grad():
+            for lab in label_ids:
+                ids = prefix_ids + doc_ids + lab
+                logp = torch.log_softmax(self.model(torch.tensor([ids], device=self.device))
+                                         .logits[0].float(), dim=-1)
+                start = len(ids) - len(lab)
+                out.append(sum(float(logp[start + j - 1, t]) for j, t in enumerate(lab)))
+        return out
+
+    def _score_cached(self, prefix_ids, doc_ids, label_ids) -> list[float]:
+        """The document once on the prefix's cache, then each label on the document's; the
+        cache is cropped back after each label and to the prefix at the end (no copies)."""
+        torch = self._torch
+        cache = self.prefix_cache(prefix_ids)
+        n0, out = len(prefix_ids), []
+
+        def run(ids):
+            return torch.log_softmax(self.model(torch.tensor([ids], device=self.device),
+                                                **{self._cache_arg: cache}, use_cache=True)
+                                     .logits[0].float(), dim=-1)
+        try:
+            with torch.no_grad():
+                last = run(doc_ids)[-1]
+                for lab in label_ids:
+                    logp = run(lab[:-1])
+                    out.append(float(last[lab[0]]) + sum(float(logp[j - 1, t])
+                                                         for j, t in enumerate(lab) if j))
+                    _crop(cache, n0 + len(doc_ids))
+        finally:
+            _crop(cache, n0)
+        return out
+
+
+def _crop(cache, length: int) -> None:
+    """Cut a key-value cache back to ``length`` tokens (a negative ``crop`` removes that
+    many tokens in every transformers version that has it)."""
+    extra = cache.get_seq_length() - length
+    if extra > 0:
+        cache.crop(-extra)
+
+
+def normalise(logps: list[float]) -> list[float]:
+    """Probabilities from summed log-probabilities, normalised over the labels (softmax)."""
+    top = max(logps)
+    w = [math.exp(x - top) for x in logps]
+    s = sum(w)
+    return [x / s for x in w]
+
+
+class EndpointLM:
+    """A client of an OpenAI-compatible chat-completions endpoint.
+
+    Args:
+        endpoint: base URL, e.g. ``http://127.0.0.1:11434/v1``.
+        model: the model name the server knows.
+        api_key: the key (from :func:`check_api_key`); sent as a bearer token only.
+        timeout: seconds per request (default 60).
+        retries: attempts after a 429, 5xx or timeout (default 4), with exponential backoff
+            and jitter.
+
+    Raises:
+        InputError: (from :meth:`check`) the endpoint does not answer.
+    """
+
+    def __init__(self, endpoint: str, model: str, api_key: str | None = None,
+                 timeout: float = 60.0, retries: int = 4):
+        self.endpoint = endpoint.rstrip("/")
+        self.name = model
+        self._key = api_key
+        self.timeout = timeout
+        self.retries = retries
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"EndpointLM(endpoint={self.endpoint!r}, model={self.name!r})"
+
+    def _request(self, path: str, body: dict | None = None) -> dict:
+        headers = {"Content-Type": "application/json"}
+        if self._key:
+            headers["Authorization"] = "Bearer " + self._key
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        req = urllib.request.Request(self.endpoint + path, data=data, headers=headers,
+                                     method="GET" if body is None else "POST")
+        with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            return json.loads(resp.read().decode("utf-8"))
+
+    def check(self) -> None:
+        """Ask the endpoint for its models once (before any work)."""
+        try:
+            self._request("/models")
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise InputError(f"{{endpoint}} '{self.endpoint}' does not answer ({reason}); "
+                             "start the server or correct the URL",
+                             params=["endpoint"]) from None
+
+    def code(self, messages: list[dict], labels: list[str]) -> tuple[str | None, str]:
+        """The label the model answers (None when the answer does not parse) and the raw
+        answer. Retries 429/5xx/timeouts with backoff; other HTTP errors raise."""
+        body = {"model": self.name, "messages": messages, "temperature": 0,
+                "response_format": {"type": "json_schema", "json_schema": {
+                    "name": "code", "strict": True, "schema": {
+                        "type": "object", "properties": {"label": {"type": "string",
+                                                                   "enum": list(labels)}},
+                        "required": ["label"], "additionalProperties": False}}}}
+        for attempt in range(self.retries + 1):
+            try:
+                reply = self._request("/chat/completions", body)
+                break
+            except urllib.error.HTTPError as exc:
+                if exc.code != 429 and exc.code < 500 or attempt == self.retries:
+                    raise
+            except (TimeoutError, urllib.error.URLError, ConnectionError):
+                if attempt == self.retries:
+                    raise
+            time.sleep(min(30.0, 0.5 * 2 ** attempt) * (0.5 + random.random()))
+        raw = reply["choices"][0]["message"].get("content") or ""
+        return parse_label(raw, labels), raw
+
+
+def parse_label(raw: str, labels: list[str]) -> str | None:
+    """The label of a strict answer: JSON ``{"label": L}`` or the bare label, L one of
+    ``labels``; anything else None (never guessed)."""
+    text = raw.strip()
+    try:
+        obj = json.loads(text)
+        cand = obj.get("label") if isinstance(obj, dict) else obj
+    except ValueError:
+        cand = text
+    return cand if isinstance(cand, str) and cand in labels else None

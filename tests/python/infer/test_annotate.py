@@ -1,0 +1,229 @@
+"""quantformer annotate (issue 35): an LLM codes from the codebook, scored, cached, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+import tiny_models
+
+from quantformer.cli.main import main
+from quantformer.infer.annotate import build_messages
+from quantformer.models.llm import LocalLM, normalise
+
+CODEBOOK = [{"label": "pro", "description": "supports the policy", "examples": ["Yes, do it."]},
+            {"label": "pro-life", "description": "against abortion"},
+            {"label": "contra", "description": "opposes the policy"}]
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory):
+    return tiny_models.build_tiny_llama(tmp_path_factory.mktemp("models") / "llama")
+
+
+@pytest.fixture()
+def files(tmp_path):
+    corpus = pd.DataFrame({"doc_id": [f"d{i}" for i in range(6)],
+                           "text": tiny_models._SENTENCES[:6]})
+    human = pd.DataFrame({"doc_id": [f"h{i}" for i in range(4)],
+                          "text": tiny_models._SENTENCES[10:14],
+                          "label": ["pro", "contra", "pro-life", "pro"]})
+    corpus.to_csv(tmp_path / "corpus.csv", index=False)
+    human.to_csv(tmp_path / "human.csv", index=False)
+    (tmp_path / "codebook.json").write_text(json.dumps(CODEBOOK))
+    return tmp_path
+
+
+def _plain_logp(llm, ids, n_label):
+    """Summed log-softmax of the last ``n_label`` tokens of ``ids`` in one plain forward pass."""
+    import torch
+
+    with torch.no_grad():
+        logits = llm.model(torch.tensor([ids])).logits[0]
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    return sum(float(logp[p - 1, ids[p]]) for p in range(len(ids) - n_label, len(ids)))
+
+
+def test_label_scores_equal_a_plain_forward_pass_with_and_without_prefix_cache(llama_dir):
+    llm = LocalLM(str(llama_dir))
+    head, tail = llm.split_prompt(build_messages(CODEBOOK, [("A shot.", "contra")]))
+    labels = [e["label"] for e in CODEBOOK]
+    label_ids = llm.label_ids(labels)
+    assert label_ids[0][:-1] == label_ids[1][:len(label_ids[0]) - 1]  # "pro" prefixes "pro-life"
+    assert all(x[-1] == llm.tokenizer.eos_token_id for x in label_ids)
+    for text in tiny_models._SENTENCES[:3]:
+        prefix_ids, doc_ids = llm.sequences(head, text, tail)
+        want = [_plain_logp(llm, prefix_ids + doc_ids + lab, len(lab)) for lab in label_ids]
+        cached = llm.score(prefix_ids, doc_ids, label_ids, use_cache=True)
+        plain = llm.score(prefix_ids, doc_ids, label_ids, use_cache=False)
+        assert cached == pytest.approx(want, abs=1e-5)
+        assert plain == pytest.approx(want, abs=1e-5)
+        assert sum(normalise(cached)) == pytest.approx(1.0)
+
+
+def test_annotate_writes_codes_record_and_reuses_the_cache(llama_dir, files, capsys):
+    out = files / "codes.parquet"
+    argv = ["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+            str(files / "codebook.json"), "--llm", str(llama_dir), "--out", str(out),
+            "--shots", "2", "--shots-from", str(files / "human.csv")]
+    assert main(argv) == 0
+    codes = pd.read_parquet(out)
+    record = json.loads((files / "codes.parquet.json").read_text())
+    assert list(codes.columns) == ["doc_id", "label", "prob_pro", "prob_pro-life",
+                                   "prob_contra", "unparsed", "coder"]
+    assert codes["doc_id"].tolist() == [f"d{i}" for i in range(6)]
+    probs = codes[["prob_pro", "prob_pro-life", "prob_contra"]].to_numpy()
+    assert probs.sum(axis=1) == pytest.approx([1.0] * 6)
+    assert codes["label"].tolist() == [["pro", "pro-life", "contra"][k]
+                                       for k in probs.argmax(axis=1)]
+    assert record["from_cache"] == 0 and record["shots"] == 2 and len(record["prompt"]) == 6
+    # the record's prompt scored directly gives the same probabilities
+    llm = LocalLM(str(llama_dir))
+    head, tail = llm.split_prompt(record["prompt"])
+    p, d = llm.sequences(head, tiny_models._SENTENCES[0], tail)
+    direct = normalise(llm.score(p, d, llm.label_ids(record["labels"])))
+    assert probs[0] == pytest.approx(direct, abs=1e-6)
+    # a rerun reads every code from the cache and writes the same frame
+    assert main(argv) == 0
+    assert json.loads((files / "codes.parquet.json").read_text())["from_cache"] == 6
+    pd.testing.assert_frame_equal(pd.read_parquet(out), codes)
+
+
+def _bad(files, llama_dir, *extra, llm=None, out="codes.parquet"):
+    argv = ["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+            str(files / "codebook.json"), "--llm", str(llm or llama_dir),
+            "--out", str(files / out), *extra]
+    return main(argv)
+
+
+def test_bad_inputs_fail_before_any_work_and_write_nothing(llama_dir, tiny_bert_dir, files,
+                                                           capsys, monkeypatch):
+    (files / "one.json").write_text(json.dumps([{"label": "only"}]))
+    overlap = pd.read_csv(files / "corpus.csv").assign(label="pro")
+    overlap.to_csv(files / "overlap.csv", index=False)
+    monkeypatch.delenv("QF_TEST_KEY", raising=False)
+    cases = [
+        (["--codebook", str(files / "one.json")], "two", None),
+        (["--shots", "5", "--shots-from", str(files / "human.csv")], "only 4", None),
+        (["--shots", "1", "--shots-from", str(files / "overlap.csv")], "never", None),
+        (["--api-key-env", "QF_TEST_KEY"], "QF_TEST_KEY", None),
+        ([], "not a causal language model", tiny_bert_dir),
+        (["--endpoint", "http://127.0.0.1:9/v1"], "does not answer", None),
+    ]
+    for extra, words, llm in cases:
+        capsys.readouterr()
+        assert _bad(files, llama_dir, *extra, llm=llm) == 2, extra
+        assert words in capsys.readouterr().err, extra
+        assert not (files / "codes.parquet").exists() and not any(files.glob("*.sqlite"))
+    before = sorted(os.listdir(files))
+    assert _bad(files, llama_dir, out="corpus.csv/codes.parquet") == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "Loading" not in err  # refused before the model loads
+    assert sorted(os.listdir(files)) == before
+
+
+SERVER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "llm_server.py")
+
+
+def _serve(llama_dir, tmp_path, *faults):
+    """Start the chat-completions server process; returns (process, base URL)."""
+    import subprocess
+    import sys
+    import time
+
+    port_file = tmp_path / f"port{len(list(tmp_path.glob('port*')))}"
+    proc = subprocess.Popen([sys.executable, SERVER, str(llama_dir), str(port_file), *faults],
+                            stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        if port_file.exists():
+            return proc, f"http://127.0.0.1:{port_file.read_text()}/v1"
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the test server did not start")
+
+
+def _endpoint_argv(files, llama_dir, url, *extra):
+    return ["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+            str(files / "codebook.json"), "--llm", str(llama_dir), "--endpoint", url,
+            "--out", str(files / "codes.parquet"), "--concurrency", "1", *extra]
+
+
+@pytest.fixture()
+def local_labels(llama_dir, files):
+    out = files / "local.parquet"
+    assert main(["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+                 str(files / "codebook.json"), "--llm", str(llama_dir), "--out", str(out)]) == 0
+    return pd.read_parquet(out)["label"].tolist()
+
+
+def test_endpoint_retries_429_and_timeouts_and_matches_local_labels(llama_dir, files,
+                                                                    local_labels):
+    proc, url = _serve(llama_dir, files, "--fail-429", "2", "--slow", "3")
+    try:
+        assert main(_endpoint_argv(files, llama_dir, url, "--timeout", "1", "--raw")) == 0
+    finally:
+        proc.kill()
+    codes = pd.read_parquet(files / "codes.parquet")
+    assert codes["label"].tolist() == local_labels
+    assert not codes["unparsed"].any()
+    assert codes["raw"].tolist() == [json.dumps({"label": x}) for x in local_labels]
+
+
+def test_killed_endpoint_keeps_finished_codes_and_a_rerun_resumes(llama_dir, files,
+                                                                  local_labels):
+    proc, url = _serve(llama_dir, files, "--die-after", "3")
+    try:
+        assert main(_endpoint_argv(files, llama_dir, url, "--retries", "1")) == 1
+    finally:
+        proc.kill()
+    assert not (files / "codes.parquet").exists()
+    proc, url = _serve(llama_dir, files)
+    try:
+        assert main(_endpoint_argv(files, llama_dir, url)) == 0
+    finally:
+        proc.kill()
+    record = json.loads((files / "codes.parquet.json").read_text())
+    assert record["from_cache"] == 3
+    assert pd.read_parquet(files / "codes.parquet")["label"].tolist() == local_labels
+
+
+def test_unparsable_answers_are_marked_counted_and_warned(llama_dir, files, capsys):
+    proc, url = _serve(llama_dir, files, "--garbage")
+    try:
+        assert main(_endpoint_argv(files, llama_dir, url)) == 0
+    finally:
+        proc.kill()
+    assert "warning: 6 of 6 answers did not parse" in capsys.readouterr().err
+    codes = pd.read_parquet(files / "codes.parquet")
+    assert codes["unparsed"].all() and codes["label"].isna().all()
+    assert json.loads((files / "codes.parquet.json").read_text())["unparsed"] == 6
+
+
+def test_llm_codes_feed_ppi_estimates_and_reliability_unchanged(llama_dir, files, capsys):
+    """The codes frame is read by `estimate` as any prediction file (issue 35, section 2)."""
+    from quantformer.score.reliability import agreement
+
+    out = files / "codes.parquet"
+    pd.DataFrame({"doc_id": [f"d{i}" for i in range(20)],
+                  "text": tiny_models._SENTENCES}).to_csv(files / "big.csv", index=False)
+    assert main(["annotate", "--input", str(files / "big.csv"), "--codebook",
+                 str(files / "codebook.json"), "--llm", str(llama_dir), "--out", str(out)]) == 0
+    codes = pd.read_parquet(out)
+    gold = codes[["doc_id"]].assign(label=(["pro", "contra", "pro-life", "pro"] * 5)[:20])
+    gold.iloc[:12].to_csv(files / "gold.csv", index=False)
+    table = files / "prev.csv"
+    g = gold.iloc[:12].merge(codes, on="doc_id", suffixes=("_gold", ""))
+    for method, want in [("naive", codes["label"]), ("gold", g["label_gold"])]:
+        assert main(["estimate", "--pred", str(out), "--gold", str(files / "gold.csv"),
+                     "--method", method, "--out", str(table)]) == 0
+        prev = pd.read_csv(table).set_index("class")
+        for lab in ["pro", "contra"]:
+            assert prev.loc[lab, "estimate"] == pytest.approx((want == lab).mean(), abs=1e-9)
+    assert main(["estimate", "--pred", str(out), "--gold", str(files / "gold.csv"),
+                 "--out", str(table)]) == 0
+    prev = pd.read_csv(table)
+    assert (prev["method"] == "ppi").all() and (prev["ci_low"] <= prev["estimate"]).all()
+    res = agreement(g["label_gold"].tolist(), g["label"].tolist(), n_boot=50)
+    assert res["krippendorff_alpha"]["estimate"] <= 1

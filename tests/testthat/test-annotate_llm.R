@@ -1,0 +1,34 @@
+# A tiny causal LM built by the Python test helpers (tests/python/tiny_models.py).
+tiny_llama <- function() {
+  helpers <- normalizePath(testthat::test_path("..", "python"), mustWork = TRUE)
+  dir <- file.path(tempdir(), "tiny-llama")
+  if (!dir.exists(dir)) {
+    py <- quantformer:::find_python()$python
+    processx::run(py, c("-c", sprintf(
+      "import sys; sys.path.insert(0, %s); import tiny_models; tiny_models.build_tiny_llama(%s)",
+      deparse(helpers), deparse(dir))), env = quantformer:::child_env())
+  }
+  dir
+}
+
+test_that("annotate_llm codes each document from the codebook with label probabilities", {
+  skip_if_no_verb("annotate")
+  llm <- tiny_llama()
+  x <- c(a = "We must reduce the deficit.", b = "Climate change is real.",
+         c = "Thank you for the reply.")
+  cb <- data.frame(label = c("pro", "contra"),
+                   description = c("supports the policy", "opposes the policy"))
+  cache <- tempfile(fileext = ".sqlite")
+  codes <- annotate_llm(x, cb, model = llm, cache = cache)
+  expect_equal(codes$doc_id, c("a", "b", "c"))
+  expect_equal(names(codes), c("doc_id", "label", "prob_pro", "prob_contra", "unparsed",
+                               "coder"))
+  expect_equal(codes$prob_pro + codes$prob_contra, c(1, 1, 1), tolerance = 1e-6)
+  expect_equal(codes$label, ifelse(codes$prob_pro > codes$prob_contra, "pro", "contra"))
+  expect_equal(annotate_llm(x, cb, model = llm, cache = cache), codes)  # from the cache
+  expect_error(annotate_llm(x, cb[1, ], model = llm), "at least two")
+  expect_error(annotate_llm(x, cb, model = llm, shots = 2,
+                            shots_from = data.frame(doc_id = "a", text = x[["a"]],
+                                                    label = "pro")),
+               "only 1")
+})
