@@ -33,6 +33,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "task": ("--task", ("task",)),
     "model": ("--model", ("model", "x")),
     "pred": ("--pred", ("x",)),
+    "corpus": ("--corpus", ("x",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")

@@ -36,6 +36,7 @@ VERB_MODULES = [
     "quantformer.cli.tokenize",
     "quantformer.cli.example",
     "quantformer.cli.finetune",
+    "quantformer.cli.pretrain",
     "quantformer.cli.predict",
     "quantformer.cli.evaluate",
     "quantformer.cli.estimate",
