@@ -171,10 +171,11 @@ def read_corpus(corpus, **corpus_kw) -> tuple[list[str], dict]:
             else:
                 n_empty += 1
     if len(texts) < MIN_DOCS:
-        what = "every text is empty" if texts == [] else f"only {len(texts)} have text"
-        raise InputError(
-            f"{{corpus}} has {len(texts) + n_empty} documents and {what}; further pretraining "
-            f"needs at least {MIN_DOCS} documents with text (thousands help)", params=["corpus"])
+        n = len(texts) + n_empty
+        what = (f"has {n} documents and every text is empty" if not texts
+                else f"has only {len(texts)} documents with text (of {n})")
+        raise InputError(f"{{corpus}} {what}; further pretraining needs at least {MIN_DOCS} "
+                         "documents with text (thousands help)", params=["corpus"])
     return texts, {"n_docs": len(texts), "n_empty": n_empty, "sha256": digest.hexdigest(),
                    "source": None if isinstance(corpus, pd.DataFrame) else str(corpus)}
 
@@ -224,8 +225,10 @@ def mlm_parts(run: Run) -> dict:
     enc = tok(run.texts, truncation=True,
               max_length=s["max_length"], return_special_tokens_mask=True,
               return_offsets_mapping=s["whole_word"])
+    # whole words are always replaced by [MASK] (transformers has no random-word option)
+    replace = {"mask_replace_prob": 1.0, "random_replace_prob": 0.0} if s["whole_word"] else {}
     collate = DataCollatorForLanguageModeling(tok, mlm_probability=s["mask_prob"],
-                                              whole_word_mask=s["whole_word"])
+                                              whole_word_mask=s["whole_word"], **replace)
     return {"model": model.to(run.device), "tokenizer": tok, "encodings": enc,
             "collate": collate, "head": _mlm_head(model), "new_head": new_head,
             "lengths": np.array([len(x) for x in enc["input_ids"]])}
