@@ -578,7 +578,9 @@ def _train_and_write(run: Run, resume: bool, described: dict, why: str, model, o
     before = evaluate(run)
     run.say(f"held-out {s['objective']} loss before: {before['loss']}"
             + (f" (perplexity {before['perplexity']})" if "perplexity" in before else ""))
+    trained = time.perf_counter()
     losses = _phases(run, info)
+    losses["train_seconds"] = round(time.perf_counter() - trained, 3)
     after = evaluate(run)
     n_tokens = int(run.lengths.sum())
     record = {
