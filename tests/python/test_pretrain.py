@@ -87,6 +87,16 @@ def test_tsdae_writes_a_sentence_transformer(corpus, tiny_bert_dir, tmp_path, ca
     assert (out / "modules.json").is_file()
     vec = SentenceTransformer(str(out), device="cpu").encode(["a text"])
     assert vec.shape == (1, 32)
+    train = tmp_path / "train.csv"
+    toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4).to_csv(train, index=False)
+    assert main(["finetune", "--method", "setfit", "--model", str(out), "--train", str(train),
+                 "--setfit-iterations", "1", "--quiet", "--device", "cpu",
+                 "--out", str(tmp_path / "sf")]) == 0
+    assert read_record(tmp_path / "sf")["method"] == "setfit"
+    assert main(["zeroshot", "--method", "embedding", "--model", str(out), "--input",
+                 str(train), "--labels", "economy,other", "--quiet", "--device", "cpu",
+                 "--out", str(tmp_path / "z.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "z.csv")["predicted"]) <= {"economy", "other"}
     # auto on a sentence-transformers folder chooses TSDAE and says why
     again = pretrain(corpus, tmp_path / "auto", str(out), max_steps=1, **TINY)
     assert again["objective"] == "tsdae" and "Wang et al. 2021" in again["objective_reason"]
