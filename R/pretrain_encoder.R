@@ -56,8 +56,8 @@
 #' fit <- textmodel_finetune(coded_speeches, y = "party", model = enc)
 #' }
 #' @export
-pretrain_encoder <- function(x, model = "default", out = NULL, objective = c("auto", "mlm", "tsdae"),
-                             epochs = NULL, max_steps = NULL, max_length = 128,
+pretrain_encoder <- function(x, model = "default", out = NULL,
+                             objective = c("auto", "mlm", "tsdae"), epochs = NULL, max_steps = NULL, max_length = 128,
                              mask_prob = 0.15, whole_word = FALSE, validation = 0.05,
                              seed = 42, lr = NULL, batch_size = 32, resume = FALSE,
                              device = "auto", text_field = "text", docid_field = "doc_id",

@@ -144,8 +144,8 @@ def heldout_mlm_loss(model, tok, texts, max_length: int, batch_size: int, seed: 
 
 def hf_trainer(base: str, texts, args, out: Path) -> tuple[float, object]:
     """Hugging Face Trainer + DataCollatorForLanguageModeling (run_mlm.py), timed training."""
-    from transformers import (AutoModelForMaskedLM, AutoTokenizer,
-                              DataCollatorForLanguageModeling, Trainer, TrainingArguments)
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
     tok = AutoTokenizer.from_pretrained(base)
     model = AutoModelForMaskedLM.from_pretrained(base)
@@ -153,7 +153,8 @@ def hf_trainer(base: str, texts, args, out: Path) -> tuple[float, object]:
     data = [{k: enc[k][i] for k in enc} for i in range(len(texts))]
     targs = TrainingArguments(
         output_dir=str(out / "hf"), per_device_train_batch_size=args.batch_size,
-        max_steps=args.steps, learning_rate=5e-5, warmup_steps=int(0.06 * args.steps), weight_decay=0.0,
+        max_steps=args.steps, learning_rate=5e-5, warmup_steps=int(0.06 * args.steps),
+        weight_decay=0.0,
         lr_scheduler_type="linear", seed=args.seed, report_to=[], save_strategy="no",
         logging_strategy="no", disable_tqdm=True, use_cpu=args.device == "cpu",
         dataloader_num_workers=0)

@@ -32,6 +32,7 @@ _LAZY = {
     "Classifier": "quantformer.infer.classifier:Classifier",
     "zeroshot": "quantformer.infer.zeroshot:zeroshot",
     "embed": "quantformer.infer.embed:embed",
+    "pretrain": "quantformer.train.pretrain:pretrain",
     "tune": "quantformer.select.tune",
     "compare": "quantformer.select.compare",
     "baselines": "quantformer.train.baselines",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quantformer._core.errors import InputError, ModelDirError
+from quantformer._core.errors import ModelDirError
 from quantformer.cli.main import main
 from quantformer.io.modeldir import encoder_record, read_record
 from quantformer.train.pretrain import delete_words, pretrain

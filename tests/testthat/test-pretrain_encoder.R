@@ -1,6 +1,6 @@
 # pretrain_encoder(): `quantformer pretrain` of the bundled all-MiniLM-L6-v2 (TSDAE, one step).
 
-test_that("pretrain_encoder() gives an encoder that textmodel_finetune() and textstat_embeddings() accept (issue 33)", {
+test_that("issue 33: pretrain_encoder() gives an encoder textmodel_finetune() takes", {
   skip_if_no_verb("pretrain")
   texts <- paste("The committee discussed taxes, schools and energy, item", seq_len(110))
   enc <- pretrain_encoder(texts, max_steps = 1, batch_size = 16, max_length = 32,
