@@ -54,3 +54,9 @@ model_dir_of <- function(model, arg = "model", null_ok = FALSE, exists = FALSE) 
               "a textmodel_finetune object or the folder of a fine-tuned model",
               if (one_path) paste0("; '", model, "' is no folder") else " (one path)")
 }
+
+# The folder of a pretrain_encoder() result (a `quantformer_encoder`), so that every `model`
+# argument that takes a hub id or a folder takes an encoder too; any other value as it is.
+encoder_path <- function(model) {
+  if (inherits(model, "quantformer_encoder")) model$path else model
+}

@@ -225,7 +225,7 @@ cli_flags <- function(...) {
   args <- list(...)
   out <- character()
   for (nm in names(args)) {
-    v <- args[[nm]]
+    v <- encoder_path(args[[nm]])  # R/arguments.R
     if (is.null(v) || identical(v, FALSE)) next
     flag <- paste0("--", gsub("_", "-", nm, fixed = TRUE))
     val <- if (is.numeric(v)) format(v, scientific = FALSE, trim = TRUE, digits = 15)

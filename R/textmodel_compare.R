@@ -39,7 +39,8 @@
 #' @param repeats draws per training size (5).
 #' @param seed base seed (1).
 #' @param folds cross-validation folds for tuning the baselines (5).
-#' @param model the Transformer of `"default"`: `NULL` (all-MiniLM-L6-v2), a hub id or a folder.
+#' @param model the Transformer of `"default"`: `NULL` (all-MiniLM-L6-v2), a hub id, a folder
+#'   or a [pretrain_encoder()] result.
 #' @param epochs,lr fine-tuning epochs and learning rate; `NULL` takes the defaults by model
 #'   size.
 #' @param max_length integer or `NULL`: tokens per document for the Transformer; `NULL` (the

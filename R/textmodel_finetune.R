@@ -21,8 +21,8 @@
 #'   value becomes a class: use `task = "regression"` for a numeric outcome, `factor(y)` to keep
 #'   the classes. For `task = "regression"` a numeric vector (or docvar name); for
 #'   `task = "multilabel"` see `task`.
-#' @param model `NULL` (the bundled all-MiniLM-L6-v2), a Hugging Face hub id or the path of a
-#'   local model folder.
+#' @param model `NULL` (the bundled all-MiniLM-L6-v2), a Hugging Face hub id, the path of a
+#'   local model folder or an encoder pretrained further on your texts ([pretrain_encoder()]).
 #' @param epochs,lr number of training epochs and peak learning rate; `NULL` takes the Python
 #'   core's defaults for the model.
 #' @param batch_size documents per training step (16).

@@ -9,8 +9,9 @@
 #'
 #' @param x documents: a quanteda corpus, a character vector or a data frame with a text
 #'   column (`text_field`).
-#' @param model `NULL` (the bundled all-MiniLM-L6-v2, 384 dimensions), a Hugging Face hub id or
-#'   the path of a local model folder (character scalar).
+#' @param model `NULL` (the bundled all-MiniLM-L6-v2, 384 dimensions), a Hugging Face hub id,
+#'   the path of a local model folder (character scalar) or an encoder from
+#'   [pretrain_encoder()].
 #' @param normalize logical: scale each vector to unit length, so that the dot product of two
 #'   rows is their cosine similarity (default `FALSE`: the mean-pooled vectors as they are, as
 #'   `quantformer embed` gives them).
@@ -56,6 +57,7 @@ textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length =
   truncation <- match.arg(truncation)
   if (!is.logical(normalize) || length(normalize) != 1 || is.na(normalize))
     input_error("`normalize` must be TRUE or FALSE, not ", format(normalize), call. = FALSE)
+  model <- encoder_path(model)  # R/arguments.R
   if (!is.null(model) && (!is.character(model) || length(model) != 1 || is.na(model)))
     input_error("`model` must be NULL, a hub id or a model folder (one string)", call. = FALSE)
   frame <- as_frame(x, text_field, docid_field)

@@ -48,7 +48,7 @@ PY
         --device cuda --model "$MODEL" --data-dir "$DATA" --out "$OUT/chunks.json" ;;
     annotate)
       [ -f bench/bench_annotate.py ] && part annotate 120 python3 bench/bench_annotate.py \
-        --device cuda --out "$OUT/annotate.json" ;;
+        --device cuda --docs 40 ;;
   esac
 done
 rm -rf "$OUT/abortion-model"

@@ -33,6 +33,7 @@ _LAZY = {
     "Classifier": "quantformer.infer.classifier:Classifier",
     "zeroshot": "quantformer.infer.zeroshot:zeroshot",
     "embed": "quantformer.infer.embed:embed",
+    "pretrain": "quantformer.train.pretrain:pretrain",
     "tune": "quantformer.select.tune:tune",
     "compare": "quantformer.select.compare:compare",
     "baselines": "quantformer.train.baselines",

@@ -35,6 +35,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "pred": ("--pred", ("x",)),
     "top": ("--top", ("n", "top")),
     "llm": ("--llm", ("model",)),
+    "corpus": ("--corpus", ("x",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("preserve_case", "overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")

@@ -29,7 +29,7 @@ from .._core.parameters import cli_flag, cli_setting, r_argument, r_flags, r_set
 from .._core.show import print_json
 from .._core.version import __version__, versions
 from ..infer.rules import caller_rules
-from ..io.modeldir import read_record
+from ..io.modeldir import encoder_record, read_record
 from ..models.hub import DEFAULT_MODEL_NAME, default_model_path
 from ..models.precision import describe_hardware
 
@@ -38,6 +38,7 @@ VERB_MODULES = [
     "quantformer.cli.tokenize",
     "quantformer.cli.example",
     "quantformer.cli.finetune",
+    "quantformer.cli.pretrain",
     "quantformer.cli.predict",
     "quantformer.cli.evaluate",
     "quantformer.cli.estimate",
@@ -66,8 +67,9 @@ def _add_info(sub) -> None:
     p = sub.add_parser("info", help="versions, default model and devices (--json for machines)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--model", default=None,
-                   help="a model directory written by finetune: print its checked run record "
-                        "(quantformer.json) instead of the versions")
+                   help="a model directory written by finetune (or an encoder folder written "
+                        "by pretrain): print its checked run record (quantformer.json) instead "
+                        "of the versions")
     p.add_argument("--verbs", action="store_true",
                    help="print the verbs (with whether each takes --quiet) and the rules a "
                         "caller checks before a run (the labels of zeroshot, the most "
@@ -96,7 +98,7 @@ def _run_info(args) -> int:
                 print(f"{k:20s} {v}")
         return 0
     if args.model is not None:
-        record = read_record(args.model)
+        record = encoder_record(args.model) or read_record(args.model)
         if args.json:
             print_json(record)
         else:

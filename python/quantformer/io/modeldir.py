@@ -205,6 +205,12 @@ def read_record(path: str | os.PathLike) -> dict:
             f"'{path}' is incomplete: its {RECORD} has no \"complete\": true record. "
             "Fine-tune again with this --out and --overwrite"
         )
+    if record.get("kind") == ENCODER_KIND:
+        raise ModelDirError(
+            f"'{path}' is an encoder written by `quantformer pretrain`, not a classifier: "
+            f"fine-tune it first (`quantformer finetune --model '{path}' --train F --out "
+            "NEW_DIR`) and predict with NEW_DIR, or embed with it (`quantformer embed`)"
+        )
     labels = record.get("labels")
     fewest = {"regression": 0, "multilabel": 1}.get(record.get("task"), 2)
     if not isinstance(labels, list) or len(labels) < fewest:
@@ -257,3 +263,75 @@ def record_hypotheses(record: dict) -> list[str] | None:
     if record.get("method") != "nli":
         return None
     return [record["hypothesis"].format(record["label_phrases"][c]) for c in record["labels"]]
+
+
+# ------------------------------------------------------------------------------------------
+# encoder folders (``quantformer pretrain``): a plain Hugging Face / sentence-transformers
+# model folder plus a quantformer.json record of kind "encoder"
+
+ENCODER_KIND = "encoder"
+
+
+def encoder_record(path: str | os.PathLike) -> dict | None:
+    """The ``quantformer.json`` record of an encoder folder written by ``quantformer pretrain``
+    (``"kind": "encoder"``, ``"complete": true``); None for any other folder or path."""
+    rec_path = Path(path) / RECORD
+    if not rec_path.is_file():
+        return None
+    try:
+        record = json.loads(rec_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if (isinstance(record, dict) and record.get("kind") == ENCODER_KIND
+            and record.get("complete") is True):
+        return record
+    return None
+
+
+def encoder_card(record: dict) -> str:
+    """The README.md of an encoder folder, from its record."""
+    corpus = record.get("corpus", {})
+    before, after = record.get("valid_before", {}), record.get("valid_after", {})
+    lines = [
+        f"# Encoder further pretrained on a corpus ({record.get('objective')})",
+        "",
+        f"Pretrained further with quantformer "
+        f"{record.get('versions', {}).get('quantformer', '?')} on {record.get('created', '?')} "
+        f"from `{record.get('base_model')}`: {record.get('objective_reason', '')}",
+        "",
+        f"- corpus: {corpus.get('n_docs')} documents, {corpus.get('n_tokens')} tokens, "
+        f"sha256 {corpus.get('sha256')}",
+        f"- held-out loss before {before.get('loss')}, after {after.get('loss')}"
+        + (f"; perplexity before {before.get('perplexity')}, after {after.get('perplexity')}"
+           if "perplexity" in after else ""),
+        "",
+        "| setting | value |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in record.get("settings", {}).items()],
+        "",
+        "Use it as any model: `quantformer finetune --model THIS_FOLDER ...`, "
+        "`quantformer embed --model THIS_FOLDER ...`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_encoder_dir(save, record: dict, out: str | os.PathLike,
+                      overwrite: bool = False) -> Path:
+    """Write an encoder folder atomically: ``save(tmp)`` writes the model files, then README.md
+    and the ``quantformer.json`` record (``"kind": "encoder"``, ``"complete": true``) last.
+
+    Raises:
+        InputError: as :func:`quantformer.io.writable.check_model_dir`.
+    """
+    target = check_model_dir(out, overwrite)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_dir(target) as tmp:
+        with hf_quiet():
+            save(tmp)
+        record = {**record, "kind": ENCODER_KIND, "format_version": FORMAT_VERSION,
+                  "complete": True}
+        (tmp / "README.md").write_text(encoder_card(record), encoding="utf-8")
+        (tmp / RECORD).write_text(json.dumps(record, indent=2, default=json_default),
+                                  encoding="utf-8")
+    return target

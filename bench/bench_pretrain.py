@@ -1,0 +1,280 @@
+"""Further pretraining (issue 33): speed against Hugging Face's run_mlm.py recipe, and accuracy.
+
+Speed (default): masked-LM training of the same BERT-shape model with an MLM head (the bundled
+all-MiniLM-L6-v2 body loaded as ``BertForMaskedLM``, the same random head on both sides, no
+head warm-up) on the same documents (the SemEval-2016 raw training tweets), batch size, length
+and number of steps: quantformer's loop (vocabulary projection at the masked positions only,
+length-grouped batches) against ``transformers.Trainer`` with ``DataCollatorForLanguageModeling``
+(the run_mlm.py recipe: AdamW, linear decay, 6 % warm-up, no weight decay). Prints the training
+tokens per second of each and the ratio, and the held-out masked-LM loss of both after the same
+steps (the same masks for both). Target: at least 2x, loss within 2 %.
+
+Accuracy (``--accuracy``): for each task, the adapted encoder (``quantformer pretrain``, its
+defaults: objective auto) on the task's unlabelled texts, then the unchanged default
+fine-tuning recipe on the base model and on the adapted encoder, 3 seeds, macro-F1 mean and
+spread on the test set. Unlabelled corpora: Abortion: the SemEval-2016 raw training tweets of
+all five targets plus the Abortion training tweets (never a test tweet); Toxic: the Jigsaw
+comments outside the training and test draws; HanDeSeT: the speeches outside the test fold.
+
+    OMP_NUM_THREADS=2 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --steps 30
+    PYTHONPATH=python python bench/bench_pretrain.py --accuracy --device cuda \\
+        --data-dir DATA --out pretrain_accuracy.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def machine() -> dict:
+    """lscpu model name and vector flags, core count and load (the machine is shared)."""
+    try:
+        info = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        info = ""
+    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
+                  if ln.startswith("Model name")), platform.processor())
+    flags = next((ln.split(":", 1)[1].split() for ln in info.splitlines()
+                  if ln.startswith("Flags")), [])
+    wanted = [f for f in flags if f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni",
+                                         "amx_tile", "amx_bf16")]
+    return {"cpu": model, "flags": wanted, "cores": os.cpu_count(),
+            "load": os.getloadavg(), "threads": os.environ.get("OMP_NUM_THREADS")}
+
+
+# ------------------------------------------------------------------------------------------
+# data
+
+
+def semeval_raw(data: Path) -> pd.DataFrame:
+    from quantformer.io.frames import read_frame
+
+    return read_frame(data / "semeval2016_raw" / "semeval2016-task6-trainingdata.txt",
+                      fmt="tsv", text_col="Tweet", id_col="ID")
+
+
+def abortion(data: Path):
+    """(train, test, unlabelled corpus): TweetEval Abortion; corpus = SemEval-2016 raw
+    training tweets of all five targets + the Abortion training tweets, test tweets removed."""
+    d = data / "tweeteval_abortion"
+    names = dict(line.split("\t") for line in (d / "mapping.txt").read_text().split("\n")
+                 if line.strip())
+
+    def split(name):
+        texts = (d / f"{name}_text.txt").read_text(encoding="utf-8").split("\n")
+        labels = (d / f"{name}_labels.txt").read_text().split()
+        return pd.DataFrame({"doc_id": [f"{name}{i + 1}" for i in range(len(labels))],
+                             "text": texts[:len(labels)],
+                             "label": [names[x].strip() for x in labels]})
+
+    train = pd.concat([split("train"), split("val")], ignore_index=True)
+    test = split("test")
+    corpus = pd.concat([semeval_raw(data)["text"], train["text"]]).drop_duplicates()
+    corpus = corpus[~corpus.isin(set(test["text"]))]
+    return train, test, corpus.tolist()
+
+
+def toxic(data: Path, seed: int = 1, n_train: int = 1000):
+    """Jigsaw 5k: test 1,000 (as bench_compare), training draw 1,000; corpus = the rest."""
+    from sklearn.model_selection import train_test_split
+
+    from quantformer.io.frames import read_frame
+
+    f = read_frame(data / "jigsaw_toxic" / "jigsaw_5k.csv", text_col="comment_text",
+                   label_col="toxic", id_col="id")[["doc_id", "text", "label"]]
+    rest, test = train_test_split(f, test_size=1000, stratify=f["label"], random_state=1)
+    train, outside = train_test_split(rest, train_size=n_train, stratify=rest["label"],
+                                      random_state=seed)
+    return train, test, outside["text"].tolist()
+
+
+def handeset(data: Path, seed: int = 1):
+    """HanDeSeT: the five utterances of a speech as one text, label 'manual speech'; test
+    fold 20 %; corpus = the speeches outside the test fold (the training speeches' texts)."""
+    from sklearn.model_selection import train_test_split
+
+    f = pd.read_csv(data / "handeset" / "HanDeSeT.csv")
+    utts = [c for c in f.columns if c.startswith("utt")]
+    text = f[utts].fillna("").astype(str).agg(" ".join, axis=1).str.strip()
+    frame = pd.DataFrame({"doc_id": f["id"].astype(str), "text": text,
+                          "label": f["manual speech"].astype(str)})
+    train, test = train_test_split(frame, test_size=0.2, stratify=frame["label"],
+                                   random_state=seed)
+    return train, test, train["text"].tolist()
+
+
+TASKS = {"abortion": abortion, "toxic": toxic, "handeset": handeset}
+
+
+# ------------------------------------------------------------------------------------------
+# speed
+
+
+def heldout_mlm_loss(model, tok, texts, max_length: int, batch_size: int, seed: int) -> float:
+    """Mean cross-entropy over masked tokens, the same masks for every model (fixed seed)."""
+    import torch
+    from transformers import DataCollatorForLanguageModeling
+
+    collate = DataCollatorForLanguageModeling(tok, mlm_probability=0.15, seed=seed)
+    total, count = 0.0, 0
+    model.eval()
+    with torch.inference_mode():
+        for i in range(0, len(texts), batch_size):
+            enc = tok(texts[i:i + batch_size], truncation=True, max_length=max_length)
+            batch = collate([{k: enc[k][j] for k in enc} for j in range(len(enc["input_ids"]))])
+            n = int((batch["labels"] != -100).sum())
+            total += float(model(**batch).loss) * n
+            count += n
+    return total / count
+
+
+def hf_trainer(base: str, texts, args, out: Path) -> tuple[float, object]:
+    """Hugging Face Trainer + DataCollatorForLanguageModeling (run_mlm.py), timed training."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
+
+    tok = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForMaskedLM.from_pretrained(base)
+    enc = tok(texts, truncation=True, max_length=args.max_length, return_special_tokens_mask=True)
+    data = [{k: enc[k][i] for k in enc} for i in range(len(texts))]
+    targs = TrainingArguments(
+        output_dir=str(out / "hf"), per_device_train_batch_size=args.batch_size,
+        max_steps=args.steps, learning_rate=5e-5, warmup_steps=int(0.06 * args.steps),
+        weight_decay=0.0,
+        lr_scheduler_type="linear", seed=args.seed, report_to=[], save_strategy="no",
+        logging_strategy="no", disable_tqdm=True, use_cpu=args.device == "cpu",
+        dataloader_num_workers=0)
+    trainer = Trainer(model=model, args=targs, train_dataset=data,
+                      data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15))
+    t0 = time.perf_counter()
+    trainer.train()
+    return time.perf_counter() - t0, trainer.model
+
+
+def speed(args) -> dict:
+    """quantformer's masked-LM loop against the Trainer on the same model, data and steps."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from quantformer.models.hub import resolve_model
+    from quantformer.train.pretrain import pretrain, split
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
+    texts = semeval_raw(Path(args.data_dir))["text"].tolist()
+    train_idx, valid_idx = split(len(texts), 0.05, args.seed)
+    valid = [texts[i] for i in valid_idx]
+    work = Path(tempfile.mkdtemp(prefix="bench-pretrain-"))
+    base = work / "base"  # the default body with one random MLM head, shared by both sides
+    torch.manual_seed(args.seed)
+    from quantformer.io.modeldir import hf_quiet
+
+    with hf_quiet():
+        AutoModelForMaskedLM.from_pretrained(resolve_model(args.model)).save_pretrained(base)
+        AutoTokenizer.from_pretrained(resolve_model(args.model)).save_pretrained(base)
+    tok = AutoTokenizer.from_pretrained(base)
+    hf_seconds, hf_model = hf_trainer(str(base), [texts[i] for i in train_idx], args, work)
+    ours = pretrain(pd.DataFrame({"text": texts}), work / "ours", str(base), objective="mlm",
+                    max_steps=args.steps, max_length=args.max_length, batch_size=args.batch_size,
+                    head_steps=0, seed=args.seed, device=args.device, quiet=True,
+                    checkpoint_every=10 ** 9, say=lambda *_: None)
+    our_model = AutoModelForMaskedLM.from_pretrained(work / "ours")
+    n_tokens = int(np.mean([len(x) for x in tok([texts[i] for i in train_idx], truncation=True,
+                                                 max_length=args.max_length)["input_ids"]])
+                   * args.steps * args.batch_size)
+    loss_hf = heldout_mlm_loss(hf_model.cpu(), tok, valid, args.max_length, 64, args.seed)
+    loss_ours = heldout_mlm_loss(our_model, tok, valid, args.max_length, 64, args.seed)
+    result = {
+        "steps": args.steps, "batch_size": args.batch_size, "max_length": args.max_length,
+        "documents": len(texts), "train_tokens_approx": n_tokens,
+        "hf_trainer_seconds": round(hf_seconds, 2),
+        "quantformer_seconds": ours["train_seconds"],
+        "hf_tokens_per_s": round(n_tokens / hf_seconds, 1),
+        "quantformer_tokens_per_s": round(n_tokens / ours["train_seconds"], 1),
+        "speedup": round(hf_seconds / ours["train_seconds"], 2),
+        "heldout_loss_hf": round(loss_hf, 4), "heldout_loss_quantformer": round(loss_ours, 4),
+        "loss_ratio": round(loss_ours / loss_hf, 4), "machine": machine(),
+    }
+    return result
+
+
+# ------------------------------------------------------------------------------------------
+# accuracy
+
+
+def accuracy(args) -> dict:
+    """Base vs adapted encoder under the default fine-tuning recipe, per task and seed."""
+    from quantformer.select.compare import run_one
+    from quantformer.train.pretrain import pretrain
+
+    seeds = [1] if args.smoke else [1, 2, 3]
+    out = {"machine": machine(), "device": args.device, "tasks": {}}
+    work = Path(tempfile.mkdtemp(prefix="bench-pretrain-acc-"))
+    for task in args.tasks.split(","):
+        train, test, corpus = TASKS[task](Path(args.data_dir))
+        held_out = set(test["text"])  # a test text that also appears elsewhere stays out
+        corpus = [t for t in corpus if t not in held_out]
+        if args.smoke:
+            train, test, corpus = train.head(40), test.head(40), corpus[:120]
+        t0 = time.perf_counter()
+        record = pretrain(pd.DataFrame({"text": corpus}), work / task, args.model,
+                          device=args.device, quiet=True,
+                          **({"max_steps": 2} if args.smoke else {}))
+        row = {"corpus_docs": len(corpus), "pretrain_seconds": round(time.perf_counter() - t0, 1),
+               "objective": record["objective"], "valid_before": record["valid_before"],
+               "valid_after": record["valid_after"], "n_train": len(train), "n_test": len(test)}
+        for name, model in (("base", args.model), ("adapted", str(work / task))):
+            scores = [run_one("default", train, test, repeat=0, seed=s, folds=5, vectors=None,
+                              model=model, finetune_kwargs={"device": args.device,
+                                                            **({"epochs": 1} if args.smoke
+                                                               else {})},
+                              fitters=None, quiet=True)["macro_f1"] for s in seeds]
+            row[name] = {"macro_f1": scores, "mean": round(float(np.mean(scores)), 4),
+                         "sd": round(float(np.std(scores, ddof=1)) if len(scores) > 1 else 0, 4)}
+        row["gain"] = round(row["adapted"]["mean"] - row["base"]["mean"], 4)
+        print(task, json.dumps(row), flush=True)
+        out["tasks"][task] = row
+    return out
+
+
+EXTRA = ("pyreadr", "xgboost", "captum", "setfit", "krippendorff", "ppi_py", "Stemmer",
+         "charset_normalizer", "yaml", "dask", "distributed", "onnxruntime", "matplotlib")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--accuracy", action="store_true", help="base vs adapted macro-F1")
+    p.add_argument("--smoke", action="store_true", help="one seed, few documents (a check)")
+    p.add_argument("--tasks", default="abortion,toxic,handeset")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--model", default=None, help="base model folder (default: bundled)")
+    p.add_argument("--data-dir", default=str(DATA))
+    p.add_argument("--out", default=None, help="write the result as JSON here")
+    args = p.parse_args(argv)
+    result = accuracy(args) if args.accuracy else speed(args)
+    result["imported_extras"] = sorted(m for m in EXTRA if m in sys.modules)
+    print(json.dumps(result, indent=2))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

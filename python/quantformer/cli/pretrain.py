@@ -1,0 +1,78 @@
+"""``quantformer pretrain``: further pretraining of an encoder on unlabelled texts (task- and
+domain-adaptive pretraining, Gururangan et al. 2020)."""
+
+from __future__ import annotations
+
+from ..train.pretrain import OBJECTIVES, pretrain
+from ._options import add_corpus_options, add_device_option, add_model_option, add_quiet_option
+from ._options import corpus_kwargs, max_length_arg, positive
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser(
+        "pretrain",
+        help="pretrain an encoder further on your unlabelled texts (TAPT/DAPT)",
+        description="Continue the pretraining of an encoder on a corpus of unlabelled texts "
+                    "(task-adaptive pretraining on the task's own texts, domain-adaptive on a "
+                    "larger domain corpus; Gururangan et al. 2020) and write an encoder folder "
+                    "that finetune --model, tune, compare, embed, zeroshot and finetune "
+                    "--method setfit accept. Objective auto: TSDAE (Wang et al. 2021) for "
+                    "sentence-transformers bodies such as the default model, masked language "
+                    "modelling for other encoders.",
+    )
+    p.add_argument("--corpus", required=True,
+                   help="unlabelled texts (.parquet, .csv, .tsv, .txt, .jsonl, .rds); at least "
+                        "100 documents with text")
+    add_corpus_options(p, label=False)
+    add_model_option(p)
+    p.add_argument("--out", required=True, help="the encoder folder to write (new)")
+    p.add_argument("--objective", default="auto", choices=OBJECTIVES,
+                   help="auto (tsdae for sentence-transformers bodies, else mlm), mlm (masked "
+                        "language modelling) or tsdae (denoising auto-encoder) (auto)")
+    steps = p.add_mutually_exclusive_group()
+    steps.add_argument("--epochs", type=positive(float), default=None,
+                       help="passes over the training documents (1)")
+    steps.add_argument("--max-steps", type=positive(int), default=None,
+                       help="training steps (batches) instead of --epochs")
+    p.add_argument("--max-length", type=max_length_arg, default=128,
+                   help="tokens per document, special tokens included (128)")
+    p.add_argument("--mask-prob", type=float, default=0.15,
+                   help="share of tokens masked, between 0 and 1 (0.15)")
+    p.add_argument("--whole-word", action="store_true",
+                   help="mask all subwords of a word together (whole-word masking)")
+    p.add_argument("--valid-fraction", type=float, default=0.05,
+                   help="share of documents held out for the loss before and after (0.05)")
+    p.add_argument("--seed", type=int, default=42, help="random seed (42)")
+    p.add_argument("--lr", type=positive(float), default=None,
+                   help="learning rate (5e-5 for mlm, 3e-5 for tsdae)")
+    p.add_argument("--batch-size", type=positive(int), default=32,
+                   help="documents per step (32)")
+    p.add_argument("--head-steps", type=int, default=None,
+                   help="warm-up steps of a new masked-LM head with the encoder frozen "
+                        "(default one epoch; 0: none)")
+    p.add_argument("--checkpoint-every", type=positive(int), default=500,
+                   help="steps between checkpoints, kept in OUT.checkpoint until the end (500)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run of the same corpus and settings from "
+                        "its last checkpoint")
+    add_device_option(p)
+    add_quiet_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    kw = corpus_kwargs(args, label=False)
+    record = pretrain(
+        args.corpus, args.out, args.model, objective=args.objective, epochs=args.epochs,
+        max_steps=args.max_steps, max_length=args.max_length, mask_prob=args.mask_prob,
+        whole_word=args.whole_word, valid_fraction=args.valid_fraction, seed=args.seed,
+        lr=args.lr, batch_size=args.batch_size, checkpoint_every=args.checkpoint_every,
+        head_steps=args.head_steps, resume=args.resume, device=args.device, quiet=args.quiet,
+        text_col=kw["text_col"], id_col=kw["id_col"], fmt=kw["fmt"], quoting=kw["quoting"])
+    before, after = record["valid_before"], record["valid_after"]
+    ppl = (f", perplexity {before['perplexity']} -> {after['perplexity']}"
+           if "perplexity" in after else "")
+    print(f"pretrained {record['base_model']} further on {record['corpus']['n_docs']} "
+          f"documents ({record['objective']}: {record['objective_reason']}); held-out loss "
+          f"{before['loss']} -> {after['loss']}{ppl}; wrote {args.out}")
+    return 0

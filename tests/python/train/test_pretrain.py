@@ -1,0 +1,185 @@
+"""Further pretraining (issue 33): masked LM and TSDAE encoders, their folders, bad inputs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quantformer._core.errors import ModelDirError
+from quantformer.cli.main import main
+from quantformer.io.modeldir import encoder_record, read_record
+from quantformer.train.pretrain import delete_words, pretrain
+from tiny_models import TINY_CORPUS
+from toydata import toy_frame
+
+TINY = {"batch_size": 16, "max_length": 48, "quiet": True, "device": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    texts = [f"{t} number {i}" for i, t in enumerate(TINY_CORPUS * 2)][:160]
+    path = tmp_path_factory.mktemp("corpus") / "corpus.parquet"
+    pd.DataFrame({"doc_id": [f"u{i}" for i in range(160)], "text": texts}).to_parquet(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def mlm_encoder(corpus, tiny_bert_dir, tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("enc") / "mlm"
+    record = pretrain(corpus, out, str(tiny_bert_dir), max_steps=3, head_steps=2, **TINY)
+    return out, record
+
+
+def test_mlm_encoder_record_and_head_warmup(mlm_encoder, corpus):
+    out, record = mlm_encoder
+    on_disk = encoder_record(out)
+    assert on_disk["kind"] == "encoder" and on_disk["objective"] == "mlm"
+    assert on_disk["corpus"]["n_docs"] == 160 and on_disk["corpus"]["n_valid"] == 8
+    assert on_disk["corpus"]["n_train"] == 152 and on_disk["corpus"]["n_tokens"] > 160 * 5
+    # a base BertModel has no MLM head: a new one, warmed up with the encoder frozen
+    assert on_disk["head_warmup"] == {"new_head": True, "steps": 2, "lr": 5e-4,
+                                      "encoder_frozen": True}
+    before, after = on_disk["valid_before"], on_disk["valid_after"]
+    assert before["masked_tokens"] == after["masked_tokens"] > 0  # the same held-out masks
+    assert before["perplexity"] == pytest.approx(np.exp(before["loss"]), rel=1e-3)
+    assert before["loss"] != after["loss"]
+    assert "Gururangan" in on_disk["objective_reason"]
+    with pytest.raises(ModelDirError, match="encoder written by `quantformer pretrain`"):
+        read_record(out)
+
+
+def test_finetune_and_embed_accept_an_encoder(mlm_encoder, tmp_path, capsys):
+    from transformers import AutoModelForSequenceClassification
+
+    out, _ = mlm_encoder
+    train = tmp_path / "train.csv"
+    toy_frame(24).to_csv(train, index=False)
+    assert main(["finetune", "--train", str(train), "--model", str(out), "--epochs", "1",
+                 "--quiet", "--device", "cpu", "--out", str(tmp_path / "clf")]) == 0
+    clf = read_record(tmp_path / "clf")
+    assert clf["labels"] == ["econ", "other"]
+    AutoModelForSequenceClassification.from_pretrained(tmp_path / "clf")
+    assert main(["embed", "--input", str(train), "--model", str(out), "--device", "cpu",
+                 "--quiet", "--out", str(tmp_path / "e.parquet")]) == 0
+    assert len(pd.read_parquet(tmp_path / "e.parquet")["embedding"][0]) == 32
+
+
+def test_tsdae_writes_a_sentence_transformer(corpus, tiny_bert_dir, tmp_path, capsys):
+    from sentence_transformers import SentenceTransformer
+
+    out = tmp_path / "tsdae"
+    assert main(["pretrain", "--corpus", str(corpus), "--model", str(tiny_bert_dir),
+                 "--objective", "tsdae", "--max-steps", "2", "--batch-size", "16",
+                 "--max-length", "48", "--quiet", "--device", "cpu", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "held-out loss" in said and "tsdae" in said
+    record = encoder_record(out)
+    assert record["objective"] == "tsdae" and record["head_warmup"] == {"new_head": False}
+    assert (out / "modules.json").is_file()
+    vec = SentenceTransformer(str(out), device="cpu").encode(["a text"])
+    assert vec.shape == (1, 32)
+    train = tmp_path / "train.csv"
+    toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4).to_csv(train, index=False)
+    assert main(["finetune", "--method", "setfit", "--model", str(out), "--train", str(train),
+                 "--setfit-iterations", "1", "--quiet", "--device", "cpu",
+                 "--out", str(tmp_path / "sf")]) == 0
+    assert read_record(tmp_path / "sf")["method"] == "setfit"
+    assert main(["zeroshot", "--method", "embedding", "--model", str(out), "--input",
+                 str(train), "--labels", "economy,other", "--quiet", "--device", "cpu",
+                 "--out", str(tmp_path / "z.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "z.csv")["predicted"]) <= {"economy", "other"}
+    # auto on a sentence-transformers folder chooses TSDAE and says why
+    again = pretrain(corpus, tmp_path / "auto", str(out), max_steps=1, **TINY)
+    assert again["objective"] == "tsdae" and "Wang et al. 2021" in again["objective_reason"]
+
+
+def test_delete_words_keeps_forty_percent():
+    rng = np.random.default_rng(1)
+    text = " ".join(f"w{i}" for i in range(1000))
+    kept = delete_words(text, rng).split()
+    assert 350 < len(kept) < 450 and set(kept) <= set(text.split())
+    assert delete_words("one", np.random.default_rng(0)) == "one"
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "quantformer", "pretrain", *args]
+
+
+def test_resume_after_a_killed_process_gives_the_same_encoder(corpus, tiny_bert_dir, tmp_path):
+    from safetensors.numpy import load_file
+
+    common = ["--corpus", str(corpus), "--model", str(tiny_bert_dir), "--max-steps", "40",
+              "--head-steps", "0", "--checkpoint-every", "5", "--batch-size", "16",
+              "--max-length", "48", "--quiet", "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(_cli(*common, "--out", str(killed)), env=env)
+    mark = tmp_path / "killed.checkpoint" / "checkpoint.json"
+    while not mark.exists() and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not killed.exists() or proc.returncode == 0
+    subprocess.run(_cli(*common, "--out", str(killed), "--resume"), env=env, check=True)
+    whole = tmp_path / "whole"
+    subprocess.run(_cli(*common, "--out", str(whole)), env=env, check=True)
+    a, b = load_file(killed / "model.safetensors"), load_file(whole / "model.safetensors")
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], atol=1e-6)
+    assert not (tmp_path / "killed.checkpoint").exists()
+    assert encoder_record(killed)["valid_after"] == encoder_record(whole)["valid_after"]
+
+
+def _gpt2(tmp_path: Path) -> Path:
+    from transformers import GPT2Config
+
+    folder = tmp_path / "gpt"
+    GPT2Config(n_layer=1, n_embd=8, n_head=2).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--mask-prob", "1.5"], "--mask-prob must be between 0 and 1"),
+    (["--mask-prob", "0"], "--mask-prob must be between 0 and 1"),
+    (["--max-length", "1000"], "limit of 512 tokens"),
+    (["--model", "GPT"], "has no masked-LM encoder architecture"),
+    (["--corpus", "SMALL"], "has only 99 documents with text (of 99)"),
+    (["--corpus", "EMPTY"], "has 150 documents and every text is empty"),
+    (["--out", "EXISTS"], "exists; pass --resume"),
+    (["--out", "EXISTS", "--resume"], "not an encoder folder"),
+])
+def test_bad_inputs_exit_2_before_any_work(corpus, tiny_bert_dir, tmp_path, capsys, extra,
+                                           message):
+    small, empty = tmp_path / "small.csv", tmp_path / "empty.csv"
+    pd.DataFrame({"text": [f"text {i}" for i in range(99)]}).to_csv(small, index=False)
+    pd.DataFrame({"text": [""] * 150}).to_csv(empty, index=False)
+    (tmp_path / "exists").mkdir()
+    names = {"GPT": str(_gpt2(tmp_path)), "SMALL": str(small), "EMPTY": str(empty),
+             "EXISTS": str(tmp_path / "exists")}
+    args = {"--corpus": str(corpus), "--model": str(tiny_bert_dir),
+            "--out": str(tmp_path / "enc")}
+    extra = [names.get(x, x) for x in extra]
+    for flag in list(args):
+        if flag in extra:
+            del args[flag]
+    argv = ["pretrain", *[x for kv in args.items() for x in kv], *extra, "--quiet"]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "enc").exists() and not (tmp_path / "enc.checkpoint").exists()
+
+
+def test_out_not_writable(corpus, tiny_bert_dir, tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    assert main(["pretrain", "--corpus", str(corpus), "--model", str(tiny_bert_dir),
+                 "--out", str(blocker / "enc"), "--quiet"]) == 2
+    assert "--out" in capsys.readouterr().err

@@ -1,0 +1,37 @@
+# pretrain_encoder(): `quantformer pretrain` of the bundled all-MiniLM-L6-v2 (TSDAE, one step).
+
+test_that("issue 33: pretrain_encoder() gives an encoder textmodel_finetune() takes", {
+  skip_if_no_verb("pretrain")
+  texts <- paste("The committee discussed taxes, schools and energy, item", seq_len(110))
+  enc <- pretrain_encoder(texts, max_steps = 1, batch_size = 16, max_length = 32,
+                          device = "cpu", verbose = FALSE)
+  expect_s3_class(enc, "quantformer_encoder")
+  expect_equal(enc$objective, "tsdae")  # a sentence-transformers body: auto chooses TSDAE
+  expect_match(enc$objective_reason, "Wang et al. 2021")
+  expect_equal(enc$corpus$n_docs, 110L)
+  expect_equal(enc$corpus$n_valid, 6L)
+  expect_false(enc$record$head_warmup$new_head)
+  expect_true(enc$valid_before$loss > 0 && enc$valid_after$loss != enc$valid_before$loss)
+  expect_output(print(enc), "110 documents")
+  expect_output(print(enc), "all-MiniLM-L6-v2")
+  emb <- textstat_embeddings(c(a = "taxes and schools", b = "energy"), model = enc,
+                             device = "cpu", verbose = FALSE)
+  expect_equal(dim(emb), c(2L, 384L))
+  train <- data.frame(text = c(paste("taxes", 1:8), paste("schools", 1:8)),
+                      label = rep(c("econ", "edu"), each = 8))
+  fit <- textmodel_finetune(train, y = "label", model = enc, epochs = 1, max_length = 32,
+                            device = "cpu", verbose = FALSE)
+  expect_s3_class(fit, "textmodel_finetune")
+  expect_equal(levels(predict(fit)), c("econ", "edu"))
+})
+
+test_that("pretrain_encoder() refuses too few documents and a bad mask_prob before any work", {
+  skip_if_no_verb("pretrain")
+  out <- tempfile("enc-")
+  expect_error(pretrain_encoder(paste("text", 1:50), out = out, verbose = FALSE),
+               "only 50 documents with text", class = "quantformer_input_error")
+  expect_error(pretrain_encoder(paste("text", 1:150), out = out, mask_prob = 2,
+                                verbose = FALSE),
+               "`mask_prob` must be between 0 and 1", class = "quantformer_input_error")
+  expect_false(file.exists(out))
+})
