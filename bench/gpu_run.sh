@@ -27,7 +27,7 @@ part() {  # part NAME SECONDS COMMAND...
 for p in $PARTS; do
   case $p in
     precision)
-      part precision-model 120 python3 - "$MODEL" "$DATA" "$OUT/abortion-model" <<'PY'
+      part precision-model 90 python3 - "$MODEL" "$DATA" /tmp/abortion-model <<'PY'
 import sys
 import pandas as pd
 from quantformer.train.finetune import finetune
@@ -38,17 +38,17 @@ lab = [l.strip() for s in ("train", "val") for l in open(f"{d}/{s}_labels.txt")]
 frame = pd.DataFrame({"doc_id": [f"t{i}" for i in range(len(text))], "text": text, "label": lab})
 finetune(frame, model=model, epochs=4, seed=1, device="cuda", quiet=True).save(out)
 PY
-      part precision 240 python3 bench/bench_precision.py --device cuda \
-        --model "$OUT/abortion-model" --data-dir "$DATA" --out "$OUT/precision.json" ;;
+      part precision 150 python3 bench/bench_precision.py --device cuda \
+        --model /tmp/abortion-model --data-dir "$DATA" --out "$OUT/precision.json" ;;
     pretrain)
-      [ -f bench/bench_pretrain.py ] && part pretrain 300 python3 bench/bench_pretrain.py \
+      [ -f bench/bench_pretrain.py ] && part pretrain 240 python3 bench/bench_pretrain.py \
         --accuracy --device cuda --model "$MODEL" --data-dir "$DATA" --out "$OUT/pretrain.json" ;;
     chunks)
       [ -f bench/bench_chunks.py ] && part chunks 200 python3 bench/bench_chunks.py \
         --device cuda --model "$MODEL" --data-dir "$DATA" --out "$OUT/chunks.json" ;;
     annotate)
-      [ -f bench/bench_annotate.py ] && part annotate 120 python3 bench/bench_annotate.py \
+      [ -f bench/bench_annotate.py ] && part annotate 60 python3 bench/bench_annotate.py \
         --device cuda --docs 40 ;;
   esac
 done
-rm -rf "$OUT/abortion-model"
+rm -rf /tmp/abortion-model
