@@ -21,7 +21,10 @@
 #'   per element of `x`, in the same order.
 #' @param method `"ppi"` (prediction-powered inference, the default), `"naive"` (the share of
 #'   predicted labels with a Wald interval: what ignoring classification error gives; shown
-#'   for contrast) or `"gold"` (the hand-coded sample alone).
+#'   for contrast), `"gold"` (the hand-coded sample alone) or `"dsl"` (design-based supervised
+#'   learning, Egami et al. 2023: each document's prediction corrected, for a gold document, by
+#'   its error divided by its known probability of being hand-coded; valid with unequal
+#'   `inclusion_prob` too, and for surrogate codes from [annotate_llm()]).
 #' @param level confidence level, a number in (0, 1) (default 0.95).
 #' @param inclusion_prob `NULL` for a simple random gold sample, else each gold document's
 #'   known probability of being drawn (a number in (0, 1] per element of `gold`, e.g. from a
@@ -65,7 +68,7 @@
 #' }
 #' @export
 textstat_prevalence <- function(x, gold, by = NULL, data = NULL,
-                                method = c("ppi", "naive", "gold"), level = 0.95,
+                                method = c("ppi", "naive", "gold", "dsl"), level = 0.95,
                                 inclusion_prob = NULL, target_halfwidth = NULL,
                                 verbose = FALSE, pred) {
   first <- first_arguments(if (!missing(x)) x, if (!missing(pred)) pred,  # R/arguments.R

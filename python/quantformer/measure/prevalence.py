@@ -20,6 +20,13 @@ Methods (``method=``):
 * ``naive``: the share of predicted labels with the Wald interval ``p ± z sqrt(p(1-p)/N)`` (what
   users do without a gold sample; shown for contrast; it ignores classification error).
 * ``gold``: the gold sample alone (its (weighted) mean with a normal interval).
+* ``dsl``: design-based supervised learning (Egami et al. 2023, section 3): each document's
+  pseudo-outcome is its prediction plus, for a gold document, its error divided by the known
+  probability that it was drawn into the gold sample (``weight_col``; for a simple random
+  sample n_gold / N); the estimate is the mean pseudo-outcome with a normal interval. It is
+  unbiased whatever the classifier's errors when the sampling probabilities are known, also
+  for unequal ones (e.g. the planner's stratified draw). Surrogate codes from a language model
+  (``quantformer annotate``) are predictions like any other: ``prob_<class>`` or the label.
 
 With ``by``, each group of the docvars gets its own estimate from its own gold documents. A group
 without gold documents gets, for ``ppi``, the pooled correction (the mean error over all gold
@@ -46,7 +53,7 @@ from .._core.errors import InputError
 from ..io.gold import MIN_GOLD, GoldPair, GoldWarning, join_gold, ppi_py
 from .planner import add_gold_needed
 
-METHODS = ("ppi", "naive", "gold")
+METHODS = ("ppi", "naive", "gold", "dsl")
 COLUMNS = ["class", "estimate", "ci_low", "ci_high", "method", "n_gold", "n_total", "note"]
 POOLED = "no gold documents in this group: the PPI correction is pooled over all groups"
 EXACT = ("its {n} gold document(s) agree ({k} of {n} in this class): the variance estimate is "
@@ -96,6 +103,24 @@ def _ppi(pair: GoldPair, rows: np.ndarray, gold: np.ndarray, cls: str, alpha: fl
     return float(np.ravel(point)[0]), float(np.ravel(low)[0]), float(np.ravel(high)[0])
 
 
+def _dsl(pair: GoldPair, rows: np.ndarray, gold: np.ndarray, cls: str, alpha: float):
+    """Design-based supervised learning (Egami et al. 2023): the mean over ``rows`` of
+    ``yhat + R (y - yhat) / pi``, with ``pi`` the known inclusion probability of a gold
+    document (1 / its weight; a simple random sample: n_gold / N of the whole corpus)."""
+    from scipy.stats import norm
+
+    pseudo = pair.column(cls).astype(float).copy()
+    weights = pair.gold_weights
+    if np.all(weights == 1.0):  # a simple random sample of the whole corpus
+        weights = np.full(len(weights), pair.n_total / max(len(weights), 1))
+    at = pair.gold_rows[gold]
+    pseudo[at] += (pair.indicator(cls)[gold] - pseudo[at]) * weights[gold]
+    values = pseudo[rows]
+    est = float(values.mean())
+    half = float(norm.ppf(1 - alpha / 2) * values.std(ddof=1) / np.sqrt(len(values)))
+    return est, est - half, est + half
+
+
 def _naive(pair: GoldPair, rows: np.ndarray, cls: str, alpha: float):
     from statsmodels.stats.proportion import proportion_confint
 
@@ -133,6 +158,8 @@ def _one_class(pair, method, rows, gold, cls, alpha):
     elif method == "gold":
         point = _gold_only(pair, gold, cls, alpha)
         note = "" if gold.sum() else "no gold documents in this group: no gold-only estimate"
+    elif method == "dsl":
+        point = _dsl(pair, rows, gold, cls, alpha)
     elif gold.sum():
         point = _ppi(pair, rows, gold, cls, alpha)
     else:
@@ -181,7 +208,8 @@ def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
             sample of ``pred``'s documents.
         by: docvar name(s) (a list or ``"party,decade"``) to estimate within each group.
         method: ``"ppi"`` (prediction-powered inference, PPI++; default), ``"naive"`` (share of
-            predicted labels) or ``"gold"`` (gold sample alone). See the module docstring.
+            predicted labels), ``"gold"`` (gold sample alone) or ``"dsl"`` (design-based
+            supervised learning, Egami et al. 2023). See the module docstring.
         level: confidence level in (0, 1) (default 0.95).
         label_col: gold label column (default ``label``).
         weight_col: gold column of known inclusion probabilities in (0, 1] when the sample was

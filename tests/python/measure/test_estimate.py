@@ -141,7 +141,8 @@ def test_stratified_gold_sample_with_inclusion_probabilities():
     rng = np.random.default_rng(9)
     p = np.where(pred["party"] == "R", 0.1, 0.02)
     true = np.mean(truth == "toxic")
-    hits, means = {"gold": [], "ppi": []}, {"gold": [], "ppi": [], "unweighted": []}
+    hits = {"gold": [], "ppi": [], "dsl": []}
+    means = {"gold": [], "ppi": [], "dsl": [], "unweighted": []}
     for _ in range(100):
         rows = np.flatnonzero(rng.random(len(pred)) < p)
         gold = pd.DataFrame({"doc_id": pred["doc_id"][rows], "label": truth[rows],
@@ -153,9 +154,34 @@ def test_stratified_gold_sample_with_inclusion_probabilities():
             means[method].append(t["estimate"])
         means["unweighted"].append(np.mean(truth[rows] == "toxic"))
     assert np.mean(hits["gold"]) >= 0.9 and np.mean(hits["ppi"]) >= 0.9
+    assert np.mean(hits["dsl"]) >= 0.9  # design-based supervised learning (issue 35)
+    assert np.mean(means["dsl"]) == pytest.approx(true, abs=0.01)
     assert np.mean(means["gold"]) == pytest.approx(true, abs=0.01)
     assert np.mean(means["ppi"]) == pytest.approx(true, abs=0.01)
     assert np.mean(means["unweighted"]) > true + 0.01  # the sample over-represents R
+
+
+def test_dsl_equals_the_mean_pseudo_outcome_by_hand():
+    """Egami et al. (2023): yhat + R (y - yhat) / pi, averaged over the corpus; a simple random
+    sample has pi = n_gold / N (issue 35)."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(5)
+    prob_x = np.round(rng.random(30), 3)
+    pred = pd.DataFrame({"doc_id": [f"d{i}" for i in range(30)],
+                         "predicted": np.where(prob_x > 0.5, "x", "y"),
+                         "prob_x": prob_x, "prob_y": 1 - prob_x})
+    coded = np.arange(0, 30, 2)[:12]  # 12 gold documents
+    labels = np.where(rng.random(12) < 0.5, "x", "y")
+    gold = pd.DataFrame({"doc_id": pred["doc_id"].to_numpy()[coded], "label": labels})
+    t = quantformer.estimate(pred, gold, method="dsl", level=0.9).set_index("class")
+    pseudo = prob_x.copy()
+    pseudo[coded] += ((labels == "x").astype(float) - pseudo[coded]) * (30 / 12)
+    half = norm.ppf(0.95) * pseudo.std(ddof=1) / np.sqrt(30)
+    assert t.loc["x", "estimate"] == pytest.approx(pseudo.mean())
+    assert t.loc["x", "ci_low"] == pytest.approx(max(pseudo.mean() - half, 0.0))
+    assert t.loc["x", "ci_high"] == pytest.approx(min(pseudo.mean() + half, 1.0))
+    assert t.loc["x", "method"] == "dsl"
 
 
 def test_group_without_gold_is_pooled_and_said():
