@@ -29,6 +29,7 @@ import pandas as pd
 from .._core.errors import InputError
 from ..io.llm_cache import CodeCache, text_hash
 from ..models.llm import DOC_SLOT, normalise
+from ..models.tokenize import is_missing
 
 INSTRUCTION = ("You code documents for a research project. Read the codebook, then answer "
                "with exactly one label from it and nothing else.")
@@ -139,10 +140,13 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
     labels = check_codebook_labels(codebook)
     messages = build_messages(codebook, shots)
     phash = prompt_hash(messages)
-    texts = frame["text"].astype(str).tolist()
+    texts = ["" if is_missing(t) else str(t) for t in frame["text"]]
     results: list = [None] * len(texts)
     todo = []
     for i, t in enumerate(texts):
+        if not t.strip():  # no text, no code (as predict leaves such documents unlabelled)
+            results[i] = (None, None, None)
+            continue
         hit = cache.get(llm.name, phash, text_hash(t)) if cache else None
         if hit is None:
             todo.append(i)
@@ -158,10 +162,15 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
             rate = done / max(time.monotonic() - start, 1e-9)
             print(f"\rannotate: {done}/{len(todo)} documents, {rate:.1f} docs/s",
                   end="\n" if done == len(todo) else "", file=progress, flush=True)
-    return _frame(frame, labels, results, llm.name, keep_raw), {
+    n_empty = sum(1 for t in texts if not t.strip())
+    if n_empty:
+        warnings.warn(f"{n_empty} of {len(texts)} document(s) have a missing or empty text and "
+                      "get no code (label and probabilities missing)", stacklevel=2)
+    return _frame(frame, labels, results, llm.name, keep_raw, empty=[not t.strip() for t in texts]), {
         "prompt": messages, "prompt_hash": phash, "model": llm.name, "labels": labels,
         "shots": len(shots), "documents": len(texts), "from_cache": n_cached,
-        "unparsed": sum(1 for r in results if r[1] is None)}
+        "unparsed": sum(1 for r, t in zip(results, texts) if r[1] is None and t.strip()),
+        "empty": n_empty}
 
 
 def _run(llm, messages, labels, texts, todo, concurrency):
@@ -186,12 +195,12 @@ def _run(llm, messages, labels, texts, todo, concurrency):
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _frame(frame, labels, results, coder, keep_raw) -> pd.DataFrame:
+def _frame(frame, labels, results, coder, keep_raw, empty) -> pd.DataFrame:
     out = pd.DataFrame({"doc_id": frame["doc_id"].values,
                         "label": [r[1] for r in results]})
     for k, lab in enumerate(labels):
         out[f"prob_{lab}"] = [r[0][k] if r[0] is not None else math.nan for r in results]
-    out["unparsed"] = [r[1] is None for r in results]
+    out["unparsed"] = [r[1] is None and not e for r, e in zip(results, empty)]
     out["coder"] = coder
     if keep_raw:
         out["raw"] = [r[2] for r in results]

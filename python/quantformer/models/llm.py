@@ -33,6 +33,7 @@ import urllib.error
 import urllib.request
 
 from .._core.errors import InputError
+from .hub import resolve_model
 
 #: stands for the document while the chat template is rendered (split off afterwards)
 DOC_SLOT = "\u0000DOCUMENT\u0000"
@@ -53,6 +54,18 @@ def check_api_key(api_key_env: str | None) -> str | None:
     return key
 
 
+def _resolve(model: str) -> str:
+    """The local folder or cached hub id of ``model`` (:func:`quantformer.models.hub.resolve_model`),
+    with its errors naming ``llm``: a hub id that is neither cached nor reachable is an input
+    error before any download is tried."""
+    try:
+        return resolve_model(model)
+    except InputError as exc:
+        text = str(exc.args[0]) if exc.args else ""
+        raise InputError(text.replace("{model}", "{llm}"),
+                         params=["llm" if q == "model" else q for q in exc.params]) from None
+
+
 class LocalLM:
     """A local causal LM that scores labels (see the module docstring).
 
@@ -69,6 +82,7 @@ class LocalLM:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+        model = _resolve(model)
         config = AutoConfig.from_pretrained(model)
         archs = getattr(config, "architectures", None) or []
         if getattr(config, "is_encoder_decoder", False) or (
@@ -80,8 +94,10 @@ class LocalLM:
                              params=["llm"])
         self.tokenizer = AutoTokenizer.from_pretrained(model)
         if not getattr(self.tokenizer, "chat_template", None):
-            raise InputError(f"{{llm}} '{model}': its tokenizer has no chat template",
-                             params=["llm"])
+            raise InputError(f"{{llm}} '{model}': its tokenizer has no chat template, so the "
+                             "codebook cannot be put as a conversation; give an instruction-"
+                             "tuned (chat) checkpoint, or set tokenizer.chat_template and save "
+                             "the folder again", params=["llm"])
         if self.tokenizer.eos_token_id is None:
             raise InputError(f"{{llm}} '{model}': its tokenizer has no end-of-sequence token",
                              params=["llm"])

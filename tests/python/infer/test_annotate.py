@@ -110,6 +110,8 @@ def test_bad_inputs_fail_before_any_work_and_write_nothing(llama_dir, tiny_bert_
         (["--shots", "1", "--shots-from", str(files / "overlap.csv")], "never", None),
         (["--api-key-env", "QF_TEST_KEY"], "QF_TEST_KEY", None),
         ([], "not a causal language model", tiny_bert_dir),
+        ([], "not a causal language model", "default"),  # the bundled encoder
+        ([], "model folder not found", "./no-such-folder/model"),
         (["--endpoint", "http://127.0.0.1:9/v1"], "does not answer", None),
     ]
     for extra, words, llm in cases:
@@ -122,6 +124,24 @@ def test_bad_inputs_fail_before_any_work_and_write_nothing(llama_dir, tiny_bert_
     err = capsys.readouterr().err
     assert "--out" in err and "Loading" not in err  # refused before the model loads
     assert sorted(os.listdir(files)) == before
+
+
+def test_missing_and_blank_texts_get_no_code(llama_dir, files, capsys):
+    """A document with no text (a blank cell, spaces only) is left uncoded with a warning, as
+    predict leaves it, never labelled from an empty prompt."""
+    frame = pd.read_csv(files / "corpus.csv")
+    frame.loc[1, "text"] = None
+    frame.loc[3, "text"] = "   "
+    frame.to_csv(files / "gaps.csv", index=False)
+    capsys.readouterr()
+    assert main(["annotate", "--input", str(files / "gaps.csv"), "--codebook",
+                 str(files / "codebook.json"), "--llm", str(llama_dir), "--out",
+                 str(files / "gaps.parquet")]) == 0
+    assert "2 of 6 document(s) have a missing or empty text" in capsys.readouterr().err
+    codes = pd.read_parquet(files / "gaps.parquet")
+    assert codes["label"].isna().tolist() == [False, True, False, True, False, False]
+    assert codes.filter(like="prob_").iloc[[1, 3]].isna().all().all()
+    assert not codes["unparsed"].any()
 
 
 SERVER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "llm_server.py")
