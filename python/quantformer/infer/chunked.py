@@ -66,9 +66,7 @@ def with_chunking(clf, truncation: str | None = None, stride: int | None = None,
 
 
 def _check_can_window(clf) -> None:
-    from .classifier import Classifier
-
-    if type(clf)._proba is not Classifier._proba:
+    if not clf.reads_windows():
         raise InputError("{truncation} chunks is offered for classifiers fine-tuned the "
                          "standard way only, not yet for NLI or SetFit models",
                          params=["truncation"])

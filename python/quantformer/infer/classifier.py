@@ -232,12 +232,17 @@ class Classifier:
             return [frame_or_texts]
         return list(frame_or_texts)
 
+    def reads_windows(self) -> bool:
+        """Whether this classifier can read documents in windows (``truncation="chunks"``):
+        the standard ones; NLI pairs and SetFit tokenise in their own way."""
+        return type(self)._proba is Classifier._proba
+
     def encoded(self, texts: list):
         """The documents tokenised as :meth:`_proba` tokenises them (an
         :class:`~quantformer.models.tokenize.Encoded`), or None for a subclass that tokenises
         in its own way (NLI pairs, SetFit): for tokenising ahead, in another thread, of the
         forward passes (:mod:`quantformer.infer.pipeline`)."""
-        if type(self)._proba is not Classifier._proba:
+        if not self.reads_windows():
             return None
         if self.truncation == CHUNKS:
             return encode_windows(self.tokenizer, texts, max_length=self.max_length,
