@@ -308,7 +308,8 @@ def encode(
 
 def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX_LENGTH,
                 truncation: str = "head_tail", with_ids: bool = False,
-                hypotheses: list[str] | None = None) -> pd.DataFrame:
+                hypotheses: list[str] | None = None, stride: int | None = None,
+                max_chunks: int | None = None) -> pd.DataFrame:
     """Per-document subword counts of a corpus frame.
 
     Args:
@@ -323,12 +324,18 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX
         longest pair's tokens; 0 for missing/empty texts), ``truncated`` (bool: longer than
         ``max_length``; with ``hypotheses``: cut in at least one of its pairs), optionally
         ``input_ids`` (the ids after truncation, a list per document; with ``hypotheses``
-        those of the longest pair), then the docvars. Row order = input order.
+        those of the longest pair), then the docvars. Row order = input order. With
+        ``truncation="chunks"`` (``stride``, ``max_chunks`` as in :func:`encode_windows`) a
+        column ``n_windows`` follows ``n_tokens``, the windows each document is read in, and
+        ``truncated`` marks the documents whose windows ``max_chunks`` dropped.
 
     Raises:
         InputError: an unknown strategy, or a hypothesis that leaves no room for the text
-            within ``max_length``.
+            within ``max_length``; chunks with ``hypotheses`` or ``with_ids``.
     """
+    if truncation == CHUNKS:
+        return _window_stats(frame, tokenizer, max_length, with_ids or bool(hypotheses),
+                             stride, max_chunks)
     pairs = [longest_hypothesis(tokenizer, hypotheses)] * len(frame) if hypotheses else None
     enc = encode(tokenizer, frame["text"].tolist(), max_length=max_length, truncation=truncation,
                  pairs=pairs)
@@ -336,10 +343,25 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX
                         "truncated": enc.truncated})
     if with_ids:
         out["input_ids"] = [ids if not m else [] for ids, m in zip(enc.input_ids, enc.missing)]
+    return _with_docvars(out, frame)
+
+
+def _with_docvars(out: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     for c in frame.columns:
         if c not in ("doc_id", "text"):
             out[c] = frame[c].array  # keeps dtypes (categories, nullable ints)
     return out
+
+
+def _window_stats(frame, tokenizer, max_length, refused, stride, max_chunks) -> pd.DataFrame:
+    if refused:
+        raise InputError("{truncation} chunks counts windows per document; token ids and NLI "
+                         "hypotheses are not offered with it yet", params=["truncation"])
+    w = encode_windows(tokenizer, frame["text"].tolist(), max_length=max_length, stride=stride,
+                       max_chunks=max_chunks)
+    out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "n_tokens": w.n_tokens,
+                        "n_windows": w.n_windows, "truncated": w.truncated})
+    return _with_docvars(out, frame)
 
 
 def longest_hypothesis(tokenizer, hypotheses: list[str]) -> str:
@@ -354,11 +376,13 @@ def count_subwords(tokenizer, texts: list[str]) -> list[int]:
 
 def corpus_token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX_LENGTH,
                        truncation: str = "head_tail", with_ids: bool = False,
-                       hypotheses: list[str] | None = None) -> pd.DataFrame:
+                       hypotheses: list[str] | None = None, stride: int | None = None,
+                       max_chunks: int | None = None) -> pd.DataFrame:
     """:func:`token_stats`, with a warning that counts the documents with missing or empty
     text (they are kept, with 0 tokens)."""
     stats = token_stats(frame, tokenizer, max_length=max_length, truncation=truncation,
-                        with_ids=with_ids, hypotheses=hypotheses)
+                        with_ids=with_ids, hypotheses=hypotheses, stride=stride,
+                        max_chunks=max_chunks)
     n_missing = int((stats["n_tokens"] == 0).sum())
     if n_missing:
         import warnings
@@ -382,7 +406,10 @@ def summarise(stats: pd.DataFrame, max_length: int) -> pd.DataFrame:
         ("75%", q[3]),
         ("90%", q[4]),
         ("max", q[5]),
-        (f"over {max_length} (truncated)", int(stats["truncated"].sum())),
+        *([("windows", int(stats["n_windows"].sum())),
+           ("documents over max_chunks", int(stats["truncated"].sum()))]
+          if "n_windows" in stats else
+          [(f"over {max_length} (truncated)", int(stats["truncated"].sum()))]),
         ("share truncated", round(float(stats["truncated"].mean()) if len(stats) else 0.0, 4)),
     ]
     def fmt(v):

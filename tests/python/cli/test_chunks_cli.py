@@ -93,3 +93,17 @@ def test_embed_refuses_chunks(default_model_dir, tmp_path, capsys):
     code = main(["embed", "--input", str(tmp_path / "x.csv"), "--out", str(tmp_path / "e.csv"),
                  "--truncation", "chunks", "--quiet"])
     assert code == 2 and "chunks is not offered yet" in capsys.readouterr().err
+
+
+def test_tokenize_counts_windows_of_a_chunks_model(chunk_model, capsys):
+    d = chunk_model
+    _long(3).to_csv(d / "t3.csv", index=False)
+    assert main(["tokenize", "--model", str(d / "m"), "--input", str(d / "t3.csv"),
+                 "--out", str(d / "tok.csv")]) == 0
+    stats = pd.read_csv(d / "tok.csv")
+    from quantformer.models.tokenize import window_starts
+
+    # 24 tokens a window, 22 of content, stride 4 as trained
+    expect = [len(window_starts(n - 2, 22, 4)) for n in stats["n_tokens"]]
+    assert stats["n_windows"].tolist() == expect and max(expect) > 1
+    assert "windows" in capsys.readouterr().out
