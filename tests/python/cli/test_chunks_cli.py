@@ -107,3 +107,11 @@ def test_tokenize_counts_windows_of_a_chunks_model(chunk_model, capsys):
     expect = [len(window_starts(n - 2, 22, 4)) for n in stats["n_tokens"]]
     assert stats["n_windows"].tolist() == expect and max(expect) > 1
     assert "windows" in capsys.readouterr().out
+
+
+def test_explain_refuses_a_chunks_model_before_loading(chunk_model, tmp_path, capsys):
+    d = chunk_model
+    _long(2).to_csv(tmp_path / "x.csv", index=False)
+    code = main(["explain", "--model", str(d / "m"), "--input", str(tmp_path / "x.csv"),
+                 "--out", str(tmp_path / "a.parquet"), "--quiet"])
+    assert code == 2 and "explain does not offer windows yet" in capsys.readouterr().err
