@@ -72,11 +72,14 @@ def handeset(data_dir: Path) -> pd.DataFrame:
                          "label": raw["manual speech"].astype(str)})
 
 
-def split(frame: pd.DataFrame, smoke: bool):
+def split(frame: pd.DataFrame, smoke: bool, train_n: int | None = None):
     from sklearn.model_selection import train_test_split
 
     train, test = train_test_split(frame, test_size=0.2, random_state=0,
                                    stratify=frame["label"])
+    if train_n and train_n < len(train):  # a stratified subsample of the training speeches
+        train, _ = train_test_split(train, train_size=train_n, random_state=0,
+                                    stratify=train["label"])
     if smoke:
         train = train.groupby("label", group_keys=False).head(12)
         test = test.groupby("label", group_keys=False).head(6)
@@ -144,6 +147,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=64, help="prediction batch size")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
+    ap.add_argument("--train-n", type=int, default=None,
+                    help="fine-tune on a stratified sample of this many training speeches "
+                         "(default: all 1,000; the test speeches stay all 251)")
     ap.add_argument("--smoke", action="store_true",
                     help="24 training and 12 test speeches, 1 epoch, seed 1 (a check that it "
                          "runs, not figures)")
@@ -156,7 +162,7 @@ def main(argv=None) -> int:
     seeds = [1] if args.smoke else [int(s) for s in args.seeds.split(",")]
     epochs = 1 if args.smoke else args.epochs
     info = machine(args.device, torch.get_num_threads())
-    train, test = split(handeset(args.data_dir), args.smoke)
+    train, test = split(handeset(args.data_dir), args.smoke, args.train_n)
     long_mask = n_tokens(args.model, test["text"]) > 128
     chosen = [c for c in CONFIGS if c[0] in args.configs.split(",")]
     if BASELINE not in [c[0] for c in chosen]:
