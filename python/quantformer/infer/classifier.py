@@ -112,7 +112,10 @@ class Classifier:
         model: the ``transformers`` ``...ForSequenceClassification`` module (eval mode).
         tokenizer: its fast tokenizer.
         device: torch device string the model is on.
-        max_length, truncation: how documents are cut at prediction (as at training).
+        max_length, truncation: how documents are cut at prediction (as at training);
+            ``truncation="chunks"``: read whole in windows (:mod:`quantformer.models.chunks`).
+        stride, max_chunks, aggregate: the window settings with chunks (from the record;
+            :func:`quantformer.infer.chunked.with_chunking` changes them).
         record: the ``quantformer.json`` record (training arguments, counts, versions).
     """
 
