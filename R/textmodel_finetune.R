@@ -32,9 +32,18 @@
 #'   sentence-transformer body's own limit (256 for the default model). The value used is
 #'   shown by `print()` and `summary()` of the fitted model.
 #' @param truncation `NULL` or which tokens a long document keeps: `"head_tail"` (the first 128
-#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`. `NULL` (the default) leaves
-#'   it to the core: `"head_tail"`, and `"head"` for `method = "setfit"` (as
-#'   sentence-transformers cuts).
+#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`; or `"chunks"` (standard
+#'   method only): nothing is cut, each document is read as overlapping windows of
+#'   `max_length` tokens and the loss is taken on the aggregate of its windows' logits
+#'   (Pappagari et al. 2019). `NULL` (the default) leaves it to the core: `"head_tail"`, and
+#'   `"head"` for `method = "setfit"` (as sentence-transformers cuts).
+#' @param stride,max_chunks,aggregate `truncation = "chunks"` only: tokens neighbouring
+#'   windows share (integer, smaller than the window; `NULL`: a quarter of it), the first
+#'   windows kept per document at most (integer >= 1; `NULL`: all, a warning counts the
+#'   documents with more), and how window logits make the document's: `"mean"` (default) or
+#'   `"max"` (regression: the mean or max output). The model records them and [predict()]
+#'   reads documents the same way. Each window as a training example with its document's
+#'   label instead: `chunk_training = "labels"` (passed through `...`).
 #' @param oversample `NULL` (no oversampling) or the minority:majority ratio (in (0, 1]) that
 #'   random oversampling of the training documents reaches (section 6.4).
 #' @param validation `NULL` (no validation set), a fraction in (0, 1) of the coded documents
@@ -114,14 +123,16 @@
 textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, batch_size = 16,
                                max_length = NULL,
                                truncation = NULL, oversample = NULL,
-                               validation = NULL,
+                               validation = NULL, stride = NULL, max_chunks = NULL,
+                               aggregate = NULL,
                                task = c("classification", "regression", "multilabel"),
                                seed = 1, method = c("standard", "setfit", "nli"),
                                hypothesis = NULL, label_phrases = NULL, device = "auto",
                                output_dir = NULL, text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
-  if (!is.null(truncation)) truncation <- match.arg(truncation, c("head_tail", "head", "tail"))
+  if (!is.null(truncation))
+    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
   task <- match.arg(task)
   method <- match.arg(method)
   frame <- as_frame(x, text_field, docid_field)
@@ -135,7 +146,8 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
             cli_flags(model = model, epochs = epochs, lr = lr, batch_size = batch_size,
                       max_length = max_length, truncation = truncation,
                       oversample = oversample, seed = seed, device = device,
-                      method = if (method != "standard") method, hypothesis = hypothesis),
+                      method = if (method != "standard") method, hypothesis = hypothesis,
+                      stride = stride, max_chunks = max_chunks, aggregate = aggregate),
             valid$args, "--out", output_dir, cli_flags(...))
   res <- call_verb("finetune", args, inputs = c(list("--train" = yy$train), valid$inputs,
                                           nli_phrase_inputs(label_phrases)),  # R/nli.R
@@ -198,6 +210,12 @@ validation_args <- function(validation, yname, text_field = "text", docid_field 
 #'   supports it, fp32 elsewhere), `"fp32"` or `"bf16"`; in bf16, near ties (top-two margin
 #'   under 0.05) are predicted again in fp32: see [quantformer_precision]. Default from the
 #'   option `quantformer.precision`.
+#' @param truncation,stride,aggregate `NULL` (the default): documents are read as the model
+#'   was fine-tuned. `truncation = "chunks"` reads every document whole as overlapping windows
+#'   of the model's `max_length` tokens, neighbours sharing `stride` tokens, one prediction per
+#'   document from the `"mean"` or `"max"` (`aggregate`) of its windows' logits; another
+#'   `truncation` than the training one (`"head_tail"`, `"head"`, `"tail"`) warns, naming
+#'   both.
 #' @return For `type = "class"`, a factor with the model's levels, named by docnames; for
 #'   `type = "probability"`, a documents x classes matrix with docnames and levels as
 #'   dimnames; for `type = "both"`, a data frame with one row per document: `doc_id`,
@@ -224,8 +242,11 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                        quantize = getOption("quantformer.quantize", "none"),
                                        calibrated = FALSE, verbose = NULL,
                                        precision = getOption("quantformer.precision", "auto"),
+                                       truncation = NULL, stride = NULL, aggregate = NULL,
                                        ...) {
   check_dots(..., fun = "predict.textmodel_finetune")
+  if (!is.null(truncation))
+    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
   type <- match.arg(type)
   check_model_dir(object)
   backend <- c(backend_flags(backend, quantize), precision_flags(precision))  # R/precision.R
@@ -238,7 +259,9 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
   if (!classifier) check_task_predict(object, type, calibrated)  # R/tasks.R
   out <- predict_frame("predict", c("--model", object$model_dir,
                                     cli_flags(batch_size = batch_size, device = device,
-                                              calibrated = isTRUE(calibrated)), backend),
+                                              calibrated = isTRUE(calibrated),
+                                              truncation = truncation, stride = stride,
+                                              aggregate = aggregate), backend),
                        frame, verbose = model_verbose(verbose, object), r_args = names(formals()))
   if (classifier) prediction_result(out, frame, object$levels, type)
   else task_prediction_result(object, out, frame, type)

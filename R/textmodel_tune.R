@@ -16,6 +16,11 @@
 #' [predict_files()]).
 #'
 #' @inheritParams textmodel_finetune
+#' @param truncation `NULL` or which tokens a long document keeps: `"head_tail"` (the first 128
+#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`. `NULL` (the default) leaves
+#'   it to the core: `"head_tail"`, and `"head"` for `method = "setfit"` (as
+#'   sentence-transformers cuts). Reading documents whole in windows (`"chunks"`) is offered
+#'   by [textmodel_finetune()], not yet here.
 #' @param lr,epochs the grid: learning rates (numbers > 0) and numbers of epochs (whole numbers
 #'   >= 1). `NULL` takes the core's grid for the model's size: small models (such as the
 #'   bundled all-MiniLM-L6-v2) `c(5e-5, 8e-5, 1e-4)` x `3:5`, base models `c(1e-5, 2e-5, 3e-5)`

@@ -15,7 +15,7 @@ from ..models.hub import MAX_LENGTH_RULE, check_length_value
 from ..models.onnx import backend as onnx_backend
 from ..models.precision import PRECISIONS
 from ..models.tasks import Multilabel
-from ..models.tokenize import STRATEGIES
+from ..models.tokenize import TRUNCATIONS
 from ..scale.partitions import is_partitioned
 from ..train import nli
 from ..train.arguments import TASKS
@@ -307,13 +307,44 @@ def show_and_write_table(table, out, title: str, shown=None) -> None:
 def add_run_options(p) -> None:
     """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
     --device, --quiet, --backend, --quantize and --out."""
-    p.add_argument("--truncation", default="head_tail", choices=STRATEGIES,
-                   help="how long documents are cut (head_tail)")
+    p.add_argument("--truncation", default="head_tail", choices=TRUNCATIONS,
+                   help="how long documents are cut (head_tail; chunks is not offered here "
+                        "yet)")
     p.add_argument("--keep-text", action="store_true", help="keep the text column")
     add_device_option(p)
     add_quiet_option(p)
     add_backend_options(p)
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
+
+
+def add_chunk_options(p, *, training: bool) -> None:
+    """``--stride``, ``--max-chunks``, ``--aggregate`` (and for training ``--chunk-training``,
+    else ``--chunks-out``): how ``--truncation chunks`` reads long documents as windows."""
+    g = p.add_argument_group("long documents as windows (--truncation chunks)")
+    g.add_argument("--stride", type=int, default=None, metavar="N",
+                   help="tokens shared by neighbouring windows (default: a quarter of the "
+                        "window); smaller than the window")
+    g.add_argument("--max-chunks", type=int, default=None, metavar="N",
+                   help="the first N windows per document at most (default: all; a warning "
+                        "counts the documents with more)")
+    g.add_argument("--aggregate", default=None, metavar="{mean,max}",
+                   help="of the window logits into the document's (mean; regression: the mean "
+                        "output)" + ("" if training else "; default: as trained"))
+    if training:
+        g.add_argument("--chunk-training", default="aggregate",
+                       metavar="{aggregate,labels}",
+                       help="aggregate: the loss on each document's aggregate of its windows "
+                            "(default); labels: each window with its document's label")
+    else:
+        g.add_argument("--chunks-out", default=None, metavar="FILE",
+                       help="also write one row per window: doc_id, chunk, start, end "
+                            "(characters), the window's predicted and prob_<label>")
+
+
+def chunk_kwargs(args) -> dict:
+    """The window settings of :func:`add_chunk_options` as library keywords (None: unset)."""
+    return {"stride": args.stride, "max_chunks": args.max_chunks,
+            "aggregate": args.aggregate}
 
 
 def add_embedding_cache_options(p) -> None:

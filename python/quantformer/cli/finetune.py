@@ -6,10 +6,11 @@ from .._core.atomic import write_json
 from ..io.frames import read_frame
 from ..io.modeldir import read_record
 from ..io.writable import check_model_dir, check_writable
-from ..models.tokenize import STRATEGIES
+from ..models.tokenize import TRUNCATIONS
 from ..train.arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION, PRECISIONS, TASKS
 from ..train.finetune import finetune
 from ._options import (
+    add_chunk_options,
     add_corpus_options,
     add_device_option,
     add_labels_file_option,
@@ -17,6 +18,7 @@ from ._options import (
     add_nli_options,
     add_quiet_option,
     check_task_flags,
+    chunk_kwargs,
     corpus_kwargs,
     max_length_arg,
     nli_kwargs,
@@ -48,9 +50,10 @@ def add_cli(sub) -> None:
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="tokens per document incl. special tokens (512; Longformer up to 4096; "
                         "--method setfit: the sentence-transformer's own, 256 for MiniLM)")
-    p.add_argument("--truncation", default=None, choices=STRATEGIES,
+    p.add_argument("--truncation", default=None, choices=TRUNCATIONS,
                    help="how long documents are cut (head_tail: first 128 + last 382 at 512; "
-                        "--method setfit: head)")
+                        "--method setfit: head); chunks: read whole as overlapping windows of "
+                        "--max-length tokens, the loss on their aggregate")
     p.add_argument("--oversample", type=positive(float), default=None,
                    help="oversample minority classes up to RATIO x the majority (paper: 0.25)")
     p.add_argument("--labels", default=None,
@@ -69,6 +72,7 @@ def add_cli(sub) -> None:
                         "--model fine-tuned on the classes written as hypotheses (Laurer et "
                         "al. 2023; default 7 epochs, lr 2e-5)")
     add_nli_options(p)
+    add_chunk_options(p, training=True)
     p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
                    help="setfit: pairs drawn per training document and direction (5)")
     add_device_option(p)
@@ -128,6 +132,8 @@ def run(args) -> int:
                    tune_thresholds=args.tune_thresholds, early_stopping=args.early_stopping,
                    precision=args.precision, grad_accum=args.grad_accum,
                    method=args.method, setfit_iterations=args.setfit_iterations,
+                   chunk_training=args.chunk_training,
+                   **{k: v for k, v in chunk_kwargs(args).items() if v is not None},
                    **nli_kwargs(args))
     clf.save(args.out, overwrite=args.overwrite)
     if args.record:  # the checked record, so a caller needs no second call to read it

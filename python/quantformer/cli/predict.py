@@ -5,14 +5,17 @@ from __future__ import annotations
 from .._core.errors import InputError
 from ..infer.predict import predict_file
 from ..scale.dask import describe, predict_partitions
+from ..models.tokenize import TRUNCATIONS
 from ._options import (
     add_backend_options,
+    add_chunk_options,
     add_corpus_options,
     add_device_option,
     add_labels_file_option,
     add_partition_options,
     add_precision_option,
     add_quiet_option,
+    chunk_kwargs,
     corpus_kwargs,
     partitioned,
     positive,
@@ -46,12 +49,21 @@ def add_cli(sub) -> None:
     add_quiet_option(p)
     add_backend_options(p)
     add_precision_option(p)
+    p.add_argument("--truncation", default=None, choices=TRUNCATIONS,
+                   help="how long documents are read (default: as the model was fine-tuned; "
+                        "another one warns, naming both); chunks: every window of every "
+                        "document, one row per document")
+    add_chunk_options(p, training=False)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     kw = corpus_kwargs(args)
+    chunking = {"truncation": args.truncation, **chunk_kwargs(args)}
     if partitioned(args):
+        if any(v is not None for v in chunking.values()) or args.chunks_out:
+            raise InputError("--truncation and the window options are not supported with a "
+                             "partitioned --input yet; predict each file on its own")
         if args.calibrated or args.labels_file:
             flag = "--calibrated" if args.calibrated else "--labels-file"
             raise InputError(f"{flag} is not supported with a partitioned --input yet; predict "
@@ -69,7 +81,8 @@ def run(args) -> int:
                      batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
                      quiet=args.quiet, quoting=kw["quoting"], labels_file=args.labels_file,
                      calibrated=args.calibrated, backend=args.backend,
-                     quantize=args.quantize, precision=args.precision, report=used)
+                     quantize=args.quantize, precision=args.precision, report=used,
+                     chunking=chunking, chunks_out=args.chunks_out)
     print(f"wrote predictions for {n} documents to {args.out}")
     print(f"precision: {used['precision']} ({used['reason']})")
     return 0

@@ -9,13 +9,13 @@ from ..io.frames import read_frame
 from ..io.modeldir import record_hypotheses
 from ..models.hub import check_max_length, load_config, load_tokenizer, model_label
 from ..models.tokenize import (
-    STRATEGIES,
     corpus_token_stats,
     count_subwords,
     longest_hypothesis,
     model_record,
     model_truncation,
     summarise,
+    TRUNCATIONS,
 )
 from ._options import (
     add_corpus_options,
@@ -44,9 +44,10 @@ def add_cli(sub) -> None:
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token limit, special tokens included (default: the limit a "
                         "fine-tuned --model was trained and predicts with, else 512)")
-    p.add_argument("--truncation", default=None, choices=STRATEGIES,
+    p.add_argument("--truncation", default=None, choices=TRUNCATIONS,
                    help="strategy applied to the ids written by --ids (default: a fine-tuned "
-                        "--model's, else head_tail)")
+                        "--model's, else head_tail); chunks: an n_windows column counts the "
+                        "windows each document is read in (with the model's --stride)")
     p.add_argument("--ids", action="store_true",
                    help="also write the token ids after truncation as a list column")
     p.add_argument("--out", default=None,
@@ -65,7 +66,8 @@ def run(args) -> int:
     tokenizer = load_tokenizer(args.model)
     stats = corpus_token_stats(frame, tokenizer, max_length=max_length, truncation=truncation,
                                with_ids=args.ids,
-                               hypotheses=_nli_hypotheses(args.model, tokenizer))
+                               hypotheses=_nli_hypotheses(args.model, tokenizer),
+                               **_recorded_windows(args.model, truncation))
     print_table(summarise(stats, max_length),
                 title=f"subword tokens per document ({model_label(args.model)}, "
                       f"{args.input})", floatfmt="{:.1f}")
@@ -73,6 +75,14 @@ def run(args) -> int:
         write_frame(stats, args.out)
         print(f"wrote {len(stats)} rows to {args.out}")
     return 0
+
+
+def _recorded_windows(model: str | None, truncation: str) -> dict:
+    """``stride`` and ``max_chunks`` a model fine-tuned with chunks reads documents with."""
+    hp = model_record(model).get("hyperparameters", {})
+    if truncation != "chunks" or hp.get("truncation") != "chunks":
+        return {}
+    return {"stride": hp.get("stride"), "max_chunks": hp.get("max_chunks")}
 
 
 def _nli_hypotheses(model: str | None, tokenizer) -> list[str] | None:

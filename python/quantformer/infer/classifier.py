@@ -27,8 +27,10 @@ from ..models.onnx import recheck as onnx_recheck
 from ..models.onnx.backend import check_backend, open_model
 from ..models.onnx.recheck import RECHECK_LABEL, Recheck, check_margin
 from ..models.precision import TorchPrecision, check_with_backend, torch_precision
+from ..models.chunks import DEFAULT_AGGREGATE, aggregate_windows
 from ..models.tasks import Classification, from_record
-from ..models.tokenize import encode, warn_truncated
+from ..models.tokenize import CHUNKS, Windows, encode, encode_windows, warn_truncated
+from .chunked import chunking_of, window_frame
 
 CHUNK_ROWS = 4096
 
@@ -110,7 +112,10 @@ class Classifier:
         model: the ``transformers`` ``...ForSequenceClassification`` module (eval mode).
         tokenizer: its fast tokenizer.
         device: torch device string the model is on.
-        max_length, truncation: how documents are cut at prediction (as at training).
+        max_length, truncation: how documents are cut at prediction (as at training);
+            ``truncation="chunks"``: read whole in windows (:mod:`quantformer.models.chunks`).
+        stride, max_chunks, aggregate: the window settings with chunks (from the record;
+            :func:`quantformer.infer.chunked.with_chunking` changes them).
         record: the ``quantformer.json`` record (training arguments, counts, versions).
     """
 
@@ -125,6 +130,8 @@ class Classifier:
         self.truncation = truncation
         self.device = device
         self.record = dict(record or {})
+        self.stride = self.max_chunks = None  # truncation="chunks": the window settings
+        self.aggregate = DEFAULT_AGGREGATE
         self.recheck = None  # int8: the fp32 recheck of near ties (from_dir sets it)
         self.precision = TorchPrecision.fp32()  # bf16 autocast + fp32 recheck: from_dir sets it
         self.model.eval()
@@ -170,6 +177,10 @@ class Classifier:
         task = from_record(record)
         hp = record.get("hyperparameters", {})
         if use_onnx:
+            if hp.get("truncation") == CHUNKS:
+                raise InputError("{backend} onnx does not read documents in windows yet (this "
+                                 "model was fine-tuned with truncation chunks): use {backend} "
+                                 "torch", params=["backend"])
             if task.name != "classification":
                 raise InputError(f"{{backend}} onnx supports classification models only; "
                                  f"this is a {task.name} model: use {{backend}} torch",
@@ -190,6 +201,7 @@ class Classifier:
                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record,
                   task=task)
         clf.precision = chosen
+        clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
         return clf
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
@@ -223,13 +235,21 @@ class Classifier:
             return [frame_or_texts]
         return list(frame_or_texts)
 
+    def reads_windows(self) -> bool:
+        """Whether this classifier can read documents in windows (``truncation="chunks"``):
+        the standard ones; NLI pairs and SetFit tokenise in their own way."""
+        return type(self)._proba is Classifier._proba
+
     def encoded(self, texts: list):
         """The documents tokenised as :meth:`_proba` tokenises them (an
         :class:`~quantformer.models.tokenize.Encoded`), or None for a subclass that tokenises
         in its own way (NLI pairs, SetFit): for tokenising ahead, in another thread, of the
         forward passes (:mod:`quantformer.infer.pipeline`)."""
-        if type(self)._proba is not Classifier._proba:
+        if not self.reads_windows():
             return None
+        if self.truncation == CHUNKS:
+            return encode_windows(self.tokenizer, texts, max_length=self.max_length,
+                                  stride=self.stride, max_chunks=self.max_chunks)
         return encode(self.tokenizer, texts, max_length=self.max_length,
                       truncation=self.truncation)
 
@@ -242,6 +262,8 @@ class Classifier:
         k = getattr(self.model.config, "num_labels", None) or len(self.labels)
         if enc is None:
             enc = self.encoded(texts)
+        if isinstance(enc, Windows):
+            return self._proba_windows(enc, k, batch_size, progress, counts, model, cast)
         if counts is not None:  # adds up the documents cut, for warn_truncated
             counts["truncated"] = counts.get("truncated", 0) + int(enc.truncated.sum())
         probs = np.full((len(texts), k), np.nan, dtype=np.float64)
@@ -259,6 +281,43 @@ class Classifier:
                 )
             probs[keep] = out
         return probs, enc.missing
+
+    def _proba_windows(self, enc: Windows, k: int, batch_size: int, progress, counts,
+                       model, cast: bool) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_proba` of documents read in windows: every window of every document in
+        length-sorted batches, the window logits aggregated per document
+        (:func:`quantformer.models.chunks.aggregate_windows`), then the task's activation.
+        ``counts`` receives ``dropped`` (documents cut by ``max_chunks``) and ``windows``
+        (the last call's :class:`Windows` and its per-window outputs, for ``chunks_out``)."""
+        import torch
+
+        n = len(enc.missing)
+        probs = np.full((n, k), np.nan, dtype=np.float64)
+        if len(enc.input_ids):
+            bar = progress if not hasattr(progress, "update") else False
+            with self.precision.context(self.device, cast and model is self.model):
+                logits = run_batches(
+                    model, enc.input_ids, enc.token_type_ids,
+                    fn=lambda m, b: m(**b).logits.float(), batch_size=batch_size,
+                    device=self.device, pad_id=self.tokenizer.pad_token_id or 0,
+                    progress=bar)
+            agg = aggregate_windows(logits, enc.doc, n, self.aggregate)
+            keep = enc.n_windows > 0
+            act = self.task.activation
+            probs[keep] = act(torch.from_numpy(agg[keep])).double().numpy()
+            if counts is not None:
+                counts["windows"] = (enc, act(torch.from_numpy(logits)).double().numpy())
+        if hasattr(progress, "update"):
+            progress.update(int((~enc.missing).sum()))
+        if counts is not None:
+            counts["dropped"] = counts.get("dropped", 0) + int(enc.truncated.sum())
+        return probs, enc.missing
+
+    def window_rows(self, frame: pd.DataFrame, counts: dict) -> pd.DataFrame:
+        """One row per window of the documents last scored into ``counts`` (doc_id, chunk,
+        start, end in characters, then the task's columns for the window alone)."""
+        enc, probs = counts.pop("windows", (None, None))
+        return window_frame(frame, enc, probs, self.task)
 
     def scored(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None,
                enc=None):
@@ -329,6 +388,8 @@ class Classifier:
         return self.output_frame(frame, probs, missing, keep_text, rechecked)
 
     def warn_truncated(self, counts: dict, n: int) -> None:
+        if self.truncation == CHUNKS:  # nothing cut; max_chunks warns as windows are made
+            return
         warn_truncated(counts.get("truncated", 0), n, self.max_length, self.truncation)
 
     def output_frame(self, frame: pd.DataFrame, probs: np.ndarray, missing: np.ndarray,

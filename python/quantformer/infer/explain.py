@@ -132,7 +132,8 @@ def check_model(path, backend: str = "torch", target: str | None = None) -> dict
 
     Raises:
         ModelDirError: not a model directory. InputError: ``backend`` other than torch, a
-        method other than standard, NLI or SetFit, an encoder-decoder model (its
+        method other than standard, NLI or SetFit, a model fine-tuned with
+        ``truncation="chunks"`` (windows are not explained yet), an encoder-decoder model (its
         ``config.json``), or a ``target`` that is not a class of the model.
     """
     if backend != "torch":
@@ -143,6 +144,10 @@ def check_model(path, backend: str = "torch", target: str | None = None) -> dict
     if method not in METHODS:
         raise InputError(f"explain supports models fine-tuned with method standard, nli or "
                          f"setfit; '{path}' was fine-tuned with method '{method}'")
+    if record.get("hyperparameters", {}).get("truncation") == "chunks":
+        raise InputError(f"'{path}' reads documents in windows (fine-tuned with truncation "
+                         "chunks); explain does not offer windows yet: explain a model "
+                         "fine-tuned with head_tail, head or tail")
     _check_config(path)
     if target is not None:
         labels = [str(x) for x in record.get("labels") or []]

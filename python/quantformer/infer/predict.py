@@ -4,6 +4,8 @@ file (:func:`predict_file`, the ``predict`` verb)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pandas as pd
 
 from .._core.errors import InputError
@@ -11,6 +13,8 @@ from ..io.writing import FrameWriter
 from ..io.writable import check_output_file
 from ..io.frames import iter_frames
 from ..score.calibration import apply_temperature, stored_temperature
+from ..models.tokenize import CHUNKS
+from .chunked import with_chunking
 from .classifier import CHUNK_ROWS, Classifier, warn_missing
 from .load import load_model
 from .pipeline import scored_chunks
@@ -18,7 +22,8 @@ from .pipeline import scored_chunks
 
 def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
             device: str = "auto", quiet: bool = True, backend: str = "torch",
-            quantize: str = "none", precision: str = "auto") -> pd.DataFrame:
+            quantize: str = "none", precision: str = "auto",
+            chunking: dict | None = None) -> pd.DataFrame:
     """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
 
     Args:
@@ -42,6 +47,7 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
     """
     clf = model if isinstance(model, Classifier) else load_model(
         model, device=device, backend=backend, quantize=quantize, precision=precision)
+    clf = with_chunking(clf, **(chunking or {}))
     return clf.predict(frame, batch_size=batch_size, keep_text=keep_text, progress=not quiet)
 
 
@@ -52,7 +58,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                  chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
                  labels_file: str | None = None, calibrated: bool = False,
                  backend: str = "torch", quantize: str = "none",
-                 precision: str = "auto", report: dict | None = None) -> int:
+                 precision: str = "auto", report: dict | None = None,
+                 chunking: dict | None = None, chunks_out: str | None = None) -> int:
     """Stream a corpus file through a classifier into an output file.
 
     The input is read ``chunk_rows`` documents at a time (Parquet record batches, CSV chunks)
@@ -69,22 +76,35 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     (:mod:`quantformer.infer.pipeline`).
     ``report``: a dict
     that receives the precision used and why (``precision``, ``requested``, ``reason``).
+    ``chunking``: as in :func:`predict`. ``chunks_out``: with documents read in windows
+    (``truncation="chunks"``, trained or asked), a second output file with one row per
+    window: ``doc_id``, ``chunk``, ``start``, ``end`` (characters), the window's own
+    ``predicted`` and ``prob_<label>``.
 
     Returns:
         The number of documents written.
 
     Raises:
-        InputError: bad input file or columns, unknown output format; ModelDirError.
+        InputError: bad input file or columns, unknown output format, ``chunks_out`` without
+            chunks, bad chunking settings (:func:`quantformer.infer.chunked.with_chunking`);
+            ModelDirError.
     """
     from tqdm.auto import tqdm
 
     check_output_file(out_path)
+    if chunks_out is not None:
+        check_output_file(chunks_out, param="chunks_out")
     # the input is opened (format, columns, ids) before the model loads: a bad file fails fast
     chunks = iter_frames(input_path, chunk_rows=chunk_rows, text_col=text_col, id_col=id_col,
                          label_col=label_col, fmt=fmt, quoting=quoting,
                          labels_file=labels_file)
     clf = model if isinstance(model, Classifier) else load_model(
         model, device=device, backend=backend, quantize=quantize, precision=precision)
+    clf = with_chunking(clf, **(chunking or {}))
+    if chunks_out is not None and clf.truncation != CHUNKS:
+        raise InputError(f"{{chunks_out}} needs documents read in windows; this model reads "
+                         f"them with {clf.truncation}: add {{truncation}} chunks",
+                         params=["chunks_out", "truncation"])
     if report is not None:
         report.update(precision_record(clf))
     temperature = None
@@ -93,7 +113,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     n = n_missing = 0
     counts: dict = {}
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
-    with FrameWriter(out_path) as writer:
+    with FrameWriter(out_path) as writer, contextlib.ExitStack() as stack:
+        windows = stack.enter_context(FrameWriter(chunks_out)) if chunks_out else None
         # the next chunk read and tokenised while the model runs on this one (where a core is
         # free); the bar advances per batch (run_batches), missing documents once per chunk
         for chunk, probs, missing, rechecked in scored_chunks(clf, chunks, batch_size, bar,
@@ -101,6 +122,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
             if temperature is not None:
                 probs = apply_temperature(probs, temperature)
             writer.write(clf.output_frame(chunk, probs, missing, keep_text, rechecked))
+            if windows is not None:
+                windows.write(clf.window_rows(chunk, counts))
             n += len(chunk)
             n_missing += int(missing.sum())
             bar.update(int(missing.sum()))

@@ -10,6 +10,14 @@ Documents longer than a model's limit are cut on *token ids*, never on character
     the first ``budget`` tokens (what ``truncation=True`` does in Hugging Face).
 ``tail``
     the last ``budget`` tokens.
+``chunks``
+    nothing is cut: each document becomes overlapping windows of ``max_length`` tokens
+    (special tokens included), neighbours sharing ``stride`` tokens (default a quarter of the
+    window's content), each window with its character span in the document (the fast
+    tokenizer's offsets); :func:`encode_windows`. The model's outputs for the windows are then
+    aggregated into one per document (:mod:`quantformer.models.chunks`), the sliding window of
+    Devlin et al. (2019, SQuAD) and Pappagari et al. (2019, "Hierarchical Transformers for long
+    document classification").
 
 Tokenisation is batched through the model's fast (Rust) tokenizer; special tokens are added from
 a template read off the tokenizer once, so the per-document work in Python is list slicing only.
@@ -26,6 +34,8 @@ from .._core.errors import InputError, ParamWarning
 from ..io.modeldir import peek_record
 
 STRATEGIES = ("head_tail", "head", "tail")
+CHUNKS = "chunks"
+TRUNCATIONS = STRATEGIES + (CHUNKS,)  # what finetune and predict take
 PAPER_HEAD = 128  # first tokens kept at 512 (Wankmüller 2022, section 6.3)
 PAPER_BUDGET = 510  # 512 minus [CLS] and [SEP]
 
@@ -56,14 +66,22 @@ def warn_truncated(n_truncated: int, n: int, max_length: int, strategy: str) -> 
             r_message=f"{head}; textstat_subwords(x, model = fit) shows which"), stacklevel=3)
 
 
-def check_strategy(strategy: str) -> str:
+def check_strategy(strategy: str, allowed: tuple = STRATEGIES) -> str:
     """Validate a truncation strategy name.
 
+    Args:
+        allowed: the names the caller offers (default the cutting strategies; ``chunks``
+            where windows are offered, :data:`TRUNCATIONS`).
+
     Raises:
-        InputError: not one of ``head_tail``, ``head``, ``tail``.
+        InputError: ``chunks`` where windows are not offered yet, or an unknown name.
     """
-    if strategy not in STRATEGIES:
-        raise InputError(f"unknown truncation '{strategy}'; use one of: {', '.join(STRATEGIES)}")
+    if strategy == CHUNKS and CHUNKS not in allowed:
+        raise InputError("{truncation} chunks is not offered yet here (finetune and predict "
+                         "offer it); use head_tail, head or tail", params=["truncation"])
+    if strategy not in allowed:
+        raise InputError(f"unknown {{truncation}} '{strategy}'; use one of: "
+                         f"{', '.join(allowed)}", params=["truncation"])
     return strategy
 
 
@@ -290,7 +308,8 @@ def encode(
 
 def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX_LENGTH,
                 truncation: str = "head_tail", with_ids: bool = False,
-                hypotheses: list[str] | None = None) -> pd.DataFrame:
+                hypotheses: list[str] | None = None, stride: int | None = None,
+                max_chunks: int | None = None) -> pd.DataFrame:
     """Per-document subword counts of a corpus frame.
 
     Args:
@@ -305,12 +324,18 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX
         longest pair's tokens; 0 for missing/empty texts), ``truncated`` (bool: longer than
         ``max_length``; with ``hypotheses``: cut in at least one of its pairs), optionally
         ``input_ids`` (the ids after truncation, a list per document; with ``hypotheses``
-        those of the longest pair), then the docvars. Row order = input order.
+        those of the longest pair), then the docvars. Row order = input order. With
+        ``truncation="chunks"`` (``stride``, ``max_chunks`` as in :func:`encode_windows`) a
+        column ``n_windows`` follows ``n_tokens``, the windows each document is read in, and
+        ``truncated`` marks the documents whose windows ``max_chunks`` dropped.
 
     Raises:
         InputError: an unknown strategy, or a hypothesis that leaves no room for the text
-            within ``max_length``.
+            within ``max_length``; chunks with ``hypotheses`` or ``with_ids``.
     """
+    if truncation == CHUNKS:
+        return _window_stats(frame, tokenizer, max_length, with_ids or bool(hypotheses),
+                             stride, max_chunks)
     pairs = [longest_hypothesis(tokenizer, hypotheses)] * len(frame) if hypotheses else None
     enc = encode(tokenizer, frame["text"].tolist(), max_length=max_length, truncation=truncation,
                  pairs=pairs)
@@ -318,10 +343,25 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX
                         "truncated": enc.truncated})
     if with_ids:
         out["input_ids"] = [ids if not m else [] for ids, m in zip(enc.input_ids, enc.missing)]
+    return _with_docvars(out, frame)
+
+
+def _with_docvars(out: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     for c in frame.columns:
         if c not in ("doc_id", "text"):
             out[c] = frame[c].array  # keeps dtypes (categories, nullable ints)
     return out
+
+
+def _window_stats(frame, tokenizer, max_length, refused, stride, max_chunks) -> pd.DataFrame:
+    if refused:
+        raise InputError("{truncation} chunks counts windows per document; token ids and NLI "
+                         "hypotheses are not offered with it yet", params=["truncation"])
+    w = encode_windows(tokenizer, frame["text"].tolist(), max_length=max_length, stride=stride,
+                       max_chunks=max_chunks)
+    out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "n_tokens": w.n_tokens,
+                        "n_windows": w.n_windows, "truncated": w.truncated})
+    return _with_docvars(out, frame)
 
 
 def longest_hypothesis(tokenizer, hypotheses: list[str]) -> str:
@@ -336,11 +376,13 @@ def count_subwords(tokenizer, texts: list[str]) -> list[int]:
 
 def corpus_token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX_LENGTH,
                        truncation: str = "head_tail", with_ids: bool = False,
-                       hypotheses: list[str] | None = None) -> pd.DataFrame:
+                       hypotheses: list[str] | None = None, stride: int | None = None,
+                       max_chunks: int | None = None) -> pd.DataFrame:
     """:func:`token_stats`, with a warning that counts the documents with missing or empty
     text (they are kept, with 0 tokens)."""
     stats = token_stats(frame, tokenizer, max_length=max_length, truncation=truncation,
-                        with_ids=with_ids, hypotheses=hypotheses)
+                        with_ids=with_ids, hypotheses=hypotheses, stride=stride,
+                        max_chunks=max_chunks)
     n_missing = int((stats["n_tokens"] == 0).sum())
     if n_missing:
         import warnings
@@ -364,7 +406,10 @@ def summarise(stats: pd.DataFrame, max_length: int) -> pd.DataFrame:
         ("75%", q[3]),
         ("90%", q[4]),
         ("max", q[5]),
-        (f"over {max_length} (truncated)", int(stats["truncated"].sum())),
+        *([("windows", int(stats["n_windows"].sum())),
+           ("documents over max_chunks", int(stats["truncated"].sum()))]
+          if "n_windows" in stats else
+          [(f"over {max_length} (truncated)", int(stats["truncated"].sum()))]),
         ("share truncated", round(float(stats["truncated"].mean()) if len(stats) else 0.0, 4)),
     ]
     def fmt(v):
@@ -387,3 +432,139 @@ def model_record(model: str | None) -> dict:
     """A quantformer model directory's record; ``{}`` for other models."""
     return peek_record(model)
 
+
+
+class ChunkWarning(ParamWarning):
+    """Documents had more windows than ``max_chunks``; their later windows were dropped."""
+
+
+def default_stride(max_length: int, n_special: int = 2) -> int:
+    """Tokens neighbouring windows share by default: a quarter of the window's content."""
+    return max(0, (max_length - n_special) // 4)
+
+
+@dataclass
+class Windows:
+    """Documents cut into overlapping windows (``truncation="chunks"``), one row per window.
+
+    Attributes:
+        input_ids, token_type_ids: per window, special tokens included (as in :class:`Encoded`).
+        doc: index of the window's document in the input. Shape (n_windows,), int64.
+        chunk: the window's number within its document, from 0. Shape (n_windows,), int64.
+        start, end: the window's characters in the document text, ``text[start:end]``.
+        n_tokens: subword count per document, special tokens included once (0: missing).
+        n_windows: windows per document after ``max_chunks`` (0 for a missing document).
+        truncated: per document, windows were dropped by ``max_chunks``.
+        missing: per document, the text was missing or empty.
+    """
+
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]] | None
+    doc: np.ndarray
+    chunk: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    n_tokens: np.ndarray
+    n_windows: np.ndarray
+    truncated: np.ndarray
+    missing: np.ndarray
+    max_length: int = DEFAULT_MAX_LENGTH
+    stride: int = 0
+    strategy: str = CHUNKS
+
+
+def window_starts(n: int, budget: int, stride: int) -> list[int]:
+    """First token of each window over ``n`` content tokens: windows of ``budget`` tokens, each
+    starting ``budget - stride`` after the previous, the last one reaching the end."""
+    if n <= budget:
+        return [0]
+    step = budget - stride
+    starts = list(range(0, n - budget, step))
+    return starts + [n - budget] if starts[-1] + budget < n else starts
+
+
+def _ids_offsets(tokenizer, texts: list[str], chunk: int = 1000):
+    ids, offs = [], []
+    for start in range(0, len(texts), chunk):
+        enc = tokenizer(texts[start:start + chunk], add_special_tokens=False, truncation=False,
+                        return_attention_mask=False, return_token_type_ids=False,
+                        return_offsets_mapping=True, verbose=False)
+        ids.extend(enc["input_ids"])
+        offs.extend(enc["offset_mapping"])
+    return ids, offs
+
+
+def encode_windows(tokenizer, texts, *, max_length: int = DEFAULT_MAX_LENGTH,
+                   stride: int | None = None, max_chunks: int | None = None) -> Windows:
+    """Cut every document into overlapping windows of ``max_length`` tokens.
+
+    Args:
+        tokenizer: a fast Hugging Face tokenizer (its offsets give the character spans).
+        texts: sequence of str or None, length n.
+        max_length: tokens per window, special tokens included (default 512).
+        stride: content tokens shared by neighbouring windows (default: a quarter of the
+            window's content, :func:`default_stride`); must be smaller than the content.
+        max_chunks: the first windows kept per document at most (default None: all); a
+            :class:`ChunkWarning` counts the documents that had more.
+
+    Returns:
+        :class:`Windows`, windows in document order; a missing document has none.
+
+    Raises:
+        InputError: ``stride`` not smaller than the window's content, ``max_chunks`` < 1.
+    """
+    tpl = special_template(tokenizer)
+    budget = max_length - tpl.n_single
+    stride = default_stride(max_length, tpl.n_single) if stride is None else int(stride)
+    check_windows(budget, stride, max_chunks, max_length)
+    texts = list(texts)
+    n = len(texts)
+    missing = np.array([is_missing(t) for t in texts], dtype=bool)
+    present = [i for i in range(n) if not missing[i]]
+    raw, offs = _ids_offsets(tokenizer, [texts[i] for i in present]) if present else ([], [])
+    cols = {k: [] for k in ("ids", "doc", "chunk", "start", "end")}
+    n_tokens, n_windows = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    truncated = np.zeros(n, dtype=bool)
+    for i, ids, off in zip(present, raw, offs):
+        n_tokens[i] = len(ids) + tpl.n_single
+        starts = window_starts(len(ids), budget, stride)
+        truncated[i] = max_chunks is not None and len(starts) > max_chunks
+        starts = starts[:max_chunks] if max_chunks is not None else starts
+        n_windows[i] = len(starts)
+        for j, s in enumerate(starts):
+            piece = ids[s:s + budget]
+            cols["ids"].append(tpl.prefix + piece + tpl.suffix)
+            cols["doc"].append(i)
+            cols["chunk"].append(j)
+            cols["start"].append(off[s][0] if piece else 0)
+            cols["end"].append(off[s + len(piece) - 1][1] if piece else 0)
+    types = ([[tpl.type_a] * len(x) for x in cols["ids"]] if tpl.uses_token_types else None)
+    if truncated.any():
+        import warnings
+
+        warnings.warn(ChunkWarning(
+            f"{int(truncated.sum())} of {n} document(s) need more than {{max_chunks}} "
+            f"{max_chunks} windows; their windows after the first {max_chunks} were dropped",
+            params=["max_chunks"]), stacklevel=2)
+    as_int = lambda k: np.asarray(cols[k], dtype=np.int64)  # noqa: E731
+    return Windows(input_ids=cols["ids"], token_type_ids=types, doc=as_int("doc"),
+                   chunk=as_int("chunk"), start=as_int("start"), end=as_int("end"),
+                   n_tokens=n_tokens, n_windows=n_windows, truncated=truncated,
+                   missing=missing, max_length=max_length, stride=stride)
+
+
+def check_windows(budget: int, stride: int | None, max_chunks: int | None,
+                  max_length: int) -> None:
+    """Refuse a ``stride`` not smaller than the window's content ``budget`` and a
+    ``max_chunks`` below 1.
+
+    Raises:
+        InputError: naming ``stride`` or ``max_chunks``.
+    """
+    if stride is not None and not 0 <= stride < budget:
+        raise InputError(f"{{stride}} {stride} must be at least 0 and smaller than the window "
+                         f"({budget} content tokens at {{max_length}} {max_length}); the "
+                         f"default is a quarter of it", params=["stride", "max_length"])
+    if max_chunks is not None and max_chunks < 1:
+        raise InputError(f"{{max_chunks}} must be at least 1 (got {max_chunks}); leave it out "
+                         "for all windows", params=["max_chunks"])

@@ -65,6 +65,10 @@ def finetune(
     label_phrases=None,
     nli_pairs: str = "balanced",
     setfit_iterations: int | None = None,
+    stride: int | None = None,
+    max_chunks: int | None = None,
+    aggregate: str = "mean",
+    chunk_training: str = "aggregate",
 ):
     """Fine-tune a pretrained encoder on labelled documents (Wankmüller 2022, section 6.4).
 
@@ -77,8 +81,11 @@ def finetune(
         max_length: tokens per document, special tokens included (``None``: 512; up to 4,096
             for Longformer models, whose first token gets global attention; SetFit: the
             sentence-transformer's own limit, 256 for the bundled model).
-        truncation: ``head_tail`` (128 + 382 at 512, section 6.3), ``head`` or ``tail``
-            (``None``: ``head_tail``; SetFit: ``head``, as sentence-transformers cuts).
+        truncation: ``head_tail`` (128 + 382 at 512, section 6.3), ``head``, ``tail`` or
+            ``chunks`` (standard method only: each document read whole as overlapping windows
+            of ``max_length`` tokens, the loss on the aggregate of its windows' logits; see
+            :mod:`quantformer.train.chunks`) (``None``: ``head_tail``; SetFit: ``head``, as
+            sentence-transformers cuts).
         oversample: minority:majority ratio for random oversampling of the training data
             (e.g. 0.25, the paper's); ``None`` for none. Classification only.
         valid: labelled validation frame: metrics per epoch, early stopping, thresholds.
@@ -116,6 +123,15 @@ def finetune(
             pairs (``balanced`` or ``all``); see :func:`quantformer.train.nli.nli_finetune`.
         setfit_iterations: ``method="setfit"`` only: pairs drawn per training document and
             direction (setfit's ``num_iterations``; default 5, see :mod:`quantformer.train.setfit`).
+        stride: ``truncation="chunks"``: tokens shared by neighbouring windows (int; default
+            a quarter of the window's content); smaller than the window.
+        max_chunks: ``truncation="chunks"``: the first windows kept per document at most
+            (int >= 1; default all; a warning counts the documents that had more).
+        aggregate: ``truncation="chunks"``: ``mean`` (default) or ``max`` of the window
+            logits (regression: of the outputs); recorded, so prediction uses it.
+        chunk_training: ``truncation="chunks"``: ``aggregate`` (default: the loss on the
+            document's aggregate) or ``labels`` (each window a training example with its
+            document's label).
 
     Returns:
         A :class:`quantformer.infer.classifier.Classifier` whose ``record`` holds the training record.
@@ -125,7 +141,10 @@ def finetune(
             regression label (named), a multilabel column that is not 0/1, non-positive
             epochs/lr/batch size, ``max_length`` above the model's limit, an unknown
             truncation, device, task or precision, a bad ``labels`` list or oversampling ratio,
-            oversampling with regression/multilabel, early stopping without validation data.
+            oversampling with regression/multilabel, early stopping without validation data,
+            window settings without ``truncation="chunks"`` or bad ones (a ``stride`` not
+            smaller than the window, ``max_chunks`` < 1, an unknown ``aggregate``), chunks with
+            a Longformer or with the NLI or SetFit method.
     """
     spec = TrainSpec(
         model=model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
@@ -133,7 +152,8 @@ def finetune(
         labels=labels, seed=seed, device=device, quiet=quiet, task=task, label_cols=label_cols,
         label_sep=label_sep, tune_thresholds=tune_thresholds, early_stopping=early_stopping,
         precision=precision, grad_accum=grad_accum, method=method, hypothesis=hypothesis,
-        label_phrases=label_phrases, nli_pairs=nli_pairs, setfit_iterations=setfit_iterations)
+        label_phrases=label_phrases, nli_pairs=nli_pairs, setfit_iterations=setfit_iterations,
+        stride=stride, max_chunks=max_chunks, aggregate=aggregate, chunk_training=chunk_training)
     return finetune_spec(frame, spec, valid=valid, source=source)
 
 

@@ -96,6 +96,10 @@ class Batches:
             batch = self.hook(batch)
         return batch, torch.as_tensor(self.targets[rows], device=device)
 
+    def loss(self, network, batch, target):
+        """The loss of one batch (the head's own, from ``labels``)."""
+        return network(**batch, labels=target).loss
+
 
 @dataclass
 class LoopResult:
@@ -175,8 +179,8 @@ def _epoch(network, batches, opt, sched, scaler, rng, bar, result, *, epoch, epo
         result.real_tokens += int(batches.lengths[b].sum())
         result.padded_tokens += int(len(b) * batches.lengths[b].max())
         with autocast(precision, device):
-            out = network(**batch, labels=target)
-        loss = out.loss / grad_accum if grad_accum > 1 else out.loss
+            full = batches.loss(network, batch, target)
+        loss = full / grad_accum if grad_accum > 1 else full
         (scaler.scale(loss) if scaler else loss).backward()
         if (i + 1) % grad_accum == 0 or i + 1 == len(order):
             if scaler:
@@ -189,7 +193,7 @@ def _epoch(network, batches, opt, sched, scaler, rng, bar, result, *, epoch, epo
                 opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
-        run_loss += float(out.loss.detach()) * len(b)
+        run_loss += float(full.detach()) * len(b)
         n_seen += len(b)
         bar.set_postfix(epoch=f"{epoch + 1}/{epochs}", loss=f"{run_loss / n_seen:.4f}")
         bar.update(1)

@@ -16,7 +16,9 @@ def hyperparameters(settings: dict, size: str) -> dict:
             "max_grad_norm": MAX_GRAD_NORM, "optimizer": "AdamW",
             "defaults_by_size": size, "grad_accum": int(settings["grad_accum"]),
             "precision": settings["precision"],
-            "early_stopping": settings["early_stopping"]}
+            "early_stopping": settings["early_stopping"],
+            **({k: settings[k] for k in ("stride", "max_chunks", "aggregate", "chunk_training")}
+               if settings["truncation"] == "chunks" else {})}
 
 
 def training_record(*, task, settings: dict, size: str, data, counts: dict, n_rows: int,

@@ -22,7 +22,8 @@ METHODS = ("standard", "nli", "setfit")
 _COMMON = ("model", "epochs", "lr", "batch_size", "max_length", "truncation", "oversample",
            "valid_fraction", "labels", "seed", "device", "quiet")
 _STANDARD = _COMMON + ("task", "label_cols", "label_sep", "tune_thresholds", "early_stopping",
-                       "precision", "grad_accum")
+                       "precision", "grad_accum", "stride", "max_chunks", "aggregate",
+                       "chunk_training")
 _NLI = _COMMON + ("hypothesis", "label_phrases", "early_stopping", "precision", "grad_accum")
 _SETFIT = _COMMON
 
@@ -57,19 +58,27 @@ class TrainSpec:
     label_phrases: object = None
     nli_pairs: str = "balanced"
     setfit_iterations: int | None = None
+    stride: int | None = None
+    max_chunks: int | None = None
+    aggregate: str = "mean"
+    chunk_training: str = "aggregate"
 
     def check(self) -> TrainSpec:
         """Refuse options that do not belong to the method; returns the spec.
 
         Raises:
             InputError: ``setfit_iterations`` without ``method="setfit"``; NLI options with
-                another method (:func:`quantformer.train.nli.check_method_options`); a method
+                another method (:func:`quantformer.train.nli.check_method_options`); chunks
+                with NLI or SetFit; a method
                 other than classification for SetFit/NLI with another task.
         """
         if self.setfit_iterations is not None and self.method != "setfit":
             raise InputError("{setfit_iterations} is for {method} setfit only; add {method} "
                              "setfit or leave it out", params=["setfit_iterations", "method"])
         check_method_options(self.method, self.hypothesis, self.label_phrases, self.nli_pairs)
+        if self.method != "standard" and self.truncation == "chunks":
+            raise InputError(f"{{truncation}} chunks is offered for the standard method only, "
+                             f"not yet for {self.method}", params=["truncation", "method"])
         if self.method != "standard" and self.task != "classification":
             raise InputError(f"method={self.method!r} trains classifiers only; use the standard "
                              f"method for task={self.task!r}", params=["method", "task"])

@@ -32,7 +32,9 @@ from ..models.hub import (
     resolve_model,
 )
 from ..models.tasks import make_task
-from ..models.tokenize import check_strategy, encode
+from ..models.chunks import check_not_longformer
+from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, encode, encode_windows
+from .chunks import check_chunk_settings, window_batches
 from .arguments import DROPOUT, check_arguments, default_hyperparameters
 from .data import oversample_indices, set_seed, training_data
 from .loop import Batches, resolve_precision, train_loop
@@ -45,18 +47,25 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
                       valid_fraction: float, labels: list[str] | None, seed: int, device: str,
                       quiet: bool, source: str | None, task: str, label_cols: list[str] | None,
                       label_sep: str | None, tune_thresholds: bool, early_stopping: int | None,
-                      precision: str, grad_accum: int) -> Classifier:
+                      precision: str, grad_accum: int, stride: int | None = None,
+                      max_chunks: int | None = None, aggregate: str = "mean",
+                      chunk_training: str = "aggregate") -> Classifier:
     """The standard recipe (module docstring); arguments as
     :func:`quantformer.train.finetune.finetune`."""
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     started, created = time.time(), now_utc()
+    check_strategy(truncation, TRUNCATIONS)  # window settings checked before the model loads
+    check_chunk_settings(truncation, stride, max_chunks, aggregate, chunk_training, max_length)
     settings = check_settings(model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
                       truncation=truncation, oversample=oversample, seed=seed,
                       valid_fraction=valid_fraction, task=task, early_stopping=early_stopping,
                       precision=precision, grad_accum=grad_accum)
+    settings.update(stride=stride, max_chunks=max_chunks, aggregate=aggregate,
+                    chunk_training=chunk_training)
     check_needs_validation(valid is not None or bool(valid_fraction), early_stopping,
                             tune_thresholds, task)
     base_path, config = resolve_model(model), load_config(model)
+    check_not_longformer(config, truncation)
     dev = resolve_device(device)
     settings["precision"] = resolve_precision(precision, dev)
     kind = make_task(task, labels, label_cols, label_sep)
@@ -88,7 +97,7 @@ def check_settings(model, **settings) -> dict:
     """Check the arguments (one table, :mod:`quantformer.train.arguments`); fill the defaults
     by model size."""
     check_arguments(**settings)
-    check_strategy(settings["truncation"])
+    check_strategy(settings["truncation"], TRUNCATIONS)
     check_max_length(int(settings["max_length"]), load_config(model))
     defaults = default_hyperparameters(model)
     settings["epochs"] = int(settings["epochs"] if settings["epochs"] is not None
@@ -124,10 +133,9 @@ def _setup(model, base_path, config, data, task, settings, device, rng, say):
     oversample = settings["oversample"]
     rows = (oversample_indices(task.oversample_labels(data), oversample, rng)
             if oversample is not None else np.arange(len(data)))
-    enc = encode(tokenizer, data["text"].tolist(), max_length=int(settings["max_length"]),
-                 truncation=settings["truncation"])
+    enc = _encode(tokenizer, data, settings)
     n_truncated = int(enc.truncated.sum())
-    if n_truncated:
+    if n_truncated and settings["truncation"] != CHUNKS:
         say(f"{n_truncated} of {len(data)} training documents are longer than "
             f"{settings['max_length']} tokens and were truncated ({settings['truncation']})")
     overrides = {k: DROPOUT for k in ("hidden_dropout_prob", "attention_probs_dropout_prob",
@@ -140,10 +148,27 @@ def _setup(model, base_path, config, data, task, settings, device, rng, say):
               "model_type": getattr(config, "model_type", None)}
     clf = Classifier(network, tokenizer, task.labels, max_length=int(settings["max_length"]),
                      truncation=settings["truncation"], device=device, record=record, task=task)
-    batches = Batches(enc, rows, targets,
-                      tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
-                      global_attention_hook(network.config))
+    clf.stride, clf.max_chunks = settings["stride"], settings["max_chunks"]
+    clf.aggregate = settings["aggregate"]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    if settings["truncation"] == CHUNKS:
+        batches = window_batches(enc, rows, targets, pad, None,
+                                 chunk_training=settings["chunk_training"],
+                                 aggregate=settings["aggregate"],
+                                 problem_type=task.problem_type)
+    else:
+        batches = Batches(enc, rows, targets, pad, global_attention_hook(network.config))
     return clf, batches, n_truncated
+
+
+def _encode(tokenizer, data, settings):
+    """The training documents cut (:func:`~quantformer.models.tokenize.encode`) or read in
+    windows (:func:`~quantformer.models.tokenize.encode_windows`)."""
+    texts, max_length = data["text"].tolist(), int(settings["max_length"])
+    if settings["truncation"] == CHUNKS:
+        return encode_windows(tokenizer, texts, max_length=max_length,
+                              stride=settings["stride"], max_chunks=settings["max_chunks"])
+    return encode(tokenizer, texts, max_length=max_length, truncation=settings["truncation"])
 
 
 def train_epochs(clf, batches, valid_data, task, settings, device, rng, quiet):

@@ -1,0 +1,117 @@
+"""``--truncation chunks`` on the command line (issue 34): finetune records it, predict reads
+documents in windows as trained and writes one row per window with --chunks-out; bad window
+settings exit 2 before any work."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from toydata import toy_frame
+
+from quantformer.cli.main import main
+
+
+def _long(n):
+    f = toy_frame(n)
+    f["text"] = [" ".join([t] * 6) for t in f["text"]]
+    return f
+
+
+@pytest.fixture(scope="module")
+def chunk_model(tiny_bert_dir, tmp_path_factory):
+    d = tmp_path_factory.mktemp("chunks-cli")
+    _long(12).to_csv(d / "train.csv", index=False)
+    code = main(["finetune", "--train", str(d / "train.csv"), "--model", str(tiny_bert_dir),
+                 "--epochs", "1", "--max-length", "24", "--truncation", "chunks",
+                 "--stride", "4", "--device", "cpu", "--quiet", "--precision", "fp32",
+                 "--out", str(d / "m")])
+    assert code == 0
+    return d
+
+
+def test_predict_as_trained_with_chunks_out(chunk_model, capsys):
+    d = chunk_model
+    _long(3).drop(columns="label").to_csv(d / "new.csv", index=False)
+    assert main(["predict", "--model", str(d / "m"), "--input", str(d / "new.csv"),
+                 "--out", str(d / "p.parquet"), "--chunks-out", str(d / "w.parquet"),
+                 "--device", "cpu", "--quiet", "--precision", "fp32"]) == 0
+    docs = pd.read_parquet(d / "p.parquet")
+    win = pd.read_parquet(d / "w.parquet")
+    assert len(docs) == 3 and list(win.columns[:4]) == ["doc_id", "chunk", "start", "end"]
+    assert set(win["doc_id"]) == set(docs["doc_id"])
+    text = _long(3).set_index("doc_id")["text"]
+    first = win[win["chunk"] == 0].set_index("doc_id")
+    assert (first["start"] == 0).all()
+    last = win.groupby("doc_id")["end"].max()
+    assert all(last[i] == len(text[i]) for i in last.index)
+    probs = [c for c in win.columns if c.startswith("prob_")]
+    # the document's probability is the softmax of the mean window logits: between the
+    # smallest and the largest window probability
+    for doc_id, g in win.groupby("doc_id"):
+        p = docs.set_index("doc_id").loc[doc_id, probs[0]]
+        assert g[probs[0]].min() - 1e-6 <= p <= g[probs[0]].max() + 1e-6
+
+
+def test_predict_other_truncation_warns_naming_both(chunk_model, capsys):
+    d = chunk_model
+    _long(2).drop(columns="label").to_csv(d / "new2.csv", index=False)
+    assert main(["predict", "--model", str(d / "m"), "--input", str(d / "new2.csv"),
+                 "--out", str(d / "p2.csv"), "--truncation", "head_tail", "--device", "cpu",
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "fine-tuned with --truncation chunks and predicts with head_tail" in err
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--truncation", "chunks", "--stride", "22"], "--stride 22 must be at least 0"),
+    (["--truncation", "chunks", "--aggregate", "median"], "unknown --aggregate 'median'"),
+    (["--truncation", "chunks", "--max-chunks", "0"], "--max-chunks must be at least 1"),
+    (["--stride", "3"], "--stride applies to --truncation chunks only"),
+])
+def test_bad_window_flags_exit_2(tmp_path, capsys, extra, msg):
+    _long(6).to_csv(tmp_path / "t.csv", index=False)
+    code = main(["finetune", "--train", str(tmp_path / "t.csv"), "--max-length", "24",
+                 "--out", str(tmp_path / "m"), "--quiet", *extra])
+    assert code == 2 and msg in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+
+
+def test_predict_bad_aggregate_and_chunks_out_without_chunks(chunk_model, tmp_path, capsys):
+    d = chunk_model
+    _long(2).to_csv(tmp_path / "x.csv", index=False)
+    base = ["predict", "--model", str(d / "m"), "--input", str(tmp_path / "x.csv"),
+            "--out", str(tmp_path / "o.csv"), "--device", "cpu", "--quiet"]
+    assert main([*base, "--aggregate", "median"]) == 2
+    assert "unknown --aggregate 'median'" in capsys.readouterr().err
+    assert main([*base, "--truncation", "head", "--chunks-out", str(tmp_path / "w.csv")]) == 2
+    assert "--chunks-out needs documents read in windows" in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_embed_refuses_chunks(default_model_dir, tmp_path, capsys):
+    _long(2).to_csv(tmp_path / "x.csv", index=False)
+    code = main(["embed", "--input", str(tmp_path / "x.csv"), "--out", str(tmp_path / "e.csv"),
+                 "--truncation", "chunks", "--quiet"])
+    assert code == 2 and "chunks is not offered yet" in capsys.readouterr().err
+
+
+def test_tokenize_counts_windows_of_a_chunks_model(chunk_model, capsys):
+    d = chunk_model
+    _long(3).to_csv(d / "t3.csv", index=False)
+    assert main(["tokenize", "--model", str(d / "m"), "--input", str(d / "t3.csv"),
+                 "--out", str(d / "tok.csv")]) == 0
+    stats = pd.read_csv(d / "tok.csv")
+    from quantformer.models.tokenize import window_starts
+
+    # 24 tokens a window, 22 of content, stride 4 as trained
+    expect = [len(window_starts(n - 2, 22, 4)) for n in stats["n_tokens"]]
+    assert stats["n_windows"].tolist() == expect and max(expect) > 1
+    assert "windows" in capsys.readouterr().out
+
+
+def test_explain_refuses_a_chunks_model_before_loading(chunk_model, tmp_path, capsys):
+    d = chunk_model
+    _long(2).to_csv(tmp_path / "x.csv", index=False)
+    code = main(["explain", "--model", str(d / "m"), "--input", str(tmp_path / "x.csv"),
+                 "--out", str(tmp_path / "a.parquet"), "--quiet"])
+    assert code == 2 and "explain does not offer windows yet" in capsys.readouterr().err

@@ -1,0 +1,35 @@
+# truncation = "chunks" (issue 34): long documents read whole as windows in training and
+# prediction, the settings recorded, bad settings named as R arguments.
+
+test_that("textmodel_finetune with truncation = 'chunks' records it and predict() reads windows", {
+  skip_if_no_verb("finetune")
+  s <- sotu_sample()
+  tr <- s[c(1:8, 181:188), ]
+  fit <- textmodel_finetune(tr, y = "party", epochs = 1, max_length = 32,
+                            truncation = "chunks", stride = 8, aggregate = "max",
+                            output_dir = tempfile("qf-chunks-"), verbose = FALSE)
+  hp <- jsonlite::read_json(file.path(fit$model_dir, "quantformer.json"))$hyperparameters
+  expect_equal(hp$truncation, "chunks")
+  expect_equal(hp$stride, 8)
+  expect_equal(hp$aggregate, "max")
+  new <- s[101:104, ]
+  p <- predict(fit, newdata = new, type = "probability")
+  expect_equal(dim(p), c(4L, 2L))
+  expect_equal(rownames(p), new$doc_id)
+  expect_equal(unname(rowSums(p)), rep(1, 4), tolerance = 1e-6)
+  # mean instead of max: another aggregate gives other probabilities
+  q <- predict(fit, newdata = new, type = "probability", aggregate = "mean")
+  expect_false(isTRUE(all.equal(p, q)))
+  w <- testthat::capture_warnings(predict(fit, newdata = new, truncation = "head_tail"))
+  expect_match(w, "fine-tuned with `truncation` chunks and predicts with head_tail", all = FALSE)
+  expect_match(w, "truncated to 32 tokens \\(head_tail\\)", all = FALSE)
+})
+
+test_that("bad window settings are named as R arguments before training", {
+  skip_if_no_verb("finetune")
+  s <- sotu_sample()[c(1:6, 181:186), ]
+  expect_error(textmodel_finetune(s, y = "party", max_length = 32, truncation = "chunks",
+                                  stride = 40, verbose = FALSE), "`stride` 40 must be")
+  expect_error(textmodel_finetune(s, y = "party", max_length = 32, stride = 4,
+                                  verbose = FALSE), "`stride` applies to `truncation` chunks")
+})
