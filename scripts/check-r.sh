@@ -18,6 +18,8 @@ main() {
   fi
   # the tests must not skip for want of Python (they would skip visibly elsewhere)
   export QUANTFORMER_REQUIRE_PYTHON=1
+  # the Python test helpers (tiny models) for R tests: R CMD check copies tests/testthat alone
+  export QUANTFORMER_TEST_HELPERS="$root/tests/python"
   # real data and quanteda corpora for the tests; R CMD check runs them from a copy of the package
   if [ -d "$root/../shared/data" ]; then
     export QUANTFORMER_TEST_DATA=$(cd "$root/../shared/data" && pwd)

@@ -1,6 +1,9 @@
-# A tiny causal LM built by the Python test helpers (tests/python/tiny_models.py).
+# A tiny causal LM built by the Python test helpers (tests/python/tiny_models.py): in the source
+# tree beside these tests, or where QUANTFORMER_TEST_HELPERS points (scripts/check-r.sh sets it,
+# since R CMD check copies tests/testthat alone).
 tiny_llama <- function() {
-  helpers <- normalizePath(testthat::test_path("..", "python"), mustWork = TRUE)
+  helpers <- Sys.getenv("QUANTFORMER_TEST_HELPERS", testthat::test_path("..", "python"))
+  helpers <- normalizePath(helpers, mustWork = TRUE)
   dir <- file.path(tempdir(), "tiny-llama")
   if (!dir.exists(dir)) {
     py <- quantformer:::find_python()$python
