@@ -317,9 +317,10 @@ def add_run_options(p) -> None:
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
 
 
-def add_chunk_options(p, *, training: bool) -> None:
+def add_chunk_options(p, *, training: bool, chunks_out: bool = True) -> None:
     """``--stride``, ``--max-chunks``, ``--aggregate`` (and for training ``--chunk-training``,
-    else ``--chunks-out``): how ``--truncation chunks`` reads long documents as windows."""
+    else ``--chunks-out`` unless ``chunks_out`` is False): how ``--truncation chunks`` reads
+    long documents as windows."""
     g = p.add_argument_group("long documents as windows (--truncation chunks)")
     g.add_argument("--stride", type=int, default=None, metavar="N",
                    help="tokens shared by neighbouring windows (default: a quarter of the "
@@ -335,7 +336,7 @@ def add_chunk_options(p, *, training: bool) -> None:
                        metavar="{aggregate,labels}",
                        help="aggregate: the loss on each document's aggregate of its windows "
                             "(default); labels: each window with its document's label")
-    else:
+    elif chunks_out:
         g.add_argument("--chunks-out", default=None, metavar="FILE",
                        help="also write one row per window: doc_id, chunk, start, end "
                             "(characters), the window's predicted and prob_<label>")
