@@ -181,3 +181,26 @@ def test_bad_window_settings_are_refused_before_the_model_loads(toy_model_dir, c
     with pytest.raises(InputError) as err:
         check_model(str(toy_model_dir), chunking=chunking)
     assert msg in err.value.args[0]
+
+
+def test_partitioned_explain_reads_windows_as_one_file_does(chunked, tmp_path):
+    from quantformer.scale.explain import explain_partitions, read_explanation
+
+    _, path = chunked
+    frame = _long(toy_frame(4)).drop(columns=["label", "year"])
+    (tmp_path / "parts").mkdir()
+    frame.iloc[:2].to_csv(tmp_path / "parts" / "p-0.csv", index=False)
+    frame.iloc[2:].to_csv(tmp_path / "parts" / "p-1.csv", index=False)
+    chunking = {"truncation": None, "stride": 6, "max_chunks": None, "aggregate": "max"}
+    explain_partitions(str(path), str(tmp_path / "parts"), str(tmp_path / "out"), steps=8,
+                       device="cpu", quiet=True, chunking=chunking)
+    got = read_explanation(tmp_path / "out")
+    want = explain(str(path), frame, steps=8, device="cpu", chunking=chunking).words
+    assert got["doc_id"].tolist() == want["doc_id"].tolist()
+    assert got["word_windows"].tolist() == want["word_windows"].tolist()
+    assert not got["attribution"].isna().any()
+    np.testing.assert_allclose(got["attribution"], want["attribution"], rtol=1e-4, atol=1e-6)
+    with pytest.raises(InputError, match="must be at least 0"):
+        explain_partitions(str(path), str(tmp_path / "parts"), str(tmp_path / "out2"),
+                           chunking={"stride": 40})
+    assert not (tmp_path / "out2").exists()
