@@ -204,3 +204,19 @@ def test_partitioned_explain_reads_windows_as_one_file_does(chunked, tmp_path):
         explain_partitions(str(path), str(tmp_path / "parts"), str(tmp_path / "out2"),
                            chunking={"stride": 40})
     assert not (tmp_path / "out2").exists()
+
+
+def test_a_regression_model_in_windows_explains_its_mean_output(tiny_bert_dir):
+    from toydata import regression_frame
+
+    reg = finetune(_long(regression_frame(12)), model=str(tiny_bert_dir), epochs=1,
+                   quiet=True, device="cpu", max_length=MAX_LENGTH, truncation="chunks",
+                   stride=STRIDE, task="regression", precision="fp32")
+    frame = _long(regression_frame(2))
+    res = explain(reg, frame, steps=8)
+    d = res.documents
+    assert (d["target"] == "predicted").all() and (d["n_windows"] > 1).all()
+    assert not res.words["attribution"].isna().any()
+    # the prediction beside it is predict's, from the mean of the windows' outputs
+    np.testing.assert_allclose(d["predicted"].astype(float), reg.predict(frame)["predicted"],
+                               rtol=1e-5)
