@@ -86,9 +86,9 @@
 #'   `attribution` (logits; `NA`: not seen by the model), `target`, `completeness_gap`,
 #'   `steps` (integration points the document used), `predicted` and `probability` (of the
 #'   predicted class; a multi-label model has no `predicted`). Documents read in windows add
-#'   `word_windows` (integer: windows that read the word, 2 in an overlap; 0 with `NA`
-#'   attribution for words in windows dropped by `max_chunks`) and `n_windows` (integer: the
-#'   document's windows).
+#'   `word_windows` (integer: windows that read the word, more than 1 in an overlap; 0 with
+#'   `NA` attribution for words in windows dropped by `max_chunks`) and `n_windows` (integer:
+#'   the document's windows).
 #'   With `terms = TRUE` or `bow_data`, the attribute `terms` (see `terms`, `bow_data`).
 #'   Errors (from the core): `steps` < 1, a `target` that is not a class, empty or all-missing
 #'   texts, a folder that is not a model, an encoder-decoder model, a `scheduler` that is
