@@ -50,10 +50,11 @@ Integrated Gradients (Sundararajan et al. 2017) through Captum's ``LayerIntegrat
   ``f_w`` (:mod:`quantformer.models.chunks`):
 
   - ``mean``: ``F = (1/n) sum_w f_w``. Integrated Gradients of ``F`` along one path for all
-    windows are each window's own attributions divided by ``n``, so completeness is checked
-    for the document: ``logit`` = ``F`` of the input, ``baseline_logit`` = the mean of the
-    windows' baseline logits (each window's pad-token baseline), ``attribution_sum`` = the
-    mean over windows of each window's attribution sum.
+    windows are each window's own attributions divided by ``n`` (they are linear in the
+    function, Sundararajan et al. 2017, and each ``f_w`` reads its own window), so
+    completeness is checked for the document: ``logit`` = ``F`` of the input,
+    ``baseline_logit`` = the mean of the windows' baseline logits (each window's pad-token
+    baseline), ``attribution_sum`` = the mean over windows of each window's attribution sum.
   - ``max``: ``F = max_w f_w``; the gradient of ``F`` reaches only the window with the
     largest logit, so completeness is that window's: ``logit`` = ``F`` of the input (that
     window's logit), ``baseline_logit`` = that window's baseline logit (not the largest of
