@@ -156,3 +156,24 @@ def test_explain_bad_window_flags_exit_2(chunk_model, tmp_path, capsys, monkeypa
                  "--out", str(tmp_path / "a.parquet"), "--quiet", *extra])
     assert code == 2 and msg in capsys.readouterr().err
     assert not (tmp_path / "a.parquet").exists()
+
+
+def test_explain_partitioned_input_with_window_flags(chunk_model, tmp_path, capsys):
+    d = chunk_model
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    docs = _long(4).drop(columns="label")
+    docs.iloc[:2].to_csv(parts / "a.csv", index=False)
+    docs.iloc[2:].to_csv(parts / "b.csv", index=False)
+    docs.to_csv(tmp_path / "all.csv", index=False)
+    common = ["--model", str(d / "m"), "--steps", "4", "--aggregate", "max", "--stride", "6",
+              "--quiet", "--device", "cpu"]
+    assert main(["explain", *common, "--input", str(parts), "--out", str(tmp_path / "o")]) == 0
+    assert main(["explain", *common, "--input", str(tmp_path / "all.csv"),
+                 "--out", str(tmp_path / "one.parquet")]) == 0
+    from quantformer.scale.explain import read_explanation
+
+    got, want = read_explanation(tmp_path / "o"), pd.read_parquet(tmp_path / "one.parquet")
+    assert not got["attribution"].isna().any()
+    assert got["n_windows"].tolist() == want["n_windows"].tolist()
+    assert abs(got["attribution"] - want["attribution"]).max() < 1e-4
