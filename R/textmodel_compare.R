@@ -80,7 +80,7 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
                               task = c("classification", "regression", "multilabel"),
                               hypothesis = NULL, label_phrases = NULL,
                               verbose = getOption("quantformer.verbose", TRUE), ...) {
-  task <- match.arg(task)
+  task <- match_choice(task)
   if (task != "classification" && missing(models)) models <- NULL  # the task's models
   frame <- as_frame(x, text_field, docid_field)
   tframe <- as_frame(test, text_field, docid_field, arg = "test")

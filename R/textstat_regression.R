@@ -45,8 +45,8 @@ textstat_regression <- function(x, gold, formula, data, family = c("ols", "logis
                            missing(pred), missing(gold))
   x <- first$x
   gold <- first$second
-  family <- match.arg(family)
-  method <- match.arg(method)
+  family <- match_choice(family)
+  method <- match_choice(method)
   if (!inherits(formula, "formula") || length(formula) != 3)
     input_error("`formula` must be a two-sided formula such as `economy ~ party`, with a class on ",
                "the left", call. = FALSE)
