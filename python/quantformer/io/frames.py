@@ -384,6 +384,7 @@ def iter_frames(
     id_offset: int = 0,
     quoting: str = "auto",
     labels_file: str | os.PathLike | None = None,
+    warn_ids: bool = True,
 ) -> Iterator[pd.DataFrame]:
     """Yield a corpus file as corpus frames of at most ``chunk_rows`` rows, in file order.
 
@@ -392,6 +393,8 @@ def iter_frames(
     run across chunks; ``id_offset`` starts default ids at ``text<id_offset + 1>`` (one
     partition of a partitioned corpus). The returned iterator's ``total`` attribute is the
     number of documents. ``quoting`` and ``labels_file`` as in :func:`read_frame`.
+    ``warn_ids``: warn when the ids are ``text1..N`` (:func:`warn_numbered`; off for the
+    partitions of a partitioned run, whose scan warns once for the run).
 
     Raises:
         InputError: as :func:`read_frame`.
@@ -418,7 +421,7 @@ def iter_frames(
         chunks = _chunks_with_labels(chunks, labels)
         label_col = _LABELS_FILE_COL
     kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
-    return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw, id_offset), total)
+    return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw, id_offset, warn_ids), total)
 
 
 class FrameChunks:
@@ -443,8 +446,8 @@ def _chunks_with_labels(chunks: Iterator[pd.DataFrame], labels: list) -> Iterato
         start += len(chunk)
 
 
-def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str,
-                     kw: dict, offset: int = 0) -> Iterator[pd.DataFrame]:
+def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str, kw: dict,
+                     offset: int = 0, warn_ids: bool = True) -> Iterator[pd.DataFrame]:
     """Apply :func:`to_frame` chunk by chunk, with default ids and uniqueness across chunks."""
     seen = SeenIds()
     first = True
@@ -453,7 +456,7 @@ def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str,
         if first:
             first = False
             _check_text_type(raw[kw["text_col"] or "text"], kw["text_col"] or "text", source)
-            if numbered(raw.columns, kw["id_col"]):
+            if warn_ids and numbered(raw.columns, kw["id_col"]):
                 warn_numbered(source, columns=raw.columns)
         offset += len(frame)
         dups = seen.add(frame["doc_id"])
