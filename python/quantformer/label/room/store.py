@@ -31,10 +31,10 @@ and ``user_version`` the schema version (``SCHEMA_VERSION``, 2; version 1 had no
 table). A project of an earlier version is read as it is, and migrated in place when opened
 for writing: ``versions`` is filled from the codes (one per code row and one per undone row,
 the count every write since would have made), in one transaction. A project of a later
-version (a newer quantformer) is refused, untouched. A file without the mark (another application's
-database) is refused before anything is written into it; a project made before the mark
-(exactly the tables above, a corpus fingerprint in ``meta``) gets the mark when opened for
-writing. A coding room holds an exclusive lock (``flock``) on its project file while it
+version (a newer quantformer) is refused, untouched. A file without the mark (another
+application's database) is refused before anything is written into it; a project made before
+the mark (exactly the tables above, a corpus fingerprint in ``meta``) gets the mark when opened
+for writing. A coding room holds an exclusive lock (``flock``) on its project file while it
 serves, so a second server on the same file is refused (several coders share one server
 with a link each).
 """
