@@ -34,7 +34,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "model": ("--model", ("model", "x")),
     "pred": ("--pred", ("x",)),
     "top": ("--top", ("n", "top")),
-    "llm": ("--llm", ("model",)),
+    "llm": ("--llm", ("llm", "model")),
     "corpus": ("--corpus", ("x",)),
 }
 # switches: in R they are passed as `name = TRUE`

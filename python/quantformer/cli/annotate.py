@@ -11,7 +11,7 @@ from ..io.llm_cache import CodeCache
 from ..io.writable import check_writable
 from ..label.room.codebook import make_codebook
 from ..models.llm import EndpointLM, LocalLM, check_api_key
-from ._options import add_corpus_options, corpus_kwargs
+from ._options import add_corpus_options, add_endpoint_options, corpus_kwargs
 
 
 def add_cli(sub) -> None:
@@ -42,12 +42,7 @@ def add_cli(sub) -> None:
                    help="human codes (doc_id, text, label) to draw the shots from; never "
                         "documents of --input")
     p.add_argument("--seed", type=int, default=0, help="seed of the shots' draw (default 0)")
-    p.add_argument("--endpoint", default=None,
-                   help="base URL of an OpenAI-compatible server, e.g. "
-                        "http://127.0.0.1:11434/v1 (default: load --llm locally)")
-    p.add_argument("--api-key-env", default=None,
-                   help="name of the environment variable holding the endpoint's API key "
-                        "(the key itself is never taken on the command line)")
+    add_endpoint_options(p)
     p.add_argument("--concurrency", type=int, default=4,
                    help="requests in flight to the endpoint (default 4)")
     p.add_argument("--timeout", type=float, default=60.0,
