@@ -112,7 +112,19 @@ def test_reliability_of_every_pair_on_the_common_documents_equals_krippendorff(t
     assert main(["reliability", "--codes", str(tmp_path / "room.csv"),
                  str(tmp_path / "llm.parquet"), "--documents", "pair", "--n-boot", "20",
                  "--out", str(out)]) == 0
-    assert pd.read_csv(out)["n_documents"].tolist() == [55, 57, 52]
+    pairs = pd.read_csv(out)
+    assert pairs["n_documents"].tolist() == [55, 57, 52]
+    # evaluate scores the LLM's codes against one human as it scores predictions: the same
+    # alpha and kappa on the same documents, with macro-F1 and the confusion matrix beside
+    export[export["coder"] == "ann"].to_csv(tmp_path / "ann.csv", index=False)
+    assert main(["evaluate", "--pred", str(tmp_path / "llm.parquet"), "--pred-col", "label",
+                 "--truth", str(tmp_path / "ann.csv"), "--out", str(tmp_path / "e.json")]) == 0
+    report = json.loads((tmp_path / "e.json").read_text())
+    assert report["n"] == 57 and report["n_missing_pred"] == 3
+    assert report["agreement"]["krippendorff_alpha"]["estimate"] == pytest.approx(
+        pairs["krippendorff_alpha"].iloc[1], abs=1e-12)
+    assert report["agreement"]["cohen_kappa"]["estimate"] == pytest.approx(
+        pairs["cohen_kappa"].iloc[1], abs=1e-12)
 
 
 def test_reliability_names_coders_and_refuses_bad_codes(tmp_path, capsys):
