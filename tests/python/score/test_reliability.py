@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+import quantformer
 from quantformer._core.errors import InputError
 from quantformer.cli.main import main
 from quantformer.score.evaluate import evaluate
@@ -133,7 +134,7 @@ def test_reliability_names_coders_and_refuses_bad_codes(tmp_path, capsys):
     codes.to_csv(tmp_path / "five.csv", index=False)
     # one model in two files (zero- and k-shot runs) is two coders, named by their files
     merged = pd.concat([codes.assign(coder="m (zero)"), codes.assign(coder="m (five)")])
-    want = coder_agreement(merged, n_boot=10)
+    want = quantformer.reliability(merged, n_boot=10)  # the public name of coder_agreement
     out = tmp_path / "r.csv"
     assert main(["reliability", "--codes", str(tmp_path / "zero.csv"), str(tmp_path / "five.csv"),
                  "--n-boot", "10", "--out", str(out)]) == 0
