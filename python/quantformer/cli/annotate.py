@@ -54,6 +54,10 @@ def add_cli(sub) -> None:
                    help="SQLite file of finished codes (default OUT.cache.sqlite); a rerun "
                         "or resumed run computes only what is missing")
     p.add_argument("--raw", action="store_true", help="keep the endpoint's raw answer")
+    p.add_argument("--keep-text", action="store_true",
+                   help="keep the text column (after doc_id), so that the codes are a "
+                        "labelled corpus: finetune --train OUT trains an encoder on them "
+                        "(distillation)")
     p.add_argument("--device", default="cpu", help="torch device of a local model (cpu)")
     p.set_defaults(func=run)
 
@@ -83,6 +87,8 @@ def run(args) -> int:
                                  keep_raw=args.raw, concurrency=args.concurrency)
     finally:
         cache.close()
+    if args.keep_text:
+        codes.insert(1, "text", frame["text"].to_numpy())
     write_frame(codes, args.out)
     write_json(record, args.out + ".json")
     print(f"wrote {len(codes)} codes to {args.out} ({record['from_cache']} from the cache, "
