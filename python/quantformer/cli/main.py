@@ -41,6 +41,7 @@ VERB_MODULES = [
     "quantformer.cli.pretrain",
     "quantformer.cli.predict",
     "quantformer.cli.evaluate",
+    "quantformer.cli.reliability",
     "quantformer.cli.estimate",
     "quantformer.cli.regress",
     "quantformer.cli.calibrate",
