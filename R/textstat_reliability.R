@@ -49,7 +49,7 @@
 #' @export
 textstat_reliability <- function(x, documents = c("common", "pair"), level = 0.95,
                                  n_boot = 1000, seed = 0, verbose = FALSE) {
-  documents <- match.arg(documents)
+  documents <- match_choice(documents)
   res <- call_verb("reliability",
                    cli_flags(documents = documents, level = level, n_boot = n_boot, seed = seed),
                    inputs = list("--codes" = codes_frame(x)), output = "rds", verbose = verbose,
