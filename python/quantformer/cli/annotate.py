@@ -55,6 +55,13 @@ def add_cli(sub) -> None:
     p.add_argument("--retries", type=int, default=4,
                    help="retries of a request after a 429, 5xx, timeout or lost connection, "
                         "with exponential backoff (default 4)")
+    p.add_argument("--top-logprobs", type=int, default=20,
+                   help="candidate tokens per answer token asked of the endpoint (logprobs; "
+                        "default 20, the OpenAI maximum); the label probabilities come from "
+                        "them where the server returns them, else they are missing and "
+                        "OUT.json says why; 0 asks for none")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="longest endpoint answer in tokens (default: the server's)")
     p.add_argument("--cache", default=None,
                    help="SQLite file of finished codes (default OUT.cache.sqlite); a rerun "
                         "or resumed run computes only what is missing")
@@ -76,7 +83,8 @@ def run(args) -> int:
     shots = draw_shots(human, args.shots, frame["doc_id"], frame["text"], labels, args.seed)
     if args.endpoint is not None:
         llm = EndpointLM(args.endpoint, args.llm, check_api_key(args.api_key_env),
-                         timeout=args.timeout, retries=args.retries)
+                         timeout=args.timeout, retries=args.retries,
+                         top_logprobs=args.top_logprobs, max_tokens=args.max_tokens)
         llm.check()
     else:
         if args.api_key_env is not None:
