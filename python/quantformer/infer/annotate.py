@@ -16,6 +16,7 @@ Martini (2024) and Egami et al. (2023, NeurIPS).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -101,6 +102,18 @@ def draw_shots(human: pd.DataFrame | None, n: int, doc_ids, texts, labels: list[
     if outside:
         raise InputError(f"{{shots_from}} has labels the codebook lacks: {outside}",
                          params=["shots_from"])
+    check_shots_overlap(human, doc_ids, texts)
+    pick = human.sample(n=n, random_state=seed)
+    return list(zip(pick["text"].astype(str), pick["label"].astype(str)))
+
+
+def check_shots_overlap(human: pd.DataFrame, doc_ids, texts) -> None:
+    """Refuse human codes (``doc_id``, ``text``) that share a document, by id or by text, with
+    the documents being coded (``doc_ids``, ``texts``: one file, or one chunk at a time).
+
+    Raises:
+        InputError: names ``shots_from`` and ``input``, with up to three shared documents.
+    """
     overlap = (set(human["doc_id"].astype(str)) & set(map(str, doc_ids))) | (
         set(human["text"]) & set(texts))
     if overlap:
@@ -108,8 +121,6 @@ def draw_shots(human: pd.DataFrame | None, n: int, doc_ids, texts, labels: list[
                          f"{sorted(map(str, overlap))[:3]}); k-shot examples must never be "
                          "documents being coded: remove them from one file",
                          params=["shots_from", "input"])
-    pick = human.sample(n=n, random_state=seed)
-    return list(zip(pick["text"].astype(str), pick["label"].astype(str)))
 
 
 def _local_code(llm, head_ids, label_ids, tail, text):
@@ -118,7 +129,7 @@ def _local_code(llm, head_ids, label_ids, tail, text):
 
 def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache | None = None,
              shots: list[tuple[str, str]] = (), keep_raw: bool = False,
-             concurrency: int = 4, progress=sys.stderr) -> tuple[pd.DataFrame, dict]:
+             concurrency: int = 4, progress=sys.stderr, gate=None) -> tuple[pd.DataFrame, dict]:
     """Code every document of ``frame`` (``doc_id``, ``text``) with ``llm``.
 
     Args:
@@ -131,6 +142,8 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
         keep_raw: add the endpoint's raw answer as ``raw``.
         concurrency: requests in flight to an endpoint (default 4).
         progress: stream for the documents-per-second line (None: silent).
+        gate: None, or a context manager held around each endpoint request (a
+            ``distributed.Semaphore`` bounds the requests in flight across Dask workers).
 
     Returns:
         The codes frame (``doc_id``, ``label``, ``prob_<label>``, ``unparsed``, ``coder``,
@@ -157,7 +170,8 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
             results[i] = (hit[1], hit[0], hit[2], hit[3])
     n_cached = len(texts) - len(todo)
     start = time.monotonic()
-    for done, (i, res) in enumerate(_run(llm, messages, labels, texts, todo, concurrency), 1):
+    for done, (i, res) in enumerate(_run(llm, messages, labels, texts, todo, concurrency,
+                                         gate or contextlib.nullcontext()), 1):
         results[i] = res
         if cache:
             cache.put(llm.name, phash, text_hash(texts[i]), res[1], res[0], res[2], res[3])
@@ -189,7 +203,7 @@ def _record(llm, messages, phash, labels, shots, results, empty, n_cached) -> di
             "probabilities_missing_reasons": {k: REASONS[k] for k in why}}
 
 
-def _run(llm, messages, labels, texts, todo, concurrency):
+def _run(llm, messages, labels, texts, todo, concurrency, gate):
     """Yield ``(index, (probs, label, raw))`` as each document finishes."""
     if hasattr(llm, "score"):
         head, tail = llm.split_prompt(messages)
@@ -201,7 +215,8 @@ def _run(llm, messages, labels, texts, todo, concurrency):
 
     def one(i):
         msgs = [dict(m, content=m["content"].replace(DOC_SLOT, texts[i])) for m in messages]
-        label, raw, probs, why = llm.code(msgs, labels)
+        with gate:
+            label, raw, probs, why = llm.code(msgs, labels)
         return i, (probs, label, raw, why)
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))

@@ -71,6 +71,37 @@ def _resolve(model: str) -> str:
                          params=["llm" if q == "model" else q for q in exc.params]) from None
 
 
+def check_causal_lm(model: str):
+    """The resolved folder of ``model`` and its tokenizer, checked without loading weights.
+
+    Raises:
+        InputError: the model is not a causal LM, or its tokenizer has no chat template or
+            no end-of-sequence token.
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    model = _resolve(model)
+    config = AutoConfig.from_pretrained(model)
+    archs = getattr(config, "architectures", None) or []
+    if getattr(config, "is_encoder_decoder", False) or (
+            archs and not any(a.endswith("ForCausalLM") or a.endswith("LMHeadModel")
+                              for a in archs)):
+        raise InputError(f"{{llm}} '{model}' is not a causal language model "
+                         f"(architectures: {', '.join(archs) or 'none'}); give a "
+                         "decoder-only model such as a Llama, Qwen or GPT-2 checkpoint",
+                         params=["llm"])
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    if not getattr(tokenizer, "chat_template", None):
+        raise InputError(f"{{llm}} '{model}': its tokenizer has no chat template, so the "
+                         "codebook cannot be put as a conversation; give an instruction-"
+                         "tuned (chat) checkpoint, or set tokenizer.chat_template and save "
+                         "the folder again", params=["llm"])
+    if tokenizer.eos_token_id is None:
+        raise InputError(f"{{llm}} '{model}': its tokenizer has no end-of-sequence token",
+                         params=["llm"])
+    return model, tokenizer
+
+
 class LocalLM:
     """A local causal LM that scores labels (see the module docstring).
 
@@ -85,27 +116,9 @@ class LocalLM:
 
     def __init__(self, model: str, device: str = "cpu"):
         import torch
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
-        model = _resolve(model)
-        config = AutoConfig.from_pretrained(model)
-        archs = getattr(config, "architectures", None) or []
-        if getattr(config, "is_encoder_decoder", False) or (
-                archs and not any(a.endswith("ForCausalLM") or a.endswith("LMHeadModel")
-                                  for a in archs)):
-            raise InputError(f"{{llm}} '{model}' is not a causal language model "
-                             f"(architectures: {', '.join(archs) or 'none'}); give a "
-                             "decoder-only model such as a Llama, Qwen or GPT-2 checkpoint",
-                             params=["llm"])
-        self.tokenizer = AutoTokenizer.from_pretrained(model)
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise InputError(f"{{llm}} '{model}': its tokenizer has no chat template, so the "
-                             "codebook cannot be put as a conversation; give an instruction-"
-                             "tuned (chat) checkpoint, or set tokenizer.chat_template and save "
-                             "the folder again", params=["llm"])
-        if self.tokenizer.eos_token_id is None:
-            raise InputError(f"{{llm}} '{model}': its tokenizer has no end-of-sequence token",
-                             params=["llm"])
+        model, self.tokenizer = check_causal_lm(model)
         self.model = AutoModelForCausalLM.from_pretrained(model).to(device).eval()
         self.device = device
         self.name = model

@@ -399,3 +399,83 @@ def test_label_probs_of_a_json_answer_with_the_quote_merged_into_the_label_token
     assert probs[2] == pytest.approx(math.exp(-0.1) / (math.exp(-0.1) + math.exp(-2.5)))
     assert label_probs(None, raw, ["pro", "contra"]) == (None, "no_logprobs")
     assert label_probs(content, "something else", ["pro", "contra"]) == (None, "misaligned")
+
+
+def _parts(files, n=3):
+    """The six corpus documents in ``n`` partition files (folder ``parts``)."""
+    corpus = pd.read_csv(files / "corpus.csv")
+    (files / "parts").mkdir()
+    for j in range(n):
+        corpus.iloc[j::n].sort_index().to_csv(files / "parts" / f"part-{j}.csv", index=False)
+    order = [i for j in range(n) for i in range(j, len(corpus), n)]
+    return files / "parts", order
+
+
+def _read_parts(folder):
+    return pd.concat([pd.read_parquet(p) for p in sorted(folder.glob("part-*.parquet"))],
+                     ignore_index=True)
+
+
+def test_partitioned_on_a_local_cluster_equals_one_file_and_resumes(coder_dir, files):
+    """Partitioned input with --scheduler local:2 (a real LocalCluster): each worker loads the
+    local model once; the partitions' codes equal the one-file run's; --resume redoes only a
+    missing partition, its codes read from the cache."""
+    base = ["--codebook", str(files / "codebook.json"), "--llm", str(coder_dir),
+            "--shots", "1", "--shots-from", str(files / "human.csv")]
+    assert main(["annotate", "--input", str(files / "corpus.csv"), "--out",
+                 str(files / "one.parquet"), *base]) == 0
+    one = pd.read_parquet(files / "one.parquet")
+    folder, order = _parts(files)
+    out = files / "codes"
+    assert main(["annotate", "--input", str(folder), "--out", str(out), "--scheduler",
+                 "local:2", *base]) == 0
+    got = _read_parts(out)
+    want = one.iloc[order].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-5)
+    manifest = json.loads((out / "manifest.json").read_text())
+    entries = list(manifest["partitions"].values())
+    assert manifest["job"]["verb"] == "annotate" and len(entries) == 3
+    assert all(e["model_loads"] == 1 for e in entries)  # one load per worker process
+    prompt = json.loads((files / "one.parquet.json").read_text())["prompt"]
+    shot = [prompt[1]["content"].split("\n", 1)[1], prompt[2]["content"]]
+    assert manifest["job"]["options"]["shots"] == [shot]  # the same shot as the one-file run
+    (out / "part-1.parquet").unlink()
+    assert main(["annotate", "--input", str(folder), "--out", str(out), "--resume",
+                 *base]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["partitions"]["part-1.parquet"]["from_cache"] == 2
+    assert [r["partitions_to_do"] for r in manifest["runs"]] == [3, 1]
+    pd.testing.assert_frame_equal(_read_parts(out), got)
+
+
+def test_partitioned_endpoint_shares_one_bound_on_requests_in_flight(coder_dir, files):
+    """Two Dask workers, one endpoint, --concurrency 2: never more than 2 requests in flight
+    in total (a Dask semaphore), though each worker alone may send 2."""
+    inflight = files / "inflight"
+    proc, url = _serve(coder_dir, files, "--inflight", str(inflight))
+    folder, order = _parts(files, 2)
+    try:
+        assert main(["annotate", "--input", str(folder), "--out", str(files / "codes"),
+                     "--codebook", str(files / "codebook.json"), "--llm", str(coder_dir),
+                     "--endpoint", url, "--concurrency", "2", "--max-tokens", "12",
+                     "--scheduler", "local:2"]) == 0
+    finally:
+        proc.kill()
+    got = _read_parts(files / "codes")
+    assert got["label"].tolist() == [ANSWERS[i] for i in order]
+    assert got.filter(like="prob_").notna().any(axis=1).all()  # logprobs through the server
+    assert 1 <= int(inflight.read_text()) <= 2
+
+
+def test_partitioned_shots_overlapping_any_partition_are_refused_before_any_work(
+        llama_dir, files, capsys):
+    folder, _ = _parts(files)
+    overlap = pd.read_csv(folder / "part-2.csv").assign(label="pro")
+    overlap.to_csv(files / "overlap.csv", index=False)
+    capsys.readouterr()
+    assert main(["annotate", "--input", str(folder), "--out", str(files / "codes"),
+                 "--codebook", str(files / "codebook.json"), "--llm", str(llama_dir),
+                 "--shots", "1", "--shots-from", str(files / "overlap.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "--shots-from shares 4 documents with --input" in err  # 2 by id, 2 by text
+    assert not (files / "codes").exists() and not any(files.glob("*.sqlite"))
