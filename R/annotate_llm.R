@@ -134,12 +134,12 @@ annotate_files <- function(files, codebook, model, output_dir, endpoint = NULL,
                            verbose = getOption("quantformer.verbose", TRUE)) {
   if (!is.character(model) || length(model) != 1 || !nzchar(model))
     input_error("`model` must be one model name or folder", call. = FALSE)
-  if (!is.character(files) || !length(files) || anyNA(files))
-    input_error("`files` must be a character vector of corpus files, folders or globs",
-                call. = FALSE)
-  if (!is.character(output_dir) || length(output_dir) != 1 || is.na(output_dir))
-    input_error("`output_dir` must be one folder path", call. = FALSE)
-  output_dir <- normalizePath(output_dir, mustWork = FALSE)
+  output_dir <- check_files_output(files, output_dir)  # R/predict_files.R
+  if (!dir.exists(output_dir)) {  # a folder: even one file is a partitioned run
+    dir.create(output_dir, recursive = TRUE)
+    on.exit(if (!length(dir(output_dir, all.files = TRUE, no.. = TRUE)))
+      unlink(output_dir, recursive = TRUE), add = TRUE)
+  }
   book <- codebook_file(codebook)
   on.exit(if (!is.null(attr(book, "temp"))) unlink(book), add = TRUE)
   args <- c("--input", path.expand(files), "--out", output_dir,
