@@ -17,6 +17,8 @@ equal the one-file run's.
   put in a task, the manifest or the cache.
 * Every finished code goes to the one SQLite cache (``cache``; workers on one machine share
   the file), so a partition interrupted midway costs only its missing documents on resume.
+* A partition is read whole into memory (codes are a few columns per document; split very
+  large files with ``quantformer partition``).
 * The k-shot examples are drawn once by the driver; before any work it streams every
   partition once to refuse shots that are documents being coded.
 """
