@@ -449,22 +449,25 @@ def test_partitioned_on_a_local_cluster_equals_one_file_and_resumes(coder_dir, f
 
 
 def test_partitioned_endpoint_shares_one_bound_on_requests_in_flight(coder_dir, files):
-    """Two Dask workers, one endpoint, --concurrency 2: never more than 2 requests in flight
-    in total (a Dask semaphore), though each worker alone may send 2."""
+    """Two Dask workers coding at once, one endpoint, --concurrency 1: never more than one
+    request in flight in total (a Dask semaphore); each worker alone would send one, so
+    without the semaphore two are seen together."""
     inflight = files / "inflight"
     proc, url = _serve(coder_dir, files, "--inflight", str(inflight))
-    folder, order = _parts(files, 2)
+    folder, order = _parts(files, 4)
     try:
         assert main(["annotate", "--input", str(folder), "--out", str(files / "codes"),
                      "--codebook", str(files / "codebook.json"), "--llm", str(coder_dir),
-                     "--endpoint", url, "--concurrency", "2", "--max-tokens", "12",
+                     "--endpoint", url, "--concurrency", "1", "--max-tokens", "12",
                      "--scheduler", "local:2"]) == 0
     finally:
         proc.kill()
     got = _read_parts(files / "codes")
     assert got["label"].tolist() == [ANSWERS[i] for i in order]
     assert got.filter(like="prob_").notna().any(axis=1).all()  # logprobs through the server
-    assert 1 <= int(inflight.read_text()) <= 2
+    manifest = json.loads((files / "codes" / "manifest.json").read_text())
+    assert len({e["worker"] for e in manifest["partitions"].values()}) == 2
+    assert int(inflight.read_text()) == 1
 
 
 def test_partitioned_shots_overlapping_any_partition_are_refused_before_any_work(
