@@ -96,7 +96,10 @@ def label_probs(content: list[dict] | None, raw: str, labels: list[str]
     for k in range(i, len(content)):
         step = content[k]
         nxt = None
-        for cand in step.get("top_logprobs") or []:
+        cands = list(step.get("top_logprobs") or [])
+        if not any(c.get("token") == tokens[k] for c in cands):  # the answer's own token
+            cands.append({"token": tokens[k], "logprob": step.get("logprob", -math.inf)})
+        for cand in cands:
             tok = str(cand.get("token", ""))
             if not tok.startswith(skip):
                 continue
