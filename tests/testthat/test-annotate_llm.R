@@ -63,3 +63,27 @@ test_that("textmodel_compare(llm =) adds the LLM's rows scored on the same test 
                                  models = "svm-bow", shots = 2, verbose = FALSE),
                "`llm`")
 })
+
+test_that("annotate_files codes a partitioned corpus and resumes from the manifest", {
+  skip_if_no_verb("annotate")
+  llm <- tiny_llama()
+  dir <- withr::local_tempdir()
+  utils::write.csv(data.frame(doc_id = c("a", "b"),
+                              text = c("We must reduce the deficit.", "Climate change is real.")),
+                   file.path(dir, "p1.csv"), row.names = FALSE)
+  utils::write.csv(data.frame(doc_id = "c", text = "Thank you for the reply."),
+                   file.path(dir, "p2.csv"), row.names = FALSE)
+  cb <- data.frame(label = c("pro", "contra"),
+                   description = c("supports the policy", "opposes the policy"))
+  out <- file.path(withr::local_tempdir(), "codes")
+  res <- annotate_files(dir, cb, model = llm, output_dir = out)
+  expect_equal(basename(res$output), c("p1.parquet", "p2.parquet"))
+  expect_equal(res$rows, c(2L, 1L))
+  expect_equal(jsonlite::fromJSON(attr(res, "manifest"))$job$verb, "annotate")
+  expect_true(file.exists(paste0(out, ".cache.sqlite")))
+  unlink(res$output[2])
+  again <- annotate_files(dir, cb, model = llm, output_dir = out, resume = TRUE)
+  expect_equal(again$run, c(1L, 2L))
+  expect_error(annotate_files(dir, cb[1, ], model = llm, output_dir = tempfile()),
+               "at least two")
+})
