@@ -482,3 +482,14 @@ def test_partitioned_shots_overlapping_any_partition_are_refused_before_any_work
     err = capsys.readouterr().err
     assert "--shots-from shares 4 documents with --input" in err  # 2 by id, 2 by text
     assert not (files / "codes").exists() and not any(files.glob("*.sqlite"))
+
+
+def test_keep_text_with_a_partitioned_input_is_refused_before_any_work(llama_dir, files, capsys):
+    folder, _ = _parts(files)
+    capsys.readouterr()
+    assert main(["annotate", "--input", str(folder), "--out", str(files / "codes"),
+                 "--codebook", str(files / "codebook.json"), "--llm", str(llama_dir),
+                 "--keep-text"]) == 2
+    err = capsys.readouterr().err
+    assert "--keep-text is for a single --input file" in err
+    assert not (files / "codes").exists() and not any(files.glob("*.sqlite"))
