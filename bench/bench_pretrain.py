@@ -171,7 +171,8 @@ def speed(args) -> dict:
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from quantformer.models.hub import resolve_model
-    from quantformer.train.pretrain import pretrain, split
+    from quantformer.train.pretrain import pretrain
+    from quantformer.train.pretrain_corpus import split
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     texts = semeval_raw(Path(args.data_dir))["text"].tolist()
