@@ -29,6 +29,7 @@ class World:
     local_rank: int = 0
     backend: str | None = None
     started_here: bool = False
+    device: str = "cpu"  # where this process's tensors live (NCCL reduces CUDA tensors only)
 
     @property
     def main(self) -> bool:
@@ -52,7 +53,7 @@ class World:
         import torch
         import torch.distributed as dist
 
-        t = torch.tensor([value], dtype=torch.float64)
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
         dist.all_reduce(t)
         return float(t[0]) / self.size
 
@@ -122,7 +123,7 @@ def join(device: str) -> tuple[World, str]:
     if started:
         dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
     world = World(rank=dist.get_rank(), size=dist.get_world_size(), local_rank=local,
-                  backend=str(dist.get_backend()), started_here=started)
+                  backend=str(dist.get_backend()), started_here=started, device=device)
     return world, device
 
 
