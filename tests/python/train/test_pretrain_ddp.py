@@ -115,3 +115,21 @@ def test_two_processes_train_the_one_process_encoder_and_resume(
     assert record["valid_after"]["loss"] == pytest.approx(single["valid_after"]["loss"],
                                                           abs=1e-4)
     assert record["valid_after"]["loss"] != record["valid_before"]["loss"]
+
+
+def test_tsdae_under_two_processes(corpus, no_dropout_bert, tmp_path):
+    """TSDAE's loss leaves the encoder's pooler unused, which DDP must be told about."""
+    from sentence_transformers import SentenceTransformer
+
+    out = tmp_path / "tsdae"
+    done = subprocess.run(_torchrun("--corpus", str(corpus), "--model", str(no_dropout_bert),
+                                    "--objective", "tsdae", "--max-steps", "2",
+                                    "--batch-size", "8", "--max-length", "48", "--quiet",
+                                    "--device", "cpu", "--out", str(out)),
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = encoder_record(out)
+    assert record["objective"] == "tsdae" and record["processes"]["world_size"] == 2
+    assert record["valid_after"]["loss"] != record["valid_before"]["loss"]
+    assert SentenceTransformer(str(out), device="cpu").encode(["a text"]).shape == (1, 32)
