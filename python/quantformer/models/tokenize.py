@@ -292,18 +292,22 @@ def encode(
                 n_tokens[i] = len(a) + len(b) + tpl.n_pair
             cut = truncate_ids(a, budget, truncation)
             truncated[i] = len(cut) < len(a)
-            head = tpl.pair_prefix + cut + tpl.pair_middle
-            seq = head + b + tpl.pair_suffix
+            seq, types = pair_ids(tpl, cut, b)
             input_ids.append(seq)
             if type_ids is not None:
-                type_ids.append(
-                    [tpl.type_a] * (len(tpl.pair_prefix) + len(cut))
-                    + [tpl.type_middle] * len(tpl.pair_middle)
-                    + [tpl.type_b] * len(b) + [tpl.type_suffix] * len(tpl.pair_suffix)
-                )
+                type_ids.append(types)
     return Encoded(input_ids=input_ids, token_type_ids=type_ids, n_tokens=n_tokens,
                    truncated=truncated, missing=missing, max_length=max_length,
                    strategy=truncation)
+
+
+def pair_ids(tpl: SpecialTemplate, a: list[int], b: list[int]) -> tuple[list, list]:
+    """(ids, token type ids) of the pair ``a``, ``b`` with the template's special tokens."""
+    seq = tpl.pair_prefix + a + tpl.pair_middle + b + tpl.pair_suffix
+    types = ([tpl.type_a] * (len(tpl.pair_prefix) + len(a))
+             + [tpl.type_middle] * len(tpl.pair_middle)
+             + [tpl.type_b] * len(b) + [tpl.type_suffix] * len(tpl.pair_suffix))
+    return seq, types
 
 
 def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX_LENGTH,
@@ -565,6 +569,55 @@ def check_windows(budget: int, stride: int | None, max_chunks: int | None,
         raise InputError(f"{{stride}} {stride} must be at least 0 and smaller than the window "
                          f"({budget} content tokens at {{max_length}} {max_length}); the "
                          f"default is a quarter of it", params=["stride", "max_length"])
+    check_max_chunks(max_chunks)
+
+
+def check_max_chunks(max_chunks: int | None) -> None:
+    """Raises: InputError: ``max_chunks`` below 1 (None: all windows)."""
     if max_chunks is not None and max_chunks < 1:
         raise InputError(f"{{max_chunks}} must be at least 1 (got {max_chunks}); leave it out "
                          "for all windows", params=["max_chunks"])
+
+
+def encode_window_pairs(tokenizer, texts, hypotheses: list[str], *,
+                        max_length: int = DEFAULT_MAX_LENGTH, stride: int | None = None,
+                        max_chunks: int | None = None) -> tuple[Windows, list, list | None]:
+    """Every window of every document paired with each hypothesis (NLI with
+    ``truncation="chunks"``): the premise is cut into windows (:func:`encode_windows`) whose
+    content leaves room, within ``max_length``, for the pair's special tokens and the longest
+    hypothesis, which is never cut.
+
+    Args:
+        hypotheses: the k filled hypotheses.
+        max_length, stride, max_chunks: as in :func:`encode_windows`; ``stride`` counts
+            premise tokens and defaults to a quarter of the premise's window.
+
+    Returns:
+        (:class:`Windows` of the premises, with ``max_length`` the premise window and
+        ``input_ids`` the single-sequence windows; the pair ids, window-major: window w with
+        hypothesis j at ``w * k + j``; their token type ids or None).
+
+    Raises:
+        InputError: a hypothesis that leaves no room for the text; a bad ``stride`` or
+            ``max_chunks``.
+    """
+    tpl = special_template(tokenizer)
+    hyp = _raw_ids(tokenizer, list(hypotheses))
+    longest = max((len(h) for h in hyp), default=0)
+    budget = max_length - tpl.n_pair - longest
+    if budget < 1:
+        raise InputError(f"the longest hypothesis takes {longest} tokens and leaves no room for "
+                         f"the text within {{max_length}} {max_length}; shorten it",
+                         params=["max_length"])
+    check_windows(budget, stride, max_chunks, max_length)  # worded with the caller's length
+    win = encode_windows(tokenizer, texts, max_length=budget + tpl.n_single, stride=stride,
+                         max_chunks=max_chunks)
+    ids, types = [], [] if tpl.uses_token_types else None
+    cut = slice(len(tpl.prefix), -len(tpl.suffix) if tpl.suffix else None)
+    for window in win.input_ids:
+        for b in hyp:
+            seq, t = pair_ids(tpl, window[cut], b)
+            ids.append(seq)
+            if types is not None:
+                types.append(t)
+    return win, ids, types
