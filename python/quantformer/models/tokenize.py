@@ -544,17 +544,23 @@ def encode_windows(tokenizer, texts, *, max_length: int = DEFAULT_MAX_LENGTH,
             cols["end"].append(off[s + len(piece) - 1][1] if piece else 0)
     types = ([[tpl.type_a] * len(x) for x in cols["ids"]] if tpl.uses_token_types else None)
     if truncated.any():
-        import warnings
-
-        warnings.warn(ChunkWarning(
-            f"{int(truncated.sum())} of {n} document(s) need more than {{max_chunks}} "
-            f"{max_chunks} windows; their windows after the first {max_chunks} were dropped",
-            params=["max_chunks"]), stacklevel=2)
+        warn_dropped(int(truncated.sum()), n, max_chunks, stacklevel=3)
     as_int = lambda k: np.asarray(cols[k], dtype=np.int64)  # noqa: E731
     return Windows(input_ids=cols["ids"], token_type_ids=types, doc=as_int("doc"),
                    chunk=as_int("chunk"), start=as_int("start"), end=as_int("end"),
                    n_tokens=n_tokens, n_windows=n_windows, truncated=truncated,
                    missing=missing, max_length=max_length, stride=stride)
+
+
+def warn_dropped(n_dropped: int, n: int, max_chunks, stacklevel: int = 2) -> None:
+    """A :class:`ChunkWarning`: ``n_dropped`` of ``n`` documents had more than ``max_chunks``
+    windows, and their later windows were dropped."""
+    import warnings
+
+    warnings.warn(ChunkWarning(
+        f"{n_dropped} of {n} document(s) need more than {{max_chunks}} {max_chunks} windows; "
+        f"their windows after the first {max_chunks} were dropped", params=["max_chunks"]),
+        stacklevel=stacklevel + 1)
 
 
 def check_windows(budget: int, stride: int | None, max_chunks: int | None,

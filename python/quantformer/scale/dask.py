@@ -74,7 +74,7 @@ from ..models.hub import resolve_model
 from ..models.onnx.backend import check_backend
 from ..models.precision import check_precision, check_with_backend
 from ..models.chunks import check_chunk_options
-from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, warn_truncated
+from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, warn_dropped, warn_truncated
 from .cluster import (  # noqa: F401  (re-exported: the engine's names stay importable here)
     TASK_RETRIES,
     attempts,
@@ -171,8 +171,10 @@ def _predict_partition(spec: dict) -> dict:
             writer.write(clf.output_frame(chunk, probs, missing, opts["keep_text"], rechecked))
             n += len(chunk)
             n_missing += int(missing.sum())
-    cut = counts.get("dropped" if clf.truncation == CHUNKS else "truncated", 0)
-    return _counts(n, n_missing, cut, clf.max_length, clf.truncation)
+    if clf.truncation == CHUNKS:
+        return {**_counts(n, n_missing, counts.get("dropped", 0), clf.max_length, CHUNKS),
+                "max_chunks": clf.max_chunks}
+    return _counts(n, n_missing, counts.get("truncated", 0), clf.max_length, clf.truncation)
 
 
 def _embed_partition(spec: dict) -> dict:
@@ -192,7 +194,8 @@ def _embed_partition(spec: dict) -> dict:
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
             n_truncated += int(encoded.truncated.sum())
-    return _counts(n, n_missing, n_truncated, length, opts["truncation"])
+    return {**_counts(n, n_missing, n_truncated, length, opts["truncation"]),
+            **({"max_chunks": opts.get("max_chunks")} if opts["truncation"] == CHUNKS else {})}
 
 
 def _zeroshot_partition(spec: dict) -> dict:
@@ -210,8 +213,9 @@ def _zeroshot_partition(spec: dict) -> dict:
     meta = out.attrs["quantformer"]
     out.attrs = {}
     write_frame(out, spec["output"])
-    return _counts(len(out), meta["n_missing"], meta["n_truncated"], meta["max_length"],
-                   meta["truncation"])
+    return {**_counts(len(out), meta["n_missing"], meta["n_truncated"], meta["max_length"],
+                      meta["truncation"]),
+            **({"max_chunks": meta["max_chunks"]} if meta["truncation"] == CHUNKS else {})}
 
 
 _RUNNERS = {"predict": _predict_partition, "embed": _embed_partition,
@@ -355,7 +359,10 @@ def _warn_truncated(manifest: Manifest, names: list[str]) -> None:
     the one-file verbs' (:func:`quantformer.models.tokenize.warn_truncated`)."""
     done = [manifest.data["partitions"][n] for n in names if n in manifest.data["partitions"]]
     cut = [e for e in done if e.get("truncated")]
-    if cut:
+    if cut and cut[0]["truncation"] == CHUNKS:  # windows dropped by max_chunks
+        warn_dropped(sum(e["truncated"] for e in cut), sum(e["rows"] for e in done),
+                     cut[0].get("max_chunks"))
+    elif cut:
         warn_truncated(sum(e["truncated"] for e in cut), sum(e["rows"] for e in done),
                        cut[0]["max_length"], cut[0]["truncation"])
 
