@@ -344,6 +344,22 @@ def add_chunk_options(p, *, training: bool, aggregate: bool = True) -> None:
                             "prob_<label>; embed: its embedding)")
 
 
+def add_truncation_options(p, help_text: str) -> None:
+    """``--truncation`` (default: the method's) and the window options of training
+    (:func:`add_chunk_options`), for tune and compare."""
+    p.add_argument("--truncation", default=None, choices=TRUNCATIONS, help=help_text)
+    add_chunk_options(p, training=True)
+
+
+def training_chunk_kwargs(args) -> dict:
+    """The window settings of :func:`add_truncation_options` that were given, as library
+    keywords (``chunk_training`` only with ``--truncation chunks``, where it applies)."""
+    out = {k: v for k, v in chunk_kwargs(args).items() if v is not None}
+    if args.truncation == "chunks":
+        out["chunk_training"] = args.chunk_training
+    return out
+
+
 def refuse_partitioned_chunks_out(args) -> None:
     """``--chunks-out`` names one file; a partitioned ``--input`` writes a folder."""
     if getattr(args, "chunks_out", None):
