@@ -32,11 +32,15 @@
 #'   sentence-transformer body's own limit (256 for the default model). The value used is
 #'   shown by `print()` and `summary()` of the fitted model.
 #' @param truncation `NULL` or which tokens a long document keeps: `"head_tail"` (the first 128
-#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`; or `"chunks"` (standard
-#'   method only): nothing is cut, each document is read as overlapping windows of
-#'   `max_length` tokens and the loss is taken on the aggregate of its windows' logits
-#'   (Pappagari et al. 2019). `NULL` (the default) leaves it to the core: `"head_tail"`, and
-#'   `"head"` for `method = "setfit"` (as sentence-transformers cuts).
+#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`; or `"chunks"`: nothing is
+#'   cut, each document is read as overlapping windows of `max_length` tokens and the loss is
+#'   taken on the aggregate of its windows' logits (Pappagari et al. 2019). With
+#'   `method = "setfit"` or `"nli"` training cuts each document by head+tail (their recipes
+#'   train on single inputs) and prediction reads the windows (SetFit: the mean of the
+#'   windows' embeddings goes into the logistic head; NLI: the aggregate of the windows'
+#'   entailment logits); the record says so (`chunk_training` `"head_tail"`). `NULL` (the
+#'   default) leaves it to the core: `"head_tail"`, and `"head"` for `method = "setfit"` (as
+#'   sentence-transformers cuts).
 #' @param stride,max_chunks,aggregate `truncation = "chunks"` only: tokens neighbouring
 #'   windows share (integer, smaller than the window; `NULL`: a quarter of it), the first
 #'   windows kept per document at most (integer >= 1; `NULL`: all, a warning counts the

@@ -36,6 +36,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "top": ("--top", ("n", "top")),
     "llm": ("--llm", ("model",)),
     "corpus": ("--corpus", ("x",)),
+    "chunks_out": ("--chunks-out", ("windows",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("preserve_case", "overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")
