@@ -77,8 +77,9 @@ def check_strategy(strategy: str, allowed: tuple = STRATEGIES) -> str:
         InputError: ``chunks`` where windows are not offered yet, or an unknown name.
     """
     if strategy == CHUNKS and CHUNKS not in allowed:
-        raise InputError("{truncation} chunks is not offered yet here (finetune and predict "
-                         "offer it); use head_tail, head or tail", params=["truncation"])
+        raise InputError("{truncation} chunks is not offered yet here (finetune, predict, "
+                         "embed, zeroshot, tune and compare offer it); use head_tail, head or "
+                         "tail", params=["truncation"])
     if strategy not in allowed:
         raise InputError(f"unknown {{truncation}} '{strategy}'; use one of: "
                          f"{', '.join(allowed)}", params=["truncation"])
