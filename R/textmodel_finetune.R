@@ -214,10 +214,12 @@ validation_args <- function(validation, yname, text_field = "text", docid_field 
 #'   supports it, fp32 elsewhere), `"fp32"` or `"bf16"`; in bf16, near ties (top-two margin
 #'   under 0.05) are predicted again in fp32: see [quantformer_precision]. Default from the
 #'   option `quantformer.precision`.
-#' @param truncation,stride,aggregate `NULL` (the default): documents are read as the model
-#'   was fine-tuned. `truncation = "chunks"` reads every document whole as overlapping windows
-#'   of the model's `max_length` tokens, neighbours sharing `stride` tokens, one prediction per
-#'   document from the `"mean"` or `"max"` (`aggregate`) of its windows' logits; another
+#' @param truncation,stride,max_chunks,aggregate `NULL` (the default): documents are read as
+#'   the model was fine-tuned. `truncation = "chunks"` reads every document whole as
+#'   overlapping windows of the model's `max_length` tokens, neighbours sharing `stride`
+#'   tokens, at most `max_chunks` windows per document, one prediction per document from the
+#'   `"mean"` or `"max"` (`aggregate`) of its windows' logits (SetFit: the mean of the
+#'   windows' embeddings into its head; NLI: of the windows' entailment logits); another
 #'   `truncation` than the training one (`"head_tail"`, `"head"`, `"tail"`) warns, naming
 #'   both.
 #' @return For `type = "class"`, a factor with the model's levels, named by docnames; for
@@ -247,7 +249,7 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                        calibrated = FALSE, verbose = NULL,
                                        precision = getOption("quantformer.precision", "auto"),
                                        truncation = NULL, stride = NULL, aggregate = NULL,
-                                       ...) {
+                                       max_chunks = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_finetune")
   if (!is.null(truncation))
     truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
@@ -265,6 +267,7 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                     cli_flags(batch_size = batch_size, device = device,
                                               calibrated = isTRUE(calibrated),
                                               truncation = truncation, stride = stride,
+                                              max_chunks = max_chunks,
                                               aggregate = aggregate), backend),
                        frame, verbose = model_verbose(verbose, object), r_args = names(formals()))
   if (classifier) prediction_result(out, frame, object$levels, type)

@@ -20,6 +20,10 @@ test_that("textmodel_finetune with truncation = 'chunks' records it and predict(
   # mean instead of max: another aggregate gives other probabilities
   q <- predict(fit, newdata = new, type = "probability", aggregate = "mean")
   expect_false(isTRUE(all.equal(p, q)))
+  # the first window alone is the head of the document: max_chunks = 1 reads as "head" does
+  h <- suppressWarnings(predict(fit, newdata = new, type = "probability", truncation = "head"))
+  one <- suppressWarnings(predict(fit, newdata = new, type = "probability", max_chunks = 1))
+  expect_equal(one, h, tolerance = 1e-6)
   w <- testthat::capture_warnings(predict(fit, newdata = new, truncation = "head_tail"))
   expect_match(w, "fine-tuned with `truncation` chunks and predicts with head_tail", all = FALSE)
   expect_match(w, "truncated to 32 tokens \\(head_tail\\)", all = FALSE)

@@ -141,6 +141,29 @@ def test_onnx_reads_windows_as_torch(chunk_model, tmp_path, monkeypatch, aggrega
                                                            "end"]]).all().all()
 
 
+def test_onnx_embed_and_nli_zeroshot_read_the_same_windows(tiny_bert_dir,
+                                                           tiny_roberta_nli_dir, tmp_path,
+                                                           monkeypatch):
+    """The ONNX tokenizer gives the character spans of the fast tokenizer, and embed and NLI
+    zero-shot read the same windows on both backends."""
+    monkeypatch.setenv("QUANTFORMER_CACHE", str(tmp_path / "cache"))
+    enc = shutil.copytree(tiny_bert_dir, tmp_path / "bert")
+    nli = shutil.copytree(tiny_roberta_nli_dir, tmp_path / "nli")
+    f = _long(3).drop(columns="label")
+    kw = {"truncation": "chunks", "max_length": 24, "stride": 4, "quiet": True}
+    t, o = (embed(f, str(enc), backend=b, **kw) for b in ("torch", "onnx"))
+    np.testing.assert_allclose(o, t, atol=1e-5)
+    runs = {}
+    for b in ("torch", "onnx"):
+        out = zeroshot(f, ["economy", "war"], model=str(nli), backend=b,
+                       chunks_out=str(tmp_path / f"w-{b}.parquet"), **kw)
+        runs[b] = (out, pd.read_parquet(tmp_path / f"w-{b}.parquet"))
+    np.testing.assert_allclose(runs["onnx"][0]["prob_war"], runs["torch"][0]["prob_war"],
+                               atol=1e-5)
+    spans = ["doc_id", "chunk", "start", "end"]
+    assert runs["onnx"][1][spans].equals(runs["torch"][1][spans])
+
+
 def test_partitioned_chunks_on_local_cluster_equal_one_file(chunk_model, tiny_bert_dir,
                                                             tmp_path):
     f = _long(30).drop(columns="label")
