@@ -331,16 +331,18 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX
         ``input_ids`` (the ids after truncation, a list per document; with ``hypotheses``
         those of the longest pair), then the docvars. Row order = input order. With
         ``truncation="chunks"`` (``stride``, ``max_chunks`` as in :func:`encode_windows`) a
-        column ``n_windows`` follows ``n_tokens``, the windows each document is read in, and
-        ``truncated`` marks the documents whose windows ``max_chunks`` dropped.
+        column ``n_windows`` follows ``n_tokens``, the windows each document is read in
+        (with ``hypotheses``: the premise's windows, which leave room for the longest
+        hypothesis; ``n_tokens`` then counts the document alone), and ``truncated`` marks the
+        documents whose windows ``max_chunks`` dropped.
 
     Raises:
         InputError: an unknown strategy, or a hypothesis that leaves no room for the text
-            within ``max_length``; chunks with ``hypotheses`` or ``with_ids``.
+            within ``max_length``; chunks with ``with_ids``.
     """
     if truncation == CHUNKS:
-        return _window_stats(frame, tokenizer, max_length, with_ids or bool(hypotheses),
-                             stride, max_chunks)
+        return _window_stats(frame, tokenizer, max_length, with_ids, stride, max_chunks,
+                             hypotheses)
     pairs = [longest_hypothesis(tokenizer, hypotheses)] * len(frame) if hypotheses else None
     enc = encode(tokenizer, frame["text"].tolist(), max_length=max_length, truncation=truncation,
                  pairs=pairs)
@@ -358,12 +360,18 @@ def _with_docvars(out: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _window_stats(frame, tokenizer, max_length, refused, stride, max_chunks) -> pd.DataFrame:
+def _window_stats(frame, tokenizer, max_length, refused, stride, max_chunks,
+                  hypotheses=None) -> pd.DataFrame:
+    """:func:`token_stats` with chunks: windows per document (NLI: of the premise, the
+    window that leaves room for the longest hypothesis, :func:`encode_window_pairs`)."""
     if refused:
-        raise InputError("{truncation} chunks counts windows per document; token ids and NLI "
-                         "hypotheses are not offered with it yet", params=["truncation"])
-    w = encode_windows(tokenizer, frame["text"].tolist(), max_length=max_length, stride=stride,
-                       max_chunks=max_chunks)
+        raise InputError("{truncation} chunks counts windows per document; token ids are not "
+                         "offered with it yet", params=["truncation"])
+    texts = frame["text"].tolist()
+    w = (encode_window_pairs(tokenizer, texts, hypotheses, max_length=max_length,
+                             stride=stride, max_chunks=max_chunks)[0] if hypotheses else
+         encode_windows(tokenizer, texts, max_length=max_length, stride=stride,
+                        max_chunks=max_chunks))
     out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "n_tokens": w.n_tokens,
                         "n_windows": w.n_windows, "truncated": w.truncated})
     return _with_docvars(out, frame)

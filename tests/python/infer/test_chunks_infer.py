@@ -114,6 +114,13 @@ def test_nli_model_aggregates_entailment_over_windows(tiny_roberta_nli_dir, tmp_
     for doc_id, g in win.groupby("doc_id"):
         assert _logit(got.loc[doc_id, col]) == pytest.approx(
             _logit(g[col].to_numpy()).mean(), abs=1e-5)
+    # tokenize counts the windows prediction read (the premise's, beside the hypothesis)
+    from quantformer.cli.main import main
+
+    assert main(["tokenize", "--model", str(path), "--input", str(tmp_path / "new.csv"),
+                 "--out", str(tmp_path / "tok.csv")]) == 0
+    tok = pd.read_csv(tmp_path / "tok.csv").set_index("doc_id")["n_windows"]
+    assert tok.to_dict() == win.groupby("doc_id").size().to_dict()
 
 
 @pytest.mark.parametrize("aggregate", ["mean", "max"])
@@ -206,3 +213,28 @@ def test_partitioned_chunks_on_local_cluster_equal_one_file(chunk_model, tiny_be
                 quiet=True, device="cpu")
     np.testing.assert_allclose(np.stack(emb["embedding"].dropna().to_numpy()),
                                np.delete(ref, 4, axis=0), atol=1e-5)
+
+
+def test_partitioned_zeroshot_nli_chunks_equal_one_frame(tiny_roberta_nli_dir, tmp_path,
+                                                          capsys):
+    from quantformer.cli.main import main
+    from quantformer.scale.dask import zeroshot_partitions
+
+    f = _long(8).drop(columns="label")
+    (tmp_path / "in").mkdir()
+    f.iloc[:4].to_parquet(tmp_path / "in" / "a.parquet", index=False)
+    f.iloc[4:].to_parquet(tmp_path / "in" / "b.parquet", index=False)
+    kw = {"model": str(tiny_roberta_nli_dir), "truncation": "chunks", "max_length": 40,
+          "stride": 5, "aggregate": "max", "quiet": True, "device": "cpu"}
+    zeroshot_partitions(str(tmp_path / "in"), tmp_path / "out", ["economy", "war"], **kw)
+    got = pd.concat([pd.read_parquet(tmp_path / "out" / n) for n in ("a.parquet", "b.parquet")],
+                    ignore_index=True)
+    want = zeroshot(f, ["economy", "war"], **kw)
+    np.testing.assert_allclose(got["prob_war"], want["prob_war"], atol=1e-6)
+    # one file of windows does not go with a folder of partitions
+    code = main(["zeroshot", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "o2"),
+                 "--labels", "economy,war", "--truncation", "chunks", "--chunks-out",
+                 str(tmp_path / "w.parquet"), "--quiet"])
+    assert code == 2 and "--chunks-out is not supported with a partitioned --input" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "o2").exists()
