@@ -1,7 +1,9 @@
 """Mean-pooled document embeddings (the ``embed`` verb), also used by embedding zero-shot.
 
-Each document is tokenised (long documents truncated on token ids, ``head_tail`` by default),
-run through the encoder, and its last-layer token vectors are averaged over the attention mask:
+Each document is tokenised (long documents truncated on token ids, ``head_tail`` by default,
+or with ``truncation="chunks"`` read whole as windows whose embeddings are averaged,
+:func:`embed_windows`), run through the encoder, and its last-layer token vectors are averaged
+over the attention mask:
 the pooling of sentence-transformers models such as the bundled all-MiniLM-L6-v2, so the
 vectors equal ``SentenceTransformer.encode()`` (with ``normalize=True``, which that model's
 pipeline applies). Encoder-decoder models (BART, T5) are pooled over their encoder.

@@ -36,6 +36,11 @@ what the bundled all-MiniLM-L6-v2 uses)
 
 ``method="auto"`` picks NLI when the model's config has an entailment label, else embedding.
 
+``truncation="chunks"`` reads long documents whole: the embedding method compares the mean of
+a document's window embeddings (:func:`quantformer.infer.embed.embed_windows`); NLI pairs every
+window with every hypothesis and aggregates the windows' logits per document and label
+(:func:`nli_window_logits`), as a fine-tuned classifier aggregates its window logits.
+
 For stance the embedding method is weak: with the paper's Abortion templates it stays below
 chance even when calibrated (``bench/RESULTS.md``), because "in favor of X" and "against X"
 embed close together. Prefer an NLI model for stance; the embedding method suits topics.
