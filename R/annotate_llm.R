@@ -32,7 +32,8 @@
 #' @param cache path of the SQLite cache of finished codes (default: one file in [tempdir()]).
 #' @param seed integer: the seed of the shots' draw.
 #' @param ... further flags of `quantformer annotate` (e.g. `concurrency = 8`, `timeout = 30`,
-#'   `retries = 4`, `raw = TRUE`, `device = "cuda"`).
+#'   `retries = 4`, `raw = TRUE`, `device = "cuda"`, `keep_text = TRUE`: the text column
+#'   after `doc_id`, so the codes can train [textmodel_finetune()] as surrogate labels).
 #' @template verbose
 #' @return A data frame of codes, one row per document in the order of `x`: `doc_id`, `label`,
 #'   `prob_<label>` for each label (`NA` through an endpoint), `unparsed`, `coder` (the model),

@@ -62,7 +62,7 @@ pretrain_encoder <- function(x, model = "default", out = NULL,
                              seed = 42, lr = NULL, batch_size = 32, resume = FALSE,
                              device = "auto", text_field = "text", docid_field = "doc_id",
                              verbose = getOption("quantformer.verbose", TRUE), ...) {
-  objective <- match.arg(objective)
+  objective <- match_choice(objective)
   frame <- as_frame(x, text_field, docid_field)
   if (is.null(out)) out <- tempfile("quantformer-encoder-")
   out <- normalizePath(out, mustWork = FALSE)

@@ -136,9 +136,9 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
   if (!is.null(truncation))
-    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
-  task <- match.arg(task)
-  method <- match.arg(method)
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  task <- match_choice(task)
+  method <- match_choice(method)
   frame <- as_frame(x, text_field, docid_field)
   yy <- task_training_frame(task, frame, y)  # R/tasks.R
   label_args <- c(yy$args, if (task == "classification")
@@ -252,8 +252,8 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                        max_chunks = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_finetune")
   if (!is.null(truncation))
-    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
-  type <- match.arg(type)
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  type <- match_choice(type)
   check_model_dir(object)
   backend <- c(backend_flags(backend, quantize), precision_flags(precision))  # R/precision.R
   frame <- if (is.null(newdata)) object$x

@@ -88,10 +88,10 @@ textmodel_tune <- function(x, y, lr = NULL, epochs = NULL, folds = 5, test = NUL
                            text_field = "text", docid_field = "doc_id",
                            verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
-  method <- match.arg(method)
-  task <- match.arg(task)
+  method <- match_choice(method)
+  task <- match_choice(task)
   if (!is.null(truncation))
-    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
   frame <- as_frame(x, text_field, docid_field)
   tframe <- if (!is.null(test)) as_frame(test, text_field, docid_field, arg = "test")
   labelled <- labelled_inputs(task, frame, y, tframe, test_y)  # R/tasks.R

@@ -57,9 +57,9 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
                                text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE)) {
   call <- match.call()
-  method <- match.arg(method)
+  method <- match_choice(method)
   if (!is.null(truncation))
-    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
   if (missing(labels) || !is.character(labels) || anyNA(labels))
     input_error("`labels` must be a character vector of class labels, e.g. c(\"economy\", \"war\")",
                call. = FALSE)
@@ -105,7 +105,7 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
                                        quantize = getOption("quantformer.quantize", "none"),
                                        verbose = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_zeroshot")
-  type <- match.arg(type)
+  type <- match_choice(type)
   backend <- backend_flags(backend, quantize)
   frame <- if (is.null(newdata)) object$x
            else as_frame(newdata, text_field, docid_field, arg = "newdata")

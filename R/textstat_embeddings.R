@@ -68,7 +68,7 @@ textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length =
                                 quantize = getOption("quantformer.quantize", "none"),
                                 text_field = "text", docid_field = "doc_id",
                                 verbose = getOption("quantformer.verbose", TRUE)) {
-  truncation <- match.arg(truncation)
+  truncation <- match_choice(truncation)
   if (!is.logical(normalize) || length(normalize) != 1 || is.na(normalize))
     input_error("`normalize` must be TRUE or FALSE, not ", format(normalize), call. = FALSE)
   model <- encoder_path(model)  # R/arguments.R

@@ -35,3 +35,31 @@ test_that("annotate_llm codes each document from the codebook with label probabi
                                                     label = "pro")),
                "only 1")
 })
+
+test_that("textmodel_compare(llm =) adds the LLM's rows scored on the same test documents (issue 35)", {
+  skip_if_no_verb("compare")
+  llm <- tiny_llama()
+  sotu <- readRDS(system.file("extdata", "sotu_sample.rds", package = "quantformer"))
+  sotu$text <- substr(sotu$text, 1, 200)
+  test <- seq(5, 200, by = 10)
+  cb <- data.frame(label = c("Democratic", "Republican"),
+                   description = c("a Democratic president's address",
+                                   "a Republican president's address"))
+  tab <- textmodel_compare(sotu[-test, ], y = "party", test = sotu[test, ], models = "svm-bow",
+                           repeats = 1, folds = 2, train_sizes = 40, llm = llm, codebook = cb,
+                           verbose = FALSE)
+  expect_identical(tab$model, c("svm-bow", "llm"))
+  res <- attr(tab, "results")
+  codes <- annotate_llm(sotu[test, c("doc_id", "text")], cb, model = llm,
+                        cache = tempfile(fileext = ".sqlite"), verbose = FALSE)
+  truth <- sotu$party[test]
+  f1 <- vapply(cb$label, function(k) {
+    tp <- sum(codes$label == k & truth == k)
+    denom <- sum(codes$label == k) + sum(truth == k)
+    if (denom == 0) 0 else 2 * tp / denom
+  }, 0)
+  expect_equal(res$macro_f1[res$model == "llm"], mean(f1), tolerance = 1e-12)
+  expect_error(textmodel_compare(sotu[-test, ], y = "party", test = sotu[test, ],
+                                 models = "svm-bow", shots = 2, verbose = FALSE),
+               "`llm`")
+})

@@ -207,6 +207,17 @@ def add_precision_option(p, what: str = "classifiers fine-tuned the standard way
                         f"{what}; with --backend onnx, --quantize sets the precision")
 
 
+def add_endpoint_options(p) -> None:
+    """``--endpoint`` and ``--api-key-env``: an OpenAI-compatible server for ``--llm`` (annotate,
+    compare)."""
+    p.add_argument("--endpoint", default=None,
+                   help="base URL of an OpenAI-compatible server, e.g. "
+                        "http://127.0.0.1:11434/v1 (default: load --llm locally)")
+    p.add_argument("--api-key-env", default=None,
+                   help="name of the environment variable holding the endpoint's API key "
+                        "(the key itself is never taken on the command line)")
+
+
 def add_nli_options(p, used_by: str = "--method nli") -> None:
     """``--hypothesis``, ``--label-phrases``/``--label-phrases-file``, ``--nli-pairs`` (their
     help group names ``used_by``: what they are for)."""

@@ -11,7 +11,7 @@ from ..io.llm_cache import CodeCache
 from ..io.writable import check_writable
 from ..label.room.codebook import make_codebook
 from ..models.llm import EndpointLM, LocalLM, check_api_key
-from ._options import add_corpus_options, corpus_kwargs
+from ._options import add_corpus_options, add_endpoint_options, corpus_kwargs
 
 
 def add_cli(sub) -> None:
@@ -42,12 +42,7 @@ def add_cli(sub) -> None:
                    help="human codes (doc_id, text, label) to draw the shots from; never "
                         "documents of --input")
     p.add_argument("--seed", type=int, default=0, help="seed of the shots' draw (default 0)")
-    p.add_argument("--endpoint", default=None,
-                   help="base URL of an OpenAI-compatible server, e.g. "
-                        "http://127.0.0.1:11434/v1 (default: load --llm locally)")
-    p.add_argument("--api-key-env", default=None,
-                   help="name of the environment variable holding the endpoint's API key "
-                        "(the key itself is never taken on the command line)")
+    add_endpoint_options(p)
     p.add_argument("--concurrency", type=int, default=4,
                    help="requests in flight to the endpoint (default 4)")
     p.add_argument("--timeout", type=float, default=60.0,
@@ -59,6 +54,10 @@ def add_cli(sub) -> None:
                    help="SQLite file of finished codes (default OUT.cache.sqlite); a rerun "
                         "or resumed run computes only what is missing")
     p.add_argument("--raw", action="store_true", help="keep the endpoint's raw answer")
+    p.add_argument("--keep-text", action="store_true",
+                   help="keep the text column (after doc_id), so that the codes are a "
+                        "labelled corpus: finetune --train OUT trains an encoder on them "
+                        "(distillation)")
     p.add_argument("--device", default="cpu", help="torch device of a local model (cpu)")
     p.set_defaults(func=run)
 
@@ -88,6 +87,8 @@ def run(args) -> int:
                                  keep_raw=args.raw, concurrency=args.concurrency)
     finally:
         cache.close()
+    if args.keep_text:
+        codes.insert(1, "text", frame["text"].to_numpy())
     write_frame(codes, args.out)
     write_json(record, args.out + ".json")
     print(f"wrote {len(codes)} codes to {args.out} ({record['from_cache']} from the cache, "

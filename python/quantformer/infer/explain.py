@@ -102,6 +102,18 @@ def warn_gaps(bad: int, total: int, detail: str = "", stacklevel: int = 3) -> No
             stacklevel=stacklevel + 1)
 
 
+def warn_unknown_only(n: int, total: int, example: str | None = None,
+                      stacklevel: int = 3) -> None:
+    """Warn (UserWarning) that ``n`` of ``total`` documents have no token the model knows
+    (:func:`unknown_only_mask`); ``example``: one of their doc_ids."""
+    if n:
+        eg = f", e.g. '{example}'" if example is not None else ""
+        warnings.warn(f"{n} of {total} document(s) consist only of tokens the model does not "
+                      f"know (unknown or special tokens{eg}: emoji-only texts, for a vocabulary "
+                      "without emoji); their attributions say nothing about their words",
+                      UserWarning, stacklevel=stacklevel + 1)
+
+
 def words_of(text: str) -> list[tuple[str, int, int]]:
     """The words of ``text`` as ``(word, start, end)`` with ``text[start:end] == word``.
 
@@ -244,6 +256,27 @@ def windows(clf: Classifier, texts: list,
                         kept, np.asarray(offs, dtype=np.int64).reshape(-1, 2),
                         bool(enc.truncated[i]))
     return out, enc.missing
+
+
+def unknown_only_mask(clf: Classifier, wins: list) -> np.ndarray:
+    """For each :class:`Window` (None: a missing text), whether every text token the model
+    sees is the tokenizer's unknown token or a special token (or there is none), e.g. an
+    emoji-only text for a vocabulary without emoji: its attributions are alike under any model
+    and say nothing about its words."""
+    tok = clf.tokenizer
+    special = set(getattr(tok, "all_special_ids", None) or [])
+    if getattr(tok, "unk_token_id", None) is not None:
+        special.add(tok.unk_token_id)
+    return np.array([w is not None and all(w.input_ids[p] in special for p in w.positions)
+                     for w in wins], dtype=bool)
+
+
+def unknown_only(clf: Classifier, texts: dict) -> list[str]:
+    """The doc_ids of ``texts`` (``{doc_id: text}``) that consist only of tokens the model
+    does not know (:func:`unknown_only_mask`)."""
+    ids = list(texts)
+    wins, _ = doc_windows(clf, [texts[d] for d in ids])
+    return [d for d, m in zip(ids, unknown_only_mask(clf, wins[0])) if m]
 
 
 def word_index(words: list, offsets: np.ndarray) -> np.ndarray:
@@ -402,7 +435,7 @@ def _padded(arrays: list, width: int) -> np.ndarray:
 
 
 def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndarray,
-              steps: int | None = None, batch_size: int = 8, progress: bool = False) -> dict:
+              steps: int | None = None, batch_size: int = 8, progress=False) -> dict:
     """Integrated Gradients for each item ``(wins[docs[j]], targets[j])``.
 
     Adaptive (``steps`` None): every item gets the trapezoid rule on :data:`ADAPTIVE_STEPS`\\ [0]
@@ -414,6 +447,8 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
         engine: the :class:`Integrator` of the model.
         steps: Gauss-Legendre steps for every item; None: adaptive, as above.
         batch_size: documents integrated together at most.
+        progress: True for a tqdm bar on stderr ("explaining"); or a caller's bar (anything
+            with ``update(n)``), advanced by the items integrated at the first level.
 
     Returns:
         ``{"attr": list of token-attribution arrays (one per input position), "f_in",
@@ -427,7 +462,9 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
            "gap": np.zeros(n), "steps": np.zeros(n, dtype=np.int64)}
     schedule = ADAPTIVE_STEPS if steps is None else (steps,)
     todo = np.arange(n)
-    bar = tqdm(total=n, desc="explaining", unit="doc", disable=not progress, leave=False)
+    own = not hasattr(progress, "update")
+    bar = tqdm(total=n, desc="explaining", unit="doc", disable=not progress, leave=False) \
+        if own else progress
     for level, s in enumerate(schedule):
         for b in _batches([wins[d] for d in docs], todo, batch_size):
             batch = [wins[docs[j]] for j in b]
@@ -450,7 +487,8 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
         todo = todo[res["gap"][todo] > GAP_TOLERANCE]
         if not todo.size:
             break
-    bar.close()
+    if own:
+        bar.close()
     return res
 
 
@@ -515,7 +553,8 @@ class Explanation:
         documents: one row per document and target: ``doc_id, target, predicted``, the
             model's outputs (``prob_<label>`` or the regression value), ``logit``,
             ``baseline_logit``, ``attribution_sum``, ``completeness_gap``, ``steps``,
-            ``truncated``, ``n_words``, ``n_unseen``.
+            ``truncated``, ``n_words``, ``n_unseen``, ``unknown_only`` (the document
+            consists only of tokens the model does not know, :func:`unknown_only_mask`).
     """
 
     words: pd.DataFrame
@@ -561,7 +600,9 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
 
     Returns:
         An :class:`Explanation` (words and documents frames). Documents with a missing or
-        empty text are left out (a warning counts them).
+        empty text are left out (a warning counts them). Documents made only of tokens the
+        model does not know (unknown or special tokens, e.g. emoji-only texts) are explained,
+        with one warning that counts them (their ``unknown_only`` is True).
 
     Raises:
         InputError: ``steps`` < 1, ``target`` not a class, an encoder-decoder model, an empty
@@ -581,6 +622,10 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
                       "text; they have no words and are left out", PredictionWarning, stacklevel=2)
     cut = np.any([[bool(w and w.truncated) for w in ws] for ws in doc_wins], axis=0)
     warn_truncated(int(cut.sum()), len(texts), clf.max_length, clf.truncation)
+    unknown = unknown_only_mask(clf, doc_wins[0])
+    if unknown.any():
+        warn_unknown_only(int(unknown.sum()), len(texts),
+                          str(frame["doc_id"].iloc[np.flatnonzero(unknown)[0]]))
     present = np.flatnonzero(~missing)
     scores = class_scores(engine, doc_wins, present)
     item_docs, item_classes = _items(clf, scores[present], target)
@@ -589,7 +634,9 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
     res = integrate(engine, item_wins, np.arange(len(item_docs)), outputs, steps, batch_size,
                     progress)
     _warn_gaps(res["gap"], steps)
-    return _frames(engine, frame, item_wins, scores, item_docs, item_classes, res)
+    out = _frames(engine, frame, item_wins, scores, item_docs, item_classes, res)
+    out.documents["unknown_only"] = unknown[item_docs]
+    return out
 
 
 def doc_windows(clf: Classifier, texts: list) -> tuple[list, np.ndarray]:

@@ -148,7 +148,7 @@ def cached_model(verb: str, model, device: str, backend: str = "torch",
 
 def _chunks(spec: dict):
     return iter_frames(spec["input"], chunk_rows=CHUNK_ROWS, id_offset=spec["id_offset"],
-                       **spec["corpus"])
+                       warn_ids=False, **spec["corpus"])  # the scan warned for the run
 
 
 def _counts(rows: int, missing: int, truncated: int, max_length: int, truncation: str) -> dict:
