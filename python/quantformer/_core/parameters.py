@@ -37,6 +37,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "llm": ("--llm", ("llm", "model")),
     "corpus": ("--corpus", ("x",)),
     "codes": ("--codes", ("x",)),
+    "chunks_out": ("--chunks-out", ("windows",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("preserve_case", "overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")

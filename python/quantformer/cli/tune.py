@@ -8,15 +8,17 @@ from ..select.tune import METRIC_NAMES, parse_list, tune
 from ..io.writable import check_results_dir
 from ._options import (
     add_labelled_corpora,
-    add_selection_run_options,
     add_model_option,
     add_nli_options,
+    add_selection_run_options,
     add_task_options,
+    add_truncation_options,
     max_length_arg,
     nli_kwargs,
     positive,
     read_train_test,
     task_kwargs,
+    training_chunk_kwargs,
     written_files,
 )
 
@@ -64,8 +66,9 @@ def add_cli(sub) -> None:
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="tokens per document, special tokens included (512; --method setfit: "
                         "the sentence-transformer's own, 256 for MiniLM)")
-    p.add_argument("--truncation", default=None, choices=("head_tail", "head", "tail"),
-                   help="how long documents are cut (head_tail; --method setfit: head)")
+    add_truncation_options(p, "how long documents are cut (head_tail; --method setfit: "
+                              "head); chunks: every document read whole as windows, in "
+                              "training and in scoring each held-out fold")
     add_selection_run_options(p)
     p.set_defaults(func=run)
 
@@ -81,7 +84,8 @@ def run(args) -> int:
                batch_size=args.batch_size, max_length=args.max_length,
                truncation=args.truncation, device=args.device, quiet=args.quiet,
                scheduler=args.scheduler, method=args.method,
-               setfit_iterations=args.setfit_iterations, **nli_kwargs(args), **task)
+               setfit_iterations=args.setfit_iterations, **nli_kwargs(args), **task,
+               **training_chunk_kwargs(args))
     res.info["train"] = str(args.train)
     if args.test:
         res.info["test"] = str(args.test)
