@@ -105,13 +105,15 @@ textmodel_tune <- function(x, y, lr = NULL, epochs = NULL, folds = 5, test = NUL
                       aggregate = aggregate, seed = seed, hypothesis = hypothesis,
                       device = device, scheduler = scheduler),
             "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
-  call_verb("tune", args, inputs = c(labelled$inputs, nli_phrase_inputs(label_phrases)),
-            verbose = verbose, r_args = names(formals()))
-  tune_result(output_dir, task, call)
+  res <- call_verb("tune", args, inputs = c(labelled$inputs, nli_phrase_inputs(label_phrases)),
+                   outputs = list("--record" = "json"),  # the refit model's record comes along
+                   verbose = verbose, r_args = names(formals()))
+  tune_result(output_dir, task, call, record = res$outputs[[1]])
 }
 
-# The textmodel_tune object from the results folder of `quantformer tune`.
-tune_result <- function(output_dir, task, call) {
+# The textmodel_tune object from the results folder of `quantformer tune`; `record`, the refit
+# model's checked record when the verb returned it (else the core is asked for it).
+tune_result <- function(output_dir, task, call, record = NULL) {
   best <- jsonlite::read_json(file.path(output_dir, "best.json"), simplifyVector = TRUE)
   results <- read_output(file.path(output_dir, "cv_summary.rds"))
   metric <- if (task == "regression") "rmse" else "macro_f1"
@@ -122,7 +124,8 @@ tune_result <- function(output_dir, task, call) {
                  best = best[intersect(names(best), c(keys, grep("^mean_", names(best),
                                                                  value = TRUE)))],
                  metric = metric, test = best$test,
-                 model = if (dir.exists(model_dir)) load_finetune(model_dir),
+                 model = if (!is.null(record)) finetune_object(model_dir, record)
+                         else if (dir.exists(model_dir)) load_finetune(model_dir),
                  info = best[setdiff(names(best), c(keys, "test"))], task = task,
                  output_dir = output_dir, call = call),
             class = c("textmodel_tune", "textmodel", "list"))

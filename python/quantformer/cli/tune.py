@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from .._core.show import print_table
 from ..select.tune import METRIC_NAMES, parse_list, tune
-from ..io.writable import check_results_dir
+from .._core.atomic import write_json
+from ..io.modeldir import read_record
+from ..io.writable import check_results_dir, check_writable
 from ._options import (
     add_labelled_corpora,
     add_model_option,
@@ -70,11 +72,16 @@ def add_cli(sub) -> None:
                               "head); chunks: every document read whole as windows, in "
                               "training and in scoring each held-out fold")
     add_selection_run_options(p)
+    p.add_argument("--record", default=None,
+                   help="also write the refit model's run record (its quantformer.json, "
+                        "checked) to this JSON file")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     out = check_results_dir(args.out, args.overwrite)
+    if args.record:
+        check_writable(args.record, "record")
     lrs = parse_list(args.lrs, float, "lrs")
     epochs = parse_list(args.epochs_grid, int, "epochs_grid")
     task = task_kwargs(args)
@@ -90,6 +97,8 @@ def run(args) -> int:
     if args.test:
         res.info["test"] = str(args.test)
     res.save(out, overwrite=args.overwrite)
+    if args.record:  # the checked record, so a caller needs no second call to read it
+        write_json(read_record(out / "model"), args.record)
     if not args.quiet:
         # learning rates as written (5e-05), not rounded to the table's 4 decimals
         table = res.cv_summary.assign(lr=[f"{v:g}" for v in res.cv_summary["lr"]])
