@@ -100,7 +100,7 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
                            models = NULL, finetune_model = NULL, finetune_epochs = NULL,
                            finetune_valid_fraction = 0.2, finetune_min_codes = 5,
                            verbose = getOption("quantformer.verbose", TRUE)) {
-  strategy <- match.arg(strategy)
+  strategy <- match_choice(strategy)
   if (!isTRUE(new_links) && !isFALSE(new_links))
     input_error("`new_links` must be TRUE or FALSE, not ", deparse(new_links))
   if (is.null(labels) == is.null(codebook))

@@ -71,7 +71,7 @@ suggest_documents <- function(x, y = NULL, n = 50,
                               model = NULL, seed = 1,
                               cache_dir = file.path(tempdir(), "quantformer-embeddings"),
                               verbose = getOption("quantformer.verbose", TRUE)) {
-  strategy <- match.arg(strategy)
+  strategy <- match_choice(strategy)
   if (!is.numeric(n) || length(n) != 1 || is.na(n) || n < 1 || n != round(n))
     input_error("`n` must be one whole number of at least 1, not ", format(n), call. = FALSE)
   if (!is.numeric(random_share) || length(random_share) != 1 || is.na(random_share) ||

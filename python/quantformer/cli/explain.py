@@ -151,7 +151,7 @@ def explain_file(args, frame, record: dict | None = None) -> tuple:
                            chunking=chunking_of_args(args))
     ex = explain(clf, frame, target=args.target, steps=args.steps,
                  batch_size=args.batch_size, progress=not args.quiet)
-    return ex, check(clf, frame, ex) if args.check else None
+    return ex, check(clf, frame, ex, progress=not args.quiet) if args.check else None
 
 
 def _add_terms_and_figure(p) -> None:
@@ -271,7 +271,9 @@ def _write(args, frame, ex, extra, write_frame) -> None:
         c = extra["check"]
         print(f"deletion AOPC: top words {_fmt(c['aopc_top'])}, random words "
               f"{_fmt(c['aopc_random'])}; randomisation Spearman "
-              f"{_fmt(c['randomisation_spearman'])}")
+              f"{_fmt(c['randomisation_spearman'])}"
+              + (f" ({c['n_unknown_only']} document(s) made only of tokens the model does "
+                 "not know left out)" if c.get("n_unknown_only") else ""))
 
 
 def _fmt(v) -> str:

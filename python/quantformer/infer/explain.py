@@ -140,6 +140,18 @@ def warn_gaps(bad: int, total: int, detail: str = "", stacklevel: int = 3) -> No
             stacklevel=stacklevel + 1)
 
 
+def warn_unknown_only(n: int, total: int, example: str | None = None,
+                      stacklevel: int = 3) -> None:
+    """Warn (UserWarning) that ``n`` of ``total`` documents have no token the model knows
+    (:func:`unknown_only_mask`); ``example``: one of their doc_ids."""
+    if n:
+        eg = f", e.g. '{example}'" if example is not None else ""
+        warnings.warn(f"{n} of {total} document(s) consist only of tokens the model does not "
+                      f"know (unknown or special tokens{eg}: emoji-only texts, for a vocabulary "
+                      "without emoji); their attributions say nothing about their words",
+                      UserWarning, stacklevel=stacklevel + 1)
+
+
 def check_steps(steps) -> int | None:
     """``steps`` as an int, or None (adaptive).
 
@@ -210,9 +222,8 @@ def check_chunking(path, record: dict, config, chunking: dict | None) -> None:
                              params=["stride", "max_chunks", "aggregate", "truncation"])
         return
     if record.get("method", "standard") != "standard":
-        raise InputError(f"{{truncation}} chunks is offered for classifiers fine-tuned the "
-                         f"standard way only; '{path}' was fine-tuned with method "
-                         f"'{record.get('method')}'", params=["truncation"])
+        raise InputError(_NOT_STANDARD.format(method=record.get("method")),
+                         params=["truncation"])
     if config is not None:
         check_not_longformer(config, CHUNKS)
     stride, max_chunks, _ = chunking_of(hp) if use == hp.get("truncation") else (None,) * 3
@@ -220,6 +231,11 @@ def check_chunking(path, record: dict, config, chunking: dict | None) -> None:
     n_special = special_template(load_tokenizer(str(path))).n_single
     check_windows(max_length - n_special, c.get("stride", stride),
                   c.get("max_chunks", max_chunks), max_length)
+
+
+_NOT_STANDARD = ("explain reads documents in windows for models fine-tuned the standard way "
+                 "only, not yet for method '{method}'; explain it in one window with "
+                 "{{truncation}} head_tail")
 
 
 def _check_config(path):
@@ -252,6 +268,27 @@ def load_explainable(path, device: str = "auto", backend: str = "torch",
     if record is None:
         record = check_model(path, backend, target, chunking)
     return with_chunking(load_model(path, device=device, record=record), **(chunking or {}))
+
+
+def unknown_only_mask(clf: Classifier, wins: list) -> np.ndarray:
+    """For each :class:`Window` (None: a missing text), whether every text token the model
+    sees is the tokenizer's unknown token or a special token (or there is none), e.g. an
+    emoji-only text for a vocabulary without emoji: its attributions are alike under any model
+    and say nothing about its words."""
+    tok = clf.tokenizer
+    special = set(getattr(tok, "all_special_ids", None) or [])
+    if getattr(tok, "unk_token_id", None) is not None:
+        special.add(tok.unk_token_id)
+    return np.array([w is not None and all(w.input_ids[p] in special for p in w.positions)
+                     for w in wins], dtype=bool)
+
+
+def unknown_only(clf: Classifier, texts: dict) -> list[str]:
+    """The doc_ids of ``texts`` (``{doc_id: text}``) that consist only of tokens the model
+    does not know (:func:`unknown_only_mask`)."""
+    ids = list(texts)
+    wins, _ = doc_windows(clf, [texts[d] for d in ids])
+    return [d for d, m in zip(ids, unknown_only_mask(clf, wins[0])) if m]
 
 
 # ------------------------------------------------------------------------------------------
@@ -393,7 +430,7 @@ def _padded(arrays: list, width: int) -> np.ndarray:
 
 
 def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndarray,
-              steps: int | None = None, batch_size: int = 8, progress: bool = False,
+              steps: int | None = None, batch_size: int = 8, progress=False,
               refine_gap=None) -> dict:
     """Integrated Gradients for each item ``(wins[docs[j]], targets[j])``.
 
@@ -406,6 +443,8 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
         engine: the :class:`Integrator` of the model.
         steps: Gauss-Legendre steps for every item; None: adaptive, as above.
         batch_size: documents integrated together at most.
+        progress: True for a tqdm bar on stderr ("explaining"); or a caller's bar (anything
+            with ``update(n)``), advanced by the items integrated at the first level.
         refine_gap: None (an item is refined on its own gap), or a function of the result
             dict giving per item the gap that decides (a window's: the larger of its own and
             its document's, see :func:`explain_chunked`).
@@ -422,7 +461,9 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
            "gap": np.zeros(n), "steps": np.zeros(n, dtype=np.int64)}
     schedule = ADAPTIVE_STEPS if steps is None else (steps,)
     todo = np.arange(n)
-    bar = tqdm(total=n, desc="explaining", unit="doc", disable=not progress, leave=False)
+    own = not hasattr(progress, "update")
+    bar = tqdm(total=n, desc="explaining", unit="doc", disable=not progress, leave=False) \
+        if own else progress
     for level, s in enumerate(schedule):
         for b in _batches([wins[d] for d in docs], todo, batch_size):
             batch = [wins[docs[j]] for j in b]
@@ -446,7 +487,8 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
         todo = todo[gap[todo] > GAP_TOLERANCE]
         if not todo.size:
             break
-    bar.close()
+    if own:
+        bar.close()
     return res
 
 
@@ -492,10 +534,11 @@ class Explanation:
         documents: one row per document and target: ``doc_id, target, predicted``, the
             model's outputs (``prob_<label>`` or the regression value), ``logit``,
             ``baseline_logit``, ``attribution_sum``, ``completeness_gap``, ``steps``,
-            ``truncated``, ``n_words``, ``n_unseen``; in windows, ``n_windows`` before
-            ``n_words``, ``truncated`` then meaning windows dropped by ``max_chunks`` (the
-            module's description says what ``logit``, ``baseline_logit`` and
-            ``attribution_sum`` are for each aggregate).
+            ``truncated``, ``n_words``, ``n_unseen``, ``unknown_only`` (the document
+            consists only of tokens the model does not know, :func:`unknown_only_mask`); in
+            windows, ``n_windows`` before ``n_words``, ``truncated`` then meaning windows
+            dropped by ``max_chunks`` (the module's description says what ``logit``,
+            ``baseline_logit`` and ``attribution_sum`` are for each aggregate).
     """
 
     words: pd.DataFrame
@@ -547,7 +590,9 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
 
     Returns:
         An :class:`Explanation` (words and documents frames). Documents with a missing or
-        empty text are left out (a warning counts them).
+        empty text are left out (a warning counts them). Documents made only of tokens the
+        model does not know (unknown or special tokens, e.g. emoji-only texts) are explained,
+        with one warning that counts them (their ``unknown_only`` is True).
 
     Raises:
         InputError: ``steps`` < 1, ``target`` not a class, an encoder-decoder model, an empty
@@ -566,6 +611,8 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
     _check_missing(missing)
     cut = np.any([[bool(w and w.truncated) for w in ws] for ws in doc_wins], axis=0)
     warn_truncated(int(cut.sum()), len(texts), clf.max_length, clf.truncation)
+    unknown = unknown_only_mask(clf, doc_wins[0])
+    _check_unknown(frame, unknown)
     present = np.flatnonzero(~missing)
     scores = class_scores(engine, doc_wins, present)
     item_docs, item_classes = _items(clf, scores[present], target)
@@ -579,7 +626,16 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
              "attribution_sum": [float(a.sum()) for a in res["attr"]],
              "completeness_gap": res["gap"], "steps": res["steps"],
              "truncated": [w.truncated for w in item_wins]}
-    return _frames(engine, frame, scores, item_docs, item_classes, stats, parts)
+    out = _frames(engine, frame, scores, item_docs, item_classes, stats, parts)
+    out.documents["unknown_only"] = unknown[item_docs]
+    return out
+
+
+def _check_unknown(frame: pd.DataFrame, unknown: np.ndarray) -> None:
+    """Warn how many documents have no token the model knows (``unknown``: per document)."""
+    if unknown.any():
+        warn_unknown_only(int(unknown.sum()), len(frame),
+                          str(frame["doc_id"].iloc[np.flatnonzero(unknown)[0]]), stacklevel=4)
 
 
 def _check_missing(missing: np.ndarray) -> None:
@@ -607,8 +663,14 @@ def explain_chunked(clf: Classifier, frame: pd.DataFrame, *, target: str | None 
     module's description says what is compared for ``mean`` and ``max``)."""
     texts = frame["text"].tolist()
     engine = Integrator(clf)
+    if engine.fwd.kind != "standard":
+        raise InputError(_NOT_STANDARD.format(method=engine.fwd.kind), params=["truncation"])
     chunks = chunk_windows(clf, texts)
     _check_missing(chunks.missing)
+    known = np.bincount(chunks.doc, weights=(~unknown_only_mask(clf, chunks.wins)).astype(float),
+                        minlength=len(texts))
+    unknown = (known == 0) & (chunks.n_windows > 0)  # no window has a known token
+    _check_unknown(frame, unknown)
     present = np.flatnonzero(~chunks.missing)
     logits = engine.all_logits(chunks.wins, np.arange(len(chunks.wins)))
     scores = aggregate_windows(logits, chunks.doc, len(texts), clf.aggregate)
@@ -617,7 +679,9 @@ def explain_chunked(clf: Classifier, frame: pd.DataFrame, *, target: str | None 
     stats, parts = explain_windows(engine, texts, chunks, item_docs, item_classes, steps,
                                    batch_size, progress)
     _warn_gaps(stats["completeness_gap"], steps)
-    return _frames(engine, frame, scores, item_docs, item_classes, stats, parts)
+    out = _frames(engine, frame, scores, item_docs, item_classes, stats, parts)
+    out.documents["unknown_only"] = unknown[item_docs]
+    return out
 
 
 def explain_windows(engine: Integrator, texts: list, chunks: Chunks, item_docs: np.ndarray,

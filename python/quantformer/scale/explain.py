@@ -25,7 +25,14 @@ import pandas as pd
 from .._core.errors import InputError
 from ..infer.chunked import with_chunking
 from ..infer.classifier import CHUNK_ROWS
-from ..infer.explain import GAP_TOLERANCE, check_model, check_steps, explain, warn_gaps
+from ..infer.explain import (
+    GAP_TOLERANCE,
+    check_model,
+    check_steps,
+    explain,
+    warn_gaps,
+    warn_unknown_only,
+)
 from ..infer.explain_check import check
 from ..io.writing import FrameWriter
 from ..io.frames import iter_frames
@@ -58,12 +65,13 @@ def explain_partition(spec: dict) -> dict:
     Returns:
         The counts of :func:`quantformer.scale.dask.run_partition`, with ``out_rows`` (word
         rows written), ``gap_above`` (explanations whose completeness gap exceeds
-        :data:`~quantformer.infer.explain.GAP_TOLERANCE`), ``items`` (explanations) and
+        :data:`~quantformer.infer.explain.GAP_TOLERANCE`), ``items`` (explanations),
+        ``unknown_only`` (documents made only of tokens the model does not know) and
         ``id_offset`` (the partition's place in the input order).
     """
     opts = spec["options"]
     clf = _model(spec["model"], opts)
-    n = n_missing = n_cut = out_rows = gap_above = items = 0
+    n = n_missing = n_cut = out_rows = gap_above = items = unknown = 0
     with warnings.catch_warnings(), FrameWriter(spec["output"]) as writer:
         warnings.simplefilter("ignore")  # counted per job by the driver
         for chunk in iter_frames(spec["input"], chunk_rows=CHUNK_ROWS,
@@ -77,13 +85,14 @@ def explain_partition(spec: dict) -> dict:
                 n_cut += int(ex.documents.groupby("doc_id")["truncated"].any().sum())
                 gap_above += int((ex.documents["completeness_gap"] > GAP_TOLERANCE).sum())
                 items += len(ex.documents)
+                unknown += int(ex.documents.groupby("doc_id")["unknown_only"].any().sum())
             writer.write(words)
             n += len(chunk)
             n_missing += int((~present).sum())
             out_rows += len(words)
     return {"rows": n, "missing": n_missing, "truncated": n_cut, "max_length": clf.max_length,
             "truncation": clf.truncation, "out_rows": out_rows, "gap_above": gap_above,
-            "items": items, "id_offset": int(spec["id_offset"])}
+            "items": items, "unknown_only": unknown, "id_offset": int(spec["id_offset"])}
 
 
 def empty_words() -> pd.DataFrame:
@@ -112,7 +121,8 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
     Returns:
         The summary of :func:`~quantformer.scale.dask.run_partitions` (read the attributions
         with :func:`read_explanation`). Warns once (CompletenessWarning) when explanations
-        have a completeness gap above 5 %.
+        have a completeness gap above 5 %, and once when documents consist only of tokens
+        the model does not know.
 
     Raises:
         InputError: a bad ``steps``, ``target``, ``chunking``, model (checked before any
@@ -127,16 +137,18 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
                              resume=resume, quiet=quiet, runner=explain_partition,
                              corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt,
                                      "quoting": quoting})
-    _warn_gaps(Path(summary["manifest"]), summary["done"])
+    _warn_counts(Path(summary["manifest"]), summary["done"])
     return summary
 
 
-def _warn_gaps(manifest: Path, done: int) -> None:
+def _warn_counts(manifest: Path, done: int) -> None:
     data = json.loads(manifest.read_text(encoding="utf-8"))
     run = len(data["runs"])
     mine = [e for e in data["partitions"].values() if e.get("run") == run]
     if done:
         warn_gaps(sum(e.get("gap_above", 0) for e in mine), sum(e.get("items", 0) for e in mine))
+        warn_unknown_only(sum(e.get("unknown_only", 0) for e in mine),
+                          sum(e.get("rows", 0) for e in mine))
 
 
 def read_explanation(out) -> pd.DataFrame:
