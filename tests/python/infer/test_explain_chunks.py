@@ -226,3 +226,15 @@ def test_a_regression_model_in_windows_explains_its_mean_output(tiny_bert_dir):
     # the prediction beside it is predict's, from the mean of the windows' outputs
     np.testing.assert_allclose(d["predicted"].astype(float), reg.predict(frame)["predicted"],
                                rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["nli", "setfit"])
+def test_windows_of_nli_and_setfit_models_are_refused_naming_head_tail(method):
+    from quantformer.infer.explain import check_chunking
+
+    record = {"method": method, "hyperparameters": {"truncation": "chunks", "max_length": 64}}
+    with pytest.raises(InputError) as err:
+        check_chunking("m", record, None, None)
+    assert f"not yet for method '{method}'" in str(err.value)
+    assert err.value.render(lambda p: "--" + p).endswith("--truncation head_tail")
+    check_chunking("m", record, None, {"truncation": "head_tail"})  # one window: explained
