@@ -90,3 +90,34 @@ test_that("window settings without chunks are named as R arguments before any wo
                               verbose = FALSE),
                "`stride`, `max_chunks` and `aggregate` apply to `truncation` chunks only")
 })
+
+test_that("textstat_attributions explains every window: no NA beyond the first window", {
+  skip_if_no_verb("explain")
+  s <- sotu_sample()
+  fit <- textmodel_finetune(s[c(1:8, 181:188), ], y = "party", epochs = 1, max_length = 32,
+                            truncation = "chunks", stride = 8,
+                            output_dir = tempfile("qf-chunks-expl-"), verbose = FALSE)
+  new <- data.frame(doc_id = c("a", "b"), text = c(
+    paste(rep("Taxes rose and the deficit grew while the war went on.", 8), collapse = " "),
+    paste(rep("We will defend the nation and its people.", 8), collapse = " ")))
+  res <- textstat_attributions(fit, new)  # adaptive steps: completeness within 5 %
+  expect_false(anyNA(res$attribution))
+  expect_true(all(res$n_windows > 1L))
+  expect_true(any(res$word_windows == 2L))
+  # the last word of each document, far beyond the first window of 32 tokens, is attributed
+  ends <- tapply(res$end, res$document, max)
+  expect_equal(as.vector(ends[new$doc_id]), nchar(new$text))
+  texts <- setNames(new$text, new$doc_id)
+  expect_equal(unname(substr(texts[res$document], res$start + 1L, res$end)), res$word)
+  # max instead of mean: other probabilities (the aggregate) beside the same words
+  top <- textstat_attributions(fit, new, aggregate = "max")
+  expect_equal(top$word, res$word)
+  expect_false(isTRUE(all.equal(top$probability, res$probability)))
+  # only the first window: the words after it are not seen
+  first <- suppressWarnings(textstat_attributions(fit, new, steps = 4, max_chunks = 1))
+  expect_true(anyNA(first$attribution))
+  expect_equal(is.na(first$attribution), first$word_windows == 0L)
+  expect_error(textstat_attributions(fit, new, stride = 40), "`stride` 40 must be")
+  expect_error(textstat_attributions(fit, new, truncation = "head", aggregate = "max"),
+               "`aggregate` apply to `truncation` chunks only")
+})

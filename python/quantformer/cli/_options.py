@@ -328,10 +328,12 @@ def add_run_options(p) -> None:
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
 
 
-def add_chunk_options(p, *, training: bool, aggregate: bool = True) -> None:
+def add_chunk_options(p, *, training: bool, aggregate: bool = True,
+                      chunks_out: bool = True) -> None:
     """``--stride``, ``--max-chunks``, ``--aggregate`` (not with ``aggregate=False``: embed
-    averages windows) and for training ``--chunk-training``, else ``--chunks-out``: how
-    ``--truncation chunks`` reads long documents as windows."""
+    averages windows) and for training ``--chunk-training``, else ``--chunks-out`` (not with
+    ``chunks_out=False``: explain): how ``--truncation chunks`` reads long documents as
+    windows."""
     g = p.add_argument_group("long documents as windows (--truncation chunks)")
     g.add_argument("--stride", type=int, default=None, metavar="N",
                    help="tokens shared by neighbouring windows (default: a quarter of the "
@@ -348,7 +350,7 @@ def add_chunk_options(p, *, training: bool, aggregate: bool = True) -> None:
                        metavar="{aggregate,labels}",
                        help="aggregate: the loss on each document's aggregate of its windows "
                             "(default); labels: each window with its document's label")
-    else:
+    elif chunks_out:
         g.add_argument("--chunks-out", default=None, metavar="FILE",
                        help="also write one row per window: doc_id, chunk, start, end "
                             "(characters), then the window's own output (predicted and "
