@@ -125,8 +125,11 @@ class LocalLM:
         self._torch = torch
         self._prefix: tuple[list[int], object] | None = None
         # transformers >= 5.2x names the key-value cache argument ``cache``
-        self._cache_arg = ("cache" if "cache" in inspect.signature(self.model.forward).parameters
-                           else "past_key_values")
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        # the document's run needs the next-token distribution at its last position only:
+        # projecting every position onto the vocabulary would cost as much as the body
+        self._last_only = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
 
     def split_prompt(self, messages: list[dict]) -> tuple[str, str]:
         """The rendered chat (generation prompt added) cut at :data:`DOC_SLOT`: the text before
@@ -187,13 +190,13 @@ class LocalLM:
         cache = self.prefix_cache(prefix_ids)
         n0, out = len(prefix_ids), []
 
-        def run(ids):
+        def run(ids, **keep):
             return torch.log_softmax(self.model(torch.tensor([ids], device=self.device),
-                                                **{self._cache_arg: cache}, use_cache=True)
-                                     .logits[0].float(), dim=-1)
+                                                **{self._cache_arg: cache}, use_cache=True,
+                                                **keep).logits[0].float(), dim=-1)
         try:
             with torch.no_grad():
-                last = run(doc_ids)[-1]
+                last = run(doc_ids, **self._last_only)[-1]
                 for lab in label_ids:
                     logp = run(lab[:-1])
                     out.append(float(last[lab[0]]) + sum(float(logp[j - 1, t])
