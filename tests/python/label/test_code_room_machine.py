@@ -12,7 +12,6 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-
 from quantformer.cli.main import main
 from quantformer.label.room.codebook import make_codebook
 from quantformer.label.room.loop import Room, in_overlap
@@ -175,7 +174,7 @@ def test_panel_gives_human_vs_machine_alpha_and_reconciliation_lists_it(tmp_path
     server = RoomServer(room, "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/api/"
-    get = lambda what: json.loads(urllib.request.urlopen(  # noqa: E731
+    get = lambda what: json.loads(urllib.request.urlopen(
         urllib.request.Request(base + what, headers={"X-Token": server.token}),
         timeout=10).read())
     try:
