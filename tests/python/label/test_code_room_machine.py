@@ -12,6 +12,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
+from quantformer._core.errors import InputError
 from quantformer.cli.main import main
 from quantformer.label.room.codebook import make_codebook
 from quantformer.label.room.loop import Room, in_overlap
@@ -161,8 +162,10 @@ def test_machine_codes_never_train_nor_leave_the_queues(tmp_path, corpus):
     assert np.array_equal(room.probs, humans.probs)
     assert room.progress("ann")["machine_coders"] == ["tiny-llm"]
     assert room.progress("ann")["coded"] == humans.progress("ann")["coded"]
-    with pytest.raises(Exception, match="machine coder"):
-        room.code("tiny-llm", "d000", "a")
+    for act in (lambda: room.code("tiny-llm", "d000", "a"), lambda: room.undo("tiny-llm")):
+        with pytest.raises(InputError, match="tiny-llm is a machine coder"):
+            act()
+    assert len(room.store.current_codes().query("coder == 'tiny-llm'")) == len(frame)
 
 
 def test_panel_gives_human_vs_machine_alpha_and_reconciliation_lists_it(tmp_path, corpus):

@@ -161,6 +161,7 @@ class Room:
         with self.lock:
             self.handled, self.last, self.versions = {}, {}, versions
             self.machine: dict[str, dict[str, str]] = {}  # doc_id -> machine coder -> label
+            self.machine_coders = sorted(machine & set(current["coder"]))
             for row in current.itertuples(index=False):  # in coding order
                 if row.coder in machine:  # validated against the humans, never learnt from
                     self.machine.setdefault(row.doc_id, {})[row.coder] = row.label
@@ -201,9 +202,7 @@ class Room:
         Raises:
             Conflict: the coder's code of the document changed in another tab or window.
         """
-        if coder in self.machine_names():
-            raise InputError(f"{coder} is a machine coder of this project; code under "
-                             "another name")
+        self.check_human(coder)
         with self.lock:
             shown = self.shown.get(coder, (None, None))
             strategy = shown[1] if shown[0] == doc_id else "requested"
@@ -225,6 +224,7 @@ class Room:
         Raises:
             Conflict: the coder coded in another tab or window since; nothing is undone.
         """
+        self.check_human(coder)
         with self.lock:
             done = self.store.undo(coder, seen is not False, *(
                 (str(seen["doc_id"]), int(seen["version"])) if seen else (None, None)))
@@ -237,10 +237,15 @@ class Room:
             self.shown[coder] = (done[0], "back")
         return done[0]
 
-    def machine_names(self) -> list[str]:
-        """The machine coders with codes in this room (sorted)."""
-        with self.lock:
-            return sorted({c for by in self.machine.values() for c in by})
+    def check_human(self, coder: str) -> None:
+        """Refuse a code or an undo under a machine coder's name.
+
+        Raises:
+            InputError: ``coder`` is a machine coder of the project.
+        """
+        if coder in self.machine_coders:
+            raise InputError(f"{coder} is a machine coder of this project; code under "
+                             "another name")
 
     def version(self, doc_id: str, coder: str) -> int:
         """The version of ``coder``'s code of a document (0: never coded)."""
@@ -427,7 +432,7 @@ class Room:
             handled = len(self.handled)
         return {"per_label": per, "coded": len(ids), "handled": handled, "mine": mine,
                 "total": int(self.usable.sum()), "coders": coders,
-                "machine_coders": self.machine_names()}
+                "machine_coders": list(self.machine_coders)}
 
     def model_state(self) -> dict:
         with self.lock:
