@@ -63,8 +63,9 @@ def test_import_refused_for_unknown_ids_labels_and_names_writes_nothing(tmp_path
     bad = pd.read_parquet(machine_file(tmp_path, frame, truth))
     bad.loc[[0, 1], "doc_id"] = ["zz1", "zz2"]
     bad.to_parquet(tmp_path / "bad.parquet")
+    bad = tmp_path / "bad.parquet"
     # a new project: refused before the project file exists
-    assert add(project, path, tmp_path / "bad.parquet", "--labels", "a,b,c") == 2
+    assert add(project, path, bad, "--labels", "a,b,c") == 2
     err = capsys.readouterr().err
     assert "2 doc_id(s) the project's corpus lacks: zz1, zz2" in err and "--add-coder" in err
     assert not project.exists()
@@ -82,7 +83,7 @@ def test_import_refused_for_unknown_ids_labels_and_names_writes_nothing(tmp_path
     odd.to_parquet(tmp_path / "odd.parquet")
     assert add(project, path, tmp_path / "odd.parquet") == 2
     assert "label(s) zebra, which the project's codebook lacks" in capsys.readouterr().err
-    assert add(project, path, tmp_path / "bad.parquet") == 2
+    assert add(project, path, bad) == 2
     assert "lacks: zz1, zz2" in capsys.readouterr().err
     assert add(project, path, machine_file(tmp_path, frame, truth), "--coder-name",
                "ann") == 2
@@ -92,6 +93,11 @@ def test_import_refused_for_unknown_ids_labels_and_names_writes_nothing(tmp_path
     two.to_parquet(tmp_path / "two.parquet")
     assert add(project, path, tmp_path / "two.parquet") == 2
     assert "several coders (m3, m4)" in capsys.readouterr().err
+    assert main(["code", "--project", str(project), "--input", path, "--coder-name", "x"]) == 2
+    assert "--coder-name applies to --add-coder only" in capsys.readouterr().err
+    assert main(["code", "--project", str(project), "--export", str(tmp_path / "x.csv"),
+                 "--add-coder", str(bad)]) == 2
+    assert "leave out --add-coder" in capsys.readouterr().err
     after = Store(project)
     assert after.query("SELECT * FROM codes").to_dict("records") == before
     assert after.machine_coders() == ["m1"]
