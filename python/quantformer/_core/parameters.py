@@ -39,6 +39,7 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "codes": ("--codes", ("x",)),
     "add_coder": ("--add-coder", ("llm_codes",)),
     "coder_name": ("--coder-name", ("llm_coder",)),
+    "chunks_out": ("--chunks-out", ("windows",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("preserve_case", "overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")

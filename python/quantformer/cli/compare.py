@@ -14,15 +14,17 @@ from ..label.room.codebook import make_codebook
 from ._options import (
     add_endpoint_options,
     add_labelled_corpora,
-    add_selection_run_options,
     add_model_option,
     add_nli_options,
+    add_selection_run_options,
     add_task_options,
+    add_truncation_options,
     max_length_arg,
     nli_kwargs,
     positive,
     read_train_test,
     task_kwargs,
+    training_chunk_kwargs,
     written_files,
 )
 
@@ -65,6 +67,9 @@ def add_cli(sub) -> None:
                    help="fine-tuning learning rate (default by model size)")
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="tokens per document for the Transformer (512)")
+    add_truncation_options(p, "how the fine-tuned candidates cut long documents (head_tail; "
+                              "setfit: head); chunks: read whole as windows, in training and "
+                              "on the test set; the baselines are unaffected")
     add_selection_run_options(p)
     add_nli_options(p, "the nli model of --models")
     add_llm_options(p)
@@ -94,7 +99,9 @@ def run(args) -> int:
     names = (parse_models(args.models or MODELS) if task["task"] == "classification"
              else task_model_names(args.models, task["task"]))
     train, test = read_train_test(args, task)
-    ft = {"max_length": args.max_length, "device": args.device}
+    ft = {"max_length": args.max_length, "device": args.device,
+          **({"truncation": args.truncation} if args.truncation else {}),
+          **training_chunk_kwargs(args)}
     if args.epochs is not None:
         ft["epochs"] = args.epochs
     if args.lr is not None:

@@ -6,6 +6,7 @@ from ..infer.embed import LAYOUTS, embed_file
 from ..models.hub import model_label
 from ..scale.dask import describe, embed_partitions
 from ._options import (
+    add_chunk_options,
     add_corpus_options,
     add_model_option,
     add_partition_options,
@@ -14,6 +15,7 @@ from ._options import (
     max_length_arg,
     partitioned,
     positive,
+    refuse_partitioned_chunks_out,
 )
 
 
@@ -44,6 +46,7 @@ def add_cli(sub) -> None:
                         "dimension dim_1..dim_H; 'auto' (default): list for .parquet/.jsonl, "
                         "wide for .csv/.tsv/.rds")
     add_run_options(p)
+    add_chunk_options(p, training=False, aggregate=False)
     p.set_defaults(func=run)
 
 
@@ -52,15 +55,21 @@ def run(args) -> int:
                "layout": args.layout, "truncation": args.truncation,
                "normalize": args.normalize, "keep_text": args.keep_text,
                "device": args.device, "quiet": args.quiet, "backend": args.backend,
-               "quantize": args.quantize, **corpus_kwargs(args, label=False)}
+               "quantize": args.quantize, "stride": args.stride,
+               "max_chunks": args.max_chunks, **corpus_kwargs(args, label=False)}
     if partitioned(args):
+        refuse_partitioned_chunks_out(args)
         print(describe(embed_partitions(args.input, args.out, args.model,
                                         scheduler=args.scheduler, resume=args.resume,
                                         **options)))
         return 0
-    counts = embed_file(args.input, args.out, args.model, **options)
+    counts = embed_file(args.input, args.out, args.model, chunks_out=args.chunks_out,
+                        **options)
+    cut = (f"{counts['n_windows']} windows of {counts['max_length']} tokens, "
+           f"{counts['n_truncated']} documents over --max-chunks" if args.truncation == "chunks"
+           else f"{counts['n_truncated']} truncated ({args.truncation})")
     print(f"embedded {counts['n_docs']} documents with {model_label(args.model)} (mean "
           f"pooling, {counts['hidden']} dimensions, max {counts['max_length']} tokens): "
-          f"{counts['n_missing']} missing or empty, {counts['n_truncated']} truncated "
-          f"({args.truncation}); wrote {args.out}")
+          f"{counts['n_missing']} missing or empty, {cut}; wrote {args.out}"
+          + (f" and {args.chunks_out}" if args.chunks_out else ""))
     return 0

@@ -18,13 +18,15 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..models.tokenize import TruncationWarning
+from ..models.tokenize import CHUNKS, ChunkWarning, TruncationWarning
 from ..score.attributions import aopc, mean_spearman
 from .classifier import Classifier, PredictionWarning
 from .explain import (
     Explanation,
     Integrator,
+    chunk_windows,
     doc_windows,
+    explain_windows,
     integrate,
     item_windows,
     target_names,
@@ -49,9 +51,10 @@ def _delete(text: str, spans) -> str:
 def _target_scores(clf: Classifier, texts: list, targets: np.ndarray) -> np.ndarray:
     # the texts are copies of the explained documents with words deleted: the explanation
     # already warned about the documents truncated, and a copy with every word deleted is
-    # empty by design; a count of copies would only confuse
+    # empty by design; a count of copies would only confuse (so would one of windows dropped)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncationWarning)
+        warnings.simplefilter("ignore", ChunkWarning)
         warnings.simplefilter("ignore", PredictionWarning)
         probs = clf.predict_proba(texts, batch_size=32)
     return probs[np.arange(len(texts)), targets]
@@ -144,24 +147,36 @@ def randomisation_test(clf: Classifier, texts: dict, ex: Explanation,
     if docs.empty:
         return {"randomisation_spearman": None, "randomisation_spearman_abs": None, "n_docs": 0}
     doc_ids = list(dict.fromkeys(docs["doc_id"]))
-    doc_wins, _ = doc_windows(clf, [texts[d] for d in doc_ids])
     names = target_names(clf)
     item_docs = np.array([doc_ids.index(d) for d in docs["doc_id"]])
     item_targets = np.array([names.index(t) for t in docs["target"]])
-    engine = Integrator(randomised(clf, seed))
-    wins, outputs = item_windows(engine, doc_wins, item_docs, item_targets)
-    res = integrate(engine, wins, np.arange(len(wins)), outputs,
-                    progress=progress if progress is not None else False)
+    theirs = _randomised_words(randomised(clf, seed), [texts[d] for d in doc_ids], item_docs,
+                               item_targets, progress if progress is not None else False)
     pairs, pairs_abs = [], []
     groups = dict(tuple(ex.words.groupby(["doc_id", "target"], sort=False, observed=True)))
     for j, (d, t) in enumerate(zip(docs["doc_id"], docs["target"])):
         mine = groups[(d, t)]["attribution"].to_numpy()
-        theirs = word_rows(texts[d], wins[j], res["attr"][j])["attribution"].to_numpy()
-        ok = ~np.isnan(mine) & ~np.isnan(theirs)
-        pairs.append((mine[ok], theirs[ok]))
-        pairs_abs.append((np.abs(mine[ok]), np.abs(theirs[ok])))
+        ok = ~np.isnan(mine) & ~np.isnan(theirs[j])
+        pairs.append((mine[ok], theirs[j][ok]))
+        pairs_abs.append((np.abs(mine[ok]), np.abs(theirs[j][ok])))
     return {"randomisation_spearman": mean_spearman(pairs),
             "randomisation_spearman_abs": mean_spearman(pairs_abs), "n_docs": len(docs)}
+
+
+def _randomised_words(rand: Classifier, texts: list, item_docs: np.ndarray,
+                      item_targets: np.ndarray, progress=False) -> list:
+    """The word attributions (one array per item) of the re-initialised copy ``rand``, its
+    documents read as the model reads them (one window, or every window with chunks)."""
+    engine = Integrator(rand)
+    if rand.truncation == CHUNKS:
+        _, parts = explain_windows(engine, texts, chunk_windows(rand, texts), item_docs,
+                                   item_targets, progress=progress)
+        return [p["attribution"].to_numpy() for p in parts]
+    doc_wins, _ = doc_windows(rand, texts)
+    wins, outputs = item_windows(engine, doc_wins, item_docs, item_targets)
+    res = integrate(engine, wins, np.arange(len(wins)), outputs, progress=progress)
+    return [word_rows(texts[d], wins[j], res["attr"][j])["attribution"].to_numpy()
+            for j, d in enumerate(item_docs)]
 
 
 def _unknown_docs(clf: Classifier, texts: dict, ex: Explanation) -> list:

@@ -7,7 +7,7 @@
   ``manifest.json``, ``resume`` and schedulers of :mod:`quantformer.scale.dask`. Each
   document is explained as in one file: Integrated Gradients depend on the document and the
   model only, so the partitioned attributions equal the one-file ones (to float rounding of
-  other batches).
+  other batches). ``chunking`` (documents read in windows) applies as in one file.
 * :func:`read_explanation`: the partitions' attributions back as one frame, in input order.
 * :func:`explain_on`: one corpus explained in one task on a scheduler (``explain --scheduler``
   with one input file), the same outputs as in this process.
@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..infer.chunked import with_chunking
 from ..infer.classifier import CHUNK_ROWS
 from ..infer.explain import (
     GAP_TOLERANCE,
@@ -50,6 +51,12 @@ def _options(opts: dict) -> dict:
     return {"target": opts["target"], "steps": opts["steps"], "batch_size": opts["batch_size"]}
 
 
+def _model(model, opts: dict):
+    """The cached classifier of ``model``, reading documents as ``opts["chunking"]`` asks."""
+    return with_chunking(cached_model("predict", model, opts["device"]),
+                         **(opts.get("chunking") or {}))
+
+
 def explain_partition(spec: dict) -> dict:
     """Explain one partition into its output Parquet (a task of
     :func:`quantformer.scale.dask.run_partition`); documents with a missing or empty text
@@ -63,7 +70,7 @@ def explain_partition(spec: dict) -> dict:
         ``id_offset`` (the partition's place in the input order).
     """
     opts = spec["options"]
-    clf = cached_model("predict", spec["model"], opts["device"])
+    clf = _model(spec["model"], opts)
     n = n_missing = n_cut = out_rows = gap_above = items = unknown = 0
     with warnings.catch_warnings(), FrameWriter(spec["output"]) as writer:
         warnings.simplefilter("ignore")  # counted per job by the driver
@@ -98,7 +105,7 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
                        steps: int | None = None, batch_size: int = 8, device: str = "auto",
                        text_col: str | None = None, id_col: str | None = None,
                        fmt: str | None = None, quiet: bool = False,
-                       quoting: str = "auto") -> dict:
+                       quoting: str = "auto", chunking: dict | None = None) -> dict:
     """Word attributions of a partitioned corpus, one Parquet file per partition
     (``quantformer.explain_partitions``; the CLI's ``explain`` with a folder, glob or several
     files as ``--input``).
@@ -107,7 +114,8 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
         model: a model directory of any method explain serves (standard, NLI, SetFit).
         inputs, out, scheduler, resume, quiet: as :func:`quantformer.scale.dask.run_partitions`
             (``out``: a folder; ``scheduler``: None, ``"local:N"`` or ``"tcp://host:port"``).
-        target, steps, batch_size, device: as :func:`quantformer.infer.explain.explain`.
+        target, steps, batch_size, device, chunking: as
+            :func:`quantformer.infer.explain.explain`.
         text_col, id_col, fmt, quoting: how the partitions are read.
 
     Returns:
@@ -117,13 +125,14 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
         the model does not know.
 
     Raises:
-        InputError: a bad ``steps``, ``target``, model (checked before any partition is read),
-            input or ``out``; bad partitions (named, after the others finished).
+        InputError: a bad ``steps``, ``target``, ``chunking``, model (checked before any
+            partition is read), input or ``out``; bad partitions (named, after the others
+            finished).
     """
     steps = check_steps(steps)
-    check_model(model, "torch", target)
+    check_model(model, "torch", target, chunking)
     opts = {"target": None if target is None else str(target), "steps": steps,
-            "batch_size": int(batch_size), "device": device}
+            "batch_size": int(batch_size), "device": device, "chunking": chunking}
     summary = run_partitions(VERB, model, inputs, out, options=opts, scheduler=scheduler,
                              resume=resume, quiet=quiet, runner=explain_partition,
                              corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt,
@@ -178,7 +187,7 @@ def _explain_task(job: tuple):
     model, frame, opts, with_check = job
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        clf = cached_model("predict", model, opts["device"])
+        clf = _model(model, opts)
         ex = explain(clf, frame, progress=False, **_options(opts))
         checks = check(clf, frame, ex) if with_check else None
     return ex, checks, [(w.category, str(w.message)) for w in caught]
@@ -186,16 +195,17 @@ def _explain_task(job: tuple):
 
 def explain_on(scheduler: str, model, frame: pd.DataFrame, *, target: str | None = None,
                steps: int | None = None, batch_size: int = 8, device: str = "auto",
-               with_check: bool = False):
+               with_check: bool = False, chunking: dict | None = None):
     """:func:`quantformer.infer.explain.explain` of ``frame`` in one task on ``scheduler``
     (``"local:N"`` or ``"tcp://host:port"``); its warnings are raised again here.
+    ``chunking``: as :func:`quantformer.infer.explain.explain`.
 
     Returns:
         ``(Explanation, the faithfulness checks of
         :func:`quantformer.infer.explain_check.check` or None)``.
     """
     opts = {"target": target, "steps": check_steps(steps), "batch_size": int(batch_size),
-            "device": device}
+            "device": device, "chunking": chunking}
     model = str(Path(model).resolve())  # workers may run in other folders
     ex, checks, caught = map_runs(_explain_task, [(model, frame, opts, with_check)],
                                   scheduler)[0]

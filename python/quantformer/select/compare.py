@@ -35,7 +35,7 @@ from ..io.modeldir import hf_quiet
 from ..models.hub import model_label
 from ..scale.cluster import map_runs
 from ..score.metrics import macro_f1, predicted_labels
-from ..train.arguments import check_arguments
+from ..train.arguments import check_arguments, chunk_kwargs
 from ..train.baselines import BASELINES, WordVectors, check_folds, fit_baseline, training_rows
 from ..train.baselines import describe as describe_baseline
 from ..train.finetune import finetune
@@ -191,7 +191,10 @@ def compare(
             MiniLM input embeddings.
         quiet: no progress lines and no transformers progress bars.
         finetune_kwargs: extra arguments for :func:`quantformer.train.finetune.finetune` (e.g.
-            ``max_length``, ``epochs``, ``lr``, ``device``).
+            ``max_length``, ``epochs``, ``lr``, ``device``; ``truncation="chunks"`` with
+            ``stride``, ``max_chunks``, ``aggregate``, ``chunk_training``: the fine-tuned
+            candidates read every document whole in windows, in training and on the test
+            set; the baselines read the whole text anyway and are unaffected).
         fitters: ``{name: fit(sample, seed=...) -> classifier}`` to add or replace models
             (the classifier needs ``labels`` + ``predict_proba`` or ``predict_labels``).
         title: figure title.
@@ -342,6 +345,10 @@ def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
         raise InputError(f"give {', '.join('{' + g + '}' for g in given)} to compare itself, "
                          "not in finetune_kwargs", params=given)
     check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
+    windows = {k: (finetune_kwargs or {}).get(k) for k in ("truncation", "stride",
+                                                           "max_chunks", "aggregate",
+                                                           "chunk_training")}
+    chunk_kwargs(**windows)  # the window settings (truncation="chunks"), before any run
 
 
 def _compare_task(train, test, *, scoring, models, model, fitters, nli_options,
