@@ -19,6 +19,17 @@
 #' on the same project; a share `overlap` of the documents is shown to both, blind, and the
 #' page reports Krippendorff's alpha and Cohen's kappa on it with bootstrap intervals.
 #'
+#' A language model as one more coder (`llm_codes`, e.g. the codes of [annotate_llm()]): its
+#' codes are imported into the project as a machine coder before the room starts. They are
+#' validated against the human coders, not trusted (Ziems et al. 2024, Computational
+#' Linguistics; Bucher & Martini 2024): never shown on the page, never learnt from by the room's
+#' model or a fine-tune, never taking a document off the coders' queues and never in the
+#' one-code-per-document result of [read_codes()]. The agreement panel shows each human coder's
+#' Krippendorff's alpha and Cohen's kappa with it on the documents both coded, beside the
+#' human-human figures, and the reconciliation view (`r`) lists the documents where it differs
+#' from the humans, marked as such. `read_codes(all = TRUE)` lists its codes (`coder` names it,
+#' `strategy` `"machine"`).
+#'
 #' "Fine-tune now" (the page's button, or the key `f`) fine-tunes a Transformer on the codes
 #' so far, as [textmodel_finetune()] would, in a background process while coding goes on: the
 #' page shows whether it is running, done (with the model folder and its validation
@@ -74,6 +85,13 @@
 #'   held out to report the fine-tuned model's validation macro-F1 (0: none).
 #' @param finetune_min_codes whole number >= 1 (default 5): the fewest codes of every label
 #'   before "fine-tune now" runs.
+#' @param llm_codes `NULL` (default) or a machine coder's codes: a data frame with `doc_id`,
+#'   `label` and optionally `coder` (one name) and `unparsed` (as [annotate_llm()] returns),
+#'   or the path of such a file. Rows marked `unparsed` or without a label are skipped (the
+#'   core says how many); doc_ids not in `x` and labels not in the codebook are errors, with
+#'   nothing written. Calling again with the same coder replaces their codes.
+#' @param llm_coder `NULL` (default: the codes' `coder` value, the model's name) or the
+#'   machine coder's name; it must not be a human coder's.
 #' @param verbose logical: show the Python core's messages.
 #' @return With `wait = TRUE`, the codes as [read_codes()] returns them. With
 #'   `wait = FALSE`, the server's `processx::process`, with the page's address in its
@@ -99,6 +117,7 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
                            cache_dir = file.path(tempdir(), "quantformer-embeddings"),
                            models = NULL, finetune_model = NULL, finetune_epochs = NULL,
                            finetune_valid_fraction = 0.2, finetune_min_codes = 5,
+                           llm_codes = NULL, llm_coder = NULL,
                            verbose = getOption("quantformer.verbose", TRUE)) {
   strategy <- match_choice(strategy)
   if (!isTRUE(new_links) && !isFALSE(new_links))
@@ -121,6 +140,8 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
   corpus_file <- file.path(tempdir(), paste0("qf-code-corpus-", coding_key(frame), ".rds"))
   if (!file.exists(corpus_file)) saveRDS(frame, corpus_file, version = 2, compress = FALSE)
   book <- codebook_args(labels, codebook)
+  if (!is.null(llm_codes))
+    add_llm_coder(corpus_file, book, project, llm_codes, llm_coder, verbose, names(formals()))
   dir.create(cache_dir, showWarnings = FALSE, recursive = TRUE)
   args <- c("code", "--input", corpus_file, book,
             cli_flags(project = normalizePath(project, mustWork = FALSE), coder = coder,
@@ -145,6 +166,26 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
           "\nPress q on the page (or its 'done' button) when finished.")
   while (proc$is_alive()) proc$wait(500)
   read_codes(project)
+}
+
+# Import a machine coder's codes into the project (`quantformer code --add-coder`) before the
+# room starts; the core checks doc_ids, labels and the name and writes nothing when refused.
+add_llm_coder <- function(corpus_file, book, project, llm_codes, llm_coder, verbose, r_args) {
+  path <- is.character(llm_codes) && length(llm_codes) == 1 && !is.na(llm_codes)
+  if (!is.data.frame(llm_codes) && !path)
+    input_error("`llm_codes` must be a data frame of codes (doc_id, label, coder; as ",
+                "annotate_llm() returns) or the path of such a file")
+  if (!is.null(llm_coder) && !(is.character(llm_coder) && length(llm_coder) == 1 &&
+                               !is.na(llm_coder) && nzchar(llm_coder)))
+    input_error("`llm_coder` must be NULL or one non-empty name")
+  args <- c("--input", corpus_file, book,
+            cli_flags(project = normalizePath(project, mustWork = FALSE),
+                      add_coder = if (path) normalizePath(llm_codes, mustWork = FALSE),
+                      coder_name = llm_coder, quiet = !isTRUE(verbose)))
+  codes <- if (!path) as.data.frame(llm_codes, stringsAsFactors = FALSE)
+  call_verb("code", args, inputs = list("--add-coder" = codes), verbose = verbose,
+            r_args = r_args)
+  invisible(NULL)
 }
 
 #' Read the codes of a coding-room project

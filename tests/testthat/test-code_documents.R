@@ -189,3 +189,47 @@ test_that("code_documents: bad coders, host and fine-tune options are input erro
   expect_error(code_documents(sotu, project = tempfile(), browser = FALSE), "one of the two",
                class = "quantformer_input_error")
 })
+
+test_that("code_documents adds a language model's codes as a machine coder (#35)", {
+  skip_if_no_verb("code")
+  sotu <- sotu_sample()
+  project <- withr::local_tempfile(fileext = ".sqlite")
+  docs <- as.character(sotu$doc_id)
+  llm <- data.frame(doc_id = docs, label = as.character(sotu$party), unparsed = FALSE,
+                    coder = "tiny-llm", stringsAsFactors = FALSE)
+  llm$label[1] <- if (llm$label[1] == "Democratic") "Republican" else "Democratic"
+  bad <- llm
+  bad$doc_id[2] <- "no-such-doc"
+  expect_error(code_documents(sotu, labels = c("Democratic", "Republican"), project = project,
+                              llm_codes = bad, browser = FALSE, verbose = FALSE),
+               "llm_codes.*no-such-doc", class = "quantformer_input_error")
+  expect_false(file.exists(project))  # refused before the project file was made
+  proc <- code_documents(sotu, labels = c("Democratic", "Republican"), project = project,
+                         llm_codes = llm, browser = FALSE, wait = FALSE, verbose = FALSE,
+                         cache_dir = withr::local_tempdir())
+  withr::defer(if (proc$is_alive()) proc$kill_tree())
+  url <- attr(proc, "url")
+  state <- room_get(url, "/api/state")
+  expect_equal(state$progress$machine_coders, "tiny-llm")
+  expect_equal(state$progress$coded, 0)  # the machine's codes train nothing
+  for (i in 1:4) {
+    doc <- state$doc$doc_id
+    state <- room_post(url, "/api/code",
+                       list(doc_id = doc, label = as.character(sotu$party[docs == doc])))
+  }
+  agree <- room_get(url, "/api/agreement")
+  for (i in 1:60) {
+    if (!isTRUE(agree$updating)) break
+    Sys.sleep(0.5)
+    agree <- room_get(url, "/api/agreement")
+  }
+  expect_equal(agree$machine$coder, "coder1")
+  expect_equal(agree$machine$machine, "tiny-llm")
+  expect_equal(agree$machine$n, 4)
+  room_post(url, "/api/done", list(stop = TRUE))
+  proc$wait(20000)
+  every <- read_codes(project, all = TRUE)
+  expect_equal(sum(every$coder == "tiny-llm"), length(docs))
+  expect_true(all(every$strategy[every$coder == "tiny-llm"] == "machine"))
+  expect_equal(nrow(read_codes(project)), 4)  # one code per document: the human's only
+})

@@ -37,6 +37,8 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "llm": ("--llm", ("llm", "model")),
     "corpus": ("--corpus", ("x",)),
     "codes": ("--codes", ("x",)),
+    "add_coder": ("--add-coder", ("llm_codes",)),
+    "coder_name": ("--coder-name", ("llm_coder",)),
     "chunks_out": ("--chunks-out", ("windows",)),
 }
 # switches: in R they are passed as `name = TRUE`

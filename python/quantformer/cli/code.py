@@ -1,5 +1,6 @@
 """``quantformer code``: the coding room (hand-coding in the browser with the model in the
-loop; see :mod:`quantformer.label.room`), and ``--export`` of a project's codes."""
+loop; see :mod:`quantformer.label.room`), ``--export`` of a project's codes, and
+``--add-coder`` of a machine coder's codes."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from ..label.room.finetune_now import (
     check_options,
 )
 from ..label.room.loop import Room
+from ..label.room.machine import add_machine_coder
 from ..label.room.server import RoomServer, check_coders, probe_port
-from ..label.room.store import Store, export_codes
+from ..label.room.store import Store, check_codebook_change, export_codes
 from ..io.writable import check_project_file
 from ..label.suggest import STRATEGIES, embed_corpus
 from ._options import (
@@ -40,7 +42,8 @@ def add_cli(sub) -> None:
                     "f) runs `quantformer finetune` on the codes so far as a background child "
                     "process (--models, --finetune-*). Prints the page's address (with its "
                     "access token) on a line of its own, one per --coders. With --export, "
-                    "write the project's codes instead.")
+                    "write the project's codes instead; with --add-coder, import a machine "
+                    "coder's codes.")
     p.add_argument("--input", default=None, help="corpus file (doc_id, text, docvars)")
     add_corpus_options(p, label=False)
     p.add_argument("--labels", default=None, help="labels, comma-separated (keys 1-9)")
@@ -51,6 +54,16 @@ def add_cli(sub) -> None:
                    "created when absent; a restart resumes it")
     p.add_argument("--export", default=None, metavar="FILE",
                    help="write the project's codes to FILE (.csv, .parquet, .rds) and exit")
+    p.add_argument("--add-coder", default=None, metavar="CODES",
+                   help="import a machine coder's codes (`quantformer annotate`'s output, or "
+                        "any file with doc_id, label and optionally coder) into --project as "
+                        "one coder, then exit (needs --input; the room is not started). Its "
+                        "codes never train the model nor leave the humans' queues: the page "
+                        "shows each human's alpha and kappa with it, and reconciliation its "
+                        "disagreements with them. A re-import replaces its codes")
+    p.add_argument("--coder-name", default=None, metavar="NAME",
+                   help="with --add-coder: the machine coder's name (default: the file's "
+                        "coder column, the model's name)")
     p.add_argument("--final", action="store_true",
                    help="with --export: one code per document (reconciled or agreed)")
     p.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
@@ -104,6 +117,11 @@ def add_cli(sub) -> None:
 def run(args) -> int:
     if args.export is not None:
         return run_export(args)
+    if args.coder_name is not None and args.add_coder is None:
+        raise InputError("{coder_name} applies to {add_coder} only",
+                         params=["coder_name", "add_coder"])
+    if args.add_coder is not None:
+        return run_add_coder(args)
     if args.input is None:
         raise InputError("give the corpus to code with {input} (or --export FILE to write "
                          "the codes of {project})", params=["input", "project"])
@@ -155,13 +173,33 @@ def finetune_runner(args, store: Store) -> FinetuneNow:
 
 def run_export(args) -> int:
     given = [f for f, v in (("--input", args.input), ("--labels", args.labels),
-                            ("--codebook", args.codebook)) if v is not None]
+                            ("--codebook", args.codebook), ("--add-coder", args.add_coder),
+                            ("--coder-name", args.coder_name)) if v is not None]
     if given:
         raise InputError(f"--export reads the project file only; leave out {', '.join(given)}")
     table = export_codes(args.project, args.export, final=args.final)
     if not args.quiet:
         print(f"wrote {len(table)} code(s) of {table['doc_id'].nunique()} document(s) to "
               f"{args.export}", file=sys.stderr)
+    return 0
+
+
+def run_add_coder(args) -> int:
+    """Import a machine coder's codes into the project (its corpus checked, its codebook
+    stored or given), then exit: no embedding, no server."""
+    if args.input is None:
+        raise InputError("{add_coder} needs the project's corpus with {input}",
+                         params=["add_coder", "input"])
+    if args.final:
+        raise InputError("--final applies to --export only", params=[])
+    frame = read_corpus(args)
+    codebook = (make_codebook(args.labels, args.codebook)
+                if args.labels is not None or args.codebook is not None else None)
+    done = add_machine_coder(args.project, frame, args.input, args.add_coder,
+                             args.coder_name, codebook)
+    if not args.quiet:
+        print(f"machine coder {done['coder']}: {done['n_codes']} code(s) in {args.project}"
+              f" ({done['n_skipped']} unparsed row(s) skipped)", file=sys.stderr)
     return 0
 
 
@@ -209,16 +247,6 @@ def open_room(args, codebook):
         store.close()
         raise
     return room, store
-
-
-def check_codebook_change(store: Store, codebook: list[dict]) -> None:
-    """A resumed project may get a new codebook only if every label already used is in it."""
-    used = set(store.current_codes().query("status == 'code'")["label"])
-    missing = sorted(used - {e["label"] for e in codebook})
-    if missing:
-        raise InputError(f"{{project}} '{store.path}' has codes with label(s) "
-                         f"{', '.join(missing)}, which the codebook lacks; keep them in "
-                         "{labels}", params=["project", "labels"])
 
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")

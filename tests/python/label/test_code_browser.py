@@ -434,3 +434,31 @@ def test_one_coder_in_two_tabs_is_told_and_chooses(browser, server, corpus):
     browser.switch_to.window(second)
     browser.close()
     browser.switch_to.window(first)
+
+
+def test_a_machine_coder_shows_in_the_panel_and_reconciliation(browser, corpus, tiny_bert_dir):
+    """Issue 35: a language model's codes, imported with --add-coder, beside one human coder."""
+    folder, truth = corpus
+    project = folder / "machine.sqlite"
+    machine = pd.DataFrame({"doc_id": list(truth), "label": "econ", "coder": "tiny-llm"})
+    machine.to_csv(folder / "llm.csv", index=False)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    subprocess.run([sys.executable, "-m", "quantformer", "code", "--project", str(project),
+                    "--input", str(folder / "corpus.csv"), "--labels", "econ,other",
+                    "--add-coder", str(folder / "llm.csv"), "--quiet"], check=True, env=env)
+    srv = Server(folder / "corpus.csv", project, tiny_bert_dir)
+    try:
+        browser.get(srv.url)
+        pressed = code_docs(browser, truth, 8)
+        wait(browser, lambda d: "tiny-llm (machine coder) on 8 documents" in d.find_element(
+            By.ID, "agreement").text)
+        press(browser, "r")
+        other = [d for d, lab in pressed.items() if lab == "other"]
+        assert other  # the toy corpus' first codes hold both labels
+        item = wait(browser, lambda d: d.find_elements(
+            By.CSS_SELECTOR, f"[data-reconcile-id='{other[0]}']"))[0]
+        assert "tiny-llm (machine): econ" in item.text
+        assert "disagreement with the machine coder" in item.text
+        press(browser, "r")
+    finally:
+        srv.stop()

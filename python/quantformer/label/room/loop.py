@@ -24,6 +24,12 @@ at every start) is shown to every coder, blind (no coder sees another's code); e
 document is coded once. Agreement on the overlap (Krippendorff's alpha and Cohen's kappa with
 bootstrap intervals, :func:`quantformer.score.reliability.agreement`) is computed on request,
 once per state of the overlap, in a thread of its own for the server.
+
+A machine coder (a language model's codes imported with
+:func:`~quantformer.label.room.machine.add_machine_coder`) is kept apart from the human
+coders: its codes neither train the classifier nor take a document off the humans' queues;
+the agreement gives each human coder's alpha and kappa with it on the documents both coded,
+and the reconciliation lists the documents where it differs from the humans.
 """
 
 from __future__ import annotations
@@ -151,9 +157,15 @@ class Room:
         """Rebuild the in-memory view of the codes from the store (at start: resume)."""
         current = self.store.current_codes()
         versions = self.store.versions()
+        machine = set(self.store.machine_coders())
         with self.lock:
             self.handled, self.last, self.versions = {}, {}, versions
+            self.machine: dict[str, dict[str, str]] = {}  # doc_id -> machine coder -> label
+            self.machine_coders = sorted(machine & set(current["coder"]))
             for row in current.itertuples(index=False):  # in coding order
+                if row.coder in machine:  # validated against the humans, never learnt from
+                    self.machine.setdefault(row.doc_id, {})[row.coder] = row.label
+                    continue
                 self.handled.setdefault(row.doc_id, {})[row.coder] = (row.status, row.label)
                 self.last[row.coder] = row.doc_id
             resolved = self.store.resolutions()
@@ -190,6 +202,7 @@ class Room:
         Raises:
             Conflict: the coder's code of the document changed in another tab or window.
         """
+        self.check_human(coder)
         with self.lock:
             shown = self.shown.get(coder, (None, None))
             strategy = shown[1] if shown[0] == doc_id else "requested"
@@ -211,6 +224,7 @@ class Room:
         Raises:
             Conflict: the coder coded in another tab or window since; nothing is undone.
         """
+        self.check_human(coder)
         with self.lock:
             done = self.store.undo(coder, seen is not False, *(
                 (str(seen["doc_id"]), int(seen["version"])) if seen else (None, None)))
@@ -222,6 +236,16 @@ class Room:
                 self.queue.insert(0, old)
             self.shown[coder] = (done[0], "back")
         return done[0]
+
+    def check_human(self, coder: str) -> None:
+        """Refuse a code or an undo under a machine coder's name.
+
+        Raises:
+            InputError: ``coder`` is a machine coder of the project.
+        """
+        if coder in self.machine_coders:
+            raise InputError(f"{coder} is a machine coder of this project; code under "
+                             "another name")
 
     def version(self, doc_id: str, coder: str) -> int:
         """The version of ``coder``'s code of a document (0: never coded)."""
@@ -407,7 +431,8 @@ class Room:
             coders = sorted({c for by in self.handled.values() for c in by})
             handled = len(self.handled)
         return {"per_label": per, "coded": len(ids), "handled": handled, "mine": mine,
-                "total": int(self.usable.sum()), "coders": coders}
+                "total": int(self.usable.sum()), "coders": coders,
+                "machine_coders": list(self.machine_coders)}
 
     def model_state(self) -> dict:
         with self.lock:
@@ -419,17 +444,22 @@ class Room:
                 "error": getattr(self, "error", None)}
 
     def disagreements(self) -> list[dict]:
-        """Documents two coders coded differently: doc_id, text, each coder's code and the
-        resolved code (None until reconciled)."""
-        out = []
+        """Documents two human coders coded differently, then documents a human and a machine
+        coder coded differently: doc_id, text, each human coder's code (``codes``), each
+        machine coder's (``machine``), ``with_machine`` (True: the humans agree, or one coded
+        it, and a machine coder differs) and the resolved code (None until reconciled)."""
+        humans, machine = [], []
         with self.lock:
             for doc, by in self.handled.items():
                 codes = {c: lab for c, (s, lab) in by.items() if s == "code"}
-                if len(set(codes.values())) > 1:
-                    out.append({"doc_id": doc, "codes": codes,
-                                "resolved": self.resolved.get(doc),
-                                "text": str(self.frame["text"].iloc[self.pos[doc]])})
-        return out
+                bots = self.machine.get(doc, {})
+                differ = len(set(codes.values())) > 1
+                if differ or (codes and set(bots.values()) - set(codes.values())):
+                    (humans if differ else machine).append(
+                        {"doc_id": doc, "codes": codes, "machine": dict(bots),
+                         "with_machine": not differ, "resolved": self.resolved.get(doc),
+                         "text": str(self.frame["text"].iloc[self.pos[doc]])})
+        return humans + machine
 
     def overlap_pairs(self) -> tuple[list[str], list[tuple]]:
         """The two coders with the most documents in common and their codes of those
@@ -444,16 +474,33 @@ class Room:
         a, b = counts.index[0]
         return [a, b], [(d, p[a], p[b]) for d, p in pairs if a in p and b in p]
 
+    def machine_pairs(self) -> list[tuple[str, str, tuple]]:
+        """(human coder, machine coder, ((doc_id, human's code, machine's code), ...)) for
+        every human coder and machine coder with a document both coded, sorted by names and
+        doc_id (a dictionary walk: cheap). Every human code is blind to the machine's: a
+        machine coder's codes are never shown on the page."""
+        with self.lock:
+            rows = sorted((h, m, doc, lab, self.machine[doc][m])
+                          for doc, by in self.handled.items() if doc in self.machine
+                          for h, (s, lab) in by.items() if s == "code"
+                          for m in self.machine[doc])
+        pairs: dict[tuple[str, str], list] = {}
+        for h, m, doc, lab, bot in rows:
+            pairs.setdefault((h, m), []).append((doc, lab, bot))
+        return [(h, m, tuple(both)) for (h, m), both in pairs.items()]
+
     def agreement(self, n_boot: int = 500, wait: bool = True) -> dict:
         """Krippendorff's alpha and Cohen's kappa (bootstrap intervals) between the two
-        coders with the most documents in common, on the documents both coded.
+        human coders with the most documents in common, on the documents both coded; and
+        in ``machine``, the same between each human coder and each machine coder on the
+        documents both coded (with ``coder`` and ``machine`` naming them).
 
         Computed once per state of the overlap (the bootstrap takes most of a second): the
         same codes give the cached result. ``wait=False`` (the server) never waits for a
         computation: a changed overlap starts one in a thread and the last result comes
         back with ``"updating": True`` (the page asks again)."""
         coders, both = self.overlap_pairs()
-        key = (tuple(coders), tuple(both), n_boot)
+        key = (tuple(coders), tuple(both), n_boot, tuple(self.machine_pairs()))
         with self.lock:
             cached, running = getattr(self, "agreed", None), getattr(self, "agreeing", None)
             if cached is not None and cached[0] == key:
@@ -463,22 +510,31 @@ class Room:
                     self.agreeing = threading.Thread(target=self._agree, args=(key,),
                                                      daemon=True)
                     self.agreeing.start()
-                last = cached[1] if cached is not None else {"n": 0, "coders": []}
+                last = cached[1] if cached is not None else {"n": 0, "coders": [],
+                                                             "machine": []}
                 return {**last, "updating": True}
         return self._agree(key)
 
     def _agree(self, key: tuple) -> dict:
-        coders, both, n_boot = key
-        if not both:
-            result = {"n": 0, "coders": []}
-        else:
-            x, y = [v for _, v, _ in both], [v for _, _, v in both]
-            result = agreement(x, y, n_boot=n_boot)
-            result.update({"n": len(both), "coders": list(coders),
-                           "percent": float(np.mean([a == b for a, b in zip(x, y)]))})
+        coders, both, n_boot, machine = key
+        result = pair_agreement(coders, both, n_boot)
+        result["machine"] = [{**pair_agreement([h, m], pairs, n_boot), "coder": h,
+                              "machine": m} for h, m, pairs in machine]
         with self.lock:
             self.agreed = (key, result)
         return result
+
+
+def pair_agreement(coders, both, n_boot: int) -> dict:
+    """Alpha and kappa (:func:`quantformer.score.reliability.agreement`), ``n``, ``coders``
+    and percent agreement of two coders' codes ``both`` ((doc_id, code, code), ...)."""
+    if not both:
+        return {"n": 0, "coders": []}
+    x, y = [v for _, v, _ in both], [v for _, _, v in both]
+    result = agreement(x, y, n_boot=n_boot)
+    result.update({"n": len(both), "coders": list(coders),
+                   "percent": float(np.mean([a == b for a, b in zip(x, y)]))})
+    return result
 
 
 def _num(x) -> float | None:

@@ -6,7 +6,9 @@ page showed as coded. Nothing is ever overwritten: "back" marks the coder's last
 undone, a new code of the same document is a new row, and a document's current code for a
 coder is their latest row that is not undone. Tables:
 
-``meta``      key/value: corpus fingerprint and size, codebook (JSON), strategy, created.
+``meta``      key/value: corpus fingerprint and size, codebook (JSON), strategy, created,
+              ``machine_coders`` (names of coders whose codes were imported from a
+              language model, :mod:`quantformer.label.room.machine`).
 ``codes``     doc_id, coder, label (None for skip / not applicable), status (``code``,
               ``skip``, ``not_applicable``), strategy that showed the document, the model's
               guess when it was accepted, time (UTC, ISO 8601), undone (0/1).
@@ -364,6 +366,35 @@ class Store:
             return {(str(d), str(c)): int(v) for d, c, v in
                     self.db.execute("SELECT doc_id, coder, version FROM versions")}
 
+    def machine_coders(self) -> list[str]:
+        """The names of the project's machine coders (``meta`` ``machine_coders``)."""
+        return list(self.get("machine_coders", []))
+
+    def replace_machine_coder(self, coder: str, codes: list[tuple[str, str]]) -> None:
+        """Replace every code of machine coder ``coder`` with ``codes`` ((doc_id, label)
+        pairs), marking the name as a machine coder: one transaction.
+
+        Raises:
+            InputError: a human coder of the project codes under that name (nothing is
+                written).
+        """
+        with self.lock, self.transaction():
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'machine_coders'")
+            known = json.loads((row.fetchone() or ["[]"])[0])
+            if coder not in known and self.db.execute(
+                    "SELECT 1 FROM codes WHERE coder = ? LIMIT 1", (coder,)).fetchone():
+                raise InputError(f"{{coder_name}} '{coder}' is a human coder of this project; "
+                                 "give the machine coder another name", params=["coder_name"])
+            self.db.execute("DELETE FROM codes WHERE coder = ?", (coder,))
+            self.db.execute("DELETE FROM versions WHERE coder = ?", (coder,))
+            time = now()
+            self.db.executemany(
+                "INSERT INTO codes (doc_id, coder, label, status, strategy, time) "
+                "VALUES (?, ?, ?, 'code', 'machine', ?)",
+                [(doc, coder, label, time) for doc, label in codes])
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('machine_coders', ?)",
+                            (json.dumps(sorted(set(known) | {coder})),))
+
     def add_comment(self, doc_id: str, coder: str, text: str) -> None:
         with self.lock:
             self.db.execute("INSERT INTO comments (doc_id, coder, text, time) VALUES "
@@ -405,6 +436,20 @@ class Store:
         return self.query("SELECT n_codes, macro_f1, stability, time FROM rounds ORDER BY id")
 
 
+def check_codebook_change(store: Store, codebook: list[dict]) -> None:
+    """A resumed project may get a new codebook only if every label already used is in it.
+
+    Raises:
+        InputError: a label already used is missing from ``codebook``.
+    """
+    used = set(store.current_codes().query("status == 'code'")["label"])
+    missing = sorted(used - {e["label"] for e in codebook})
+    if missing:
+        raise InputError(f"{{project}} '{store.path}' has codes with label(s) "
+                         f"{', '.join(missing)}, which the codebook lacks; keep them in "
+                         "{labels}", params=["project", "labels"])
+
+
 def final_codes(current: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
     """One code per document, to train on: the reconciled code where there is one, else the
     code all its coders gave; documents the coders disagree on without a reconciliation, and
@@ -435,8 +480,9 @@ def export_codes(project: str | os.PathLike, out: str | os.PathLike,
     Args:
         project: the project file.
         out: the output file.
-        final: one code per document (:func:`final_codes`) instead of every coder's current
-            code with its status, time, strategy and comment (``EXPORT_COLUMNS``).
+        final: one code per document (:func:`final_codes`, from the human coders' codes
+            only) instead of every coder's current code with its status, time, strategy and
+            comment (``EXPORT_COLUMNS``; a machine coder's rows have strategy ``machine``).
 
     Returns:
         The frame written.
@@ -448,6 +494,8 @@ def export_codes(project: str | os.PathLike, out: str | os.PathLike,
     store = Store(project, create=False)
     try:
         current = store.current_codes()
+        if final:  # a machine coder's codes never make a final code
+            current = current[~current["coder"].isin(store.machine_coders())]
         table = final_codes(current, store.resolutions()) if final else current
     finally:
         store.close()

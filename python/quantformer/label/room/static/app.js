@@ -170,7 +170,7 @@
     // only the owner stops the room and starts a fine-tune
     $("done").textContent = s.owner ? "stop the room (q)" : "done (q)";
     $("finetune").hidden = !s.owner;
-    if (s.progress.coders.length > 1) { refreshAgreement(); }
+    if (s.progress.coders.length > 1 || s.progress.machine_coders.length) { refreshAgreement(); }
   }
 
   let agreementPoll = null;
@@ -180,12 +180,17 @@
       if (a.updating && agreementPoll === null) {
         agreementPoll = setTimeout(() => { agreementPoll = null; refreshAgreement(); }, 1000);
       }
-      if (!a.n) { $("agreement").textContent = "no document coded by two coders yet"; return; }
       const f = (x) => x.estimate === null ? "undefined" :
         x.estimate.toFixed(2) + " [" + x.ci_low.toFixed(2) + ", " + x.ci_high.toFixed(2) + "]";
-      $("agreement").textContent = a.coders.join(" & ") + " on " + a.n + " documents: " +
-        "Krippendorff's alpha " + f(a.krippendorff_alpha) + ", Cohen's kappa " +
-        f(a.cohen_kappa) + " (95 % bootstrap intervals)";
+      const line = (who, p) => who + " on " + p.n + " documents: Krippendorff's alpha " +
+        f(p.krippendorff_alpha) + ", Cohen's kappa " + f(p.cohen_kappa);
+      // human-human first, then each human against each machine coder (a language model)
+      const lines = [a.n ? line(a.coders.join(" & "), a) + " (95 % bootstrap intervals)" :
+        "no document coded by two coders yet"];
+      for (const m of a.machine || []) {
+        if (m.n) { lines.push(line(m.coder + " & " + m.machine + " (machine coder)", m)); }
+      }
+      $("agreement").textContent = lines.join("\n");
     }).catch((e) => setStatus(e.message, true));
   }
 
@@ -292,7 +297,9 @@
     for (const d of reconciling) {
       const div = el("div");
       div.setAttribute("data-reconcile-id", d.doc_id);
-      const codes = Object.entries(d.codes).map(([c, l]) => c + ": " + l).join(", ");
+      const codes = Object.entries(d.codes).map(([c, l]) => c + ": " + l).concat(
+        Object.entries(d.machine || {}).map(([c, l]) => c + " (machine): " + l)).join(", ") +
+        (d.with_machine ? " [disagreement with the machine coder]" : "");
       div.append(el("b", d.doc_id + " "), el("span", codes + (d.resolved ?
         " → resolved: " + d.resolved : " (open)")), el("p", d.text));
       box.append(div);
