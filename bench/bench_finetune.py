@@ -254,7 +254,10 @@ def _peak_rss_mb(args: list[str]) -> tuple[float, float]:
         return int(hwm.read_text()) / 1024, time.time() - t
 
 
-def run_rss(sizes=(20_000, 200_000)) -> dict:
+def run_rss(sizes=(20_000, 200_000), truncation: str | None = None) -> dict:
+    """Peak RSS of streaming predict on two corpus sizes. With ``truncation="chunks"`` the
+    model is fine-tuned and predicts in windows of 64 tokens, on documents of 10 sentences
+    (about 190 words, several windows each): the windows must not pile up with the corpus."""
     import quantformer as qf
     from tiny_models import TINY_CORPUS, build_tiny_bert
     from toydata import toy_frame
@@ -265,11 +268,14 @@ def run_rss(sizes=(20_000, 200_000)) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             clf = qf.finetune(toy_frame(48), model=str(build_tiny_bert(tmp / "tiny")),
-                              epochs=1, quiet=True, device="cpu", max_length=128)
+                              epochs=1, quiet=True, device="cpu",
+                              max_length=64 if truncation == "chunks" else 128,
+                              **({"truncation": truncation} if truncation else {}))
         clf.save(tmp / "model")
         rng = np.random.default_rng(1)
         for n in sizes:
-            texts = [" ".join(rng.choice(TINY_CORPUS, size=3)) for _ in range(n)]
+            size = 10 if truncation == "chunks" else 3
+            texts = [" ".join(rng.choice(TINY_CORPUS, size=size)) for _ in range(n)]
             pd.DataFrame({"doc_id": [f"d{i}" for i in range(n)], "text": texts,
                           "group": rng.integers(0, 10, n)}).to_parquet(
                 tmp / f"in{n}.parquet", row_group_size=4096)
@@ -281,7 +287,8 @@ def run_rss(sizes=(20_000, 200_000)) -> dict:
             n_out = len(pd.read_parquet(tmp / f"out{n}.parquet", columns=["doc_id"]))
             assert n_out == n
             res[n] = rss
-            print(f"streaming predict, {n} documents: peak RSS {rss:.0f} MiB "
+            print(f"streaming predict ({truncation or 'head_tail'}), {n} documents: peak RSS "
+                  f"{rss:.0f} MiB "
                   f"({secs:.0f} s, {n / secs:.0f} docs/s)", flush=True)
     lo, hi = res[sizes[0]], res[sizes[1]]
     print(f"peak RSS {sizes[1]} vs {sizes[0]}: {hi / lo:.3f}x (target within 10%)", flush=True)
@@ -303,6 +310,8 @@ def main() -> None:
                     help="documents predicted in the throughput part (all 280)")
     ap.add_argument("--rss-sizes", default="20000,200000",
                     help="corpus sizes of the rss part, small,large (20000,200000)")
+    ap.add_argument("--rss-truncation", default=None, choices=("chunks",),
+                    help="rss part: fine-tune and predict in windows (long documents)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch CPU threads (default: torch's). On a machine shared with other "
                          "jobs use 1: spinning OpenMP threads on busy cores slow torch ~10x")
@@ -324,7 +333,8 @@ def main() -> None:
         out["throughput"] = run_throughput(n_train=args.n_train, model=args.model,
                                            n_test=args.n_test)
     if "rss" in parts:
-        out["rss"] = run_rss(tuple(int(x) for x in args.rss_sizes.split(",")))
+        out["rss"] = run_rss(tuple(int(x) for x in args.rss_sizes.split(",")),
+                             truncation=args.rss_truncation)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, default=str))
 
