@@ -34,6 +34,12 @@
 #'   attribute (a list with `aopc_top`, `aopc_random`, `randomisation_spearman`).
 #' @param html `NULL` or a file name ending in `.html`: a self-contained page highlighting
 #'   the words.
+#' @param precision `"auto"` (default: fp32 whatever the hardware, because Integrated
+#'   Gradients needs accurate gradients), `"fp32"` or `"bf16"` (character, one value): bf16
+#'   autocast of the forward and backward passes, faster where the CPU has AMX or AVX-512
+#'   BF16, at the cost measured in the package's `bench/RESULTS.md` ("Precision"). The output's
+#'   `backend` column says which ran (`"torch"` or `"torch bf16"`). Default from the option
+#'   `quantformer.precision` (see [quantformer_precision]).
 #' @param scheduler `NULL` (default: in the core's process) or where the explanation runs as
 #'   one Dask task: `"local:N"` (a local cluster of N worker processes) or the address of a
 #'   running Dask scheduler (`"tcp://host:port"`). The result is the same either way.
@@ -89,7 +95,9 @@ textstat_attributions <- function(x, newdata, target = NULL, steps = NULL, check
                                   html = NULL, terms = FALSE, bow_data = NULL, n = 20L,
                                   text_field = "text", docid_field = "doc_id",
                                   verbose = getOption("quantformer.verbose", TRUE),
-                                  scheduler = NULL, fit, top) {
+                                  scheduler = NULL,
+                                  precision = getOption("quantformer.precision", "auto"),
+                                  fit, top) {
   first <- first_arguments(if (!missing(x)) x, if (!missing(fit)) fit,  # R/arguments.R
                            if (!missing(newdata)) newdata, "fit", "textstat_attributions",
                            missing(x), missing(fit), missing(newdata))
@@ -103,7 +111,8 @@ textstat_attributions <- function(x, newdata, target = NULL, steps = NULL, check
   res <- call_verb("explain", c("--model", model,
                                 cli_flags(target = target, steps = steps, check = check,
                                           html = html, top = if (terms) n,
-                                          scheduler = scheduler)),
+                                          scheduler = scheduler),
+                                precision_flags(precision)),  # R/precision.R
                    inputs = list("--input" = frame[c("doc_id", "text")],
                                  "--bow-data" = bow_frame(bow_data, x, text_field,
                                                           docid_field)),

@@ -25,6 +25,12 @@
 #' @param backend,quantize `"torch"` (default) or `"onnx"`, and `"none"` or `"int8"` (onnx
 #'   only): see [quantformer_backend]. Defaults from the options `quantformer.backend` and
 #'   `quantformer.quantize`.
+#' @param precision `"auto"` (default: bf16 autocast where the CPU has AMX or AVX-512 BF16 or
+#'   the GPU supports it, fp32 elsewhere), `"fp32"` or `"bf16"` (character, one value; see
+#'   [quantformer_precision]). Embeddings have no labels to recheck: bf16 vectors keep a
+#'   cosine similarity above 0.99 with fp32's on the test models. Default from the option
+#'   `quantformer.precision`; `"bf16"` with `backend = "onnx"` is an error. The matrix's
+#'   `backend` attribute says which ran (`"torch"`, `"torch bf16"`, `"onnx fp32"`, ...).
 #' @inheritParams textmodel_finetune
 #' @template verbose
 #' @return A numeric matrix, documents x dimensions (384 for the default model), as a quanteda
@@ -52,6 +58,7 @@ textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length =
                                 device = "auto",
                                 backend = getOption("quantformer.backend", "torch"),
                                 quantize = getOption("quantformer.quantize", "none"),
+                                precision = getOption("quantformer.precision", "auto"),
                                 text_field = "text", docid_field = "doc_id",
                                 verbose = getOption("quantformer.verbose", TRUE)) {
   truncation <- match.arg(truncation)
@@ -64,7 +71,7 @@ textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length =
   args <- c("--layout", "wide",
             cli_flags(model = model, normalize = normalize, max_length = max_length,
                       truncation = truncation, batch_size = batch_size, device = device),
-            backend_flags(backend, quantize))  # R/backend.R
+            backend_flags(backend, quantize), precision_flags(precision))  # R/backend.R, R/precision.R
   out <- call_verb("embed", args, inputs = list("--input" = frame[c("doc_id", "text")]),
                    output = "rds", doc_id = frame$doc_id, verbose = verbose,
                    r_args = names(formals()))$output
@@ -72,5 +79,6 @@ textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length =
   m <- as.matrix(out[dims])
   storage.mode(m) <- "double"
   dimnames(m) <- list(frame$doc_id, dims)
+  attr(m, "backend") <- unique(as.character(out$backend))
   m
 }

@@ -9,11 +9,13 @@ from ._options import (
     add_corpus_options,
     add_model_option,
     add_partition_options,
+    add_precision_option,
     add_run_options,
     corpus_kwargs,
     max_length_arg,
     partitioned,
     positive,
+    print_precision,
 )
 
 
@@ -44,6 +46,9 @@ def add_cli(sub) -> None:
                         "dimension dim_1..dim_H; 'auto' (default): list for .parquet/.jsonl, "
                         "wide for .csv/.tsv/.rds")
     add_run_options(p)
+    add_precision_option(p, detail="Embeddings have no labels to recheck: bf16 vectors keep a "
+                                   "cosine similarity above 0.99 with fp32's on test models; "
+                                   "the output's backend column says torch or torch bf16")
     p.set_defaults(func=run)
 
 
@@ -52,7 +57,8 @@ def run(args) -> int:
                "layout": args.layout, "truncation": args.truncation,
                "normalize": args.normalize, "keep_text": args.keep_text,
                "device": args.device, "quiet": args.quiet, "backend": args.backend,
-               "quantize": args.quantize, **corpus_kwargs(args, label=False)}
+               "quantize": args.quantize, "precision": args.precision,
+               **corpus_kwargs(args, label=False)}
     if partitioned(args):
         print(describe(embed_partitions(args.input, args.out, args.model,
                                         scheduler=args.scheduler, resume=args.resume,
@@ -63,4 +69,5 @@ def run(args) -> int:
           f"pooling, {counts['hidden']} dimensions, max {counts['max_length']} tokens): "
           f"{counts['n_missing']} missing or empty, {counts['n_truncated']} truncated "
           f"({args.truncation}); wrote {args.out}")
+    print_precision(counts["precision"])
     return 0

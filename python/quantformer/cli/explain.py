@@ -26,10 +26,17 @@ from ._options import (
     add_corpus_options,
     add_device_option,
     add_partition_options,
+    add_precision_option,
     add_quiet_option,
     corpus_kwargs,
     positive,
+    print_precision,
 )
+
+
+#: --precision bf16 on explain: what it does and what it costs (bench/RESULTS.md, "Precision")
+EXPLAIN_BF16 = ("bf16: bf16 autocast of the forward and backward passes (words and documents "
+                "get backend 'torch bf16')")
 
 
 def add_cli(sub) -> None:
@@ -76,6 +83,9 @@ def add_cli(sub) -> None:
                    help="documents integrated together at most (8)")
     p.add_argument("--backend", default="torch", choices=("torch", "onnx"),
                    help="torch only: Integrated Gradients needs gradients")
+    add_precision_option(p, auto="auto (default: fp32 whatever the hardware: Integrated "
+                                 "Gradients needs accurate gradients)",
+                         detail=EXPLAIN_BF16, onnx=False)
     add_device_option(p)
     add_quiet_option(p)
     p.set_defaults(func=run)
@@ -117,7 +127,7 @@ def run_partitioned(args) -> int:
         args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
         target=args.target, steps=args.steps, batch_size=args.batch_size, device=args.device,
         quiet=args.quiet, text_col=kw["text_col"], id_col=kw["id_col"], fmt=kw["fmt"],
-        quoting=kw["quoting"])))
+        quoting=kw["quoting"], precision=args.precision)))
     return 0
 
 
@@ -126,10 +136,10 @@ def explain_file(args, frame, record: dict | None = None) -> tuple:
     if args.scheduler:
         return explain_on(args.scheduler, args.model, frame, target=args.target,
                           steps=args.steps, batch_size=args.batch_size, device=args.device,
-                          with_check=args.check)
+                          with_check=args.check, precision=args.precision)
     clf = load_explainable(args.model, device=args.device, target=args.target, record=record)
     ex = explain(clf, frame, target=args.target, steps=args.steps,
-                 batch_size=args.batch_size, progress=not args.quiet)
+                 batch_size=args.batch_size, progress=not args.quiet, precision=args.precision)
     return ex, check(clf, frame, ex) if args.check else None
 
 
@@ -227,6 +237,7 @@ def run(args) -> int:
     _write(args, frame, ex, extra, write_frame)
     print(f"wrote {len(ex.words)} word attributions of {ex.documents['doc_id'].nunique()} "
           f"documents to {args.out}")
+    print_precision(ex.precision)
     for what, path in (("the highlighted words", args.html), ("the terms", args.by_term),
                        ("the figure", args.png),
                        ("the checks", check_path(args) if "check" in extra else None)):

@@ -26,11 +26,14 @@ from ._options import (
     add_corpus_options,
     add_model_option,
     add_partition_options,
+    add_precision_option,
     add_run_options,
+    RECHECK,
     corpus_kwargs,
     max_length_arg,
     partitioned,
     positive,
+    print_precision,
 )
 
 
@@ -72,6 +75,8 @@ def add_cli(sub) -> None:
     p.add_argument("--temperature", type=positive(float), default=None,
                    help="embedding method: softmax temperature (1 when standardised, else 0.05)")
     add_run_options(p)
+    add_precision_option(p, detail=RECHECK.format(done="scored") + "; auto keeps --multi-label "
+                                   "runs in fp32")
     p.set_defaults(func=run)
 
 
@@ -81,7 +86,8 @@ def _options(args) -> dict:
             "batch_size": args.batch_size, "max_length": args.max_length,
             "truncation": args.truncation, "device": args.device, "quiet": args.quiet,
             "calibration": args.calibration, "temperature": args.temperature,
-            "keep_text": args.keep_text, "backend": args.backend, "quantize": args.quantize}
+            "keep_text": args.keep_text, "backend": args.backend, "quantize": args.quantize,
+            "precision": args.precision}
 
 
 def run(args) -> int:
@@ -98,6 +104,7 @@ def run(args) -> int:
     result = zeroshot(frame, labels, hypothesis, **_options(args))
     meta = result.attrs["quantformer"]
     print(describe(meta))
+    print_precision(meta["precision"])
     warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"], meta["truncation"])
     print_table(_counts(result, labels), floatfmt="{:.3f}")
     write_frame(result, args.out)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,13 @@ from ..models.hub import (
     resolve_model,
 )
 from ..models.onnx.backend import check_backend, open_model
+from ..models.precision import (
+    TorchPrecision,
+    check_precision,
+    check_with_backend,
+    choose_precision,
+)
+from ..models.precision import record as precision_of
 from ..models.tokenize import DEFAULT_MAX_LENGTH, check_strategy, encode
 from .cache import MODELS
 
@@ -158,17 +166,48 @@ def check_length(enc: Encoder, max_length: int | None) -> int:
 
 
 def _pool(model, batch):
-    return mean_pool(model(**batch).last_hidden_state, batch["attention_mask"])
+    return mean_pool(model(**batch).last_hidden_state.float(), batch["attention_mask"])
+
+
+def encoder_precision(enc: Encoder, precision: str = "auto") -> TorchPrecision | None:
+    """The precision an encoder runs in (:func:`quantformer.models.precision.choose_precision`
+    on its device), or None for an ONNX Runtime encoder (``quantize`` sets its precision).
+
+    Raises:
+        InputError: a value other than auto, fp32 or bf16.
+
+    Warns:
+        PrecisionWarning: ``bf16`` on hardware without native bf16.
+    """
+    if getattr(enc.model, "backend", "torch") == "onnx":
+        check_precision(precision)
+        return None
+    return TorchPrecision(choose_precision(precision, enc.device))
+
+
+def precision_record(enc: Encoder, chosen: TorchPrecision | None) -> dict:
+    """The record of the precision an encoder ran in (``precision``, ``requested``,
+    ``reason``; ONNX Runtime: its graph's)."""
+    return precision_of(chosen, getattr(enc.model, "label", "onnx fp32"))
+
+
+def backend_label(enc: Encoder, chosen: TorchPrecision | None) -> str:
+    """The ``backend`` value of an encoder's rows: ``torch``, ``torch bf16``, ``onnx fp32``
+    or ``onnx int8``."""
+    return chosen.label if chosen is not None else enc.model.label
 
 
 def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head_tail",
-                batch_size: int = 32, normalize: bool = False, progress: bool = False):
+                batch_size: int = 32, normalize: bool = False, progress: bool = False,
+                precision: TorchPrecision | None = None):
     """Mean-pooled embeddings of a list of texts with a loaded encoder.
 
     Args:
         texts: sequence of n str or None.
         max_length: token limit, special tokens included.
         normalize: scale each vector to unit length (cosine similarity = dot product).
+        precision: a torch encoder's precision (:func:`encoder_precision`; None: fp32): bf16
+            runs the forward passes under bf16 autocast, the pooled vectors are fp32.
 
     Returns:
         ``(vectors, encoded)``: float32 array (n, hidden) with NaN rows for missing/empty
@@ -182,8 +221,11 @@ def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head
         ids = [encoded.input_ids[i] for i in keep]
         types = [encoded.token_type_ids[i] for i in keep] if encoded.token_type_ids else None
         pad = enc.tokenizer.pad_token_id if enc.tokenizer.pad_token_id is not None else 0
-        vecs = run_batches(enc.model, ids, types, fn=_pool, batch_size=batch_size,
-                           device=enc.device, pad_id=pad, progress=progress, desc="embedding")
+        cast = precision.context(enc.device) if precision is not None else nullcontext()
+        with cast:
+            vecs = run_batches(enc.model, ids, types, fn=_pool, batch_size=batch_size,
+                               device=enc.device, pad_id=pad, progress=progress,
+                               desc="embedding")
         if normalize:
             vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         out = np.full((len(encoded.input_ids), vecs.shape[1]), np.nan, dtype=np.float32)
@@ -194,7 +236,7 @@ def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head
 def embed(frame, model: str | None = None, *, batch_size: int = 32,
           max_length: int | None = None, truncation: str = "head_tail",
           normalize: bool = False, device: str = "auto", quiet: bool = False,
-          backend: str = "torch", quantize: str = "none") -> np.ndarray:
+          backend: str = "torch", quantize: str = "none", precision: str = "auto") -> np.ndarray:
     """Mean-pooled document embeddings.
 
     Args:
@@ -212,6 +254,11 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
         backend: ``torch`` (default) or ``onnx`` (ONNX Runtime; the bundled model's export is
             cached in ``$XDG_CACHE_HOME/quantformer``, see :mod:`quantformer.models.onnx.backend`).
         quantize: ``none`` (default) or ``int8`` (onnx only).
+        precision: torch backend: ``auto`` (default: bf16 autocast where the CPU has AMX or
+            AVX-512 BF16 or the GPU supports bf16, else fp32), ``fp32`` or ``bf16``
+            (:mod:`quantformer.models.precision`). Embeddings have no labels to recheck: on
+            tiny test models bf16 vectors keep a cosine similarity above 0.99 with fp32's
+            (``tests/python/infer/test_precision_verbs.py``).
 
     Returns:
         float32 array of shape (n_docs, hidden), rows in input order; missing or empty texts
@@ -219,32 +266,35 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
         documents were truncated.
 
     Raises:
-        InputError: bad model, device, truncation or ``max_length``.
+        InputError: bad model, device, truncation, ``max_length`` or ``precision``;
+            ``precision`` bf16 with ``backend`` onnx.
     """
     vecs, _ = _embed(frame, model, batch_size=batch_size, max_length=max_length,
                      truncation=truncation, normalize=normalize, device=device, quiet=quiet,
-                     backend=backend, quantize=quantize)
+                     backend=backend, quantize=quantize, precision=precision)
     return vecs
 
 
 def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet,
-           backend="torch", quantize="none"):
+           backend="torch", quantize="none", precision="auto"):
     check_strategy(truncation)
+    check_with_backend(check_precision(precision), backend, quantize)
     if batch_size < 1:
         raise InputError(f"{{batch_size}} must be at least 1, not {batch_size}",
                          params=["batch_size"])
     frame = as_frame(frame)
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
+    chosen = encoder_precision(enc, precision)
     vecs, encoded = embed_texts(enc, frame["text"].tolist(), max_length=length,
                                 truncation=truncation, batch_size=batch_size,
-                                normalize=normalize, progress=not quiet)
+                                normalize=normalize, progress=not quiet, precision=chosen)
     missing_warning(int(encoded.missing.sum()), len(frame), "an embedding of NaN")
     info = {"model": model, "max_length": length, "truncation": truncation,
             "normalize": normalize, "n_docs": len(frame),
             "n_missing": int(encoded.missing.sum()),
             "n_truncated": int(encoded.truncated.sum()), "hidden": int(vecs.shape[1]),
-            "backend": getattr(enc.model, "label", "torch")}
+            "backend": backend_label(enc, chosen), "precision": precision_record(enc, chosen)}
     return vecs, info
 
 
@@ -293,7 +343,7 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
                batch_size: int = 32, max_length: int | None = None,
                truncation: str = "head_tail", normalize: bool = False, layout: str = "auto",
                keep_text: bool = False, device: str = "auto", quiet: bool = False,
-               backend: str = "torch", quantize: str = "none") -> dict:
+               backend: str = "torch", quantize: str = "none", precision: str = "auto") -> dict:
     """Embed a corpus file into an output file, :data:`CHUNK_ROWS` documents at a time (memory
     stays flat for large corpora), through one encoder.
 
@@ -304,26 +354,33 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
             as in :func:`embed` and :func:`embedding_frame`.
 
     Returns:
-        ``{"n_docs", "n_missing", "n_truncated", "hidden", "max_length"}``.
+        ``{"n_docs", "n_missing", "n_truncated", "hidden", "max_length", "precision"}``
+        (``precision``: the precision used and why, as ``precision``, ``requested`` and
+        ``reason``; the rows' ``backend`` column says ``torch``, ``torch bf16``, ``onnx fp32``
+        or ``onnx int8``).
 
     Raises:
-        InputError: bad input file, output path, layout, truncation, model or ``max_length``.
+        InputError: bad input file, output path, layout, truncation, model, ``max_length``
+            or ``precision``.
     """
     check_output_file(out_path)
     layout = resolve_layout(layout, out_path)
     check_strategy(truncation)
+    check_with_backend(check_precision(precision), backend, quantize)
     chunks = iter_frames(input_path, chunk_rows=CHUNK_ROWS, text_col=text_col, id_col=id_col,
                          fmt=fmt, quoting=quoting)
     first = next(chunks)  # input errors surface before the model loads
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
-    label = getattr(enc.model, "label", "torch")  # the onnx backend names itself
+    chosen = encoder_precision(enc, precision)
+    label = backend_label(enc, chosen)
     n = n_missing = n_truncated = hidden = 0
     with FrameWriter(out_path) as writer:
         for chunk in itertools.chain([first], chunks):
             vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
                                         truncation=truncation, batch_size=batch_size,
-                                        normalize=normalize, progress=not quiet)
+                                        normalize=normalize, progress=not quiet,
+                                        precision=chosen)
             writer.write(embedding_frame(chunk, vecs, layout, keep_text=keep_text,
                                          backend=label))
             n += len(chunk)
@@ -333,6 +390,6 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
     missing_warning(n_missing, n, "a null embedding" if layout == "list"
                     else "NaN in every dim_ column")
     return {"n_docs": n, "n_missing": n_missing, "n_truncated": n_truncated, "hidden": hidden,
-            "max_length": length}
+            "max_length": length, "precision": precision_record(enc, chosen)}
 
 

@@ -60,6 +60,8 @@ from .._core.errors import InputError, ParamWarning
 from ..io.modeldir import read_record
 from ..models.batching import length_batches, pad_arrays
 from ..models.tokenize import encode, special_template, truncate_ids, warn_truncated
+from ..models.precision import TorchPrecision, choose_precision, kept_fp32
+from ..models.precision import record as precision_of
 from .classifier import Classifier, PredictionWarning
 from .explain_forward import (
     ClassifierForward,
@@ -85,6 +87,24 @@ _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 #: a word: letters/digits (with combining accents), joined by inner apostrophes or hyphens;
 #: or a run of other non-space characters (punctuation, emoji sequences)
 WORD_RE = re.compile(rf"[\w{_MARKS}]+(?:['’\-][\w{_MARKS}]+)*|[^\w\s{_MARKS}]+[{_MARKS}]*")
+
+
+#: why ``precision="auto"`` keeps explain in fp32 (the record's reason; bench/RESULTS.md,
+#: "Precision")
+AUTO_REASON = ("fp32 for attributions: Integrated Gradients needs accurate gradients "
+               "(bf16 is offered with precision bf16)")
+
+
+def explain_precision(precision: str = "auto", device: str = "cpu") -> TorchPrecision:
+    """The precision of the forward and backward passes of :func:`explain`: ``auto`` keeps
+    fp32 (:data:`AUTO_REASON`), ``fp32``, or ``bf16`` autocast (warned where the hardware
+    only emulates it).
+
+    Raises:
+        InputError: a value other than auto, fp32 or bf16.
+    """
+    kept = kept_fp32(precision, AUTO_REASON)
+    return kept if kept is not None else TorchPrecision(choose_precision(precision, device))
 
 
 class CompletenessWarning(ParamWarning):
@@ -272,10 +292,13 @@ class Integrator:
     of its kind (:mod:`quantformer.infer.explain_forward`)."""
 
     def __init__(self, clf: Classifier, token_budget: int = TOKEN_BUDGET,
-                 fwd: ClassifierForward | None = None):
+                 fwd: ClassifierForward | None = None,
+                 precision: TorchPrecision | None = None):
         from captum.attr import LayerIntegratedGradients
 
         self.clf = clf
+        #: forward and backward passes under this precision's autocast (None: fp32)
+        self.precision = precision if precision is not None else TorchPrecision.fp32()
         self.model = clf.model
         self.fwd = fwd if fwd is not None else forward_for(clf)
         self.pad_id = clf.tokenizer.pad_token_id or 0
@@ -308,8 +331,8 @@ class Integrator:
     def logits(self, ids, mask, types):
         import torch
 
-        with torch.no_grad():
-            return self.forward(ids, mask, types).cpu().numpy().astype(np.float64)
+        with torch.no_grad(), self.precision.context(self.clf.device):
+            return self.forward(ids, mask, types).float().cpu().numpy().astype(np.float64)
 
     def all_logits(self, wins: list, present: np.ndarray) -> np.ndarray:
         """Logits (n_docs, n_outputs) of the documents ``present`` (NaN rows for the others)."""
@@ -334,9 +357,12 @@ class Integrator:
         internal = max(len(wins), self.budget // ids.shape[1])
         self.seen = [] if logits else None
         try:
-            attr = self.lig.attribute(ids, baselines=base, target=[int(t) for t in targets],
-                                      additional_forward_args=(mask, types), n_steps=steps,
-                                      method=method, internal_batch_size=internal)
+            with self.precision.context(self.clf.device):
+                attr = self.lig.attribute(ids, baselines=base,
+                                          target=[int(t) for t in targets],
+                                          additional_forward_args=(mask, types),
+                                          n_steps=steps, method=method,
+                                          internal_batch_size=internal)
             seen = self.seen
         finally:
             self.seen = None
@@ -347,7 +373,7 @@ class Integrator:
             else:
                 f_in = self.logits(ids, mask, types)[rows, targets]
                 f_base = self.logits(base, mask, types)[rows, targets]
-        return attr.sum(dim=-1).detach().cpu().numpy().astype(np.float64), f_in, f_base
+        return attr.sum(dim=-1).detach().float().cpu().numpy().astype(np.float64), f_in, f_base
 
 
 def completeness_gap(total, f_in, f_base) -> np.ndarray:
@@ -516,10 +542,13 @@ class Explanation:
             model's outputs (``prob_<label>`` or the regression value), ``logit``,
             ``baseline_logit``, ``attribution_sum``, ``completeness_gap``, ``steps``,
             ``truncated``, ``n_words``, ``n_unseen``.
+        Both end with ``backend``: ``torch`` (fp32) or ``torch bf16``.
+        precision: the precision used and why (``precision``, ``requested``, ``reason``).
     """
 
     words: pd.DataFrame
     documents: pd.DataFrame
+    precision: dict | None = None
 
 
 def _texts_of(frame) -> pd.DataFrame:
@@ -537,7 +566,8 @@ def _texts_of(frame) -> pd.DataFrame:
 
 
 def explain(model, frame, *, target: str | None = None, steps: int | None = None,
-            batch_size: int = 8, device: str = "auto", progress: bool = False) -> Explanation:
+            batch_size: int = 8, device: str = "auto", progress: bool = False,
+            precision: str = "auto") -> Explanation:
     """Word attributions of a fine-tuned model's predictions (Integrated Gradients).
 
     Args:
@@ -552,6 +582,11 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
         batch_size: documents integrated together at most (8).
         device: used when ``model`` is a path.
         progress: show a tqdm bar.
+        precision: ``auto`` (default: fp32, whatever the hardware: Integrated Gradients
+            needs accurate gradients), ``fp32`` or ``bf16`` (bf16 autocast of the forward and
+            backward passes, any model kind; warned where the hardware only emulates it).
+            Measured on the bundled model fine-tuned on TweetEval Abortion: see
+            ``bench/RESULTS.md``, "Precision" (``bench/bench_precision.py --parts explain``).
 
     The explained score by kind (:mod:`quantformer.infer.explain_forward`): a standard model's
     logit; an NLI model's entailment logit of the target class's (document, hypothesis) pair,
@@ -565,13 +600,15 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
 
     Raises:
         InputError: ``steps`` < 1, ``target`` not a class, an encoder-decoder model, an empty
-            corpus or one whose texts are all missing. ModelDirError: not a model directory.
+            corpus or one whose texts are all missing, a bad ``precision``. ModelDirError:
+            not a model directory.
     """
     steps = check_steps(steps)
+    kept_fp32(precision, AUTO_REASON)  # a bad value fails before the model loads
     frame = _texts_of(frame)
     clf = _classifier(model, device, target)
     texts = frame["text"].tolist()
-    engine = Integrator(clf)
+    engine = Integrator(clf, precision=explain_precision(precision, clf.device))
     doc_wins, missing = doc_windows(clf, texts)
     if missing.all():
         raise InputError(f"all {len(texts)} texts are missing or empty; nothing to explain",
@@ -671,7 +708,9 @@ def _frames(engine, frame, item_wins, scores, item_docs, item_targets, res) -> E
     docs["truncated"] = [w.truncated for w in item_wins]
     docs["n_words"] = n_words.size().to_numpy()
     docs["n_unseen"] = n_words.apply(lambda a: int(a.isna().sum())).to_numpy()
-    return Explanation(words=_with_prediction(words, docs), documents=docs)
+    words = _with_prediction(words, docs)
+    words["backend"] = docs["backend"] = engine.precision.label
+    return Explanation(words=words, documents=docs, precision=precision_of(engine.precision))
 
 
 def _with_prediction(words: pd.DataFrame, docs: pd.DataFrame) -> pd.DataFrame:

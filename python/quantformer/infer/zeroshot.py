@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import string
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,9 @@ from ..models.hub import (
     resolve_model,
 )
 from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
+from ..models.precision import TorchPrecision, check_precision, check_with_backend
+from ..models.precision import record as precision_of
+from ..models.precision import torch_precision
 from ..models.tokenize import is_missing, check_strategy, encode
 from .cache import MODELS
 from .embed import as_frame, check_length, embed_texts, load_encoder, missing_warning
@@ -334,23 +338,45 @@ def _read_nli_model(model, device, backend, quantize):
     return net.to(dev), tok, dev
 
 
+def run_precision(precision: str, device: str, multi_label: bool,
+                  backend: str) -> TorchPrecision | None:
+    """The precision of a zero-shot run on a resolved ``device``: as predict's
+    (:func:`quantformer.models.precision.torch_precision`; single-label near ties computed
+    again in fp32; ``auto`` keeps multi-label runs in fp32, which have no top-two margin), or
+    None with ONNX Runtime (``quantize`` sets it)."""
+    if backend == "onnx":
+        return None
+    return torch_precision(precision, device, "multilabel" if multi_label else "classification")
+
+
 def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                 max_length, truncation, device, progress, config, backend="torch",
-                quantize="none"):
+                quantize="none", precision="auto"):
     length = (min(512, max_positions(config) or 512) if max_length is None
               else check_max_length(max_length, config))
     net, tok, dev = _nli_model(model, device, backend, quantize)
+    chosen = run_precision(precision, dev, multi_label, backend)
     entail, contra = nli_label_ids(config)
     k = len(labels)
     info = {"max_length": length, "n_pairs": len(present) * k,
-            "entailment_id": entail, "contradiction_id": contra}
+            "entailment_id": entail, "contradiction_id": contra, "precision": chosen}
     if not len(present):  # every document missing or empty
         return np.zeros((0, k)), np.zeros(0, dtype=bool), info
-    logits, truncated = nli_pair_logits(net, tok, [texts[i] for i in present],
-                                        [hypothesis.format(lab) for lab in labels],
-                                        max_length=length, truncation=truncation,
-                                        batch_size=batch_size, device=dev, progress=progress)
-    return nli_probabilities(logits, entail, contra, multi_label), truncated, info
+    hyps = [hypothesis.format(lab) for lab in labels]
+
+    def probabilities(docs, cast=True, bar=False):
+        with chosen.context(dev, cast) if chosen is not None else nullcontext():
+            logits, cut = nli_pair_logits(net, tok, docs, hyps, max_length=length,
+                                          truncation=truncation, batch_size=batch_size,
+                                          device=dev, progress=bar)
+        return nli_probabilities(logits, entail, contra, multi_label), cut
+
+    docs = [texts[i] for i in present]
+    probs, truncated = probabilities(docs, bar=progress)
+    if chosen is not None:  # bf16 near ties computed again in fp32
+        info["rechecked"] = chosen.recheck(lambda t: probabilities(t, cast=False)[0], docs,
+                                           probs)
+    return probs, truncated, info
 
 
 def nli_pair_logits(net, tokenizer, texts: list, hypotheses: list, *, max_length: int,
@@ -389,14 +415,16 @@ def _logits(model, batch):
 
 def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                       max_length, truncation, device, progress, calibration, temperature,
-                      backend="torch", quantize="none"):
+                      backend="torch", quantize="none", precision="auto"):
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
-    docs, encoded = embed_texts(enc, [texts[i] for i in present], max_length=length,
-                                truncation=truncation, batch_size=batch_size, normalize=True,
-                                progress=progress)
-    hyps, _ = embed_texts(enc, [hypothesis.format(lab) for lab in labels], max_length=length,
-                          truncation=truncation, batch_size=batch_size, normalize=True)
+    chosen = run_precision(precision, enc.device, multi_label, backend)
+    common = {"max_length": length, "truncation": truncation, "batch_size": batch_size,
+              "normalize": True}
+    docs, encoded = embed_texts(enc, [texts[i] for i in present], progress=progress,
+                                precision=chosen, **common)
+    # the few label hypotheses, shared by every document, are embedded in fp32
+    hyps, _ = embed_texts(enc, [hypothesis.format(lab) for lab in labels], **common)
     sims = docs.astype(np.float64) @ hyps.astype(np.float64).T
     used = calibration
     if calibration != "none" and len(present) == 1:
@@ -409,9 +437,16 @@ def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label,
         if temperature is None:
             temperature = EMBED_TEMPERATURE["none"]
     probs = embedding_probabilities(sims, used, temperature, multi_label)
-    t = EMBED_TEMPERATURE[used] if temperature is None else float(temperature)
-    info = {"max_length": length, "calibration": used, "temperature": t,
-            "similarity": sims}
+    info = {"max_length": length, "calibration": used, "similarity": sims,
+            "temperature": EMBED_TEMPERATURE[used] if temperature is None else float(temperature),
+            "precision": chosen}
+    if chosen is not None:
+        info["rechecked"] = ties = chosen.ties(probs)
+        if ties is not None and ties.any():  # bf16 near ties: their documents again in fp32
+            idx = np.flatnonzero(ties)
+            again, _ = embed_texts(enc, [texts[present[i]] for i in idx], **common)
+            sims[idx] = again.astype(np.float64) @ hyps.astype(np.float64).T
+            probs = embedding_probabilities(sims, used, temperature, multi_label)
     return probs, encoded.truncated, info
 
 
@@ -433,6 +468,7 @@ def zeroshot(
     keep_text: bool = False,
     backend: str = "torch",
     quantize: str = "none",
+    precision: str = "auto",
 ) -> pd.DataFrame:
     """Classify documents with label descriptions only (no training).
 
@@ -468,6 +504,13 @@ def zeroshot(
         backend: ``torch`` (default) or ``onnx`` (ONNX Runtime on the CPU, both methods; the
             export is cached, see :mod:`quantformer.models.onnx.backend`).
         quantize: ``none`` (default) or ``int8`` (onnx only).
+        precision: torch backend: ``auto`` (default: bf16 autocast where the CPU has AMX or
+            AVX-512 BF16 or the GPU supports bf16, else fp32; multi-label runs stay fp32),
+            ``fp32`` or ``bf16`` (:mod:`quantformer.models.precision`). In bf16, documents
+            whose top-two label probability margin is under 0.05 are scored again in fp32
+            (NLI: their pairs; embedding: their embeddings, after which the per-label
+            calibration over the corpus is computed again); the label hypotheses of the
+            embedding method are always embedded in fp32.
 
     Returns:
         A DataFrame in input order with ``doc_id``, the input's other columns (``label`` and
@@ -475,17 +518,22 @@ def zeroshot(
         missing or empty texts, counted in a warning), ``prob_<label>`` for each label (float64,
         NaN for missing texts) and ``zeroshot_method`` ("NLI entailment" or "embedding
         similarity"; None for missing texts), and a last column ``backend`` (``torch``,
+        ``torch bf16``, ``torch fp32 recheck`` for bf16 near ties scored again in fp32,
         ``onnx fp32`` or ``onnx int8``). ``result.attrs["quantformer"]`` holds the method,
-        model, hypothesis, labels, counts of missing and truncated documents and the
-        method's settings.
+        model, hypothesis, labels, counts of missing and truncated documents, the method's
+        settings and ``precision`` (``precision``, ``requested``, ``reason``).
 
     Raises:
         InputError: a template without exactly one ``{}``; empty or duplicate labels; fewer
             than two labels without ``multi_label``; ``method="nli"`` with a model that has no
             entailment label; bad ``max_length``, ``truncation``, ``batch_size``, ``device``,
-            ``calibration`` or ``temperature``.
+            ``calibration``, ``temperature`` or ``precision``; ``precision`` bf16 with
+            ``backend`` onnx or with ``multi_label``.
     """
     check_backend(backend, quantize, device)
+    check_with_backend(check_precision(precision), backend, quantize)
+    if multi_label:  # refused before any model loads
+        torch_precision(precision, "cpu", "multilabel")
     hypothesis = check_hypothesis(hypothesis)
     labels = check_labels(labels, multi_label)
     check_strategy(truncation)
@@ -506,7 +554,7 @@ def zeroshot(
     present = np.flatnonzero(~missing)
     common = dict(model=model, multi_label=multi_label, batch_size=batch_size,
                   max_length=max_length, truncation=truncation, device=device,
-                  progress=not quiet, backend=backend, quantize=quantize)
+                  progress=not quiet, backend=backend, quantize=quantize, precision=precision)
     if chosen == "nli":
         probs, truncated, info = _nli_scores(texts, present, labels, hypothesis, config=config,
                                              **common)
@@ -530,14 +578,38 @@ def zeroshot(
     method = np.full(len(frame), None, dtype=object)
     method[present] = METHOD_NAMES[chosen]
     out[METHOD_COL] = method
-    out["backend"] = backend_label(backend, quantize)
-    meta = {"backend": backend_label(backend, quantize), "method": METHOD_NAMES[chosen], "model": model_label(model),
+    out["backend"] = _backend_column(info, backend, quantize, present, len(frame))
+    meta = {**_precision_meta(info, backend, quantize),
+            "method": METHOD_NAMES[chosen], "model": model_label(model),
             "hypothesis": hypothesis, "labels": labels, "multi_label": multi_label,
             "truncation": truncation, "n_docs": len(frame), "n_missing": int(missing.sum()),
             "n_truncated": int(np.asarray(truncated).sum())}
-    meta.update({k: v for k, v in info.items() if k != "similarity"})
+    meta.update({k: v for k, v in info.items()
+                 if k not in ("similarity", "precision", "rechecked")})
     out.attrs["quantformer"] = meta
     return out
+
+
+def _precision_meta(info: dict, backend: str, quantize: str) -> dict:
+    """``backend`` (of the run), ``precision`` (its record) and ``n_rechecked`` (bf16 near
+    ties scored again in fp32) for the output's ``attrs``."""
+    run, rechecked = info["precision"], info.get("rechecked")
+    return {"backend": run.label if run is not None else backend_label(backend, quantize),
+            "precision": precision_of(run, backend_label(backend, quantize)),
+            "n_rechecked": 0 if rechecked is None else int(rechecked.sum())}
+
+
+def _backend_column(info: dict, backend: str, quantize: str, present, n: int):
+    """Each row's ``backend``: the ONNX graph's, or the torch precision's with bf16 near
+    ties scored again in fp32 marked ``torch fp32 recheck``."""
+    run = info["precision"]
+    if run is None:
+        return backend_label(backend, quantize)
+    rechecked = None
+    if info.get("rechecked") is not None:
+        rechecked = np.zeros(n, dtype=bool)
+        rechecked[present] = info["rechecked"]
+    return run.backend_column(n, rechecked)
 
 
 def _config(model, backend: str):

@@ -1,0 +1,268 @@
+"""Numeric precision on the verbs besides predict (issue 37): zeroshot (NLI and embedding),
+embed, explain, suggest, the coding room's learner and the worker. bf16 against fp32 on tiny
+models: top-1 agreement (with the fp32 recheck of near ties), cosine similarity of
+embeddings, attribution agreement; the precision and its reason recorded; bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+from toydata import toy_frame
+
+from quantformer._core.errors import InputError
+from quantformer.cli import main as cli
+from quantformer.infer.embed import embed
+from quantformer.infer.explain import AUTO_REASON, explain
+from quantformer.infer.zeroshot import zeroshot
+from quantformer.label.suggest import suggest_round
+from quantformer.models import precision as prec
+from quantformer.models.onnx.recheck import near_ties
+
+LABELS = ["in favor of", "neutral toward", "against"]
+TEMPLATE = "The text is {} legalization of abortion."
+
+
+def _docs(n=40) -> pd.DataFrame:
+    return toy_frame(n).drop(columns="label")
+
+
+def _probs(res, labels=LABELS) -> np.ndarray:
+    return res[[f"prob_{x}" for x in labels]].to_numpy()
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+# ------------------------------------------------------------------------------------------
+# embed
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert_dir", "tiny_roberta_dir"])
+def test_embed_bf16_vectors_keep_fp32_direction(request, fixture):
+    model = str(request.getfixturevalue(fixture))
+    docs = _docs()
+    v32 = embed(docs, model, device="cpu", quiet=True, precision="fp32")
+    v16 = embed(docs, model, device="cpu", quiet=True, precision="bf16")
+    cos = _cosines(v16.astype(np.float64), v32.astype(np.float64))
+    assert not np.array_equal(v16, v32)  # bf16 did run
+    assert cos.min() > 0.99, cos.min()
+
+
+def test_cli_embed_records_the_precision(tiny_bert_dir, tmp_path, capsys):
+    src = tmp_path / "in.parquet"
+    _docs(6).to_parquet(src)
+    out = tmp_path / "e.parquet"
+    base = ["embed", "--input", str(src), "--out", str(out), "--model", str(tiny_bert_dir),
+            "--device", "cpu", "--quiet"]
+    assert cli.main([*base, "--precision", "fp32"]) == 0
+    assert "precision: fp32 (fp32 asked for)" in capsys.readouterr().out
+    assert set(pd.read_parquet(out)["backend"]) == {"torch"}
+    assert cli.main([*base, "--precision", "bf16"]) == 0
+    assert "precision: bf16 (bf16 asked for; " in capsys.readouterr().out
+    assert set(pd.read_parquet(out)["backend"]) == {"torch bf16"}
+    assert cli.main([*base, "--precision", "bf16", "--backend", "onnx"]) == 2
+    err = capsys.readouterr().err
+    assert "--precision bf16 applies to the torch backend" in err and "--quantize" in err
+
+
+def test_partitioned_embed_runs_in_the_precision_asked(tiny_bert_dir, tmp_path):
+    from quantformer.scale.dask import embed_partitions
+
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    _docs(6).iloc[:3].to_parquet(parts / "a.parquet")
+    _docs(6).iloc[3:].to_parquet(parts / "b.parquet")
+    embed_partitions(parts, tmp_path / "out", str(tiny_bert_dir), device="cpu", quiet=True,
+                     precision="bf16")
+    got = pd.concat([pd.read_parquet(f) for f in sorted((tmp_path / "out").glob("*.parquet"))])
+    assert set(got["backend"]) == {"torch bf16"} and len(got) == 6
+
+
+# ------------------------------------------------------------------------------------------
+# zeroshot
+
+
+def _zeroshot_runs(monkeypatch, model: str, docs, method: str, margin: float = 0.05):
+    """(fp32 result, pure bf16 result, bf16 with the recheck at ``margin``)."""
+    kw = dict(model=model, method=method, device="cpu", quiet=True)
+    ref = zeroshot(docs, LABELS, TEMPLATE, precision="fp32", **kw)
+    monkeypatch.setattr(prec, "BF16_RECHECK_MARGIN", 0.0)
+    raw = zeroshot(docs, LABELS, TEMPLATE, precision="bf16", **kw)
+    monkeypatch.setattr(prec, "BF16_RECHECK_MARGIN", margin)
+    got = zeroshot(docs, LABELS, TEMPLATE, precision="bf16", **kw)
+    return ref, raw, got
+
+
+def _middle_margin(p: np.ndarray) -> float:
+    """A margin between two observed top-two margins: some rows on each side."""
+    top2 = np.sort(p, axis=1)[:, -2:]
+    distinct = np.unique(np.round(top2[:, 1] - top2[:, 0], 9))
+    mid = len(distinct) // 2
+    return float((distinct[mid - 1] + distinct[mid]) / 2)
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bart_nli_dir", "tiny_roberta_nli_dir"])
+def test_zeroshot_nli_bf16_rechecks_near_ties_in_fp32(request, fixture, monkeypatch):
+    model = str(request.getfixturevalue(fixture))
+    docs = _docs()
+    ref, raw, _ = _zeroshot_runs(monkeypatch, model, docs, "nli")
+    assert set(raw["backend"]) == {"torch bf16"}
+    p_ref, p_raw = _probs(ref), _probs(raw)
+    assert 0 < np.abs(p_raw - p_ref).max() < 0.05
+    margin = _middle_margin(p_raw)
+    _, _, got = _zeroshot_runs(monkeypatch, model, docs, "nli", margin)
+    ties = near_ties(p_raw, margin)
+    assert 0 < ties.sum() < len(docs)
+    assert got["backend"].tolist() == np.where(ties, "torch fp32 recheck",
+                                               "torch bf16").tolist()
+    p_got = _probs(got)
+    np.testing.assert_allclose(p_got[ties], p_ref[ties], atol=1e-6)  # computed in fp32
+    np.testing.assert_array_equal(p_got[~ties], p_raw[~ties])
+    assert got["predicted"].tolist() == ref["predicted"].tolist()  # top-1 agreement 100 %
+    meta = got.attrs["quantformer"]
+    assert meta["precision"]["precision"] == "bf16" and meta["n_rechecked"] == ties.sum()
+    assert ref.attrs["quantformer"]["precision"] == {"precision": "fp32", "requested": "fp32",
+                                                     "reason": "fp32 asked for"}
+
+
+def test_zeroshot_embedding_bf16_rechecks_near_ties_in_fp32(tiny_bert_dir, monkeypatch):
+    docs = _docs()
+    ref, raw, got = _zeroshot_runs(monkeypatch, str(tiny_bert_dir), docs, "embedding")
+    assert set(raw["backend"]) == {"torch bf16"}
+    p_ref, p_raw = _probs(ref), _probs(raw)
+    assert np.abs(p_raw - p_ref).max() > 0
+    ties = near_ties(p_raw, 0.05)
+    assert got["backend"].tolist() == np.where(ties, "torch fp32 recheck",
+                                               "torch bf16").tolist()
+    # the documents rechecked get fp32 similarities; the others keep bf16's
+    agree = (got["predicted"] == ref["predicted"]).mean()
+    assert agree >= (raw["predicted"] == ref["predicted"]).mean() and agree >= 0.95
+
+
+def test_zeroshot_auto_follows_the_decision_and_multilabel_stays_fp32(tiny_bart_nli_dir):
+    docs = _docs(6)
+    res = zeroshot(docs, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), device="cpu",
+                   quiet=True)
+    want = prec.choose_precision("auto", "cpu")
+    assert res.attrs["quantformer"]["precision"]["precision"] == want.name
+    assert res.attrs["quantformer"]["precision"]["reason"] == want.reason
+    multi = zeroshot(docs, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), device="cpu",
+                     quiet=True, multi_label=True)
+    assert set(multi["backend"]) == {"torch"}
+    assert "multilabel" in multi.attrs["quantformer"]["precision"]["reason"]
+    with pytest.raises(InputError, match="bf16 is offered for classification") as e:
+        zeroshot(docs, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), device="cpu",
+                 multi_label=True, precision="bf16")
+    assert tuple(e.value.params) == ("precision",)
+    with pytest.raises(InputError, match="bf16 applies to the torch backend"):
+        zeroshot(docs, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), backend="onnx",
+                 precision="bf16")
+    with pytest.raises(InputError, match="must be one of auto, fp32, bf16"):
+        zeroshot(docs, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), precision="half")
+
+
+def test_cli_zeroshot_prints_the_precision(tiny_roberta_nli_dir, tmp_path, capsys):
+    src = tmp_path / "in.parquet"
+    _docs(5).to_parquet(src)
+    out = tmp_path / "z.parquet"
+    assert cli.main(["zeroshot", "--input", str(src), "--labels", ",".join(LABELS),
+                     "--model", str(tiny_roberta_nli_dir), "--device", "cpu", "--quiet",
+                     "--precision", "bf16", "--out", str(out)]) == 0
+    assert "precision: bf16 (bf16 asked for; " in capsys.readouterr().out
+    assert set(pd.read_parquet(out)["backend"]) <= {"torch bf16", "torch fp32 recheck"}
+
+
+# ------------------------------------------------------------------------------------------
+# explain
+
+
+def test_explain_auto_keeps_fp32_and_bf16_attributions_agree(toy_model_dir):
+    docs = toy_frame(8).drop(columns="label")
+    auto = explain(str(toy_model_dir), docs, device="cpu", steps=16)
+    assert auto.precision == {"precision": "fp32", "requested": "auto", "reason": AUTO_REASON}
+    assert set(auto.words["backend"]) == {"torch"} == set(auto.documents["backend"])
+    bf = explain(str(toy_model_dir), docs, device="cpu", steps=16, precision="bf16")
+    assert bf.precision["precision"] == "bf16"
+    assert set(bf.words["backend"]) == {"torch bf16"}
+    assert (bf.documents["target"] == auto.documents["target"]).all()
+    rhos = []
+    for doc in auto.documents["doc_id"]:
+        a = auto.words.loc[auto.words["doc_id"] == doc, "attribution"].to_numpy()
+        b = bf.words.loc[bf.words["doc_id"] == doc, "attribution"].to_numpy()
+        assert not np.array_equal(a, b)  # bf16 did run
+        rhos.append(spearmanr(a, b)[0])
+    assert min(rhos) > 0.9, rhos
+    with pytest.raises(InputError, match="must be one of auto, fp32, bf16"):
+        explain(str(toy_model_dir), docs, precision="fp16")
+
+
+def test_cli_explain_prints_the_precision(toy_model_dir, tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    toy_frame(3).drop(columns="label").to_csv(src, index=False)
+    out = tmp_path / "w.parquet"
+    assert cli.main(["explain", "--model", str(toy_model_dir), "--input", str(src), "--out",
+                     str(out), "--steps", "4", "--device", "cpu", "--quiet"]) == 0
+    assert f"precision: fp32 ({AUTO_REASON})" in capsys.readouterr().out
+    assert set(pd.read_parquet(out)["backend"]) == {"torch"}
+
+
+# ------------------------------------------------------------------------------------------
+# suggest and the coding room
+
+
+def test_suggest_records_both_precisions_and_keys_the_cache_by_it(tiny_bert_dir, toy_model_dir,
+                                                                  tmp_path):
+    frame = toy_frame(30)
+    frame.loc[frame.index % 3 != 0, "label"] = None  # both classes coded
+    kw = dict(corpus_path=None, n=5, embed_model=str(tiny_bert_dir), device="cpu", quiet=True)
+    src = tmp_path / "corpus.parquet"
+    frame.to_parquet(src)
+    kw["corpus_path"] = src
+    a = suggest_round(frame, precision="fp32", **kw)
+    b = suggest_round(frame, precision="bf16", model=str(toy_model_dir), **kw)
+    assert a.attrs["quantformer"]["precision"] == {
+        "embeddings": {"precision": "fp32", "requested": "fp32", "reason": "fp32 asked for"}}
+    used = b.attrs["quantformer"]["precision"]
+    assert used["embeddings"]["precision"] == "bf16" and used["model"]["precision"] == "bf16"
+    assert len(list(tmp_path.glob(".corpus.parquet.quantformer-embeddings-*.npz"))) == 2
+    with pytest.raises(InputError, match="must be one of auto, fp32, bf16"):
+        suggest_round(frame, precision="fp16", **kw)
+
+
+def test_suggest_bf16_embeddings_choose_nearly_the_same_documents(tiny_bert_dir):
+    frame = toy_frame(60)
+    frame.loc[frame.index % 3 != 0, "label"] = None  # both classes coded
+    kw = dict(n=10, embed_model=str(tiny_bert_dir), device="cpu", quiet=True, diversity=False)
+    a = suggest_round(frame, precision="fp32", **kw)
+    b = suggest_round(frame, precision="bf16", **kw)
+    assert set(a["strategy"]) == {"margin"} == set(b["strategy"])
+    assert len(set(a["doc_id"]) & set(b["doc_id"])) >= 8  # bf16 reorders near-equal scores
+
+
+def test_cli_suggest_and_code_room_record_the_precision(tiny_bert_dir, tmp_path, capsys):
+    from quantformer.cli.code import open_room
+    from quantformer.label.room.codebook import make_codebook
+
+    frame = toy_frame(12)
+    frame.loc[4:, "label"] = None
+    src = tmp_path / "c.csv"
+    frame.to_csv(src, index=False)
+    assert cli.main(["suggest", "--input", str(src), "--n", "3", "--embed-model",
+                     str(tiny_bert_dir), "--device", "cpu", "--quiet", "--precision", "bf16",
+                     "--out", str(tmp_path / "s.csv")]) == 0
+    assert "precision of the embeddings: bf16 (bf16 asked for; " in capsys.readouterr().out
+    args = cli.build_parser().parse_args(
+        ["code", "--input", str(src), "--labels", "a,b", "--project",
+         str(tmp_path / "p.sqlite"), "--embed-model", str(tiny_bert_dir), "--device", "cpu",
+         "--no-browser", "--precision", "fp32"])
+    room, store = open_room(args, make_codebook("a,b", None))
+    try:
+        want = {"precision": "fp32", "requested": "fp32", "reason": "fp32 asked for"}
+        assert store.get("precision") == want == room.model_state()["precision"]
+    finally:
+        room.stopping = True
+        store.close()
+    assert "precision of the embeddings: fp32" in capsys.readouterr().err
