@@ -40,15 +40,18 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # embed
 
 
-@pytest.mark.parametrize("fixture", ["tiny_bert_dir", "tiny_roberta_dir"])
-def test_embed_bf16_vectors_keep_fp32_direction(request, fixture):
+@pytest.mark.parametrize("fixture,least", [("tiny_bert_dir", 0.99), ("tiny_roberta_dir", 0.99),
+                                           ("default_model_dir", 0.9999)])
+def test_embed_bf16_vectors_keep_fp32_direction(request, fixture, least):
+    """Cosine similarity of bf16 and fp32 embeddings of 40 toy documents: tiny random models,
+    and the bundled all-MiniLM-L6-v2 (measured: at least 0.99997)."""
     model = str(request.getfixturevalue(fixture))
     docs = _docs()
     v32 = embed(docs, model, device="cpu", quiet=True, precision="fp32")
     v16 = embed(docs, model, device="cpu", quiet=True, precision="bf16")
     cos = _cosines(v16.astype(np.float64), v32.astype(np.float64))
     assert not np.array_equal(v16, v32)  # bf16 did run
-    assert cos.min() > 0.99, cos.min()
+    assert cos.min() > least, cos.min()
 
 
 def test_cli_embed_records_the_precision(tiny_bert_dir, tmp_path, capsys):
