@@ -35,8 +35,10 @@ from ._options import (
 
 
 #: --precision bf16 on explain: what it does and what it costs (bench/RESULTS.md, "Precision")
-EXPLAIN_BF16 = ("bf16: bf16 autocast of the forward and backward passes (words and documents "
-                "get backend 'torch bf16')")
+EXPLAIN_BF16 = ("bf16: bf16 autocast of the forward and backward passes (backend 'torch "
+                "bf16'): about 1.9x fp32's speed on an AVX-512 BF16 CPU; on 200 Abortion tweets "
+                "the same explained classes and completeness gaps, word attributions ranked "
+                "alike (Spearman median 1.000, lowest 0.94)")
 
 
 def add_cli(sub) -> None:

@@ -585,8 +585,12 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
         precision: ``auto`` (default: fp32, whatever the hardware: Integrated Gradients
             needs accurate gradients), ``fp32`` or ``bf16`` (bf16 autocast of the forward and
             backward passes, any model kind; warned where the hardware only emulates it).
-            Measured on the bundled model fine-tuned on TweetEval Abortion: see
-            ``bench/RESULTS.md``, "Precision" (``bench/bench_precision.py --parts explain``).
+            Measured on the bundled model fine-tuned on TweetEval Abortion
+            (``bench/bench_precision.py --parts explain``; ``bench/RESULTS.md``, "Precision"):
+            on 200 test tweets bf16 explained the same classes with the same completeness
+            gaps, its word attributions ranked like fp32's (Spearman per tweet median 1.000,
+            10th percentile 0.998, lowest 0.940); on 30 tweets it ran at about 1.9x fp32's
+            speed on an AVX-512 BF16 CPU without AMX.
 
     The explained score by kind (:mod:`quantformer.infer.explain_forward`): a standard model's
     logit; an NLI model's entailment logit of the target class's (document, hypothesis) pair,
