@@ -256,9 +256,10 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
         quantize: ``none`` (default) or ``int8`` (onnx only).
         precision: torch backend: ``auto`` (default: bf16 autocast where the CPU has AMX or
             AVX-512 BF16 or the GPU supports bf16, else fp32), ``fp32`` or ``bf16``
-            (:mod:`quantformer.models.precision`). Embeddings have no labels to recheck: on
-            tiny test models bf16 vectors keep a cosine similarity above 0.99 with fp32's
-            (``tests/python/infer/test_precision_verbs.py``).
+            (:mod:`quantformer.models.precision`). Embeddings have no labels to recheck: bf16
+            vectors keep a cosine similarity with fp32's of at least 0.99997 with the bundled
+            all-MiniLM-L6-v2 and above 0.99 with tiny random models (40 toy documents,
+            ``tests/python/infer/test_precision_verbs.py``).
 
     Returns:
         float32 array of shape (n_docs, hidden), rows in input order; missing or empty texts
