@@ -8,7 +8,8 @@
 #' label and probabilities (the codebook prefix's key-value cache is computed once). A server
 #' speaking the OpenAI chat-completions protocol (Ollama, vLLM, llama.cpp's server,
 #' `transformers serve`) answers through structured output (a JSON schema whose label is an
-#' enum); an answer that does not parse is marked `unparsed`, counted and warned, never
+#' enum), its label probabilities from the answer's token log-probabilities where the server
+#' returns them; an answer that does not parse is marked `unparsed`, counted and warned, never
 #' guessed. Finished codes go to a SQLite cache, so a rerun or an interrupted run computes only
 #' what is missing. Treat the model as one more coder: check its codes against human codes
 #' (intercoder reliability) before using them, and correct estimates built on them with a gold
@@ -32,11 +33,15 @@
 #' @param cache path of the SQLite cache of finished codes (default: one file in [tempdir()]).
 #' @param seed integer: the seed of the shots' draw.
 #' @param ... further flags of `quantformer annotate` (e.g. `concurrency = 8`, `timeout = 30`,
-#'   `retries = 4`, `raw = TRUE`, `device = "cuda"`).
+#'   `retries = 4`, `raw = TRUE`, `top_logprobs = 20`, `max_tokens = 64`, `device = "cuda"`,
+#'   `keep_text = TRUE`: the text column after `doc_id`, so the codes can train
+#'   [textmodel_finetune()] as surrogate labels).
 #' @template verbose
 #' @return A data frame of codes, one row per document in the order of `x`: `doc_id`, `label`,
-#'   `prob_<label>` for each label (`NA` through an endpoint), `unparsed`, `coder` (the model),
-#'   and `raw` with `raw = TRUE`: the shape of a human coder's codes.
+#'   `prob_<label>` for each label (through an endpoint: from the answer's token
+#'   log-probabilities where the server returns them, else `NA`; the record beside the output
+#'   says why), `unparsed`, `coder` (the model), and `raw` with `raw = TRUE`: the shape of a
+#'   human coder's codes. For a partitioned corpus or a Dask cluster see [annotate_files()].
 #' @examples
 #' \donttest{
 #' if (quantformer_available() && nzchar(Sys.getenv("OLLAMA_HOST"))) {
@@ -75,4 +80,77 @@ codebook_file <- function(codebook) {
   path <- tempfile("qf-codebook-", fileext = ".csv")
   utils::write.csv(codebook, path, row.names = FALSE, fileEncoding = "UTF-8")
   structure(path, temp = TRUE)
+}
+
+#' Code a partitioned corpus with a large language model, on one machine or a Dask cluster
+#'
+#' Runs `quantformer annotate` over many corpus files (partitions), as [predict_files()] does
+#' for a fine-tuned model: one Parquet file of codes per partition in `output_dir` (the columns
+#' of [annotate_llm()]'s result), a `manifest.json` updated after every partition, and
+#' `resume = TRUE` to compute only the partitions without a complete output. With a local
+#' model each Dask worker loads it once; with an `endpoint` all workers share it and at most
+#' `concurrency` requests are in flight in total (a Dask semaphore). Finished codes also go to
+#' the SQLite `cache` (default: beside `output_dir`), so a partition interrupted midway costs
+#' only its missing documents. The API key variable named by `api_key_env` must be set where
+#' the workers run (a `"local:N"` cluster inherits this session's environment).
+#'
+#' @param files character: corpus files, folders or globs (each file one partition).
+#' @param codebook,model,endpoint,api_key_env,shots,shots_from,seed as [annotate_llm()]; the
+#'   shots are checked against every partition before any work.
+#' @param output_dir the output folder (new or empty; or the folder of a run to resume).
+#' @param scheduler `NULL` (default: the files one after another in one Python process),
+#'   `"local:N"` or the address of a Dask scheduler (`"tcp://host:port"`).
+#' @param resume logical: continue the run recorded in `output_dir` (default `FALSE`).
+#' @param cache `NULL` (default: `output_dir` with `.cache.sqlite` appended) or the path of the
+#'   SQLite cache of finished codes.
+#' @param concurrency integer: endpoint requests in flight across all workers (default 4).
+#' @param text_field,docid_field names of the text and document-id columns in the files
+#'   (defaults `text` and `doc_id`; without an id column ids are `textN`).
+#' @param ... further flags of `quantformer annotate` (e.g. `timeout = 30`, `retries = 4`,
+#'   `raw = TRUE`, `top_logprobs = 20`, `max_tokens = 64`, `device = "cuda"`).
+#' @template verbose
+#' @return A data frame with one row per partition, as [predict_files()]: `input`, `output`
+#'   (the Parquet path), `rows`, `seconds`, `worker`, `finished` and `run`; the manifest's
+#'   path is the attribute `"manifest"`.
+#' @seealso [annotate_llm()] for documents in memory.
+#' @references Dask Development Team (2016). Dask: Library for dynamic task scheduling.
+#'   <https://dask.org>
+#' @examples
+#' \donttest{
+#' if (quantformer_available() && nzchar(Sys.getenv("OLLAMA_HOST"))) {
+#'   cb <- data.frame(label = c("pro", "contra"),
+#'                    description = c("supports the policy", "opposes the policy"))
+#'   dir <- tempfile()
+#'   dir.create(dir)
+#'   write.csv(data.frame(doc_id = c("a", "b"), text = c("We must do it.", "No.")),
+#'             file.path(dir, "part-1.csv"), row.names = FALSE)
+#'   annotate_files(dir, cb, model = "llama3.1", output_dir = tempfile("codes-"),
+#'                  endpoint = "http://127.0.0.1:11434/v1", scheduler = "local:2")
+#' }
+#' }
+#' @export
+annotate_files <- function(files, codebook, model, output_dir, endpoint = NULL,
+                           api_key_env = NULL, shots = 0, shots_from = NULL, seed = 0,
+                           scheduler = NULL, resume = FALSE, cache = NULL, concurrency = 4,
+                           text_field = NULL, docid_field = NULL, ...,
+                           verbose = getOption("quantformer.verbose", TRUE)) {
+  if (!is.character(model) || length(model) != 1 || !nzchar(model))
+    input_error("`model` must be one model name or folder", call. = FALSE)
+  output_dir <- check_files_output(files, output_dir)  # R/predict_files.R
+  if (!dir.exists(output_dir)) {  # a folder: even one file is a partitioned run
+    dir.create(output_dir, recursive = TRUE)
+    on.exit(if (!length(dir(output_dir, all.files = TRUE, no.. = TRUE)))
+      unlink(output_dir, recursive = TRUE), add = TRUE)
+  }
+  book <- codebook_file(codebook)
+  on.exit(if (!is.null(attr(book, "temp"))) unlink(book), add = TRUE)
+  args <- c("--input", path.expand(files), "--out", output_dir,
+            cli_flags(codebook = book, llm = model, endpoint = endpoint,
+                      api_key_env = api_key_env, shots = if (shots > 0) shots, seed = seed,
+                      cache = cache, scheduler = scheduler, resume = isTRUE(resume),
+                      concurrency = concurrency, text_col = text_field, id_col = docid_field,
+                      ...))
+  call_verb("annotate", args, inputs = list("--shots-from" = shots_from), verbose = verbose,
+            r_args = names(formals()))
+  read_manifest(output_dir)  # R/predict_files.R
 }

@@ -60,3 +60,20 @@ model_dir_of <- function(model, arg = "model", null_ok = FALSE, exists = FALSE) 
 encoder_path <- function(model) {
   if (inherits(model, "quantformer_encoder")) model$path else model
 }
+
+# match.arg() whose bad value is an input error naming the argument (class
+# `quantformer_input_error`, as every input error R raises), instead of base R's plain "'arg'
+# should be one of". `choices` default to the calling function's default for the argument;
+# the default vector itself (or NULL) gives its first element, a unique prefix its match.
+match_choice <- function(arg, choices) {
+  name <- deparse(substitute(arg))
+  if (missing(choices))
+    choices <- eval(formals(sys.function(sys.parent()))[[name]], envir = parent.frame())
+  if (is.null(arg) || identical(arg, choices)) return(choices[1])
+  if (is.character(arg) && length(arg) == 1 && !is.na(arg)) {
+    i <- pmatch(arg, choices)
+    if (!is.na(i)) return(choices[i])
+  }
+  input_error("`", name, "` must be one of ", paste0("\"", choices, "\"", collapse = ", "),
+              ", not ", paste(deparse(arg), collapse = ""))  # R/python.R
+}

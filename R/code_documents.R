@@ -106,7 +106,7 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
                            finetune_valid_fraction = 0.2, finetune_min_codes = 5,
                            precision = getOption("quantformer.precision", "auto"),
                            verbose = getOption("quantformer.verbose", TRUE)) {
-  strategy <- match.arg(strategy)
+  strategy <- match_choice(strategy)
   precision <- precision_flags(precision)  # R/precision.R
   if (!isTRUE(new_links) && !isFALSE(new_links))
     input_error("`new_links` must be TRUE or FALSE, not ", deparse(new_links))

@@ -65,12 +65,7 @@ predict_files <- function(model, files, output_dir, scheduler = NULL, resume = F
                           verbose = getOption("quantformer.verbose", TRUE),
                           precision = getOption("quantformer.precision", "auto")) {
   model_dir <- model_dir_of(model, exists = TRUE)  # R/arguments.R
-  if (!is.character(files) || !length(files) || anyNA(files))
-    input_error("`files` must be a character vector of corpus files, folders or globs",
-         call. = FALSE)
-  if (!is.character(output_dir) || length(output_dir) != 1 || is.na(output_dir))
-    input_error("`output_dir` must be one folder path", call. = FALSE)
-  output_dir <- normalizePath(output_dir, mustWork = FALSE)
+  output_dir <- check_files_output(files, output_dir)
   # an existing folder makes even one file a partitioned run; ours goes if the run fails empty
   if (!dir.exists(output_dir)) {
     dir.create(output_dir, recursive = TRUE)
@@ -84,6 +79,16 @@ predict_files <- function(model, files, output_dir, scheduler = NULL, resume = F
             precision_flags(precision))  # R/precision.R
   call_verb("predict", args, verbose = verbose, r_args = names(formals()))
   read_manifest(output_dir)
+}
+
+# `files` and `output_dir` of a partitioned run, checked; the folder's absolute path.
+check_files_output <- function(files, output_dir) {
+  if (!is.character(files) || !length(files) || anyNA(files))
+    input_error("`files` must be a character vector of corpus files, folders or globs",
+         call. = FALSE)
+  if (!is.character(output_dir) || length(output_dir) != 1 || is.na(output_dir))
+    input_error("`output_dir` must be one folder path", call. = FALSE)
+  normalizePath(output_dir, mustWork = FALSE)
 }
 
 # One row per partition from the run's manifest.json.

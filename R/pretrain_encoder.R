@@ -14,6 +14,11 @@
 #' all-MiniLM-L6-v2 (on the SemEval-2016 Abortion task masked language modelling lowered its
 #' macro-F1 by 0.014 to 0.019 and TSDAE raised it by 0.017) and `"mlm"` for other encoders.
 #'
+#' The core reads the documents `buffer_docs` at a time. Pretraining on several
+#' GPUs is a job for the command line: `torchrun --nproc_per_node N -m quantformer pretrain
+#' ...` (see the command-line documentation); its encoder folder is then read here with
+#' `model = "path/to/encoder"`.
+#'
 #' @param x unlabelled documents: a quanteda corpus, a character vector or a data frame with
 #'   a text column (`text_field`); at least 100 documents with text (thousands help).
 #' @param model `"default"` (the bundled all-MiniLM-L6-v2), a Hugging Face hub id or a local
@@ -33,7 +38,8 @@
 #' @param batch_size documents per step (32).
 #' @param resume logical: continue an interrupted run into `out` from its last checkpoint.
 #' @param device `"auto"` (default), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
-#' @param ... further flags of `quantformer pretrain` (`checkpoint_every`, `head_steps`).
+#' @param ... further flags of `quantformer pretrain` (`checkpoint_every`, `head_steps`,
+#'   `buffer_docs`: documents shuffled and length-grouped together, 10000).
 #' @inheritParams textmodel_finetune
 #' @template verbose
 #' @return A `quantformer_encoder` object: `path` (the folder), `base_model`, `objective`,
@@ -62,7 +68,7 @@ pretrain_encoder <- function(x, model = "default", out = NULL,
                              seed = 42, lr = NULL, batch_size = 32, resume = FALSE,
                              device = "auto", text_field = "text", docid_field = "doc_id",
                              verbose = getOption("quantformer.verbose", TRUE), ...) {
-  objective <- match.arg(objective)
+  objective <- match_choice(objective)
   frame <- as_frame(x, text_field, docid_field)
   if (is.null(out)) out <- tempfile("quantformer-encoder-")
   out <- normalizePath(out, mustWork = FALSE)

@@ -258,9 +258,12 @@ input_error <- function(..., call. = FALSE) {
 
 # Core messages name the temporary files R exchanges with it (`'<tempdir>/qf-input-....rds'`):
 # an R user never made them, and the message names the R argument already. Dropped, with the
-# space before them.
+# space before them; a CSV input is a data frame the user gave (call_verb()'s csv_input(), such
+# as `substitutions`), so "`substitutions` '<tempdir>/qf-input-1.csv'" reads "the
+# `substitutions` data frame".
 without_temp_files <- function(msg) {
   tmp <- gsub("([][{}()+*^$|\\\\?.])", "\\\\\\1", normalizePath(tempdir(), winslash = "/"))
+  msg <- gsub(paste0("(`[^`]+`) '", tmp, "/qf-input-[^']*[.]csv'"), "the \\1 data frame", msg)
   gsub(paste0("( of| in)? ?'", tmp, "/qf-[^']*'"), "", msg)
 }
 

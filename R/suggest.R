@@ -79,7 +79,7 @@ suggest_documents <- function(x, y = NULL, n = 50,
                               cache_dir = file.path(tempdir(), "quantformer-embeddings"),
                               precision = getOption("quantformer.precision", "auto"),
                               verbose = getOption("quantformer.verbose", TRUE)) {
-  strategy <- match.arg(strategy)
+  strategy <- match_choice(strategy)
   precision <- precision_flags(precision)  # R/precision.R
   if (!is.numeric(n) || length(n) != 1 || is.na(n) || n < 1 || n != round(n))
     input_error("`n` must be one whole number of at least 1, not ", format(n), call. = FALSE)

@@ -23,7 +23,9 @@
 #' @param suite instead of `perturb`/`expect`: a suite file (`.yaml` or `.csv`) with one test
 #'   per entry: `name`, `expect`, `perturb`, `substitutions`, `template`, `fill`, `label`,
 #'   `tolerance`, `min_change`, `preserve_case`.
-#' @param substitutions a data frame with columns `from` and `to` (character).
+#' @param substitutions a data frame with columns `from` and `to` (character), one pair a row;
+#'   anything else, or no pair, is a `quantformer_input_error` naming "the `substitutions` data
+#'   frame".
 #' @param preserve_case logical (default `FALSE`): substitutions match any case and keep the
 #'   case of the word they replace (`GOD` -> `ALLAH`); `FALSE`: case-sensitive.
 #' @param min_change `NULL` (default) or a probability in (0, 1]: directional tests pass a
@@ -69,9 +71,7 @@ textmodel_behaviour <- function(x, newdata = NULL, perturb = NULL, expect = NULL
     }
     frame <- frame[cols]
   }
-  subs <- if (!is.null(substitutions))
-    csv_input(data.frame(from = substitutions$from, to = substitutions$to,
-                         stringsAsFactors = FALSE))  # R/call.R
+  subs <- if (!is.null(substitutions)) substitutions_input(substitutions)
   if (!is.null(fill))
     fill <- paste(names(fill), vapply(fill, paste, "", collapse = "|"), sep = "=",
                   collapse = ";")
@@ -93,6 +93,18 @@ textmodel_behaviour <- function(x, newdata = NULL, perturb = NULL, expect = NULL
     as.data.frame(lapply(row, function(v) if (is.null(v)) NA else v), stringsAsFactors = FALSE)
   }))
   structure(list(summary = summary, tests = res$tests), class = "textmodel_behaviour")
+}
+
+# The `substitutions` data frame as the CSV input of `behave --substitutions` (R/call.R): its
+# `from` and `to` columns as text; the core checks them, and its messages about the file speak
+# of "the `substitutions` data frame" (without_temp_files(), R/python.R).
+substitutions_input <- function(substitutions) {
+  if (!is.data.frame(substitutions))
+    input_error("`substitutions` must be a data frame with columns `from` and `to` (one pair ",
+                "a row), not ", class(substitutions)[1])  # R/python.R
+  cols <- intersect(c("from", "to"), names(substitutions))
+  csv_input(as.data.frame(lapply(substitutions[cols], as.character), stringsAsFactors = FALSE,
+                          col.names = cols))
 }
 
 #' @export

@@ -33,6 +33,21 @@
 #'   class; default the class names), used in every run of that model and recorded in
 #'   `summary.json` and `table.md` (see [textmodel_finetune()]); an error when `models` has no
 #'   `"nli"`.
+#' @param llm `NULL` (default) or a large language model that codes the test documents from
+#'   `codebook`, as [annotate_llm()] does: a causal language model (Hugging Face id or folder)
+#'   or, with `endpoint`, the model name an OpenAI-compatible server serves. Adds the row
+#'   `"llm"` (zero-shot) and, with `shots`, `"llm-<k>shot"` beside the other models, scored by
+#'   the same metrics on the same test documents; its `seconds` are those of coding the test
+#'   documents (it is not trained). Classification only. Fine-tuned encoders have beaten zero-
+#'   and few-shot LLMs on most coding tasks (Ziems et al. 2024, Computational Linguistics;
+#'   Bucher & Martini 2024); this row shows whether they do on your data.
+#' @param codebook the LLM's codebook (with `llm`): a data frame with `label` and optional
+#'   `description` and `examples`, or a codebook file (see [annotate_llm()]); its labels must
+#'   include every class.
+#' @param shots integer >= 0 (default 0): with `llm`, also a k-shot row, its examples drawn from
+#'   each training sample's codes (never test documents).
+#' @param endpoint,api_key_env `NULL`, or the base URL of an OpenAI-compatible server and the
+#'   name of the environment variable holding its API key (see [annotate_llm()]).
 #' @param task `"classification"` (the default), `"regression"` or `"multilabel"`.
 #' @param train_sizes training sizes to draw (e.g. `c(500, 1000, 2000)`); `NULL` uses all
 #'   coded training documents.
@@ -78,19 +93,24 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
                               output_dir = NULL, overwrite = FALSE, text_field = "text",
                               docid_field = "doc_id",
                               task = c("classification", "regression", "multilabel"),
-                              hypothesis = NULL, label_phrases = NULL,
+                              hypothesis = NULL, label_phrases = NULL, llm = NULL,
+                              codebook = NULL, shots = 0, endpoint = NULL, api_key_env = NULL,
                               verbose = getOption("quantformer.verbose", TRUE), ...) {
-  task <- match.arg(task)
+  task <- match_choice(task)
   if (task != "classification" && missing(models)) models <- NULL  # the task's models
   frame <- as_frame(x, text_field, docid_field)
   tframe <- as_frame(test, text_field, docid_field, arg = "test")
   labelled <- labelled_inputs(task, frame, y, tframe, test_y)  # R/tasks.R
+  book <- if (!is.null(codebook)) codebook_file(codebook)  # R/annotate_llm.R
+  on.exit(if (!is.null(attr(book, "temp"))) unlink(book), add = TRUE)
   if (is.null(output_dir)) output_dir <- tempfile("quantformer-compare-")
   output_dir <- normalizePath(output_dir, mustWork = FALSE)
   args <- c(labelled$args,
             cli_flags(models = models, train_sizes = train_sizes, repeats = repeats,
                       seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
-                      max_length = max_length, device = device, hypothesis = hypothesis),
+                      max_length = max_length, device = device, hypothesis = hypothesis,
+                      llm = llm, codebook = book, shots = if (shots > 0) shots,
+                      endpoint = endpoint, api_key_env = api_key_env),
             "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
   call_verb("compare", args, inputs = c(labelled$inputs, nli_phrase_inputs(label_phrases)),
             verbose = verbose, r_args = names(formals()))

@@ -32,11 +32,15 @@
 #'   sentence-transformer body's own limit (256 for the default model). The value used is
 #'   shown by `print()` and `summary()` of the fitted model.
 #' @param truncation `NULL` or which tokens a long document keeps: `"head_tail"` (the first 128
-#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`; or `"chunks"` (standard
-#'   method only): nothing is cut, each document is read as overlapping windows of
-#'   `max_length` tokens and the loss is taken on the aggregate of its windows' logits
-#'   (Pappagari et al. 2019). `NULL` (the default) leaves it to the core: `"head_tail"`, and
-#'   `"head"` for `method = "setfit"` (as sentence-transformers cuts).
+#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`; or `"chunks"`: nothing is
+#'   cut, each document is read as overlapping windows of `max_length` tokens and the loss is
+#'   taken on the aggregate of its windows' logits (Pappagari et al. 2019). With
+#'   `method = "setfit"` or `"nli"` training cuts each document by head+tail (their recipes
+#'   train on single inputs) and prediction reads the windows (SetFit: the mean of the
+#'   windows' embeddings goes into the logistic head; NLI: the aggregate of the windows'
+#'   entailment logits); the record says so (`chunk_training` `"head_tail"`). `NULL` (the
+#'   default) leaves it to the core: `"head_tail"`, and `"head"` for `method = "setfit"` (as
+#'   sentence-transformers cuts).
 #' @param stride,max_chunks,aggregate `truncation = "chunks"` only: tokens neighbouring
 #'   windows share (integer, smaller than the window; `NULL`: a quarter of it), the first
 #'   windows kept per document at most (integer >= 1; `NULL`: all, a warning counts the
@@ -132,9 +136,9 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
   if (!is.null(truncation))
-    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
-  task <- match.arg(task)
-  method <- match.arg(method)
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  task <- match_choice(task)
+  method <- match_choice(method)
   frame <- as_frame(x, text_field, docid_field)
   yy <- task_training_frame(task, frame, y)  # R/tasks.R
   label_args <- c(yy$args, if (task == "classification")
@@ -210,10 +214,12 @@ validation_args <- function(validation, yname, text_field = "text", docid_field 
 #'   supports it, fp32 elsewhere), `"fp32"` or `"bf16"`; in bf16, near ties (top-two margin
 #'   under 0.05) are predicted again in fp32: see [quantformer_precision]. Default from the
 #'   option `quantformer.precision`.
-#' @param truncation,stride,aggregate `NULL` (the default): documents are read as the model
-#'   was fine-tuned. `truncation = "chunks"` reads every document whole as overlapping windows
-#'   of the model's `max_length` tokens, neighbours sharing `stride` tokens, one prediction per
-#'   document from the `"mean"` or `"max"` (`aggregate`) of its windows' logits; another
+#' @param truncation,stride,max_chunks,aggregate `NULL` (the default): documents are read as
+#'   the model was fine-tuned. `truncation = "chunks"` reads every document whole as
+#'   overlapping windows of the model's `max_length` tokens, neighbours sharing `stride`
+#'   tokens, at most `max_chunks` windows per document, one prediction per document from the
+#'   `"mean"` or `"max"` (`aggregate`) of its windows' logits (SetFit: the mean of the
+#'   windows' embeddings into its head; NLI: of the windows' entailment logits); another
 #'   `truncation` than the training one (`"head_tail"`, `"head"`, `"tail"`) warns, naming
 #'   both.
 #' @return For `type = "class"`, a factor with the model's levels, named by docnames; for
@@ -243,11 +249,11 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                        calibrated = FALSE, verbose = NULL,
                                        precision = getOption("quantformer.precision", "auto"),
                                        truncation = NULL, stride = NULL, aggregate = NULL,
-                                       ...) {
+                                       max_chunks = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_finetune")
   if (!is.null(truncation))
-    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
-  type <- match.arg(type)
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  type <- match_choice(type)
   check_model_dir(object)
   backend <- c(backend_flags(backend, quantize), precision_flags(precision))  # R/precision.R
   frame <- if (is.null(newdata)) object$x
@@ -261,6 +267,7 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                     cli_flags(batch_size = batch_size, device = device,
                                               calibrated = isTRUE(calibrated),
                                               truncation = truncation, stride = stride,
+                                              max_chunks = max_chunks,
                                               aggregate = aggregate), backend),
                        frame, verbose = model_verbose(verbose, object), r_args = names(formals()))
   if (classifier) prediction_result(out, frame, object$levels, type)

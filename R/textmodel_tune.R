@@ -19,8 +19,10 @@
 #' @param truncation `NULL` or which tokens a long document keeps: `"head_tail"` (the first 128
 #'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`. `NULL` (the default) leaves
 #'   it to the core: `"head_tail"`, and `"head"` for `method = "setfit"` (as
-#'   sentence-transformers cuts). Reading documents whole in windows (`"chunks"`) is offered
-#'   by [textmodel_finetune()], not yet here.
+#'   sentence-transformers cuts). `"chunks"`: every run reads each document whole as
+#'   overlapping windows, in training and in scoring the held-out fold (see
+#'   [textmodel_finetune()]; no time estimate is printed); `stride`, `max_chunks` and
+#'   `aggregate` as there.
 #' @param lr,epochs the grid: learning rates (numbers > 0) and numbers of epochs (whole numbers
 #'   >= 1). `NULL` takes the core's grid for the model's size: small models (such as the
 #'   bundled all-MiniLM-L6-v2) `c(5e-5, 8e-5, 1e-4)` x `3:5`, base models `c(1e-5, 2e-5, 3e-5)`
@@ -80,15 +82,16 @@ textmodel_tune <- function(x, y, lr = NULL, epochs = NULL, folds = 5, test = NUL
                            test_y = NULL, model = NULL, method = c("standard", "setfit", "nli"),
                            task = c("classification", "regression", "multilabel"),
                            oversample = NULL, max_runs = NULL, batch_size = 16,
-                           max_length = NULL, truncation = NULL,
-                           seed = 1, hypothesis = NULL, label_phrases = NULL, device = "auto",
+                           max_length = NULL, truncation = NULL, stride = NULL,
+                           max_chunks = NULL, aggregate = NULL, seed = 1, hypothesis = NULL, label_phrases = NULL, device = "auto",
                            scheduler = NULL, output_dir = NULL, overwrite = FALSE,
                            text_field = "text", docid_field = "doc_id",
                            verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
-  method <- match.arg(method)
-  task <- match.arg(task)
-  if (!is.null(truncation)) truncation <- match.arg(truncation, c("head_tail", "head", "tail"))
+  method <- match_choice(method)
+  task <- match_choice(task)
+  if (!is.null(truncation))
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
   frame <- as_frame(x, text_field, docid_field)
   tframe <- if (!is.null(test)) as_frame(test, text_field, docid_field, arg = "test")
   labelled <- labelled_inputs(task, frame, y, tframe, test_y)  # R/tasks.R
@@ -98,16 +101,19 @@ textmodel_tune <- function(x, y, lr = NULL, epochs = NULL, folds = 5, test = NUL
             cli_flags(lrs = lr, epochs_grid = epochs, folds = folds, model = model,
                       method = if (method != "standard") method, oversample = oversample,
                       max_runs = max_runs, batch_size = batch_size, max_length = max_length,
-                      truncation = truncation, seed = seed, hypothesis = hypothesis,
+                      truncation = truncation, stride = stride, max_chunks = max_chunks,
+                      aggregate = aggregate, seed = seed, hypothesis = hypothesis,
                       device = device, scheduler = scheduler),
             "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
-  call_verb("tune", args, inputs = c(labelled$inputs, nli_phrase_inputs(label_phrases)),
-            verbose = verbose, r_args = names(formals()))
-  tune_result(output_dir, task, call)
+  res <- call_verb("tune", args, inputs = c(labelled$inputs, nli_phrase_inputs(label_phrases)),
+                   outputs = list("--record" = "json"),  # the refit model's record comes along
+                   verbose = verbose, r_args = names(formals()))
+  tune_result(output_dir, task, call, record = res$outputs[[1]])
 }
 
-# The textmodel_tune object from the results folder of `quantformer tune`.
-tune_result <- function(output_dir, task, call) {
+# The textmodel_tune object from the results folder of `quantformer tune`; `record`, the refit
+# model's checked record when the verb returned it (else the core is asked for it).
+tune_result <- function(output_dir, task, call, record = NULL) {
   best <- jsonlite::read_json(file.path(output_dir, "best.json"), simplifyVector = TRUE)
   results <- read_output(file.path(output_dir, "cv_summary.rds"))
   metric <- if (task == "regression") "rmse" else "macro_f1"
@@ -118,7 +124,8 @@ tune_result <- function(output_dir, task, call) {
                  best = best[intersect(names(best), c(keys, grep("^mean_", names(best),
                                                                  value = TRUE)))],
                  metric = metric, test = best$test,
-                 model = if (dir.exists(model_dir)) load_finetune(model_dir),
+                 model = if (!is.null(record)) finetune_object(model_dir, record)
+                         else if (dir.exists(model_dir)) load_finetune(model_dir),
                  info = best[setdiff(names(best), c(keys, "test"))], task = task,
                  output_dir = output_dir, call = call),
             class = c("textmodel_tune", "textmodel", "list"))

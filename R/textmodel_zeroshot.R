@@ -18,11 +18,26 @@
 #' @param method `"auto"`, `"nli"` or `"embedding"`.
 #' @param multi_label if `TRUE`, each label is scored independently (probabilities need not
 #'   sum to one); if `FALSE`, the labels compete (softmax over labels).
+#' @param max_length `NULL` (the core's default: 512 or the model's limit for NLI, where it
+#'   bounds premise and hypothesis; the model's sentence-transformers `max_seq_length`, 256
+#'   for the default model, for embeddings) or the tokens per input (integer).
+#' @param truncation `NULL` (the core's `"head_tail"`), `"head_tail"`, `"head"`, `"tail"` or
+#'   `"chunks"`: every document read whole as overlapping windows of `max_length` tokens. The
+#'   embedding method then compares the mean of a document's window embeddings with each
+#'   hypothesis (as [textstat_embeddings()] with `truncation = "chunks"`); NLI pairs every
+#'   window with each hypothesis and takes the `aggregate` of the windows' entailment logits
+#'   per document and label.
+#' @param stride,max_chunks `truncation = "chunks"` only, as in [textstat_embeddings()] (NLI:
+#'   `stride` counts the tokens of the premise's window, which leaves room for the
+#'   hypothesis).
+#' @param aggregate `truncation = "chunks"` with NLI only: `"mean"` (default) or `"max"` of the
+#'   windows' entailment logits.
 #' @inheritParams textmodel_finetune
 #' @template verbose
 #' @return An object of class `c("textmodel_zeroshot", "textmodel", "list")` with `x`,
 #'   `labels` (the levels of predictions), `hypothesis`, `model`, `method`, `multi_label`,
-#'   `verbose` (as given, else `NULL`) and `call`. `summary()` gives the label, the
+#'   `reading` (the list of `max_length`, `truncation`, `stride`, `max_chunks` and
+#'   `aggregate` given), `verbose` (as given, else `NULL`) and `call`. `summary()` gives the label, the
 #'   hypothesis each label makes, the model and the documents.
 #' @seealso [textmodel_finetune()]
 #' @examples
@@ -37,10 +52,14 @@
 #' @export
 textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.", model = NULL,
                                method = c("auto", "nli", "embedding"), multi_label = FALSE,
+                               max_length = NULL, truncation = NULL, stride = NULL,
+                               max_chunks = NULL, aggregate = NULL,
                                text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE)) {
   call <- match.call()
-  method <- match.arg(method)
+  method <- match_choice(method)
+  if (!is.null(truncation))
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
   if (missing(labels) || !is.character(labels) || anyNA(labels))
     input_error("`labels` must be a character vector of class labels, e.g. c(\"economy\", \"war\")",
                call. = FALSE)
@@ -51,6 +70,9 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
   frame <- as_frame(x, text_field, docid_field)
   structure(list(x = frame, labels = labels, hypothesis = enc2utf8(hypothesis), model = model,
                  method = method, multi_label = isTRUE(multi_label),
+                 reading = list(max_length = max_length, truncation = truncation,
+                                stride = stride, max_chunks = max_chunks,
+                                aggregate = aggregate),
                  verbose = given_verbose(verbose, !missing(verbose)), call = call),
             class = c("textmodel_zeroshot", "textmodel", "list"))
 }
@@ -90,7 +112,7 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
                                        precision = getOption("quantformer.precision", "auto"),
                                        verbose = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_zeroshot")
-  type <- match.arg(type)
+  type <- match_choice(type)
   backend <- c(backend_flags(backend, quantize), precision_flags(precision))  # R/precision.R
   frame <- if (is.null(newdata)) object$x
            else as_frame(newdata, text_field, docid_field, arg = "newdata")
@@ -98,7 +120,8 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
   args <- c("--hypothesis", object$hypothesis,
             cli_flags(model = object$model, method = object$method,
                       multi_label = object$multi_label, batch_size = batch_size,
-                      device = device), backend)
+                      device = device),
+            do.call(cli_flags, as.list(object$reading)), backend)
   out <- predict_frame("zeroshot", args, frame, inputs = list("--labels-file" = object$labels),
                        verbose = model_verbose(verbose, object),
                        r_args = c(names(formals()), names(formals(textmodel_zeroshot))))

@@ -50,7 +50,7 @@
 #' @export
 textplot_attributions <- function(x, target = NULL, n = 10L, min_docs = 2L, file = NULL,
                                   type = c("terms", "documents"), documents = NULL) {
-  type <- match.arg(type)
+  type <- match_choice(type)
   if (!inherits(x, "textstat_attributions"))
     input_error("`x` must be the result of textstat_attributions()")
   if (!is.null(file) && !grepl("\\.png$", file, ignore.case = TRUE))

@@ -8,7 +8,15 @@
 #' units and not normalised per document, so documents compare; `completeness_gap` says how
 #' far a document's attributions fall short of adding up to its logit difference (raise
 #' `steps` when the core warns it is above 5\%). Long documents are explained in the window
-#' `predict()` uses (head+tail by default); words outside it have `NA` attributions.
+#' `predict()` uses (head+tail by default); words outside it have `NA` attributions. A model
+#' fine-tuned with `truncation = "chunks"` (or `truncation = "chunks"` here) reads every
+#' document whole as overlapping windows: every window is explained, and a word's attribution
+#' is the mean of its attributions in the windows that read it (`word_windows`), so every word
+#' has one. Completeness is then the document's, against the aggregate of its windows' logits:
+#' with `aggregate = "mean"` the mean over the windows of their attribution sums against the
+#' mean window logit of input minus baseline; with `"max"` the sum of the window with the
+#' largest logit against that window's logit difference (the gradient of a maximum reaches
+#' only that window).
 #' An NLI model (`method = "nli"`; Laurer et al. 2023) is explained by the entailment logit of
 #' the target class's (document, hypothesis) pair, attributed to the document's words only; a
 #' SetFit model (`method = "setfit"`; Tunstall et al. 2022) by its logistic head's score (the
@@ -63,6 +71,14 @@
 #'   `in_bow_top`, and the agreement of the two lists on each row of the class: `top_overlap`
 #'   (share of the attribution top also in the coefficient top), `spearman` (Spearman rank
 #'   correlation of mean attribution and coefficient over the `n_common` terms with both).
+#' @param truncation,stride,max_chunks,aggregate `NULL` (the default): documents are read
+#'   as the model was fine-tuned. `truncation = "chunks"` explains every window of every
+#'   document (windows of the model's `max_length` tokens, neighbours sharing `stride` tokens,
+#'   default a quarter of the window; the first `max_chunks` windows per document, default
+#'   all; `aggregate` `"mean"` or `"max"` of the windows' logits, default as fine-tuned);
+#'   another `truncation` than the training one (`"head_tail"`, `"head"`, `"tail"`) warns,
+#'   naming both. `stride`, `max_chunks` and `aggregate` need chunks. Checked before the model
+#'   loads.
 #' @param n terms per class in the `terms` attribute (integer, default 20; the same name as
 #'   in [textplot_attributions()]).
 #' @param top the old name of `n`, accepted with a warning (class `quantformer_deprecated`)
@@ -74,12 +90,19 @@
 #'   every textstat_* frame names it `document`, as quanteda's do; frames that go back to the
 #'   core, such as `predict(type = "both")`, keep `doc_id`),
 #'   `word_id`, `word`, `start`, `end` (0-based, end-exclusive character offsets), 
-#'   `attribution` (logits; `NA`: not seen by the model), `target`, `completeness_gap`.
+#'   `attribution` (logits; `NA`: not seen by the model), `target`, `completeness_gap`,
+#'   `steps` (integration points the document used), `predicted` and `probability` (of the
+#'   predicted class; a multi-label model has no `predicted`). Documents read in windows add
+#'   `word_windows` (integer: windows that read the word, more than 1 in an overlap; 0 with
+#'   `NA` attribution for words in windows dropped by `max_chunks`) and `n_windows` (integer:
+#'   the document's windows).
 #'   With `terms = TRUE` or `bow_data`, the attribute `terms` (see `terms`, `bow_data`).
 #'   Errors (from the core): `steps` < 1, a `target` that is not a class, empty or all-missing
 #'   texts, a folder that is not a model, an encoder-decoder model, a `scheduler` that is
 #'   neither `"local:N"` nor a reachable address, `bow_data` without labels or with labels
-#'   that are not the model's classes (checked before the model loads).
+#'   that are not the model's classes, an unknown `truncation` or `aggregate`, `stride` not
+#'   smaller than the window, `max_chunks` < 1, window settings without chunks, chunks with an
+#'   NLI or SetFit model or a Longformer (checked before the model loads).
 #' @examples
 #' \donttest{
 #' if (quantformer_available()) {
@@ -96,7 +119,8 @@ textstat_attributions <- function(x, newdata, target = NULL, steps = NULL, check
                                   html = NULL, terms = FALSE, bow_data = NULL, n = 20L,
                                   text_field = "text", docid_field = "doc_id",
                                   verbose = getOption("quantformer.verbose", TRUE),
-                                  scheduler = NULL,
+                                  scheduler = NULL, truncation = NULL, stride = NULL,
+                                  max_chunks = NULL, aggregate = NULL,
                                   precision = getOption("quantformer.precision", "auto"),
                                   fit, top) {
   first <- first_arguments(if (!missing(x)) x, if (!missing(fit)) fit,  # R/arguments.R
@@ -106,13 +130,17 @@ textstat_attributions <- function(x, newdata, target = NULL, steps = NULL, check
   newdata <- first$second
   if (!missing(top)) n <- renamed_argument(top, "top", "n", "textstat_attributions",
                                                  "the name textplot_attributions() uses")
+  if (!is.null(truncation))
+    truncation <- match.arg(truncation, c("head_tail", "head", "tail", "chunks"))
   model <- model_dir_of(x, "x", exists = TRUE)
   frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")
   terms <- isTRUE(terms) || !is.null(bow_data)
   res <- call_verb("explain", c("--model", model,
                                 cli_flags(target = target, steps = steps, check = check,
                                           html = html, top = if (terms) n,
-                                          scheduler = scheduler),
+                                          scheduler = scheduler, truncation = truncation,
+                                          stride = stride, max_chunks = max_chunks,
+                                          aggregate = aggregate),
                                 precision_flags(precision)),  # R/precision.R
                    inputs = list("--input" = frame[c("doc_id", "text")],
                                  "--bow-data" = bow_frame(bow_data, x, text_field,
@@ -123,7 +151,9 @@ textstat_attributions <- function(x, newdata, target = NULL, steps = NULL, check
   out <- res$output
   if (terms) attr(out, "terms") <- res$outputs[["--by-term"]]
   names(out)[names(out) == "doc_id"] <- "document"
-  for (col in c("word_id", "start", "end")) out[[col]] <- as.integer(out[[col]])
+  for (col in intersect(c("word_id", "start", "end", "word_windows", "n_windows"),
+                        names(out)))
+    out[[col]] <- as.integer(out[[col]])
   if (isTRUE(check)) attr(out, "check") <- res$beside$check
   class(out) <- c("textstat_attributions", "textstat", "data.frame")
   out

@@ -76,7 +76,7 @@ textstat_prevalence <- function(x, gold, by = NULL, data = NULL,
                            missing(pred), missing(gold))
   x <- first$x
   gold <- first$second
-  method <- match.arg(method)
+  method <- match_choice(method)
   gold_in <- gold_inputs(x, gold, by, data, inclusion_prob)
   res <- call_verb("estimate",
                    c(if (length(gold_in$by)) c("--by", paste(gold_in$by, collapse = ",")),

@@ -15,7 +15,12 @@
 #'   per element of `x`, in the same order.
 #' @param family `"ols"` (linear probability model, the default) or `"logistic"` (log-odds).
 #' @param method `"ppi"` (default), `"naive"` (predicted labels as the outcome; for
-#'   contrast) or `"gold"` (the hand-coded documents alone).
+#'   contrast), `"gold"` (the hand-coded documents alone) or `"dsl"` (design-based supervised
+#'   learning, Egami et al. 2023: every document's outcome replaced by its prediction plus,
+#'   for a hand-coded document, its error divided by its known probability of being coded,
+#'   `inclusion_prob`; then OLS or the logistic moment equations with sandwich (HC0) standard
+#'   errors, statsmodels; valid for unequal inclusion probabilities and for surrogate codes
+#'   from [annotate_llm()]).
 #' @param pred the old name of `x`, accepted with a warning (class
 #'   `quantformer_deprecated`) until the next release.
 #' @return A data frame of class `textstat_regression`, one row per coefficient: `outcome`,
@@ -38,15 +43,15 @@
 #' }
 #' @export
 textstat_regression <- function(x, gold, formula, data, family = c("ols", "logistic"),
-                                method = c("ppi", "naive", "gold"), level = 0.95,
+                                method = c("ppi", "naive", "gold", "dsl"), level = 0.95,
                                 inclusion_prob = NULL, verbose = FALSE, pred) {
   first <- first_arguments(if (!missing(x)) x, if (!missing(pred)) pred,  # R/arguments.R
                            if (!missing(gold)) gold, "pred", "textstat_regression", missing(x),
                            missing(pred), missing(gold))
   x <- first$x
   gold <- first$second
-  family <- match.arg(family)
-  method <- match.arg(method)
+  family <- match_choice(family)
+  method <- match_choice(method)
   if (!inherits(formula, "formula") || length(formula) != 3)
     input_error("`formula` must be a two-sided formula such as `economy ~ party`, with a class on ",
                "the left", call. = FALSE)

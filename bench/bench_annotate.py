@@ -11,7 +11,10 @@ measured with a real model by (not run here):
 
     quantformer annotate --input test.parquet --codebook codebook.json --llm MODEL \\
         --out llm_codes.parquet
-    quantformer evaluate --pred llm_codes.parquet --gold test.parquet
+    quantformer evaluate --pred llm_codes.parquet --pred-col label --truth test.parquet
+    quantformer reliability --codes llm_codes.parquet coder_a.csv coder_b.csv
+    quantformer compare --train train.parquet --test test.parquet --models default,svm-bow \\
+        --llm MODEL --codebook codebook.json --shots 4 --out compare-llm
 
 Imports only torch, transformers, tokenizers and quantformer's models/infer modules, so it
 runs on a machine with those alone: ``python bench/bench_annotate.py --device cuda``.

@@ -14,7 +14,14 @@ each the five utterances ``utt1``..``utt5`` joined by a space; the label is ``ma
 Reported per configuration and seed: macro-F1 on all test speeches and on those longer than
 128 tokens (with the default tokenizer), fine-tuning seconds and test documents per second
 at prediction; then the mean and spread (min-max) over seeds and the ratios against
-``head_tail@128`` measured in the same run. The machine (CPU model, instruction sets, load at
+``head_tail@128`` measured in the same run.
+
+``--explain N`` also explains, with each configuration's first seed, the first ``N`` test
+speeches longer than 128 tokens (``quantformer.explain``, adaptive steps): the share of
+speeches whose completeness gap is within 5 % (with chunks: the document's, against the mean
+of its window logits), the median gap, the mean integration points, the share of words with
+an attribution (head+tail leaves the middle of a long speech unseen) and seconds per speech,
+with the ratio of seconds against ``head_tail@128``. The machine (CPU model, instruction sets, load at
 start and end, threads; the GPU's name with ``--device cuda``) is recorded with the figures.
 
 It imports torch, transformers, numpy, pandas, pyarrow, scikit-learn and quantformer only.
@@ -93,8 +100,24 @@ def n_tokens(model: str | None, texts) -> np.ndarray:
     return np.asarray(count_subwords(load_tokenizer(model), list(texts))) + 2
 
 
+def explain_figures(clf, docs: pd.DataFrame) -> dict:
+    """Completeness, coverage and time of explaining ``docs`` with ``clf`` (adaptive steps)."""
+    from quantformer.infer.explain import GAP_TOLERANCE, explain
+
+    t = time.perf_counter()
+    ex = explain(clf, docs)
+    seconds = time.perf_counter() - t
+    gap = ex.documents["completeness_gap"].to_numpy()
+    return {"n_docs": len(docs), "share_gap_within_5pct": round(float(
+                (gap <= GAP_TOLERANCE).mean()), 4),
+            "median_gap": round(float(np.median(gap)), 5),
+            "mean_steps": round(float(ex.documents["steps"].mean()), 1),
+            "share_words_attributed": round(float(ex.words["attribution"].notna().mean()), 4),
+            "s_per_doc": round(seconds / len(docs), 2)}
+
+
 def run_one(train, test, long_mask, *, model, truncation, max_length, seed, epochs, device,
-            batch_size) -> dict:
+            batch_size, explain_docs=None) -> dict:
     from sklearn.metrics import f1_score
 
     from quantformer.train.finetune import finetune
@@ -109,8 +132,9 @@ def run_one(train, test, long_mask, *, model, truncation, max_length, seed, epoc
         t = time.perf_counter()
         pred = clf.predict(test, batch_size=batch_size, warn=False)
         seconds = time.perf_counter() - t
+        explained = explain_figures(clf, explain_docs) if explain_docs is not None else None
     y, p = test["label"].to_numpy(), pred["predicted"].astype(str).to_numpy()
-    return {"macro_f1": round(float(f1_score(y, p, average="macro")), 4),
+    return {**({"explain": explained} if explained else {}), "macro_f1": round(float(f1_score(y, p, average="macro")), 4),
             "macro_f1_long": round(float(f1_score(y[long_mask], p[long_mask],
                                                   average="macro")), 4),
             "train_s": round(trained, 1), "predict_docs_per_s": round(len(test) / seconds, 1)}
@@ -133,6 +157,10 @@ def summarise(runs: dict) -> dict:
                                         - base["macro_f1_long"]["mean"], 4),
             "predict_speed_ratio": round(row["predict_docs_per_s"]["mean"]
                                          / base["predict_docs_per_s"]["mean"], 3)}
+        ex, base_ex = runs[name][0].get("explain"), runs[BASELINE][0].get("explain")
+        if ex and base_ex:
+            row["explain"] = {**ex, "s_per_doc_ratio_vs_" + BASELINE: round(
+                ex["s_per_doc"] / base_ex["s_per_doc"], 3)}
     return out
 
 
@@ -153,6 +181,9 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true",
                     help="24 training and 12 test speeches, 1 epoch, seed 1 (a check that it "
                          "runs, not figures)")
+    ap.add_argument("--explain", type=int, default=0, metavar="N",
+                    help="also explain the first N test speeches longer than 128 tokens with "
+                         "each configuration's first seed (completeness, coverage, time)")
     ap.add_argument("--out", default=None, help="JSON file for the figures")
     args = ap.parse_args(argv)
     import torch
@@ -168,11 +199,13 @@ def main(argv=None) -> int:
     if BASELINE not in [c[0] for c in chosen]:
         chosen.insert(0, CONFIGS[0])
     runs: dict = {}
+    long_docs = test[long_mask].head(args.explain) if args.explain else None
     for name, truncation, max_length in chosen:
         for seed in seeds:
             r = run_one(train, test, long_mask, model=args.model, truncation=truncation,
                         max_length=max_length, seed=seed, epochs=epochs, device=args.device,
-                        batch_size=args.batch_size)
+                        batch_size=args.batch_size,
+                        explain_docs=long_docs if seed == seeds[0] else None)
             runs.setdefault(name, []).append({"seed": seed, **r})
             print(f"{name:14s} seed {seed}: {r}", flush=True)
     info["load_end"] = load()

@@ -106,7 +106,8 @@ def code_over_http(room: Room, truth: dict, n: int, learner: bool,
         doc = state["doc"]["doc_id"]
         during += room.busy.locked()
         t0 = time.perf_counter()
-        state = post(base + "/api/code", server.token, {"doc_id": doc, "label": truth[doc]})
+        state = post(base + "/api/code", server.token,  # with its version, as the page
+                     {"doc_id": doc, "label": truth[doc], "version": state["doc"]["version"]})
         times.append((time.perf_counter() - t0) * 1000)
     room.stopping = True
     room.wake.set()
@@ -172,7 +173,8 @@ def part_team(pool, vecs, n, folder) -> None:
         doc = states[coder]["doc"]["doc_id"]
         t0 = time.perf_counter()
         states[coder] = post(base + "/api/code", tokens[coder],
-                             {"doc_id": doc, "label": truth[doc]})
+                             {"doc_id": doc, "label": truth[doc],
+                              "version": states[coder]["doc"]["version"]})
         ms["POST /api/code"].append((time.perf_counter() - t0) * 1000)
         if len(states[coder]["progress"]["coders"]) > 1:
             t0 = time.perf_counter()

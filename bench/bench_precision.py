@@ -69,6 +69,15 @@ chosen without reduce_range 1.44x, 0.971, 0.6126; unfused fp32 0.91x, 1.000, 0.6
 settings on the unfused graph 1.50x, 0.979, 0.6158. ``reduce_range`` costs nothing measurable
 with VNNI and dropping it changes more labels, so the settings stay.
 
+Training, per seed (``--parts train``, 4 epochs on the 653 Abortion training tweets, macro-F1 on
+the 280 test tweets; 2026-12-04 12:37-12:43 UTC, load 1.8-2.1, commit 3094a88): seed 1 fp32
+58.6 s / bf16 33.1 s (1.77x), macro-F1 0.6199 / 0.6171; seed 2 51.8 / 38.2 s (1.36x), 0.6098 /
+0.6098; seed 3 68.7 / 41.3 s (1.66x), 0.6102 / 0.6102.
+
+Prediction, further rows of the same run (commit c3b821b): ``--precision bf16`` without ``auto``'s
+choice 306.8 tweets/s (2.02x the pipeline) and 135.1 Jigsaw docs/s (7.19x); the bare fp32
+forward pass 203.2 and 70.0 docs/s (0.86 and 0.76 of the fp32 peak).
+
 The ``--device cuda`` mode imports torch, transformers, numpy, pandas, pyarrow, scikit-learn and
 quantformer only; it measures the GPU's matmul peak (8192 x 8192) in fp32, bf16 and fp16 and
 predicts both tasks in fp32, ``auto``, bf16 and fp16 (autocast, fp32 recheck) against the

@@ -16,9 +16,18 @@ spread on the test set. Unlabelled corpora: Abortion: the SemEval-2016 raw train
 all five targets plus the Abortion training tweets (never a test tweet); Toxic: the Jigsaw
 comments outside the training and test draws; HanDeSeT: the speeches outside the test fold.
 
+Memory (``--memory``): peak resident memory (the kernel's ``VmHWM``) of ``quantformer
+pretrain`` (bundled model, objective auto, a few steps, 1 % held out) in a fresh process per
+run, on Parquet corpora of 10,000 and 100,000 documents (the SemEval-2016 raw training tweets
+repeated, each copy numbered), streamed in buffers of 10,000 documents; the baseline is the
+100,000-document corpus read as one buffer (``--buffer-docs 100000``, as if it were held whole).
+Prints each peak and the ratios to the 10,000-document run.
+
     OMP_NUM_THREADS=2 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --steps 30
     PYTHONPATH=python python bench/bench_pretrain.py --accuracy --device cuda \\
         --data-dir DATA --out pretrain_accuracy.json
+    OMP_NUM_THREADS=2 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --memory \\
+        --steps 3 --data-dir DATA
 """
 
 from __future__ import annotations
@@ -171,7 +180,8 @@ def speed(args) -> dict:
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from quantformer.models.hub import resolve_model
-    from quantformer.train.pretrain import pretrain, split
+    from quantformer.train.pretrain import pretrain
+    from quantformer.train.pretrain_corpus import split
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     texts = semeval_raw(Path(args.data_dir))["text"].tolist()
@@ -250,6 +260,59 @@ def accuracy(args) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------------------
+# memory
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM) in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def memory_child(args) -> dict:
+    """One run in this (fresh) process: pretrain on ``args.corpus``, then the peak RSS."""
+    from quantformer.train.pretrain import pretrain
+
+    t0 = time.perf_counter()
+    record = pretrain(args.corpus, Path(args.out), args.model, max_steps=args.steps,
+                      max_length=args.max_length, batch_size=args.batch_size,
+                      buffer_docs=args.buffer_docs, valid_fraction=0.01, seed=args.seed,
+                      device=args.device, quiet=True, checkpoint_every=10 ** 9,
+                      say=lambda *_: None)
+    return {"documents": record["corpus"]["n_docs"], "buffer_docs": args.buffer_docs,
+            "objective": record["objective"], "steps": args.steps,
+            "seconds": round(time.perf_counter() - t0, 1), "peak_rss_mib": _peak_rss_mb()}
+
+
+def memory(args) -> dict:
+    """Peak RSS of 10,000 vs 100,000 streamed documents, and 100,000 as one buffer."""
+    tweets = semeval_raw(Path(args.data_dir))["text"].tolist()
+    work = Path(tempfile.mkdtemp(prefix="bench-pretrain-mem-"))
+    runs = []
+    for n, buffer in ((10_000, 10_000), (100_000, 10_000), (100_000, 100_000)):
+        corpus = work / f"corpus{n}.parquet"
+        if not corpus.exists():
+            texts = [f"{tweets[i % len(tweets)]} ({i // len(tweets) + 1})" for i in range(n)]
+            pd.DataFrame({"text": texts}).to_parquet(corpus, row_group_size=2048)
+        cmd = [sys.executable, __file__, "--memory-child", str(corpus), "--out",
+               str(work / f"enc{n}-{buffer}"), "--buffer-docs", str(buffer),
+               "--steps", str(args.steps), "--batch-size", str(args.batch_size),
+               "--max-length", str(args.max_length), "--seed", str(args.seed),
+               "--device", args.device, *(["--model", args.model] if args.model else [])]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        row["load"] = os.getloadavg()[0]
+        print(json.dumps(row), flush=True)
+        runs.append(row)
+    base = runs[0]["peak_rss_mib"]
+    return {"runs": runs, "ratio_100k_streamed": round(runs[1]["peak_rss_mib"] / base, 3),
+            "ratio_100k_one_buffer": round(runs[2]["peak_rss_mib"] / base, 3),
+            "machine": machine()}
+
+
 EXTRA = ("pyreadr", "xgboost", "captum", "setfit", "krippendorff", "ppi_py", "Stemmer",
          "charset_normalizer", "yaml", "dask", "distributed", "onnxruntime", "matplotlib")
 
@@ -257,6 +320,9 @@ EXTRA = ("pyreadr", "xgboost", "captum", "setfit", "krippendorff", "ppi_py", "St
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--accuracy", action="store_true", help="base vs adapted macro-F1")
+    p.add_argument("--memory", action="store_true", help="peak RSS, 10k vs 100k documents")
+    p.add_argument("--memory-child", dest="corpus", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--buffer-docs", type=int, default=10_000, help=argparse.SUPPRESS)
     p.add_argument("--smoke", action="store_true", help="one seed, few documents (a check)")
     p.add_argument("--tasks", default="abortion,toxic,handeset")
     p.add_argument("--steps", type=int, default=30)
@@ -268,7 +334,11 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=str(DATA))
     p.add_argument("--out", default=None, help="write the result as JSON here")
     args = p.parse_args(argv)
-    result = accuracy(args) if args.accuracy else speed(args)
+    if args.corpus:  # one run of --memory, in its own process
+        print(json.dumps(memory_child(args)))
+        return 0
+    result = (accuracy(args) if args.accuracy else memory(args) if args.memory
+              else speed(args))
     result["imported_extras"] = sorted(m for m in EXTRA if m in sys.modules)
     print(json.dumps(result, indent=2))
     if args.out:

@@ -2,7 +2,9 @@
 # Set up everything quantformer needs on a fresh machine, idempotently:
 #   1. .venv with torch==2.13.0 first (the CPU wheel; an unpinned torch pulls a multi-GB CUDA
 #      build), then quantformer itself (editable, with test extras). Where pip's index has
-#      only the CUDA build of torch, set TORCH_INDEX_URL to PyTorch's CPU wheel index;
+#      only the CUDA build of torch, set TORCH_INDEX_URL to PyTorch's CPU wheel index; the
+#      test extras bring transformers[serving] (`transformers serve`, a real OpenAI-compatible
+#      server for the annotate tests) without changing the torch or transformers installed;
 #      PYTHON names the interpreter (3.10 or newer; default python3);
 #   2. R and the R packages the R side needs (Debian packages) when R is missing and we are
 #      root with apt-get; otherwise say what to install;
@@ -55,7 +57,7 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
 else
   THERE+=("torch")
 fi
-if ! .venv/bin/python -c "import quantformer, pytest, xgboost, Stemmer, captum" >/dev/null 2>&1 \
+if ! .venv/bin/python -c "import quantformer, pytest, xgboost, Stemmer, captum, fastapi, uvicorn, openai" >/dev/null 2>&1 \
    || [ pyproject.toml -nt .venv/.quantformer-installed ]; then
   echo "== installing quantformer and its dependencies into .venv"
   pip_install -e ".[test]"

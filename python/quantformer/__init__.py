@@ -30,6 +30,7 @@ _LAZY = {
     "estimate": "quantformer.measure.prevalence:estimate",
     "regress": "quantformer.measure.regress:regress",
     "calibrate": "quantformer.score.calibration:calibrate",
+    "reliability": "quantformer.score.reliability:coder_agreement",
     "Classifier": "quantformer.infer.classifier:Classifier",
     "zeroshot": "quantformer.infer.zeroshot:zeroshot",
     "embed": "quantformer.infer.embed:embed",

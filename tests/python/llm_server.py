@@ -1,11 +1,21 @@
-"""A small OpenAI-compatible chat-completions server over a local causal LM, for tests.
+"""A small OpenAI-compatible chat-completions server over a local causal LM, for what
+``transformers serve`` cannot do in a test.
 
-``python llm_server.py MODEL_DIR PORT_FILE [--fail-429 N] [--die-after K] [--slow S] [--garbage]``
-serves ``GET /v1/models`` and ``POST /v1/chat/completions`` on 127.0.0.1 (a free port,
-written to PORT_FILE). The answer is ``{"label": L}``, L the enum label the model scores
-highest (quantformer's own scoring), or with ``--garbage`` the plain text ``maybe``.
-Faults: the first N completions answer 429; the process exits after K completions; the first
-completion sleeps S seconds (a client timeout).
+The endpoint tests run against ``transformers serve`` itself (tests/python/infer/
+test_annotate.py). This server is kept only for what that server cannot produce: failures on
+demand (a 429, a slow answer past the client's timeout, the process dying mid-run), token
+log-probabilities (``transformers serve`` ignores ``logprobs``/``top_logprobs``), and a count
+of the requests in flight at once (the bound on concurrency across Dask workers).
+
+``python llm_server.py MODEL_DIR PORT_FILE [--fail-429 N] [--die-after K] [--slow S]
+[--inflight FILE]`` serves ``GET /v1/models`` and ``POST /v1/chat/completions`` on 127.0.0.1
+(a free port, written to PORT_FILE). The answer is the model's own greedy generation from the
+chat template (at most ``max_tokens`` tokens, default 16), as any server would give it; with
+``logprobs: true`` each generated token comes with its log-probability and the
+``top_logprobs`` most likely tokens at its place, the end-of-sequence token included (as
+vLLM reports it). Faults: the first N completions answer 429; the process exits after K
+completions; the first completion sleeps S seconds. ``--inflight FILE``: the most requests
+seen in flight at once, rewritten as it grows.
 """
 
 from __future__ import annotations
@@ -13,26 +23,47 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
-from quantformer.models.llm import LocalLM  # noqa: E402
+def generate(model, tok, messages, max_tokens: int, top: int, lock) -> tuple[str, list]:
+    """Greedy generation; the answer's text and its logprobs content (OpenAI's shape)."""
+    import torch
+
+    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    out, content = [], []
+    with lock, torch.no_grad():
+        for _ in range(max_tokens):
+            logp = torch.log_softmax(model(torch.tensor([ids + out])).logits[0, -1].double(), -1)
+            nxt = int(logp.argmax())
+            vals, idx = torch.topk(logp, top)
+            content.append({"token": tok.decode([nxt]), "logprob": float(logp[nxt]),
+                            "top_logprobs": [{"token": tok.decode([int(i)]),
+                                              "logprob": float(v)} for v, i in zip(vals, idx)]})
+            if nxt == tok.eos_token_id:
+                break
+            out.append(nxt)
+    return tok.decode(out, skip_special_tokens=True), content
 
 
 def main() -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("port_file")
     ap.add_argument("--fail-429", type=int, default=0)
     ap.add_argument("--die-after", type=int, default=0)
     ap.add_argument("--slow", type=float, default=0.0)
-    ap.add_argument("--garbage", action="store_true")
+    ap.add_argument("--inflight", default=None)
     a = ap.parse_args()
-    llm = LocalLM(a.model)
-    state = {"calls": 0, "done": 0}
+    tok = AutoTokenizer.from_pretrained(a.model)
+    model = AutoModelForCausalLM.from_pretrained(a.model).eval()
+    lock, count = threading.Lock(), threading.Lock()
+    state = {"calls": 0, "done": 0, "now": 0, "most": 0}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -51,27 +82,37 @@ def main() -> None:
 
         def do_POST(self):
             req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state["calls"] += 1
-            if state["calls"] <= a.fail_429:
+            with count:
+                state["calls"] += 1
+                calls = state["calls"]
+                state["now"] += 1
+                if state["now"] > state["most"]:
+                    state["most"] = state["now"]
+                    if a.inflight:
+                        with open(a.inflight, "w") as f:
+                            f.write(str(state["most"]))
+            try:
+                self._answer(req, calls)
+            finally:
+                with count:
+                    state["now"] -= 1
+
+        def _answer(self, req, calls):
+            if calls <= a.fail_429:
                 return self._send(429, {"error": "rate limited"})
-            if a.slow and state["calls"] == a.fail_429 + 1:
+            if a.slow and calls == a.fail_429 + 1:
                 time.sleep(a.slow)
-            schema = req.get("response_format", {}).get("json_schema", {}).get("schema", {})
-            labels = schema.get("properties", {}).get("label", {}).get("enum")
-            msgs = req["messages"]
-            if labels and not a.garbage:
-                text = msgs[-1]["content"]
-                head, tail = llm.split_prompt(msgs[:-1] + [{"role": "user",
-                                                            "content": "\0DOCUMENT\0"}])
-                p, d = llm.sequences(head, text.split("\n", 1)[1], tail)
-                lp = llm.score(p, d, llm.label_ids(labels))
-                content = json.dumps({"label": labels[lp.index(max(lp))]})
-            else:
-                content = "maybe"
-            self._send(200, {"choices": [{"index": 0, "message": {"role": "assistant",
-                                                                  "content": content}}]})
-            state["done"] += 1
-            if a.die_after and state["done"] >= a.die_after:
+            text, content = generate(model, tok, req["messages"], req.get("max_tokens") or 16,
+                                     req.get("top_logprobs") or 1, lock)
+            choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                      "finish_reason": "stop"}
+            if req.get("logprobs"):
+                choice["logprobs"] = {"content": content}
+            self._send(200, {"choices": [choice]})
+            with count:
+                state["done"] += 1
+                done = state["done"]
+            if a.die_after and done >= a.die_after:
                 self.wfile.flush()
                 os._exit(0)
 

@@ -255,3 +255,38 @@ def build_tiny_llama(out) -> Path:
     model.save_pretrained(out)
     fast.save_pretrained(out)
     return out
+
+
+def train_tiny_coder(folder, prompts: list[list[dict]], answers: list[str], steps: int = 60,
+                     lr: float = 3e-3) -> Path:
+    """Teach the tiny causal LM in ``folder`` (:func:`build_tiny_llama`) to answer each chat in
+    ``prompts`` with its answer in ``answers`` followed by the end-of-sequence token: a few
+    full-batch AdamW steps on the answer tokens (the loss on the prompt masked out), saved
+    back into ``folder``. A model that really answers, so a server generating with it returns
+    codes that parse (random weights only babble)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _seed()
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    rows = []
+    for msgs, answer in zip(prompts, answers):
+        head = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        p = tok(head, add_special_tokens=False)["input_ids"]
+        a = tok(answer, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+        rows.append((p + a, [-100] * len(p) + a))
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.tensor([x + [tok.pad_token_id] * (width - len(x)) for x, _ in rows])
+    labels = torch.tensor([y + [-100] * (width - len(y)) for _, y in rows])
+    mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x, _ in rows])
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(steps):
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    model.eval()
+    model.save_pretrained(folder)
+    return Path(folder)

@@ -73,6 +73,35 @@ test_that("issue 32: every input error R raises itself is a quantformer_input_er
   expect_equal(caught(textstat_subwords("a text", model = 3)), "input error")
 })
 
+test_that("issue 36: a value that is not one of an argument's choices is an input error", {
+  s <- sotu_sample()[1:4, ]
+  err <- expect_error(textmodel_finetune(s, y = "party", task = "nope"),
+                      "`task` must be one of \"classification\", .*not \"nope\"",
+                      class = "quantformer_input_error")
+  expect_equal(err$status, 2L)
+  expect_error(textmodel_finetune(s, y = "party", method = 1), "`method` must be one of",
+               class = "quantformer_input_error")
+  expect_error(textmodel_zeroshot("A text.", labels = c("a", "b"), method = "x"),
+               "`method` must be one of \"auto\", \"nli\"", class = "quantformer_input_error")
+  expect_error(textstat_regression(factor("a"), c(a = "x"), y ~ z, family = "poisson"),
+               "`family` must be one of", class = "quantformer_input_error")
+  expect_error(textplot_attributions(data.frame(), type = "bars"), "`type` must be one of",
+               class = "quantformer_input_error")
+  expect_error(textstat_embeddings("a text", truncation = "middle"),
+               "`truncation` must be one of", class = "quantformer_input_error")
+  # the default, a unique prefix and an exact value as match.arg() gives them
+  f <- function(kind = c("alpha", "beta", "betamax")) quantformer:::match_choice(kind)
+  expect_equal(c(f(), f("al"), f("beta"), f("betam")), c("alpha", "alpha", "beta", "betamax"))
+  expect_error(f("b"), "`kind` must be one of", class = "quantformer_input_error")
+  expect_error(f(c("alpha", "beta")), "not c\\(\"alpha\", \"beta\"\\)",
+               class = "quantformer_input_error")
+  # a `substitutions` that is not a data frame is refused before any Python runs
+  expect_error(textmodel_behaviour(withr::local_tempdir(), "a text", perturb = "substitutions",
+                                   expect = "same", substitutions = c(God = "Allah")),
+               "`substitutions` must be a data frame with columns `from` and `to`",
+               class = "quantformer_input_error")
+})
+
 test_that("issue 32: model_dir_of() is the one way from a fit to its folder", {
   dir <- withr::local_tempdir()
   expect_equal(quantformer:::model_dir_of(dir), normalizePath(dir))
@@ -104,6 +133,7 @@ test_that("issue 32: what R checks before a run comes from the core, read once a
   expect_equal(unname(quiet), vapply(core$verbs, function(v) isTRUE(v$quiet), TRUE,
                                      USE.NAMES = FALSE) & names(core$verbs) != "info")
   expect_true(quantformer:::verb_takes_quiet("predict"))
+  expect_true(quantformer:::verb_takes_quiet("behave"))  # verbose = FALSE passes --quiet
   expect_false(quantformer:::verb_takes_quiet("estimate"))
   # the numeric-outcome warning starts one value above the core's numeric_classes_max
   most <- core$numeric_classes_max

@@ -63,6 +63,23 @@ test_that("zeroshot, embeddings and attributions pass precision to the core (iss
   expect_equal(bf$word, auto$word)
 })
 
+test_that("precision and truncation = 'chunks' go together (issues 34 and 37)", {
+  skip_if_no_verb("embed")
+  s <- sotu_sample()[c(1, 2, 181), ]
+  kw <- list(s, max_length = 24, truncation = "chunks", stride = 4, verbose = FALSE)
+  e32 <- do.call(textstat_embeddings, c(kw, precision = "fp32"))
+  e16 <- do.call(textstat_embeddings, c(kw, precision = "bf16"))
+  expect_equal(attr(e16, "backend"), "torch bf16")
+  expect_false(isTRUE(all.equal(e16, e32)))  # bf16 ran in the windows
+  cosine <- rowSums(e16 * e32) / sqrt(rowSums(e16^2) * rowSums(e32^2))
+  expect_gt(min(cosine), 0.99)
+  zs <- textmodel_zeroshot(s, labels = c("the economy", "war"), max_length = 40,
+                           truncation = "chunks", stride = 5, verbose = FALSE)
+  p32 <- predict(zs, type = "both", precision = "fp32")
+  p16 <- predict(zs, type = "both", precision = "bf16")
+  expect_equal(p16$predicted, p32$predicted)  # near ties read again in fp32, in windows
+})
+
 test_that("suggest_documents and code_documents pass precision to the core (issue 37)", {
   skip_if_no_verb("suggest")
   sotu <- sotu_sample()[1:40, ]

@@ -78,3 +78,23 @@ test_that("predict_files with one file still writes a folder (#14)", {
   expect_equal(res$output, file.path(normalizePath(out), "a.parquet"))
   expect_equal(res$rows, 20L)
 })
+
+test_that("a file without document ids is numbered text1..N with one R warning (issue 36)", {
+  skip_if_no_verb("predict")
+  dir <- withr::local_tempdir()
+  s <- sotu_sample()[41:45, ]
+  utils::write.csv(data.frame(text = s$text), file.path(dir, "no_ids.csv"), row.names = FALSE)
+  out <- file.path(withr::local_tempdir(), "preds")
+  warned <- character()
+  res <- withCallingHandlers(
+    predict_files(files_model(), file.path(dir, "no_ids.csv"), out, verbose = FALSE),
+    warning = function(w) {
+      warned <<- c(warned, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
+  numbered <- grep("text1..textN", warned, value = TRUE)
+  expect_length(numbered, 1)
+  expect_match(numbered, "no_ids.csv' has no id column", fixed = TRUE)
+  expect_match(numbered, "name their column with `docid_field`", fixed = TRUE)
+  expect_equal(res$rows, 5L)
+})

@@ -390,10 +390,15 @@ test_that("core messages lose the names of R's temporary files; install names TO
   expect_equal(quantformer:::without_temp_files(c(
     sprintf("the labels of `bow_data` '%s/qf-input-ab12.rds' are not the model's classes", tmp),
     sprintf("the text column 'text' of '%s/qf-input-1.rds' holds float64 values", tmp),
-    "`x` '/data/qf-mine.rds' has 3 documents")),
+    "`x` '/data/qf-mine.rds' has 3 documents",
+    sprintf("`substitutions` '%s/qf-input-9f.csv' needs columns from and to", tmp),
+    sprintf("cannot read `substitutions` '%s/qf-input-9f.csv': bad", tmp))),
     c("the labels of `bow_data` are not the model's classes",
       "the text column 'text' holds float64 values",
-      "`x` '/data/qf-mine.rds' has 3 documents"))
+      "`x` '/data/qf-mine.rds' has 3 documents",
+      # issue 36: a data frame given as a CSV input is the argument's data frame
+      "the `substitutions` data frame needs columns from and to",
+      "cannot read the `substitutions` data frame: bad"))
   # a torch step that cannot reach its index says how to use pip's own configuration
   skip_if_no_python()
   cmd <- c(quantformer:::find_python()$python, "-c", "import sys; print('ERROR: No matching distribution found'); sys.exit(1)",

@@ -147,7 +147,10 @@ test_that("bad inputs fail in R before any training, with the fix in the message
   expect_error(textmodel_finetune(tr$text, y = "party"), "`x` has no docvars")
   expect_error(textmodel_finetune(tr, y = "party", validation = 2),
                "between 0 and 1")
-  expect_error(textmodel_finetune(tr, y = "party", truncation = "middle"), "should be one of")
+  expect_error(textmodel_finetune(tr, y = "party", truncation = "middle"),
+               paste("`truncation` must be one of \"head_tail\", \"head\", \"tail\",",
+                     "\"chunks\", not \"middle\""),
+               class = "quantformer_input_error")
 })
 
 test_that("the CLI's own errors reach R: an existing output folder", {

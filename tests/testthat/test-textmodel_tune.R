@@ -9,6 +9,11 @@ test_that("tune picks the configuration its own results table ranks best", {
   skip_if_no_verb("tune")
   s <- sotu_sample()
   test <- s[c(which(s$party == "Democratic")[11:13], which(s$party == "Republican")[11:13]), ]
+  # the refit model's record comes with tune's answer: no second call to `quantformer info`
+  ns <- asNamespace("quantformer")
+  suppressMessages(trace("model_record", where = ns, print = FALSE,
+                         tracer = quote(stop("textmodel_tune() asked `quantformer info` again"))))
+  withr::defer(suppressMessages(untrace("model_record", where = ns)))
   tuned <- textmodel_tune(tune_docs(), y = "party", lr = c(1e-4, 5e-4), epochs = 1, folds = 2,
                           test = test, max_length = 128, batch_size = 8, verbose = FALSE)
   expect_s3_class(tuned, c("textmodel_tune", "textmodel", "list"), exact = TRUE)

@@ -53,6 +53,14 @@ test_that("textstat_attributions gives words with offsets into the texts, by doc
   shown <- c(kept$tests[[1]]$failures, kept$tests[[1]]$passed_examples)
   expect_setequal(vapply(shown, `[[`, "", "perturbed"),
                   c("Levies rose, café owners said.", "We will defend the country."))
+  # issue 36: the core's message about the substitutions speaks of R's data frame
+  for (bad in list(data.frame(old = "taxes", new = "levies"), subs[0, ])) {
+    err <- expect_error(textmodel_behaviour(fit, new, perturb = "substitutions",
+                                            expect = "same", substitutions = bad),
+                        "^the `substitutions` data frame needs columns from and to",
+                        class = "quantformer_input_error")
+    expect_false(grepl("file|--substitutions|qf-input", conditionMessage(err)))
+  }
 })
 
 test_that("textstat_attributions sets the model's terms beside a bag-of-words model's", {

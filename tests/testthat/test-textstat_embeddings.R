@@ -37,7 +37,8 @@ test_that("data frames keep their docnames; empty texts give NA rows with a warn
 
 test_that("bad arguments name the R argument", {
   expect_error(textstat_embeddings(texts, normalize = "yes"), "`normalize` must be TRUE or FALSE")
-  expect_error(textstat_embeddings(texts, truncation = "middle"), "'arg' should be one of")
+  expect_error(textstat_embeddings(texts, truncation = "middle"), "`truncation` must be one of",
+               class = "quantformer_input_error")
   skip_if_no_verb("embed")
   err <- expect_error(textstat_embeddings(texts, batch_size = 0, verbose = FALSE),
                       class = "quantformer_input_error")

@@ -107,3 +107,21 @@ test_that("textstat_regression gives PPI coefficients for a docvar (issue 12)", 
   expect_error(textstat_regression(s$prob, s$gold, econ ~ year, data = s$data),
                "no such docvar")
 })
+
+test_that("textstat_regression(method = 'dsl') regresses the design-based pseudo-outcomes (issue 35)", {
+  skip_if_no_verb("regress")
+  s <- biased_sample()
+  res <- textstat_regression(s$prob, s$gold, econ ~ party, data = s$data, method = "dsl")
+  coded <- match(names(s$gold), s$ids)
+  pseudo <- s$prob[, "econ"]
+  pseudo[coded] <- pseudo[coded] + ((s$gold == "econ") - pseudo[coded]) *
+    length(pseudo) / length(coded)
+  fit <- stats::lm(pseudo ~ party, data = s$data)
+  expect_equal(res$estimate, unname(stats::coef(fit)), tolerance = 1e-8)
+  # the HC0 sandwich standard errors
+  x <- stats::model.matrix(fit)
+  bread <- solve(crossprod(x))
+  se <- sqrt(diag(bread %*% crossprod(x * stats::residuals(fit)) %*% bread))
+  expect_equal(res$ci_high - res$estimate, unname(stats::qnorm(0.975) * se), tolerance = 1e-8)
+  expect_identical(unique(res$method), "dsl")
+})

@@ -34,8 +34,10 @@ PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "model": ("--model", ("model", "x")),
     "pred": ("--pred", ("x",)),
     "top": ("--top", ("n", "top")),
-    "llm": ("--llm", ("model",)),
+    "llm": ("--llm", ("llm", "model")),
     "corpus": ("--corpus", ("x",)),
+    "codes": ("--codes", ("x",)),
+    "chunks_out": ("--chunks-out", ("windows",)),
 }
 # switches: in R they are passed as `name = TRUE`
 SWITCHES = ("preserve_case", "overwrite", "keep_text", "multi_label", "resume", "tune_thresholds", "calibrated")

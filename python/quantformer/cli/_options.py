@@ -225,6 +225,17 @@ def print_precision(used: dict, what: str | None = None, file=None) -> None:
           file=file)
 
 
+def add_endpoint_options(p) -> None:
+    """``--endpoint`` and ``--api-key-env``: an OpenAI-compatible server for ``--llm`` (annotate,
+    compare)."""
+    p.add_argument("--endpoint", default=None,
+                   help="base URL of an OpenAI-compatible server, e.g. "
+                        "http://127.0.0.1:11434/v1 (default: load --llm locally)")
+    p.add_argument("--api-key-env", default=None,
+                   help="name of the environment variable holding the endpoint's API key "
+                        "(the key itself is never taken on the command line)")
+
+
 def add_nli_options(p, used_by: str = "--method nli") -> None:
     """``--hypothesis``, ``--label-phrases``/``--label-phrases-file``, ``--nli-pairs`` (their
     help group names ``used_by``: what they are for)."""
@@ -326,8 +337,8 @@ def add_run_options(p) -> None:
     """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
     --device, --quiet, --backend, --quantize and --out."""
     p.add_argument("--truncation", default="head_tail", choices=TRUNCATIONS,
-                   help="how long documents are cut (head_tail; chunks is not offered here "
-                        "yet)")
+                   help="how long documents are cut (head_tail); chunks: read whole as "
+                        "overlapping windows of --max-length tokens, one row per document")
     p.add_argument("--keep-text", action="store_true", help="keep the text column")
     add_device_option(p)
     add_quiet_option(p)
@@ -335,9 +346,12 @@ def add_run_options(p) -> None:
     p.add_argument("--out", required=True, help="output file (.parquet, .csv, .rds, ...)")
 
 
-def add_chunk_options(p, *, training: bool) -> None:
-    """``--stride``, ``--max-chunks``, ``--aggregate`` (and for training ``--chunk-training``,
-    else ``--chunks-out``): how ``--truncation chunks`` reads long documents as windows."""
+def add_chunk_options(p, *, training: bool, aggregate: bool = True,
+                      chunks_out: bool = True) -> None:
+    """``--stride``, ``--max-chunks``, ``--aggregate`` (not with ``aggregate=False``: embed
+    averages windows) and for training ``--chunk-training``, else ``--chunks-out`` (not with
+    ``chunks_out=False``: explain): how ``--truncation chunks`` reads long documents as
+    windows."""
     g = p.add_argument_group("long documents as windows (--truncation chunks)")
     g.add_argument("--stride", type=int, default=None, metavar="N",
                    help="tokens shared by neighbouring windows (default: a quarter of the "
@@ -345,24 +359,49 @@ def add_chunk_options(p, *, training: bool) -> None:
     g.add_argument("--max-chunks", type=int, default=None, metavar="N",
                    help="the first N windows per document at most (default: all; a warning "
                         "counts the documents with more)")
-    g.add_argument("--aggregate", default=None, metavar="{mean,max}",
-                   help="of the window logits into the document's (mean; regression: the mean "
-                        "output)" + ("" if training else "; default: as trained"))
+    if aggregate:
+        g.add_argument("--aggregate", default=None, metavar="{mean,max}",
+                       help="of the window logits into the document's (mean; regression: the "
+                            "mean output)" + ("" if training else "; default: as trained"))
     if training:
         g.add_argument("--chunk-training", default="aggregate",
                        metavar="{aggregate,labels}",
                        help="aggregate: the loss on each document's aggregate of its windows "
                             "(default); labels: each window with its document's label")
-    else:
+    elif chunks_out:
         g.add_argument("--chunks-out", default=None, metavar="FILE",
                        help="also write one row per window: doc_id, chunk, start, end "
-                            "(characters), the window's predicted and prob_<label>")
+                            "(characters), then the window's own output (predicted and "
+                            "prob_<label>; embed: its embedding)")
+
+
+def add_truncation_options(p, help_text: str) -> None:
+    """``--truncation`` (default: the method's) and the window options of training
+    (:func:`add_chunk_options`), for tune and compare."""
+    p.add_argument("--truncation", default=None, choices=TRUNCATIONS, help=help_text)
+    add_chunk_options(p, training=True)
+
+
+def training_chunk_kwargs(args) -> dict:
+    """The window settings of :func:`add_truncation_options` that were given, as library
+    keywords (``chunk_training`` only with ``--truncation chunks``, where it applies)."""
+    out = {k: v for k, v in chunk_kwargs(args).items() if v is not None}
+    if args.truncation == "chunks":
+        out["chunk_training"] = args.chunk_training
+    return out
+
+
+def refuse_partitioned_chunks_out(args) -> None:
+    """``--chunks-out`` names one file; a partitioned ``--input`` writes a folder."""
+    if getattr(args, "chunks_out", None):
+        raise InputError("--chunks-out is not supported with a partitioned --input yet; "
+                         "run the verb on each file for its windows")
 
 
 def chunk_kwargs(args) -> dict:
     """The window settings of :func:`add_chunk_options` as library keywords (None: unset)."""
     return {"stride": args.stride, "max_chunks": args.max_chunks,
-            "aggregate": args.aggregate}
+            "aggregate": getattr(args, "aggregate", None)}
 
 
 def add_embedding_cache_options(p) -> None:

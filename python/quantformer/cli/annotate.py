@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .._core.atomic import write_json
+from .._core.errors import InputError
 from ..infer.annotate import annotate, check_codebook_labels, draw_shots
 from ..io.frames import read_frame
 from ..io.writable import check_output_file
@@ -11,7 +12,10 @@ from ..io.llm_cache import CodeCache
 from ..io.writable import check_writable
 from ..label.room.codebook import make_codebook
 from ..models.llm import EndpointLM, LocalLM, check_api_key
-from ._options import add_corpus_options, corpus_kwargs
+from ..scale.annotate import annotate_partitions
+from ..scale.dask import describe
+from ._options import (add_corpus_options, add_endpoint_options, add_partition_options,
+                       corpus_kwargs, partitioned)
 
 
 def add_cli(sub) -> None:
@@ -28,7 +32,7 @@ def add_cli(sub) -> None:
                     "label, prob_<label>, unparsed, coder (the codes frame of a human "
                     "coder), and a record OUT.json (prompt, prompt hash, model).",
     )
-    p.add_argument("--input", required=True, help="corpus file")
+    add_partition_options(p)
     add_corpus_options(p, label=False)
     p.add_argument("--codebook", required=True,
                    help="codebook file (.json, .csv, .tsv: label, description, examples)")
@@ -42,12 +46,7 @@ def add_cli(sub) -> None:
                    help="human codes (doc_id, text, label) to draw the shots from; never "
                         "documents of --input")
     p.add_argument("--seed", type=int, default=0, help="seed of the shots' draw (default 0)")
-    p.add_argument("--endpoint", default=None,
-                   help="base URL of an OpenAI-compatible server, e.g. "
-                        "http://127.0.0.1:11434/v1 (default: load --llm locally)")
-    p.add_argument("--api-key-env", default=None,
-                   help="name of the environment variable holding the endpoint's API key "
-                        "(the key itself is never taken on the command line)")
+    add_endpoint_options(p)
     p.add_argument("--concurrency", type=int, default=4,
                    help="requests in flight to the endpoint (default 4)")
     p.add_argument("--timeout", type=float, default=60.0,
@@ -55,28 +54,65 @@ def add_cli(sub) -> None:
     p.add_argument("--retries", type=int, default=4,
                    help="retries of a request after a 429, 5xx, timeout or lost connection, "
                         "with exponential backoff (default 4)")
+    p.add_argument("--top-logprobs", type=int, default=20,
+                   help="candidate tokens per answer token asked of the endpoint (logprobs; "
+                        "default 20, the OpenAI maximum); the label probabilities come from "
+                        "them where the server returns them, else they are missing and "
+                        "OUT.json says why; 0 asks for none")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="longest endpoint answer in tokens (default: the server's)")
     p.add_argument("--cache", default=None,
                    help="SQLite file of finished codes (default OUT.cache.sqlite); a rerun "
                         "or resumed run computes only what is missing")
     p.add_argument("--raw", action="store_true", help="keep the endpoint's raw answer")
+    p.add_argument("--keep-text", action="store_true",
+                   help="keep the text column (after doc_id), so that the codes are a "
+                        "labelled corpus: finetune --train OUT trains an encoder on them "
+                        "(distillation)")
     p.add_argument("--device", default="cpu", help="torch device of a local model (cpu)")
     p.set_defaults(func=run)
 
 
+def _human(args):
+    if args.shots_from is None:
+        return None
+    return read_frame(args.shots_from, require_label=True, **corpus_kwargs(args))
+
+
+def _run_partitions(args, codebook) -> int:
+    """A folder, glob or several files as --input, or --scheduler/--resume: one Parquet of
+    codes per partition (:func:`quantformer.scale.annotate.annotate_partitions`)."""
+    cache_path = args.cache or args.out.rstrip("/\\") + ".cache.sqlite"
+    check_writable(cache_path, "cache")
+    print(describe(annotate_partitions(
+        args.input, args.out, codebook, args.llm, endpoint=args.endpoint,
+        api_key_env=args.api_key_env, shots=args.shots, human=_human(args), seed=args.seed,
+        cache=cache_path, scheduler=args.scheduler, resume=args.resume, keep_raw=args.raw,
+        concurrency=args.concurrency, timeout=args.timeout, retries=args.retries,
+        top_logprobs=args.top_logprobs, max_tokens=args.max_tokens, device=args.device,
+        corpus=corpus_kwargs(args, label=False))))
+    return 0
+
+
 def run(args) -> int:
+    codebook = make_codebook(path=args.codebook)
+    labels = check_codebook_labels(codebook)
+    if partitioned(args):
+        if args.keep_text:
+            raise InputError("--keep-text is for a single --input file; with a folder, glob or "
+                             "--scheduler, annotate each file, or join the texts to the "
+                             "partitions' codes by doc_id", params=["keep_text"])
+        return _run_partitions(args, codebook)
     check_output_file(args.out)
     cache_path = args.cache or args.out + ".cache.sqlite"
     check_writable(cache_path, "cache")
-    codebook = make_codebook(path=args.codebook)
-    labels = check_codebook_labels(codebook)
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))
-    human = None
-    if args.shots_from is not None:
-        human = read_frame(args.shots_from, require_label=True, **corpus_kwargs(args))
+    human = _human(args)
     shots = draw_shots(human, args.shots, frame["doc_id"], frame["text"], labels, args.seed)
     if args.endpoint is not None:
         llm = EndpointLM(args.endpoint, args.llm, check_api_key(args.api_key_env),
-                         timeout=args.timeout, retries=args.retries)
+                         timeout=args.timeout, retries=args.retries,
+                         top_logprobs=args.top_logprobs, max_tokens=args.max_tokens)
         llm.check()
     else:
         if args.api_key_env is not None:
@@ -88,6 +124,8 @@ def run(args) -> int:
                                  keep_raw=args.raw, concurrency=args.concurrency)
     finally:
         cache.close()
+    if args.keep_text:
+        codes.insert(1, "text", frame["text"].to_numpy())
     write_frame(codes, args.out)
     write_json(record, args.out + ".json")
     print(f"wrote {len(codes)} codes to {args.out} ({record['from_cache']} from the cache, "

@@ -20,7 +20,13 @@ from ..infer.predict import precision_record
 from ..io.frames import read_frame
 from ..io.modeldir import read_record
 from ..io.writable import check_writable
-from ._options import add_corpus_options, add_device_option, add_precision_option, corpus_kwargs
+from ._options import (
+    add_corpus_options,
+    add_device_option,
+    add_precision_option,
+    add_quiet_option,
+    corpus_kwargs,
+)
 
 
 def add_cli(sub) -> None:
@@ -69,6 +75,7 @@ def add_cli(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="random seed of the perturbations (1)")
     add_device_option(p)
     add_precision_option(p)
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -103,8 +110,9 @@ def run(args) -> int:
     if frame is not None and frame["text"].isna().all():
         raise InputError(f"all texts of '{args.input}' are missing", params=["input"])
     clf = load_model(args.model, device=args.device, precision=args.precision)
-    results = run_tests(clf, frame, tests, seed=args.seed)
+    results = run_tests(clf, frame, tests, seed=args.seed, progress=not args.quiet)
     write_json({"model": str(args.model), "input": args.input, "seed": args.seed,
                 "precision": precision_record(clf), "tests": results}, args.out)
-    print_table(summary(results), title=f"behavioural tests (written to {args.out})")
+    if not args.quiet:
+        print_table(summary(results), title=f"behavioural tests (written to {args.out})")
     return 0

@@ -10,17 +10,21 @@ from .._core.show import print_table
 from ..select.common import METRIC_LABEL
 from ..select.compare import MODELS, compare, parse_models, task_model_names
 from ..io.writable import check_results_dir
+from ..label.room.codebook import make_codebook
 from ._options import (
+    add_endpoint_options,
     add_labelled_corpora,
-    add_selection_run_options,
     add_model_option,
     add_nli_options,
+    add_selection_run_options,
     add_task_options,
+    add_truncation_options,
     max_length_arg,
     nli_kwargs,
     positive,
     read_train_test,
     task_kwargs,
+    training_chunk_kwargs,
     written_files,
 )
 
@@ -31,7 +35,9 @@ def add_cli(sub) -> None:
         help="fine-tuned Transformer vs SVM/XGBoost baselines by training size (Table 1)",
         description="Train each model on stratified samples of each training size (repeated "
                     "draws) and score it on the test set, as in Wankmüller (2022) Table 1 and "
-                    "Figure 10. Writes results.csv/.rds (one row per model x size x repeat), "
+                    "Figure 10; with --llm, a large language model coding the test documents from "
+                    "--codebook (zero-shot, and k-shot with --shots) in rows beside them. "
+                    "Writes results.csv/.rds (one row per model x size x repeat), "
                     "table.csv/.rds/.md (mean and min-max per size), figure10.png and "
                     "summary.json into --out (a new or empty folder, or --overwrite).",
     )
@@ -61,9 +67,30 @@ def add_cli(sub) -> None:
                    help="fine-tuning learning rate (default by model size)")
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="tokens per document for the Transformer (512)")
+    add_truncation_options(p, "how the fine-tuned candidates cut long documents (head_tail; "
+                              "setfit: head); chunks: read whole as windows, in training and "
+                              "on the test set; the baselines are unaffected")
     add_selection_run_options(p)
     add_nli_options(p, "the nli model of --models")
+    add_llm_options(p)
     p.set_defaults(func=run)
+
+
+def add_llm_options(p) -> None:
+    """``--llm``, ``--codebook``, ``--shots``, ``--endpoint``, ``--api-key-env``: a language
+    model's rows (:mod:`quantformer.select.compare_llm`)."""
+    g = p.add_argument_group("a large language model as a coder (rows llm, llm-<k>shot)")
+    g.add_argument("--llm", default=None,
+                   help="a causal LM (Hugging Face id or folder), or the model name the "
+                        "--endpoint serves: it codes the test documents from --codebook, as "
+                        "quantformer annotate does (row llm: zero-shot)")
+    g.add_argument("--codebook", default=None,
+                   help="codebook file (.json, .csv, .tsv: label, description, examples); "
+                        "its labels must include every class")
+    g.add_argument("--shots", type=int, default=0,
+                   help="also a k-shot row (llm-<k>shot): k examples drawn from each training "
+                        "sample's codes, never test documents (default 0)")
+    add_endpoint_options(g)
 
 
 def run(args) -> int:
@@ -72,18 +99,23 @@ def run(args) -> int:
     names = (parse_models(args.models or MODELS) if task["task"] == "classification"
              else task_model_names(args.models, task["task"]))
     train, test = read_train_test(args, task)
-    ft = {"max_length": args.max_length, "device": args.device}
+    ft = {"max_length": args.max_length, "device": args.device,
+          **({"truncation": args.truncation} if args.truncation else {}),
+          **training_chunk_kwargs(args)}
     if args.epochs is not None:
         ft["epochs"] = args.epochs
     if args.lr is not None:
         ft["lr"] = args.lr
+    codebook = make_codebook(path=args.codebook) if args.codebook is not None else None
     with warnings.catch_warnings():
         warnings.filterwarnings("once")
         res = compare(train, test, models=names, model=args.model,
                       train_sizes=args.train_sizes, repeats=args.repeats, seed=args.seed,
                       folds=args.folds, vectors=args.vectors, quiet=args.quiet,
                       finetune_kwargs=ft, title=Path(args.train).name,
-                      scheduler=args.scheduler, **nli_kwargs(args), **task)
+                      scheduler=args.scheduler, llm=args.llm, codebook=codebook,
+                      shots=args.shots, endpoint=args.endpoint,
+                      api_key_env=args.api_key_env, **nli_kwargs(args), **task)
     res.save(out, overwrite=args.overwrite)
     if not args.quiet:
         name = METRIC_LABEL[res.summary.get("metric", "macro_f1")]

@@ -6,6 +6,7 @@ from ..infer.embed import LAYOUTS, embed_file
 from ..models.hub import model_label
 from ..scale.dask import describe, embed_partitions
 from ._options import (
+    add_chunk_options,
     add_corpus_options,
     add_model_option,
     add_partition_options,
@@ -16,6 +17,7 @@ from ._options import (
     partitioned,
     positive,
     print_precision,
+    refuse_partitioned_chunks_out,
 )
 
 
@@ -46,6 +48,7 @@ def add_cli(sub) -> None:
                         "dimension dim_1..dim_H; 'auto' (default): list for .parquet/.jsonl, "
                         "wide for .csv/.tsv/.rds")
     add_run_options(p)
+    add_chunk_options(p, training=False, aggregate=False)
     add_precision_option(p, detail="Embeddings have no labels to recheck: bf16 vectors keep a "
                                    "cosine similarity with fp32's of at least 0.99997 with the "
                                    "default model on test documents; "
@@ -58,17 +61,22 @@ def run(args) -> int:
                "layout": args.layout, "truncation": args.truncation,
                "normalize": args.normalize, "keep_text": args.keep_text,
                "device": args.device, "quiet": args.quiet, "backend": args.backend,
-               "quantize": args.quantize, "precision": args.precision,
-               **corpus_kwargs(args, label=False)}
+               "quantize": args.quantize, "precision": args.precision, "stride": args.stride,
+               "max_chunks": args.max_chunks, **corpus_kwargs(args, label=False)}
     if partitioned(args):
+        refuse_partitioned_chunks_out(args)
         print(describe(embed_partitions(args.input, args.out, args.model,
                                         scheduler=args.scheduler, resume=args.resume,
                                         **options)))
         return 0
-    counts = embed_file(args.input, args.out, args.model, **options)
+    counts = embed_file(args.input, args.out, args.model, chunks_out=args.chunks_out,
+                        **options)
+    cut = (f"{counts['n_windows']} windows of {counts['max_length']} tokens, "
+           f"{counts['n_truncated']} documents over --max-chunks" if args.truncation == "chunks"
+           else f"{counts['n_truncated']} truncated ({args.truncation})")
     print(f"embedded {counts['n_docs']} documents with {model_label(args.model)} (mean "
           f"pooling, {counts['hidden']} dimensions, max {counts['max_length']} tokens): "
-          f"{counts['n_missing']} missing or empty, {counts['n_truncated']} truncated "
-          f"({args.truncation}); wrote {args.out}")
+          f"{counts['n_missing']} missing or empty, {cut}; wrote {args.out}"
+          + (f" and {args.chunks_out}" if args.chunks_out else ""))
     print_precision(counts["precision"])
     return 0

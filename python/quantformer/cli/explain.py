@@ -20,14 +20,17 @@ from ..scale.cluster import check_scheduler_reachable
 from ..scale.dask import describe
 from ..scale.partitions import is_partitioned
 from ..scale.explain import explain_on, explain_partitions
+from ..models.tokenize import TRUNCATIONS
 from ..score.attributions import by_term, compare_terms
 from ..train.bow_terms import fit_bow_terms, read_bow_data
 from ._options import (
+    add_chunk_options,
     add_corpus_options,
     add_device_option,
     add_partition_options,
     add_precision_option,
     add_quiet_option,
+    chunk_kwargs,
     corpus_kwargs,
     positive,
     print_precision,
@@ -52,7 +55,11 @@ def add_cli(sub) -> None:
                     "into the text), attribution (logit units, comparable across documents; "
                     "missing for words outside the window the model saw), target, "
                     "completeness_gap (|sum of attributions - logit difference| relative to "
-                    "the logit difference of input and baseline).",
+                    "the logit difference of input and baseline). With --truncation chunks "
+                    "(or a model fine-tuned with it) every window is explained, a word's "
+                    "attribution is its mean over the windows that read it (word_windows), "
+                    "and completeness is the document's, against the aggregate of its "
+                    "windows' logits (n_windows).",
     )
     p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
     add_partition_cli(p)
@@ -85,6 +92,13 @@ def add_cli(sub) -> None:
                    help="documents integrated together at most (8)")
     p.add_argument("--backend", default="torch", choices=("torch", "onnx"),
                    help="torch only: Integrated Gradients needs gradients")
+    p.add_argument("--truncation", default=None, choices=TRUNCATIONS,
+                   help="how long documents are read (default: as the model was fine-tuned; "
+                        "another one warns, naming both); chunks: every window of every "
+                        "document explained, each word's attribution the mean over the "
+                        "windows that read it, completeness against the aggregate (mean: "
+                        "of all windows; max: of the window with the largest logit)")
+    add_chunk_options(p, training=False, chunks_out=False)
     add_precision_option(p, auto="auto (default: fp32 whatever the hardware: Integrated "
                                  "Gradients needs accurate gradients)",
                          detail=EXPLAIN_BF16, onnx=False)
@@ -129,8 +143,14 @@ def run_partitioned(args) -> int:
         args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
         target=args.target, steps=args.steps, batch_size=args.batch_size, device=args.device,
         quiet=args.quiet, text_col=kw["text_col"], id_col=kw["id_col"], fmt=kw["fmt"],
-        quoting=kw["quoting"], precision=args.precision)))
+        quoting=kw["quoting"], chunking=chunking_of_args(args), precision=args.precision)))
     return 0
+
+
+def chunking_of_args(args) -> dict:
+    """--truncation and the window options as :func:`quantformer.infer.explain.explain`'s
+    ``chunking``."""
+    return {"truncation": args.truncation, **chunk_kwargs(args)}
 
 
 def explain_file(args, frame, record: dict | None = None) -> tuple:
@@ -138,11 +158,13 @@ def explain_file(args, frame, record: dict | None = None) -> tuple:
     if args.scheduler:
         return explain_on(args.scheduler, args.model, frame, target=args.target,
                           steps=args.steps, batch_size=args.batch_size, device=args.device,
-                          with_check=args.check, precision=args.precision)
-    clf = load_explainable(args.model, device=args.device, target=args.target, record=record)
+                          with_check=args.check, chunking=chunking_of_args(args),
+                          precision=args.precision)
+    clf = load_explainable(args.model, device=args.device, target=args.target, record=record,
+                           chunking=chunking_of_args(args))
     ex = explain(clf, frame, target=args.target, steps=args.steps,
                  batch_size=args.batch_size, progress=not args.quiet, precision=args.precision)
-    return ex, check(clf, frame, ex) if args.check else None
+    return ex, check(clf, frame, ex, progress=not args.quiet) if args.check else None
 
 
 def _add_terms_and_figure(p) -> None:
@@ -198,7 +220,7 @@ def _check_args(args) -> None:
                          params=["docs", "png"])
     if args.png:
         check_png_path(args.png)
-    return check_model(args.model, args.backend, args.target)
+    return check_model(args.model, args.backend, args.target, chunking_of_args(args))
 
 
 def _bow_terms(args, record):
@@ -263,7 +285,9 @@ def _write(args, frame, ex, extra, write_frame) -> None:
         c = extra["check"]
         print(f"deletion AOPC: top words {_fmt(c['aopc_top'])}, random words "
               f"{_fmt(c['aopc_random'])}; randomisation Spearman "
-              f"{_fmt(c['randomisation_spearman'])}")
+              f"{_fmt(c['randomisation_spearman'])}"
+              + (f" ({c['n_unknown_only']} document(s) made only of tokens the model does "
+                 "not know left out)" if c.get("n_unknown_only") else ""))
 
 
 def _fmt(v) -> str:

@@ -41,6 +41,7 @@ VERB_MODULES = [
     "quantformer.cli.pretrain",
     "quantformer.cli.predict",
     "quantformer.cli.evaluate",
+    "quantformer.cli.reliability",
     "quantformer.cli.estimate",
     "quantformer.cli.regress",
     "quantformer.cli.calibrate",
@@ -87,24 +88,22 @@ def verb_options() -> dict:
     return {}
 
 
-def _run_info(args) -> int:
+def _print_info(answer: dict, as_json: bool) -> int:
+    """Print ``info``'s answer as JSON or as aligned ``key value`` lines; return exit code 0."""
+    if as_json:
+        print_json(answer)
+    else:
+        for k, v in answer.items():
+            print(f"{k:20s} {v}")
+    return 0
 
+
+def _run_info(args) -> int:
     if args.verbs:
-        answer = {"quantformer": __version__, "verbs": verb_options(), **caller_rules()}
-        if args.json:
-            print_json(answer)
-        else:
-            for k, v in answer.items():
-                print(f"{k:20s} {v}")
-        return 0
+        return _print_info({"quantformer": __version__, "verbs": verb_options(), **caller_rules()},
+                           args.json)
     if args.model is not None:
-        record = encoder_record(args.model) or read_record(args.model)
-        if args.json:
-            print_json(record)
-        else:
-            for k, v in record.items():
-                print(f"{k:20s} {v}")
-        return 0
+        return _print_info(encoder_record(args.model) or read_record(args.model), args.json)
     info = {"quantformer": __version__, "python": sys.version.split()[0],
             "executable": sys.executable, "default_model": DEFAULT_MODEL_NAME,
             "default_model_path": default_model_path()}
@@ -123,12 +122,7 @@ def _run_info(args) -> int:
                  "cpu_isa": " ".join(k for k, v in hw["isa"].items() if v) or "none found",
                  "precision_auto": hw["auto_precision_cpu"],
                  "precision_reason": hw["auto_precision_reason"]})
-    if args.json:
-        print_json(info)
-    else:
-        for k, v in info.items():
-            print(f"{k:20s} {v}")
-    return 0
+    return _print_info(info, args.json)
 
 
 # ------------------------------------------------------------------------------------------

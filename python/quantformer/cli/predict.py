@@ -20,6 +20,7 @@ from ._options import (
     partitioned,
     positive,
     print_precision,
+    refuse_partitioned_chunks_out,
 )
 
 
@@ -62,9 +63,7 @@ def run(args) -> int:
     kw = corpus_kwargs(args)
     chunking = {"truncation": args.truncation, **chunk_kwargs(args)}
     if partitioned(args):
-        if any(v is not None for v in chunking.values()) or args.chunks_out:
-            raise InputError("--truncation and the window options are not supported with a "
-                             "partitioned --input yet; predict each file on its own")
+        refuse_partitioned_chunks_out(args)
         if args.calibrated or args.labels_file:
             flag = "--calibrated" if args.calibrated else "--labels-file"
             raise InputError(f"{flag} is not supported with a partitioned --input yet; predict "
@@ -74,7 +73,7 @@ def run(args) -> int:
             args.model, args.input, args.out, scheduler=args.scheduler, resume=args.resume,
             batch_size=args.batch_size, keep_text=args.keep_text, device=args.device,
             quiet=args.quiet, backend=args.backend, quantize=args.quantize,
-            precision=args.precision, **kw)))
+            precision=args.precision, chunking=chunking, **kw)))
         return 0
     used: dict = {}
     n = predict_file(args.model, args.input, args.out, text_col=kw["text_col"],

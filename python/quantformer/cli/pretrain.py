@@ -3,7 +3,9 @@ domain-adaptive pretraining, Gururangan et al. 2020)."""
 
 from __future__ import annotations
 
+from ..train.ddp import is_main_process
 from ..train.pretrain import OBJECTIVES, pretrain
+from ..train.pretrain_corpus import BUFFER_DOCS
 from ._options import add_corpus_options, add_device_option, add_model_option, add_quiet_option
 from ._options import corpus_kwargs, max_length_arg, positive
 
@@ -18,7 +20,9 @@ def add_cli(sub) -> None:
                     "that finetune --model, tune, compare, embed, zeroshot and finetune "
                     "--method setfit accept. Objective auto: TSDAE (Wang et al. 2021) for "
                     "sentence-transformers bodies such as the default model, masked language "
-                    "modelling for other encoders.",
+                    "modelling for other encoders. The corpus is streamed (memory grows "
+                    "with --buffer-docs, not with the corpus). Several processes (GPUs): "
+                    "torchrun --nproc_per_node N -m quantformer pretrain ...",
     )
     p.add_argument("--corpus", required=True,
                    help="unlabelled texts (.parquet, .csv, .tsv, .txt, .jsonl, .rds); at least "
@@ -46,15 +50,18 @@ def add_cli(sub) -> None:
     p.add_argument("--lr", type=positive(float), default=None,
                    help="learning rate (5e-5 for mlm, 3e-5 for tsdae)")
     p.add_argument("--batch-size", type=positive(int), default=32,
-                   help="documents per step (32)")
+                   help="documents per step in each process (32)")
+    p.add_argument("--buffer-docs", type=positive(int), default=BUFFER_DOCS,
+                   help="documents read, shuffled and length-grouped together; memory grows "
+                        f"with it, not with the corpus ({BUFFER_DOCS})")
     p.add_argument("--head-steps", type=int, default=None,
                    help="warm-up steps of a new masked-LM head with the encoder frozen "
                         "(default one epoch; 0: none)")
     p.add_argument("--checkpoint-every", type=positive(int), default=500,
                    help="steps between checkpoints, kept in OUT.checkpoint until the end (500)")
     p.add_argument("--resume", action="store_true",
-                   help="continue an interrupted run of the same corpus and settings from "
-                        "its last checkpoint")
+                   help="continue an interrupted run of the same corpus, settings and number "
+                        "of processes from its last checkpoint")
     add_device_option(p)
     add_quiet_option(p)
     p.set_defaults(func=run)
@@ -67,8 +74,11 @@ def run(args) -> int:
         max_steps=args.max_steps, max_length=args.max_length, mask_prob=args.mask_prob,
         whole_word=args.whole_word, valid_fraction=args.valid_fraction, seed=args.seed,
         lr=args.lr, batch_size=args.batch_size, checkpoint_every=args.checkpoint_every,
-        head_steps=args.head_steps, resume=args.resume, device=args.device, quiet=args.quiet,
+        head_steps=args.head_steps, buffer_docs=args.buffer_docs,
+        resume=args.resume, device=args.device, quiet=args.quiet,
         text_col=kw["text_col"], id_col=kw["id_col"], fmt=kw["fmt"], quoting=kw["quoting"])
+    if not is_main_process():  # under torchrun: the main process reports
+        return 0
     before, after = record["valid_before"], record["valid_after"]
     ppl = (f", perplexity {before['perplexity']} -> {after['perplexity']}"
            if "perplexity" in after else "")

@@ -4,6 +4,7 @@ prediction-powered confidence intervals."""
 from __future__ import annotations
 
 from ..io.writable import check_output_file
+from ..measure.prevalence import METHODS
 from ..measure.regress import FAMILIES, regress
 from ._options import add_gold_options, add_table_out_option, gold_kwargs, show_and_write_table
 
@@ -14,7 +15,8 @@ def add_cli(sub) -> None:
         help="regress a measured class on docvars (OLS/logistic) with PPI intervals",
         description="Coefficients of a regression of one class's indicator on docvars, with "
                     "prediction-powered confidence intervals from a prediction file and a "
-                    "hand-coded random sample (Angelopoulos et al. 2023). Output columns: "
+                    "hand-coded random sample (Angelopoulos et al. 2023), or design-based "
+                    "supervised learning (--method dsl). Output columns: "
                     "outcome, term, estimate, ci_low, ci_high, family, method, n_gold, "
                     "n_total.",
     )
@@ -22,8 +24,12 @@ def add_cli(sub) -> None:
     p.add_argument("--formula", required=True,
                    help="'CLASS ~ docvar + docvar' (patsy syntax on the right, e.g. C(party))")
     p.add_argument("--family", default="ols", choices=FAMILIES, help="ols (default) or logistic")
-    p.add_argument("--method", default="ppi", choices=("ppi", "naive", "gold"),
-                   help="ppi (default), naive (predicted labels) or gold (hand-coded alone)")
+    p.add_argument("--method", default="ppi", choices=METHODS,
+                   help="ppi (default), naive (predicted labels), gold (hand-coded alone) or "
+                        "dsl (design-based supervised learning, Egami et al. 2023: "
+                        "pseudo-outcomes from the predictions and the gold codes weighted by "
+                        "their known inclusion probabilities (--weight-col), regressed with "
+                        "sandwich standard errors)")
     add_table_out_option(p)
     p.set_defaults(func=run)
 

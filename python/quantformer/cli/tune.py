@@ -5,18 +5,22 @@ from __future__ import annotations
 
 from .._core.show import print_table
 from ..select.tune import METRIC_NAMES, parse_list, tune
-from ..io.writable import check_results_dir
+from .._core.atomic import write_json
+from ..io.modeldir import read_record
+from ..io.writable import check_results_dir, check_writable
 from ._options import (
     add_labelled_corpora,
-    add_selection_run_options,
     add_model_option,
     add_nli_options,
+    add_selection_run_options,
     add_task_options,
+    add_truncation_options,
     max_length_arg,
     nli_kwargs,
     positive,
     read_train_test,
     task_kwargs,
+    training_chunk_kwargs,
     written_files,
 )
 
@@ -64,14 +68,20 @@ def add_cli(sub) -> None:
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="tokens per document, special tokens included (512; --method setfit: "
                         "the sentence-transformer's own, 256 for MiniLM)")
-    p.add_argument("--truncation", default=None, choices=("head_tail", "head", "tail"),
-                   help="how long documents are cut (head_tail; --method setfit: head)")
+    add_truncation_options(p, "how long documents are cut (head_tail; --method setfit: "
+                              "head); chunks: every document read whole as windows, in "
+                              "training and in scoring each held-out fold")
     add_selection_run_options(p)
+    p.add_argument("--record", default=None,
+                   help="also write the refit model's run record (its quantformer.json, "
+                        "checked) to this JSON file")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     out = check_results_dir(args.out, args.overwrite)
+    if args.record:
+        check_writable(args.record, "record")
     lrs = parse_list(args.lrs, float, "lrs")
     epochs = parse_list(args.epochs_grid, int, "epochs_grid")
     task = task_kwargs(args)
@@ -81,11 +91,14 @@ def run(args) -> int:
                batch_size=args.batch_size, max_length=args.max_length,
                truncation=args.truncation, device=args.device, quiet=args.quiet,
                scheduler=args.scheduler, method=args.method,
-               setfit_iterations=args.setfit_iterations, **nli_kwargs(args), **task)
+               setfit_iterations=args.setfit_iterations, **nli_kwargs(args), **task,
+               **training_chunk_kwargs(args))
     res.info["train"] = str(args.train)
     if args.test:
         res.info["test"] = str(args.test)
     res.save(out, overwrite=args.overwrite)
+    if args.record:  # the checked record, so a caller needs no second call to read it
+        write_json(read_record(out / "model"), args.record)
     if not args.quiet:
         # learning rates as written (5e-05), not rounded to the table's 4 decimals
         table = res.cv_summary.assign(lr=[f"{v:g}" for v in res.cv_summary["lr"]])

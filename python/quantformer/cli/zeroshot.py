@@ -23,8 +23,10 @@ from ..models.tokenize import warn_truncated
 from ..scale.dask import describe as describe_partitions
 from ..scale.dask import zeroshot_partitions
 from ._options import (
+    add_chunk_options,
     add_corpus_options,
     add_model_option,
+    chunk_kwargs,
     add_partition_options,
     add_precision_option,
     add_run_options,
@@ -34,6 +36,7 @@ from ._options import (
     partitioned,
     positive,
     print_precision,
+    refuse_partitioned_chunks_out,
 )
 
 
@@ -75,6 +78,7 @@ def add_cli(sub) -> None:
     p.add_argument("--temperature", type=positive(float), default=None,
                    help="embedding method: softmax temperature (1 when standardised, else 0.05)")
     add_run_options(p)
+    add_chunk_options(p, training=False)
     add_precision_option(p, detail=RECHECK.format(done="scored") + "; auto keeps --multi-label "
                                    "runs in fp32")
     p.set_defaults(func=run)
@@ -87,12 +91,14 @@ def _options(args) -> dict:
             "truncation": args.truncation, "device": args.device, "quiet": args.quiet,
             "calibration": args.calibration, "temperature": args.temperature,
             "keep_text": args.keep_text, "backend": args.backend, "quantize": args.quantize,
-            "precision": args.precision}
+            "precision": args.precision,
+            **{k: v for k, v in chunk_kwargs(args).items() if v is not None}}
 
 
 def run(args) -> int:
     labels = read_label_descriptions(args.labels_file) if args.labels_file else args.labels
     if partitioned(args):
+        refuse_partitioned_chunks_out(args)
         print(describe_partitions(zeroshot_partitions(
             args.input, args.out, labels, args.hypothesis, scheduler=args.scheduler,
             resume=args.resume, **_options(args), **corpus_kwargs(args, label=False))))
@@ -101,11 +107,13 @@ def run(args) -> int:
     hypothesis = check_hypothesis(args.hypothesis)
     labels = check_labels(labels, args.multi_label)
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))
-    result = zeroshot(frame, labels, hypothesis, **_options(args))
+    result = zeroshot(frame, labels, hypothesis, chunks_out=args.chunks_out, **_options(args))
     meta = result.attrs["quantformer"]
     print(describe(meta))
     print_precision(meta["precision"])
-    warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"], meta["truncation"])
+    if meta["truncation"] != "chunks":  # max_chunks warns as the windows are made
+        warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"],
+                       meta["truncation"])
     print_table(_counts(result, labels), floatfmt="{:.3f}")
     write_frame(result, args.out)
     print(f"wrote {len(result)} rows to {args.out}")

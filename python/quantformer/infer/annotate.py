@@ -16,6 +16,7 @@ Martini (2024) and Egami et al. (2023, NeurIPS).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -29,6 +30,7 @@ import pandas as pd
 from .._core.errors import InputError
 from ..io.llm_cache import CodeCache, text_hash
 from ..models.llm import DOC_SLOT, normalise
+from ..models.llm_probs import REASONS
 from ..models.tokenize import is_missing
 
 INSTRUCTION = ("You code documents for a research project. Read the codebook, then answer "
@@ -100,6 +102,18 @@ def draw_shots(human: pd.DataFrame | None, n: int, doc_ids, texts, labels: list[
     if outside:
         raise InputError(f"{{shots_from}} has labels the codebook lacks: {outside}",
                          params=["shots_from"])
+    check_shots_overlap(human, doc_ids, texts)
+    pick = human.sample(n=n, random_state=seed)
+    return list(zip(pick["text"].astype(str), pick["label"].astype(str)))
+
+
+def check_shots_overlap(human: pd.DataFrame, doc_ids, texts) -> None:
+    """Refuse human codes (``doc_id``, ``text``) that share a document, by id or by text, with
+    the documents being coded (``doc_ids``, ``texts``: one file, or one chunk at a time).
+
+    Raises:
+        InputError: names ``shots_from`` and ``input``, with up to three shared documents.
+    """
     overlap = (set(human["doc_id"].astype(str)) & set(map(str, doc_ids))) | (
         set(human["text"]) & set(texts))
     if overlap:
@@ -107,19 +121,15 @@ def draw_shots(human: pd.DataFrame | None, n: int, doc_ids, texts, labels: list[
                          f"{sorted(map(str, overlap))[:3]}); k-shot examples must never be "
                          "documents being coded: remove them from one file",
                          params=["shots_from", "input"])
-    pick = human.sample(n=n, random_state=seed)
-    return list(zip(pick["text"].astype(str), pick["label"].astype(str)))
 
 
 def _local_code(llm, head_ids, label_ids, tail, text):
-    logps = llm.score(head_ids, llm.ids(text + tail), label_ids)
-    probs = normalise(logps)
-    return probs, None
+    return normalise(llm.score(head_ids, llm.ids(text + tail), label_ids))
 
 
 def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache | None = None,
              shots: list[tuple[str, str]] = (), keep_raw: bool = False,
-             concurrency: int = 4, progress=sys.stderr) -> tuple[pd.DataFrame, dict]:
+             concurrency: int = 4, progress=sys.stderr, gate=None) -> tuple[pd.DataFrame, dict]:
     """Code every document of ``frame`` (``doc_id``, ``text``) with ``llm``.
 
     Args:
@@ -132,10 +142,16 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
         keep_raw: add the endpoint's raw answer as ``raw``.
         concurrency: requests in flight to an endpoint (default 4).
         progress: stream for the documents-per-second line (None: silent).
+        gate: None, or a context manager held around each endpoint request (a
+            ``distributed.Semaphore`` bounds the requests in flight across Dask workers).
 
     Returns:
         The codes frame (``doc_id``, ``label``, ``prob_<label>``, ``unparsed``, ``coder``,
-        optional ``raw``) and the record (prompt, prompt hash, model, counts).
+        optional ``raw``) and the record (prompt, prompt hash, model, counts,
+        ``probabilities``: ``label scores`` (local) or ``token logprobs`` (endpoint), and
+        ``probabilities_missing``: rows without probabilities by reason, each reason
+        explained in ``probabilities_missing_reasons``; see
+        :mod:`quantformer.models.llm_probs`).
     """
     labels = check_codebook_labels(codebook)
     messages = build_messages(codebook, shots)
@@ -145,48 +161,63 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
     todo = []
     for i, t in enumerate(texts):
         if not t.strip():  # no text, no code (as predict leaves such documents unlabelled)
-            results[i] = (None, None, None)
+            results[i] = (None, None, None, None)
             continue
         hit = cache.get(llm.name, phash, text_hash(t)) if cache else None
         if hit is None:
             todo.append(i)
         else:
-            results[i] = (hit[1], hit[0], hit[2])
+            results[i] = (hit[1], hit[0], hit[2], hit[3])
     n_cached = len(texts) - len(todo)
     start = time.monotonic()
-    for done, (i, res) in enumerate(_run(llm, messages, labels, texts, todo, concurrency), 1):
+    for done, (i, res) in enumerate(_run(llm, messages, labels, texts, todo, concurrency,
+                                         gate or contextlib.nullcontext()), 1):
         results[i] = res
         if cache:
-            cache.put(llm.name, phash, text_hash(texts[i]), res[1], res[0], res[2])
+            cache.put(llm.name, phash, text_hash(texts[i]), res[1], res[0], res[2], res[3])
         if progress is not None and (done % 10 == 0 or done == len(todo)):
             rate = done / max(time.monotonic() - start, 1e-9)
             print(f"\rannotate: {done}/{len(todo)} documents, {rate:.1f} docs/s",
                   end="\n" if done == len(todo) else "", file=progress, flush=True)
-    n_empty = sum(1 for t in texts if not t.strip())
-    if n_empty:
-        warnings.warn(f"{n_empty} of {len(texts)} document(s) have a missing or empty text and "
-                      "get no code (label and probabilities missing)", stacklevel=2)
-    return _frame(frame, labels, results, llm.name, keep_raw, empty=[not t.strip() for t in texts]), {
-        "prompt": messages, "prompt_hash": phash, "model": llm.name, "labels": labels,
-        "shots": len(shots), "documents": len(texts), "from_cache": n_cached,
-        "unparsed": sum(1 for r, t in zip(results, texts) if r[1] is None and t.strip()),
-        "empty": n_empty}
+    empty = [not t.strip() for t in texts]
+    if any(empty):
+        warnings.warn(f"{sum(empty)} of {len(texts)} document(s) have a missing or empty text "
+                      "and get no code (label and probabilities missing)", stacklevel=2)
+    return _frame(frame, labels, results, llm.name, keep_raw, empty), _record(
+        llm, messages, phash, labels, shots, results, empty, n_cached)
 
 
-def _run(llm, messages, labels, texts, todo, concurrency):
+def _record(llm, messages, phash, labels, shots, results, empty, n_cached) -> dict:
+    """What annotate did: the prompt, its hash, the model, the counts, where the
+    probabilities come from and why some are missing (:data:`REASONS`)."""
+    why: dict[str, int] = {}
+    for r, e in zip(results, empty):
+        if not e and r[3] is not None:
+            why[r[3]] = why.get(r[3], 0) + 1
+    return {"prompt": messages, "prompt_hash": phash, "model": llm.name, "labels": labels,
+            "shots": len(shots), "documents": len(results), "from_cache": n_cached,
+            "unparsed": sum(1 for r, e in zip(results, empty) if r[1] is None and not e),
+            "empty": sum(empty),
+            "probabilities": "label scores" if hasattr(llm, "score") else "token logprobs",
+            "probabilities_missing": why,
+            "probabilities_missing_reasons": {k: REASONS[k] for k in why}}
+
+
+def _run(llm, messages, labels, texts, todo, concurrency, gate):
     """Yield ``(index, (probs, label, raw))`` as each document finishes."""
     if hasattr(llm, "score"):
         head, tail = llm.split_prompt(messages)
         head_ids, label_ids = llm.ids(head), llm.label_ids(labels)
         for i in todo:
-            probs, raw = _local_code(llm, head_ids, label_ids, tail, texts[i])
-            yield i, (probs, labels[max(range(len(labels)), key=probs.__getitem__)], raw)
+            probs = _local_code(llm, head_ids, label_ids, tail, texts[i])
+            yield i, (probs, labels[max(range(len(labels)), key=probs.__getitem__)], None, None)
         return
 
     def one(i):
         msgs = [dict(m, content=m["content"].replace(DOC_SLOT, texts[i])) for m in messages]
-        label, raw = llm.code(msgs, labels)
-        return i, (None, label, raw)
+        with gate:
+            label, raw, probs, why = llm.code(msgs, labels)
+        return i, (probs, label, raw, why)
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
     try:  # finished codes are yielded (and cached) as they come; a failure stops the rest
@@ -199,7 +230,8 @@ def _frame(frame, labels, results, coder, keep_raw, empty) -> pd.DataFrame:
     out = pd.DataFrame({"doc_id": frame["doc_id"].values,
                         "label": [r[1] for r in results]})
     for k, lab in enumerate(labels):
-        out[f"prob_{lab}"] = [r[0][k] if r[0] is not None else math.nan for r in results]
+        out[f"prob_{lab}"] = [math.nan if r[0] is None or r[0][k] is None else r[0][k]
+                              for r in results]
     out["unparsed"] = [r[1] is None and not e for r, e in zip(results, empty)]
     out["coder"] = coder
     if keep_raw:

@@ -381,8 +381,9 @@ def _pred(labels, p) -> dict:
 
 
 def run_perturbation(clf, frame: pd.DataFrame, test: BehaviourTest, seed: int = 1,
-                     max_examples: int = MAX_EXAMPLES) -> dict:
-    """An invariance or directional test over the documents of ``frame``."""
+                     max_examples: int = MAX_EXAMPLES, progress: bool = False) -> dict:
+    """An invariance or directional test over the documents of ``frame`` (``progress``: tqdm
+    bars of the predictions on stderr)."""
     rng = np.random.default_rng(seed)
     f = perturbation(test.perturb, test.substitutions, test.preserve_case)
     rows, skipped = [], {}
@@ -397,12 +398,12 @@ def run_perturbation(clf, frame: pd.DataFrame, test: BehaviourTest, seed: int = 
     if not rows:
         return {**_result(test, 0, [], max_examples), "n_skipped": sum(skipped.values()),
                 "skipped": skipped}
-    before = clf.predict_proba([r[1] for r in rows], batch_size=32)
+    before = clf.predict_proba([r[1] for r in rows], batch_size=32, progress=progress)
     # truncation is counted on the corpus's documents (above); their perturbed copies would
     # count each document twice
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncationWarning)
-        after = clf.predict_proba([r[2] for r in rows], batch_size=32)
+        after = clf.predict_proba([r[2] for r in rows], batch_size=32, progress=progress)
     kind, _, cls = test.expect.partition(":")
     if kind == "same":
         bad = before.argmax(axis=1) != after.argmax(axis=1)
@@ -449,9 +450,9 @@ def change_summary(move: np.ndarray) -> dict:
 
 
 def run_minimum(clf, frame: pd.DataFrame | None, test: BehaviourTest,
-                max_examples: int = MAX_EXAMPLES) -> dict:
+                max_examples: int = MAX_EXAMPLES, progress: bool = False) -> dict:
     """A minimum-functionality test: the filled template's texts (or the corpus's labelled
-    documents) must get their label."""
+    documents) must get their label (``progress``: a tqdm bar of the predictions)."""
     if test.template is not None:
         texts = templates(test.template, test.fill)
         expected = [test.label] * len(texts)
@@ -462,28 +463,37 @@ def run_minimum(clf, frame: pd.DataFrame | None, test: BehaviourTest,
         keep = frame["label"].notna() & frame["text"].notna()
         texts, expected = frame.loc[keep, "text"].tolist(), frame.loc[keep, "label"].astype(
             str).tolist()
-    probs = clf.predict_proba(texts, batch_size=32) if texts else np.zeros((0, 1))
+    probs = clf.predict_proba(texts, batch_size=32, progress=progress) if texts \
+        else np.zeros((0, 1))
     fails = [{"text": texts[i], "expected": expected[i], "prediction": _pred(clf.labels, p)}
              for i, p in enumerate(probs) if clf.labels[int(np.argmax(p))] != expected[i]]
     return _result(test, len(texts), fails, max_examples)
 
 
 def run_tests(clf, frame: pd.DataFrame | None, tests: list[BehaviourTest], seed: int = 1,
-              max_examples: int = MAX_EXAMPLES) -> list[dict]:
-    """Run ``tests`` (checked first) with a classifier; one result dict per test."""
+              max_examples: int = MAX_EXAMPLES, progress: bool = False) -> list[dict]:
+    """Run ``tests`` (checked first) with a classifier; one result dict per test.
+
+    Args:
+        progress: tqdm bars on stderr: one over the tests (several tests), one over each
+            test's predictions.
+    """
+    from tqdm.auto import tqdm
+
     if clf.task.name != "classification":
         raise InputError(f"behave tests classifiers; this is a {clf.task.name} model")
     for t in tests:
         t.check(clf.labels)
+        if t.expect != "label" and frame is None:
+            raise InputError(f"test '{t.name}' perturbs documents: give a corpus",
+                             params=["input"])
     out = []
-    for t in tests:
+    for t in tqdm(tests, desc="behavioural tests", unit="test", leave=False,
+                  disable=not progress or len(tests) < 2):
         if t.expect == "label":
-            out.append(run_minimum(clf, frame, t, max_examples))
+            out.append(run_minimum(clf, frame, t, max_examples, progress))
         else:
-            if frame is None:
-                raise InputError(f"test '{t.name}' perturbs documents: give a corpus",
-                                 params=["input"])
-            out.append(run_perturbation(clf, frame, t, seed, max_examples))
+            out.append(run_perturbation(clf, frame, t, seed, max_examples, progress))
     return out
 
 
@@ -497,20 +507,26 @@ def summary(results: list[dict]) -> pd.DataFrame:
 # suite files
 
 
-def read_substitutions(path) -> list[tuple[str, str]]:
+def read_substitutions(path, where: str | None = None) -> list[tuple[str, str]]:
     """``(from, to)`` pairs from a CSV file with columns ``from`` and ``to`` (UTF-8).
 
+    Args:
+        path: the CSV file.
+        where: the suite test that names the file (``"test 2 of 'suite.yaml'"``); its errors
+            then name ``suite``, else ``substitutions``.
+
     Raises:
-        InputError: missing file or columns, or no pairs.
+        InputError: unreadable file, missing columns, or no pairs.
     """
+    what, params = (f"{{substitutions}} '{path}'", ["substitutions"]) if where is None else \
+        (f"the substitutions file '{path}' of {where} in {{suite}}", ["suite"])
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the substitutions file '{path}': {exc}",
-                         params=["substitutions"]) from None
-    if not {"from", "to"} <= set(df.columns) or df.empty:
-        raise InputError(f"the substitutions file '{path}' needs columns from,to and at least "
-                         "one row", params=["substitutions"])
+        raise InputError(f"cannot read {what}: {exc}", params=params) from None
+    if not {"from", "to"} <= set(df.columns) or not (df["from"] != "").any():
+        raise InputError(f"{what} needs columns from and to and at least one pair (one a row, "
+                         "from not empty)", params=params)
     return [(a, b) for a, b in zip(df["from"], df["to"]) if a]
 
 
@@ -536,7 +552,7 @@ def _test_from(entry: dict, where: str, base) -> BehaviourTest:
     subs = entry.get("substitutions") or []
     if isinstance(subs, str):
         p = Path(subs)
-        subs = read_substitutions(p if p.is_absolute() else Path(base).parent / p)
+        subs = read_substitutions(p if p.is_absolute() else Path(base).parent / p, where)
     elif isinstance(subs, dict):
         subs = list(subs.items())
     else:

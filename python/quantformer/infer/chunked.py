@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, ParamWarning
-from ..models.chunks import DEFAULT_AGGREGATE, check_aggregate, check_not_longformer
-from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, check_windows, special_template
+from ..io.writable import check_output_file
+from ..models.chunks import DEFAULT_AGGREGATE, check_chunk_options, check_not_longformer
+from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, check_windows
 
 
 class ChunkingWarning(ParamWarning):
@@ -41,16 +42,10 @@ def with_chunking(clf, truncation: str | None = None, stride: int | None = None,
         return clf
     trained = clf.truncation
     use = trained if truncation is None else check_strategy(truncation, TRUNCATIONS)
-    if use != CHUNKS and (stride, max_chunks, aggregate) != (None, None, None):
-        raise InputError("{stride}, {max_chunks} and {aggregate} apply to {truncation} chunks "
-                         "only; add it or leave them out",
-                         params=["stride", "max_chunks", "aggregate", "truncation"])
-    if aggregate is not None:
-        check_aggregate(aggregate)
+    check_chunk_options(use, stride, max_chunks, aggregate)
     if use == CHUNKS:
-        _check_can_window(clf)
-        check_windows(clf.max_length - special_template(clf.tokenizer).n_single, stride,
-                      max_chunks, clf.max_length)
+        _check_can_window(clf, aggregate)
+        check_windows(clf.window_budget(), stride, max_chunks, clf.max_length)
     if use != trained:
         warnings.warn(ChunkingWarning(
             f"the model was fine-tuned with {{truncation}} {trained} and predicts with "
@@ -65,15 +60,32 @@ def with_chunking(clf, truncation: str | None = None, stride: int | None = None,
     return out
 
 
-def _check_can_window(clf) -> None:
+def check_chunk_request(truncation: str, stride: int | None, max_chunks: int | None,
+                        aggregate: str | None, chunks_out) -> None:
+    """The window settings of ``embed`` and ``zeroshot`` checked before any model loads.
+
+    Raises:
+        InputError: an unknown ``truncation`` or ``aggregate``; window settings or
+            ``chunks_out`` without chunks; ``stride`` < 0; ``max_chunks`` < 1; an unwritable
+            ``chunks_out``.
+    """
+    check_strategy(truncation, TRUNCATIONS)
+    check_chunk_options(truncation, stride, max_chunks, aggregate)
+    if chunks_out is not None:
+        if truncation != CHUNKS:
+            raise InputError("{chunks_out} writes one row per window; add {truncation} chunks",
+                             params=["chunks_out", "truncation"])
+        check_output_file(chunks_out, param="chunks_out")
+
+
+def _check_can_window(clf, aggregate: str | None) -> None:
     if not clf.reads_windows():
-        raise InputError("{truncation} chunks is offered for classifiers fine-tuned the "
-                         "standard way only, not yet for NLI or SetFit models",
+        raise InputError("{truncation} chunks is not offered for this kind of model",
                          params=["truncation"])
-    if getattr(clf.model, "backend", "torch") == "onnx":
-        raise InputError("{backend} onnx does not read documents in windows yet; use "
-                         "{backend} torch with {truncation} chunks",
-                         params=["backend", "truncation"])
+    if aggregate is not None and clf.record.get("method") == "setfit":
+        raise InputError("{aggregate} does not apply to a SetFit model: the mean of its "
+                         "windows' embeddings goes into the logistic head; leave it out",
+                         params=["aggregate"])
     check_not_longformer(clf.model.config, CHUNKS)
 
 

@@ -29,7 +29,14 @@ from ..models.onnx.recheck import RECHECK_LABEL, Recheck, check_margin
 from ..models.precision import TorchPrecision, check_with_backend, torch_precision
 from ..models.chunks import DEFAULT_AGGREGATE, aggregate_windows
 from ..models.tasks import Classification, from_record
-from ..models.tokenize import CHUNKS, Windows, encode, encode_windows, warn_truncated
+from ..models.tokenize import (
+    CHUNKS,
+    Windows,
+    encode,
+    encode_windows,
+    special_template,
+    warn_truncated,
+)
 from .chunked import chunking_of, window_frame
 
 CHUNK_ROWS = 4096
@@ -79,6 +86,11 @@ def softmax_logits(model, batch):
     import torch
 
     return torch.softmax(model(**batch).logits.float(), dim=-1)
+
+
+def window_logits(model, batch):
+    """The logits of one padded batch (windows, aggregated after the forward pass)."""
+    return model(**batch).logits.float()
 
 
 def _load_torch(path):
@@ -133,6 +145,8 @@ class Classifier:
         self.stride = self.max_chunks = None  # truncation="chunks": the window settings
         self.aggregate = DEFAULT_AGGREGATE
         self.recheck = None  # int8: the fp32 recheck of near ties (from_dir sets it)
+        self.open_logits = None  # onnx: quantize -> the export of the logits (windows)
+        self._logits_nets: dict = {}
         self.precision = TorchPrecision.fp32()  # bf16 autocast + fp32 recheck: from_dir sets it
         self.model.eval()
 
@@ -177,10 +191,6 @@ class Classifier:
         task = from_record(record)
         hp = record.get("hyperparameters", {})
         if use_onnx:
-            if hp.get("truncation") == CHUNKS:
-                raise InputError("{backend} onnx does not read documents in windows yet (this "
-                                 "model was fine-tuned with truncation chunks): use {backend} "
-                                 "torch", params=["backend"])
             if task.name != "classification":
                 raise InputError(f"{{backend}} onnx supports classification models only; "
                                  f"this is a {task.name} model: use {{backend}} torch",
@@ -191,6 +201,9 @@ class Classifier:
                       truncation=hp.get("truncation", "head_tail"), device="cpu", record=record)
             if quantize == "int8":
                 clf.recheck = _recheck(path, recheck_margin)
+            clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
+            clf.open_logits = lambda q: open_model(str(path), use="logits", fn=window_logits,
+                                                   loader=_load_torch, quantize=q)
             return clf
 
         dev = resolve_device(device)
@@ -237,15 +250,20 @@ class Classifier:
 
     def reads_windows(self) -> bool:
         """Whether this classifier can read documents in windows (``truncation="chunks"``):
-        the standard ones; NLI pairs and SetFit tokenise in their own way."""
-        return type(self)._proba is Classifier._proba
+        standard (window logits aggregated), NLI (window-hypothesis entailment logits
+        aggregated) and SetFit (window embeddings averaged into the head)."""
+        return True
+
+    def window_budget(self) -> int:
+        """Content tokens of one window at :attr:`max_length` (special tokens taken off)."""
+        return self.max_length - special_template(self.tokenizer).n_single
 
     def encoded(self, texts: list):
         """The documents tokenised as :meth:`_proba` tokenises them (an
         :class:`~quantformer.models.tokenize.Encoded`), or None for a subclass that tokenises
         in its own way (NLI pairs, SetFit): for tokenising ahead, in another thread, of the
         forward passes (:mod:`quantformer.infer.pipeline`)."""
-        if not self.reads_windows():
+        if type(self)._proba is not Classifier._proba:
             return None
         if self.truncation == CHUNKS:
             return encode_windows(self.tokenizer, texts, max_length=self.max_length,
@@ -297,8 +315,8 @@ class Classifier:
             bar = progress if not hasattr(progress, "update") else False
             with self.precision.context(self.device, cast and model is self.model):
                 logits = run_batches(
-                    model, enc.input_ids, enc.token_type_ids,
-                    fn=lambda m, b: m(**b).logits.float(), batch_size=batch_size,
+                    self._logits_model(model), enc.input_ids, enc.token_type_ids,
+                    fn=window_logits, batch_size=batch_size,
                     device=self.device, pad_id=self.tokenizer.pad_token_id or 0,
                     progress=bar)
             agg = aggregate_windows(logits, enc.doc, n, self.aggregate)
@@ -312,6 +330,17 @@ class Classifier:
         if counts is not None:
             counts["dropped"] = counts.get("dropped", 0) + int(enc.truncated.sum())
         return probs, enc.missing
+
+    def _logits_model(self, model):
+        """The network that gives window logits: ``model`` itself on torch; for an ONNX
+        export of probabilities (``proba``), the export of the logits of the same
+        quantization (opened once, on first use)."""
+        if getattr(model, "backend", "torch") != "onnx":
+            return model
+        quantize = "int8" if model.label.endswith("int8") else "none"
+        if quantize not in self._logits_nets:
+            self._logits_nets[quantize] = self.open_logits(quantize)
+        return self._logits_nets[quantize]
 
     def window_rows(self, frame: pd.DataFrame, counts: dict) -> pd.DataFrame:
         """One row per window of the documents last scored into ``counts`` (doc_id, chunk,

@@ -1,7 +1,9 @@
 """Mean-pooled document embeddings (the ``embed`` verb), also used by embedding zero-shot.
 
-Each document is tokenised (long documents truncated on token ids, ``head_tail`` by default),
-run through the encoder, and its last-layer token vectors are averaged over the attention mask:
+Each document is tokenised (long documents truncated on token ids, ``head_tail`` by default,
+or with ``truncation="chunks"`` read whole as windows whose embeddings are averaged,
+:func:`embed_windows`), run through the encoder, and its last-layer token vectors are averaged
+over the attention mask:
 the pooling of sentence-transformers models such as the bundled all-MiniLM-L6-v2, so the
 vectors equal ``SentenceTransformer.encode()`` (with ``normalize=True``, which that model's
 pipeline applies). Encoder-decoder models (BART, T5) are pooled over their encoder.
@@ -13,6 +15,7 @@ counted in a warning, never dropped.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import warnings
@@ -39,6 +42,7 @@ from ..models.hub import (
     resolve_model,
 )
 from ..models.onnx.backend import check_backend, open_model
+from ..models.chunks import aggregate_windows
 from ..models.precision import (
     TorchPrecision,
     check_precision,
@@ -46,8 +50,9 @@ from ..models.precision import (
     choose_precision,
 )
 from ..models.precision import record as precision_of
-from ..models.tokenize import DEFAULT_MAX_LENGTH, check_strategy, encode
+from ..models.tokenize import CHUNKS, DEFAULT_MAX_LENGTH, encode, encode_windows
 from .cache import MODELS
+from .chunked import check_chunk_request
 
 LAYOUTS = ("auto", "list", "wide")
 EMBEDDING_COL = "embedding"
@@ -221,8 +226,7 @@ def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head
         ids = [encoded.input_ids[i] for i in keep]
         types = [encoded.token_type_ids[i] for i in keep] if encoded.token_type_ids else None
         pad = enc.tokenizer.pad_token_id if enc.tokenizer.pad_token_id is not None else 0
-        cast = precision.context(enc.device) if precision is not None else nullcontext()
-        with cast:
+        with _cast(enc, precision):
             vecs = run_batches(enc.model, ids, types, fn=_pool, batch_size=batch_size,
                                device=enc.device, pad_id=pad, progress=progress,
                                desc="embedding")
@@ -233,10 +237,94 @@ def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head
     return out, encoded
 
 
+def _cast(enc: Encoder, precision: TorchPrecision | None):
+    """The autocast context of ``precision`` on the encoder's device (none for None)."""
+    return precision.context(enc.device) if precision is not None else nullcontext()
+
+
+def _unit(vecs: np.ndarray) -> np.ndarray:
+    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+
+def embed_windows(enc: Encoder, texts, *, max_length: int, stride: int | None = None,
+                  max_chunks: int | None = None, batch_size: int = 32,
+                  normalize: bool = False, progress: bool = False,
+                  precision: TorchPrecision | None = None):
+    """Document embeddings of texts read whole in windows (``truncation="chunks"``).
+
+    Every window of every document (:func:`quantformer.models.tokenize.encode_windows`) is
+    mean-pooled like a short document (length-sorted batches across documents); a
+    document's embedding is the mean of its windows' embeddings, each window weighing the
+    same (the averaging of the ``text`` R package, Kjell et al. 2023, over windows instead of
+    sentences). With ``normalize`` each window's vector is scaled to unit length before the
+    mean and the mean again after it.
+
+    Args:
+        texts: sequence of n str or None.
+        max_length: tokens per window, special tokens included.
+        stride, max_chunks: as in :func:`quantformer.models.tokenize.encode_windows`.
+        precision: as in :func:`embed_texts` (every window's forward pass under it).
+
+    Returns:
+        ``(vectors, windows, window_vectors)``: float32 (n, hidden) with NaN rows for
+        missing texts; the :class:`~quantformer.models.tokenize.Windows`; float32
+        (n_windows, hidden), the windows' own embeddings (unit length with ``normalize``).
+
+    Raises:
+        InputError: a ``stride`` not smaller than the window, ``max_chunks`` < 1.
+    """
+    win = encode_windows(enc.tokenizer, texts, max_length=max_length, stride=stride,
+                         max_chunks=max_chunks)
+    hidden = int(getattr(enc.config, "hidden_size", 0) or getattr(enc.config, "d_model", 0))
+    n = len(win.missing)
+    if not len(win.input_ids):
+        return (np.full((n, hidden), np.nan, dtype=np.float32), win,
+                np.zeros((0, hidden), dtype=np.float32))
+    pad = enc.tokenizer.pad_token_id if enc.tokenizer.pad_token_id is not None else 0
+    with _cast(enc, precision):
+        vecs = run_batches(enc.model, win.input_ids, win.token_type_ids, fn=_pool,
+                           batch_size=batch_size, device=enc.device, pad_id=pad,
+                           progress=progress, desc="embedding windows")
+    if normalize:
+        vecs = _unit(vecs)
+    docs = aggregate_windows(vecs, win.doc, n, "mean")
+    if normalize:
+        docs = _unit(docs)
+    return docs.astype(np.float32), win, vecs
+
+
+def embed_any(enc: Encoder, texts, *, max_length: int, truncation: str = "head_tail",
+              stride: int | None = None, max_chunks: int | None = None,
+              batch_size: int = 32, normalize: bool = False, progress: bool = False,
+              precision: TorchPrecision | None = None):
+    """:func:`embed_windows` with ``truncation="chunks"``, else :func:`embed_texts`, both in
+    ``precision``; returns ``(vectors, encoded, window_vectors)`` (``window_vectors`` None
+    without chunks)."""
+    if truncation == CHUNKS:
+        return embed_windows(enc, texts, max_length=max_length, stride=stride,
+                             max_chunks=max_chunks, batch_size=batch_size,
+                             normalize=normalize, progress=progress, precision=precision)
+    vecs, encoded = embed_texts(enc, texts, max_length=max_length, truncation=truncation,
+                                batch_size=batch_size, normalize=normalize, progress=progress,
+                                precision=precision)
+    return vecs, encoded, None
+
+
+def window_embedding_frame(frame: pd.DataFrame, windows, vectors: np.ndarray,
+                           layout: str) -> pd.DataFrame:
+    """One row per window (``chunks_out``): ``doc_id``, ``chunk`` (from 0), ``start``,
+    ``end`` (characters of the document's text, ``text[start:end]``), then the window's own
+    embedding as in :func:`embedding_frame` (a list column or ``dim_`` columns)."""
+    rows = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy()[windows.doc],
+                         "chunk": windows.chunk, "start": windows.start, "end": windows.end})
+    return embedding_frame(rows, vectors, layout)
+
+
 def embed(frame, model: str | None = None, *, batch_size: int = 32,
           max_length: int | None = None, truncation: str = "head_tail",
           normalize: bool = False, device: str = "auto", quiet: bool = False,
-          backend: str = "torch", quantize: str = "none", precision: str = "auto") -> np.ndarray:
+          backend: str = "torch", quantize: str = "none", stride: int | None = None,
+          max_chunks: int | None = None, precision: str = "auto") -> np.ndarray:
     """Mean-pooled document embeddings.
 
     Args:
@@ -246,17 +334,25 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
         batch_size: documents per forward pass at most (32); batches are length-sorted and hold
             at most :data:`quantformer.models.batching.MAX_TOKENS` padded tokens.
         max_length: token limit, special tokens included (default: the model's
-            sentence-transformers ``max_seq_length``, 256 for the default model, else 512).
-        truncation: ``head_tail`` (default; Wankmüller 2022 section 6.3), ``head`` or ``tail``.
+            sentence-transformers ``max_seq_length``, 256 for the default model, else 512);
+            with chunks the tokens of each window.
+        truncation: ``head_tail`` (default; Wankmüller 2022 section 6.3), ``head``, ``tail``
+            or ``chunks``: every document read whole in overlapping windows, its embedding the
+            mean of its windows' embeddings (:func:`embed_windows`).
         normalize: unit-length vectors (what sentence-transformers' all-MiniLM-L6-v2 returns).
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
         quiet: no progress bar.
         backend: ``torch`` (default) or ``onnx`` (ONNX Runtime; the bundled model's export is
             cached in ``$XDG_CACHE_HOME/quantformer``, see :mod:`quantformer.models.onnx.backend`).
         quantize: ``none`` (default) or ``int8`` (onnx only).
+        stride: chunks only: tokens shared by neighbouring windows (int; default a quarter of
+            the window).
+        max_chunks: chunks only: the first windows kept per document at most (int >= 1;
+            default all; a warning counts the documents with more).
         precision: torch backend: ``auto`` (default: bf16 autocast where the CPU has AMX or
             AVX-512 BF16 or the GPU supports bf16, else fp32), ``fp32`` or ``bf16``
-            (:mod:`quantformer.models.precision`). Embeddings have no labels to recheck: bf16
+            (:mod:`quantformer.models.precision`); with chunks every window runs in it.
+            Embeddings have no labels to recheck: bf16
             vectors keep a cosine similarity with fp32's of at least 0.99997 with the bundled
             all-MiniLM-L6-v2 and above 0.99 with tiny random models (40 toy documents,
             ``tests/python/infer/test_precision_verbs.py``).
@@ -267,18 +363,19 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
         documents were truncated.
 
     Raises:
-        InputError: bad model, device, truncation, ``max_length`` or ``precision``;
-            ``precision`` bf16 with ``backend`` onnx.
+        InputError: bad model, device, truncation, ``max_length``, ``stride``,
+            ``max_chunks`` or ``precision``; ``precision`` bf16 with ``backend`` onnx.
     """
     vecs, _ = _embed(frame, model, batch_size=batch_size, max_length=max_length,
                      truncation=truncation, normalize=normalize, device=device, quiet=quiet,
-                     backend=backend, quantize=quantize, precision=precision)
+                     backend=backend, quantize=quantize, stride=stride, max_chunks=max_chunks,
+                     precision=precision)
     return vecs
 
 
 def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet,
-           backend="torch", quantize="none", precision="auto"):
-    check_strategy(truncation)
+           backend="torch", quantize="none", stride=None, max_chunks=None, precision="auto"):
+    check_chunk_request(truncation, stride, max_chunks, None, None)
     check_with_backend(check_precision(precision), backend, quantize)
     if batch_size < 1:
         raise InputError(f"{{batch_size}} must be at least 1, not {batch_size}",
@@ -287,9 +384,10 @@ def _embed(frame, model, *, batch_size, max_length, truncation, normalize, devic
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
     chosen = encoder_precision(enc, precision)
-    vecs, encoded = embed_texts(enc, frame["text"].tolist(), max_length=length,
-                                truncation=truncation, batch_size=batch_size,
-                                normalize=normalize, progress=not quiet, precision=chosen)
+    vecs, encoded, _ = embed_any(enc, frame["text"].tolist(), max_length=length,
+                                 truncation=truncation, stride=stride, max_chunks=max_chunks,
+                                 batch_size=batch_size, normalize=normalize,
+                                 progress=not quiet, precision=chosen)
     missing_warning(int(encoded.missing.sum()), len(frame), "an embedding of NaN")
     info = {"model": model, "max_length": length, "truncation": truncation,
             "normalize": normalize, "n_docs": len(frame),
@@ -344,7 +442,8 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
                batch_size: int = 32, max_length: int | None = None,
                truncation: str = "head_tail", normalize: bool = False, layout: str = "auto",
                keep_text: bool = False, device: str = "auto", quiet: bool = False,
-               backend: str = "torch", quantize: str = "none", precision: str = "auto") -> dict:
+               backend: str = "torch", quantize: str = "none", stride: int | None = None,
+               max_chunks: int | None = None, chunks_out=None, precision: str = "auto") -> dict:
     """Embed a corpus file into an output file, :data:`CHUNK_ROWS` documents at a time (memory
     stays flat for large corpora), through one encoder.
 
@@ -353,20 +452,24 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
             (:func:`quantformer.io.frames.iter_frames`).
         layout: ``auto``, ``list`` or ``wide`` (:func:`resolve_layout`); the other arguments
             as in :func:`embed` and :func:`embedding_frame`.
+        chunks_out: with ``truncation="chunks"``, a second output file with one row per
+            window (:func:`window_embedding_frame`; ``layout`` resolved for that file).
 
     Returns:
-        ``{"n_docs", "n_missing", "n_truncated", "hidden", "max_length", "precision"}``
-        (``precision``: the precision used and why, as ``precision``, ``requested`` and
-        ``reason``; the rows' ``backend`` column says ``torch``, ``torch bf16``, ``onnx fp32``
-        or ``onnx int8``).
+        ``{"n_docs", "n_missing", "n_truncated", "hidden", "max_length", "n_windows",
+        "precision"}`` (``n_truncated`` with chunks: documents whose windows ``max_chunks``
+        dropped; ``precision``: the precision used and why, as ``precision``, ``requested``
+        and ``reason``; the rows' ``backend`` column says ``torch``, ``torch bf16``,
+        ``onnx fp32`` or ``onnx int8``).
 
     Raises:
-        InputError: bad input file, output path, layout, truncation, model, ``max_length``
-            or ``precision``.
+        InputError: bad input file, output path, layout, truncation, window settings, model,
+            ``max_length`` or ``precision``.
     """
     check_output_file(out_path)
+    check_chunk_request(truncation, stride, max_chunks, None, chunks_out)
+    win_layout = resolve_layout(layout, chunks_out) if chunks_out else None
     layout = resolve_layout(layout, out_path)
-    check_strategy(truncation)
     check_with_backend(check_precision(precision), backend, quantize)
     chunks = iter_frames(input_path, chunk_rows=CHUNK_ROWS, text_col=text_col, id_col=id_col,
                          fmt=fmt, quoting=quoting)
@@ -375,22 +478,27 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
     length = check_length(enc, max_length)
     chosen = encoder_precision(enc, precision)
     label = backend_label(enc, chosen)
-    n = n_missing = n_truncated = hidden = 0
-    with FrameWriter(out_path) as writer:
+    counts = {"n_docs": 0, "n_missing": 0, "n_truncated": 0, "n_windows": 0}
+    with FrameWriter(out_path) as writer, contextlib.ExitStack() as stack:
+        windows = stack.enter_context(FrameWriter(chunks_out)) if chunks_out else None
         for chunk in itertools.chain([first], chunks):
-            vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
-                                        truncation=truncation, batch_size=batch_size,
-                                        normalize=normalize, progress=not quiet,
-                                        precision=chosen)
+            vecs, encoded, win_vecs = embed_any(
+                enc, chunk["text"].tolist(), max_length=length, truncation=truncation,
+                stride=stride, max_chunks=max_chunks, batch_size=batch_size,
+                normalize=normalize, progress=not quiet, precision=chosen)
             writer.write(embedding_frame(chunk, vecs, layout, keep_text=keep_text,
                                          backend=label))
-            n += len(chunk)
-            n_missing += int(encoded.missing.sum())
-            n_truncated += int(encoded.truncated.sum())
-            hidden = vecs.shape[1]
-    missing_warning(n_missing, n, "a null embedding" if layout == "list"
-                    else "NaN in every dim_ column")
-    return {"n_docs": n, "n_missing": n_missing, "n_truncated": n_truncated, "hidden": hidden,
-            "max_length": length, "precision": precision_record(enc, chosen)}
+            if windows is not None:
+                windows.write(window_embedding_frame(chunk, encoded, win_vecs, win_layout))
+            _add_counts(counts, chunk, encoded, win_vecs)
+    missing_warning(counts["n_missing"], counts["n_docs"], "a null embedding"
+                    if layout == "list" else "NaN in every dim_ column")
+    return {**counts, "hidden": int(vecs.shape[1]), "max_length": length,
+            "precision": precision_record(enc, chosen)}
 
 
+def _add_counts(counts: dict, chunk: pd.DataFrame, encoded, win_vecs) -> None:
+    counts["n_docs"] += len(chunk)
+    counts["n_missing"] += int(encoded.missing.sum())
+    counts["n_truncated"] += int(encoded.truncated.sum())
+    counts["n_windows"] += 0 if win_vecs is None else len(win_vecs)

@@ -42,6 +42,31 @@ Integrated Gradients (Sundararajan et al. 2017) through Captum's ``LayerIntegrat
 * **Long documents**: each document is explained in the window prediction uses
   (:func:`quantformer.models.tokenize.encode` with the model's ``max_length`` and
   ``truncation``); words outside it get a missing attribution (not seen by the model).
+* **Documents read in windows** (``truncation="chunks"``, from the model's record or
+  ``chunking``): every window of every document is explained for the document's target (the
+  windows batched like documents), and a word's attribution is the mean of its sums over the
+  windows that read it (:func:`quantformer.infer.explain_words.averaged_word_rows`), so every
+  word has one. The document's score is the aggregate ``F`` of its ``n`` window logits
+  ``f_w`` (:mod:`quantformer.models.chunks`):
+
+  - ``mean``: ``F = (1/n) sum_w f_w``. Integrated Gradients of ``F`` along one path for all
+    windows are each window's own attributions divided by ``n`` (they are linear in the
+    function, Sundararajan et al. 2017, and each ``f_w`` reads its own window), so
+    completeness is checked for the document: ``logit`` = ``F`` of the input,
+    ``baseline_logit`` = the mean of the windows' baseline logits (each window's pad-token
+    baseline), ``attribution_sum`` = the mean over windows of each window's attribution sum.
+  - ``max``: ``F = max_w f_w``; the gradient of ``F`` reaches only the window with the
+    largest logit, so completeness is that window's: ``logit`` = ``F`` of the input (that
+    window's logit), ``baseline_logit`` = that window's baseline logit (not the largest of
+    the windows' baseline logits), ``attribution_sum`` = that window's attribution sum. The
+    other windows are explained by their own logits and averaged into the words as above.
+
+  A word's attribution is thus in the units of a window's logit (what the word moves in a
+  window that reads it), comparable with documents read in one window; with several windows
+  the words' attributions do not add up to ``attribution_sum`` (with ``mean`` a word's part
+  of it is its attribution times ``word_windows / n_windows``). Adaptive steps refine a
+  window while its own gap or its document's exceeds :data:`GAP_TOLERANCE`; a document's
+  ``steps`` is the most points any of its windows used.
 
 Batches: documents are sorted by length and integrated several at a time; Captum spreads the
 interpolation steps of a batch over forward passes of at most :data:`TOKEN_BUDGET` tokens.
@@ -49,7 +74,6 @@ interpolation steps of a batch over forward passes of at most :data:`TOKEN_BUDGE
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass
 
@@ -59,15 +83,35 @@ import pandas as pd
 from .._core.errors import InputError, ParamWarning
 from ..io.modeldir import read_record
 from ..models.batching import length_batches, pad_arrays
-from ..models.tokenize import encode, special_template, truncate_ids, warn_truncated
+from ..models.chunks import aggregate_windows, check_aggregate, check_not_longformer
+from ..models.hub import load_tokenizer
 from ..models.precision import TorchPrecision, choose_precision, kept_fp32
 from ..models.precision import record as precision_of
+from ..models.tokenize import (
+    CHUNKS,
+    TRUNCATIONS,
+    check_strategy,
+    check_windows,
+    special_template,
+    warn_truncated,
+)
+from .chunked import chunking_of, with_chunking
 from .classifier import Classifier, PredictionWarning
 from .explain_forward import (
     ClassifierForward,
     check_architecture,
     class_probabilities,
     forward_for,
+)
+from .explain_words import (  # noqa: F401 (words_of, Window, windows: this module's API)
+    Chunks,
+    Window,
+    averaged_word_rows,
+    chunk_windows,
+    windows,
+    word_index,
+    word_rows,
+    words_of,
 )
 from .load import load_model
 
@@ -82,12 +126,6 @@ DIFF_FLOOR = 0.05
 #: padded tokens per forward (and backward) pass at most
 TOKEN_BUDGET = 8192
 METHODS = ("standard", "nli", "setfit")
-
-_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
-#: a word: letters/digits (with combining accents), joined by inner apostrophes or hyphens;
-#: or a run of other non-space characters (punctuation, emoji sequences)
-WORD_RE = re.compile(rf"[\w{_MARKS}]+(?:['’\-][\w{_MARKS}]+)*|[^\w\s{_MARKS}]+[{_MARKS}]*")
-
 
 #: why ``precision="auto"`` keeps explain in fp32 (the record's reason; bench/RESULTS.md,
 #: "Precision")
@@ -122,14 +160,16 @@ def warn_gaps(bad: int, total: int, detail: str = "", stacklevel: int = 3) -> No
             stacklevel=stacklevel + 1)
 
 
-def words_of(text: str) -> list[tuple[str, int, int]]:
-    """The words of ``text`` as ``(word, start, end)`` with ``text[start:end] == word``.
-
-    A word is a run of letters and digits (accents, also combining ones, included) that may
-    contain inner apostrophes or hyphens (``don't``, ``well-known``), or a run of other
-    non-space characters (``!?``, an emoji with its skin tone).
-    """
-    return [(m.group(), m.start(), m.end()) for m in WORD_RE.finditer(text)]
+def warn_unknown_only(n: int, total: int, example: str | None = None,
+                      stacklevel: int = 3) -> None:
+    """Warn (UserWarning) that ``n`` of ``total`` documents have no token the model knows
+    (:func:`unknown_only_mask`); ``example``: one of their doc_ids."""
+    if n:
+        eg = f", e.g. '{example}'" if example is not None else ""
+        warnings.warn(f"{n} of {total} document(s) consist only of tokens the model does not "
+                      f"know (unknown or special tokens{eg}: emoji-only texts, for a vocabulary "
+                      "without emoji); their attributions say nothing about their words",
+                      UserWarning, stacklevel=stacklevel + 1)
 
 
 def check_steps(steps) -> int | None:
@@ -146,15 +186,16 @@ def check_steps(steps) -> int | None:
     return int(steps)
 
 
-def check_model(path, backend: str = "torch", target: str | None = None) -> dict:
-    """Check, before any model is loaded, that ``path`` is a model ``explain`` serves and that
-    ``target`` is one of its classes; returns its record.
+def check_model(path, backend: str = "torch", target: str | None = None,
+                chunking: dict | None = None) -> dict:
+    """Check, before any model is loaded, that ``path`` is a model ``explain`` serves, that
+    ``target`` is one of its classes and that ``chunking`` fits it; returns its record.
 
     Raises:
         ModelDirError: not a model directory. InputError: ``backend`` other than torch, a
-        method other than standard, NLI or SetFit, a model fine-tuned with
-        ``truncation="chunks"`` (windows are not explained yet), an encoder-decoder model (its
-        ``config.json``), or a ``target`` that is not a class of the model.
+        method other than standard, NLI or SetFit, an encoder-decoder model (its
+        ``config.json``), a ``target`` that is not a class of the model, or bad ``chunking``
+        (:func:`check_chunking`).
     """
     if backend != "torch":
         raise InputError(f"explain needs gradients and runs on torch only, not {{backend}} "
@@ -164,11 +205,8 @@ def check_model(path, backend: str = "torch", target: str | None = None) -> dict
     if method not in METHODS:
         raise InputError(f"explain supports models fine-tuned with method standard, nli or "
                          f"setfit; '{path}' was fine-tuned with method '{method}'")
-    if record.get("hyperparameters", {}).get("truncation") == "chunks":
-        raise InputError(f"'{path}' reads documents in windows (fine-tuned with truncation "
-                         "chunks); explain does not offer windows yet: explain a model "
-                         "fine-tuned with head_tail, head or tail")
-    _check_config(path)
+    config = _check_config(path)
+    check_chunking(path, record, config, chunking)
     if target is not None:
         labels = [str(x) for x in record.get("labels") or []]
         if record.get("task") == "regression":
@@ -180,8 +218,49 @@ def check_model(path, backend: str = "torch", target: str | None = None) -> dict
     return record
 
 
-def _check_config(path) -> None:
-    """Refuse an encoder-decoder model from its ``config.json`` (no weights read)."""
+def check_chunking(path, record: dict, config, chunking: dict | None) -> None:
+    """Check the window settings ``chunking`` (``truncation``, ``stride``, ``max_chunks``,
+    ``aggregate``; None: as the model was fine-tuned) against a model's record and config,
+    before its weights load (only its tokenizer is read, for the window's size).
+
+    Raises:
+        InputError: an unknown ``truncation`` or ``aggregate``; ``stride``, ``max_chunks`` or
+            ``aggregate`` without chunks; chunks with an NLI or SetFit model or a Longformer;
+            a ``stride`` not smaller than the window, ``max_chunks`` < 1.
+    """
+    c = {k: v for k, v in (chunking or {}).items() if v is not None}
+    hp = record.get("hyperparameters", {})
+    if "truncation" in c:
+        check_strategy(c["truncation"], TRUNCATIONS)
+    if "aggregate" in c:
+        check_aggregate(c["aggregate"])
+    use = c.get("truncation", hp.get("truncation", "head_tail"))
+    if use != CHUNKS:
+        if set(c) - {"truncation"}:
+            raise InputError("{stride}, {max_chunks} and {aggregate} apply to {truncation} "
+                             "chunks only; add it or leave them out",
+                             params=["stride", "max_chunks", "aggregate", "truncation"])
+        return
+    if record.get("method", "standard") != "standard":
+        raise InputError(_NOT_STANDARD.format(method=record.get("method")),
+                         params=["truncation"])
+    if config is not None:
+        check_not_longformer(config, CHUNKS)
+    stride, max_chunks, _ = chunking_of(hp) if use == hp.get("truncation") else (None,) * 3
+    max_length = int(hp.get("max_length", 512))
+    n_special = special_template(load_tokenizer(str(path))).n_single
+    check_windows(max_length - n_special, c.get("stride", stride),
+                  c.get("max_chunks", max_chunks), max_length)
+
+
+_NOT_STANDARD = ("explain reads documents in windows for models fine-tuned the standard way "
+                 "only, not yet for method '{method}'; explain it in one window with "
+                 "{{truncation}} head_tail")
+
+
+def _check_config(path):
+    """The model's ``config.json`` as a namespace (None when unreadable: the loader names what
+    is wrong with the directory), after refusing an encoder-decoder model (no weights read)."""
     import json
     from pathlib import Path
     from types import SimpleNamespace
@@ -190,97 +269,46 @@ def _check_config(path) -> None:
     try:
         config = json.loads(cfg.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return  # the loader names what is wrong with the directory
-    if isinstance(config, dict):
-        check_architecture(SimpleNamespace(**config), path)
+        return None
+    if not isinstance(config, dict):
+        return None
+    config = SimpleNamespace(**config)
+    check_architecture(config, path)
+    return config
 
 
 def load_explainable(path, device: str = "auto", backend: str = "torch",
-                     target: str | None = None, record: dict | None = None) -> Classifier:
+                     target: str | None = None, record: dict | None = None,
+                     chunking: dict | None = None) -> Classifier:
     """A model directory as a :class:`~quantformer.infer.classifier.Classifier`, after
     :func:`check_model` (skipped when the caller passes the ``record`` that check returned),
-    through the process's model cache (so the worker keeps it); the record is read once."""
+    through the process's model cache (so the worker keeps it); the record is read once.
+    ``chunking``: how it reads documents (:func:`quantformer.infer.chunked.with_chunking`;
+    None: as fine-tuned)."""
     if record is None:
-        record = check_model(path, backend, target)
-    return load_model(path, device=device, record=record)
+        record = check_model(path, backend, target, chunking)
+    return with_chunking(load_model(path, device=device, record=record), **(chunking or {}))
 
 
-# ------------------------------------------------------------------------------------------
-# windows: which subwords the model sees, and where they are in the text
-
-
-@dataclass
-class Window:
-    """One document as the model sees it.
-
-    Attributes:
-        input_ids, token_type_ids: the model input (special tokens included, after truncation).
-        positions: input positions of the kept text tokens.
-        kept: for each kept text token, its index among all of the document's text tokens.
-        offsets: (n_tokens, 2) character offsets of all text tokens (kept or not).
-        truncated: whether tokens were cut.
-    """
-
-    input_ids: list
-    token_type_ids: list | None
-    positions: np.ndarray
-    kept: np.ndarray
-    offsets: np.ndarray
-    truncated: bool
-
-
-def windows(clf: Classifier, texts: list,
-            hypothesis: str | None = None) -> tuple[list, np.ndarray]:
-    """(:class:`Window` per document, or None for a missing text; the missing mask), cut
-    exactly as prediction cuts them (:func:`quantformer.models.tokenize.encode`).
-
-    Args:
-        hypothesis: an NLI model's filled hypothesis: each text is the premise of the pair
-            (premise, hypothesis), cut to leave room for the whole hypothesis; the window's
-            positions are the premise's.
-    """
+def unknown_only_mask(clf: Classifier, wins: list) -> np.ndarray:
+    """For each :class:`Window` (None: a missing text), whether every text token the model
+    sees is the tokenizer's unknown token or a special token (or there is none), e.g. an
+    emoji-only text for a vocabulary without emoji: its attributions are alike under any model
+    and say nothing about its words."""
     tok = clf.tokenizer
-    enc = encode(tok, texts, max_length=clf.max_length, truncation=clf.truncation,
-                 pairs=None if hypothesis is None else [hypothesis] * len(texts))
-    tpl = special_template(tok)
-    if hypothesis is None:
-        prefix, budget = tpl.prefix, clf.max_length - tpl.n_single
-    else:
-        n_hyp = len(tok(hypothesis, add_special_tokens=False)["input_ids"])
-        prefix, budget = tpl.pair_prefix, clf.max_length - tpl.n_pair - n_hyp
-    present = [i for i, m in enumerate(enc.missing) if not m]
-    raw = tok([texts[i] for i in present], add_special_tokens=False,
-              return_offsets_mapping=True, return_attention_mask=False, verbose=False) \
-        if present else {"input_ids": [], "offset_mapping": []}
-    out: list = [None] * len(texts)
-    for i, ids, offs in zip(present, raw["input_ids"], raw["offset_mapping"]):
-        kept = np.asarray(truncate_ids(list(range(len(ids))), budget, clf.truncation),
-                          dtype=np.int64)
-        seq = enc.input_ids[i]
-        positions = np.arange(len(prefix), len(prefix) + len(kept))
-        if [ids[k] for k in kept] != seq[len(prefix):len(prefix) + len(kept)]:
-            raise RuntimeError("the explained window differs from the predicted one")
-        out[i] = Window(seq, enc.token_type_ids[i] if enc.token_type_ids else None, positions,
-                        kept, np.asarray(offs, dtype=np.int64).reshape(-1, 2),
-                        bool(enc.truncated[i]))
-    return out, enc.missing
+    special = set(getattr(tok, "all_special_ids", None) or [])
+    if getattr(tok, "unk_token_id", None) is not None:
+        special.add(tok.unk_token_id)
+    return np.array([w is not None and all(w.input_ids[p] in special for p in w.positions)
+                     for w in wins], dtype=bool)
 
 
-def word_index(words: list, offsets: np.ndarray) -> np.ndarray:
-    """For each token (its character offsets), the index of the word it belongs to: the word
-    it overlaps most, else (a token of spaces or with an empty span) the next word."""
-    if not words:
-        return np.zeros(len(offsets), dtype=np.int64)
-    starts = np.array([w[1] for w in words])
-    ends = np.array([w[2] for w in words])
-    idx = np.searchsorted(ends, offsets[:, 0], side="right")  # first word ending after start
-    out = np.minimum(idx, len(words) - 1)
-    for t in np.flatnonzero(idx < len(words) - 1):  # a token reaching into the next word
-        a, b = idx[t], idx[t] + 1
-        s, e = offsets[t]
-        if min(e, ends[b]) - max(s, starts[b]) > min(e, ends[a]) - max(s, starts[a]):
-            out[t] = b
-    return out
+def unknown_only(clf: Classifier, texts: dict) -> list[str]:
+    """The doc_ids of ``texts`` (``{doc_id: text}``) that consist only of tokens the model
+    does not know (:func:`unknown_only_mask`)."""
+    ids = list(texts)
+    wins, _ = doc_windows(clf, [texts[d] for d in ids])
+    return [d for d, m in zip(ids, unknown_only_mask(clf, wins[0])) if m]
 
 
 # ------------------------------------------------------------------------------------------
@@ -428,7 +456,8 @@ def _padded(arrays: list, width: int) -> np.ndarray:
 
 
 def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndarray,
-              steps: int | None = None, batch_size: int = 8, progress: bool = False) -> dict:
+              steps: int | None = None, batch_size: int = 8, progress=False,
+              refine_gap=None) -> dict:
     """Integrated Gradients for each item ``(wins[docs[j]], targets[j])``.
 
     Adaptive (``steps`` None): every item gets the trapezoid rule on :data:`ADAPTIVE_STEPS`\\ [0]
@@ -440,6 +469,11 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
         engine: the :class:`Integrator` of the model.
         steps: Gauss-Legendre steps for every item; None: adaptive, as above.
         batch_size: documents integrated together at most.
+        progress: True for a tqdm bar on stderr ("explaining"); or a caller's bar (anything
+            with ``update(n)``), advanced by the items integrated at the first level.
+        refine_gap: None (an item is refined on its own gap), or a function of the result
+            dict giving per item the gap that decides (a window's: the larger of its own and
+            its document's, see :func:`explain_chunked`).
 
     Returns:
         ``{"attr": list of token-attribution arrays (one per input position), "f_in",
@@ -453,7 +487,9 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
            "gap": np.zeros(n), "steps": np.zeros(n, dtype=np.int64)}
     schedule = ADAPTIVE_STEPS if steps is None else (steps,)
     todo = np.arange(n)
-    bar = tqdm(total=n, desc="explaining", unit="doc", disable=not progress, leave=False)
+    own = not hasattr(progress, "update")
+    bar = tqdm(total=n, desc="explaining", unit="doc", disable=not progress, leave=False) \
+        if own else progress
     for level, s in enumerate(schedule):
         for b in _batches([wins[d] for d in docs], todo, batch_size):
             batch = [wins[docs[j]] for j in b]
@@ -473,10 +509,12 @@ def integrate(engine: Integrator, wins: list, docs: np.ndarray, targets: np.ndar
             res["gap"][b] = completeness_gap(attr.sum(axis=1), f_in, f_base)
             if level == 0:
                 bar.update(len(b))
-        todo = todo[res["gap"][todo] > GAP_TOLERANCE]
+        gap = res["gap"] if refine_gap is None else refine_gap(res)
+        todo = todo[gap[todo] > GAP_TOLERANCE]
         if not todo.size:
             break
-    bar.close()
+    if own:
+        bar.close()
     return res
 
 
@@ -505,30 +543,6 @@ def target_names(clf: Classifier) -> list[str]:
     return ["predicted"] if clf.task.name == "regression" else list(clf.labels)
 
 
-def word_rows(text: str, win: Window, token_attr: np.ndarray) -> pd.DataFrame:
-    """The words of one document with their summed attributions (NaN: not seen by the model).
-
-    Args:
-        token_attr: attributions per input position of ``win`` (special tokens included).
-    """
-    words = words_of(text)
-    k = len(words)
-    widx = word_index(words, win.offsets)
-    attr = np.zeros(k)
-    np.add.at(attr, widx[win.kept], token_attr[win.positions])
-    seen = np.bincount(widx[win.kept], minlength=k) > 0
-    has_tokens = np.bincount(widx, minlength=k) > 0
-    seen |= ~has_tokens & (not win.truncated)  # no subword at all (e.g. a dropped character)
-    attr[~seen] = np.nan
-    return pd.DataFrame({
-        "word_id": np.arange(1, k + 1, dtype=np.int64),
-        "word": pd.array([w[0] for w in words], dtype="string"),
-        "start": np.array([w[1] for w in words], dtype=np.int64),
-        "end": np.array([w[2] for w in words], dtype=np.int64),
-        "attribution": attr,
-    })
-
-
 @dataclass
 class Explanation:
     """What :func:`explain` returns.
@@ -537,12 +551,21 @@ class Explanation:
         words: one row per word and target: ``doc_id, word_id, word, start, end, attribution,
             target, completeness_gap`` (``start``/``end``: character offsets, 0-based,
             end-exclusive, into the document's text; ``attribution`` in logit units, NaN
-            for words outside the window the model saw).
+            for words outside the window the model saw), then the document's ``steps``,
+            ``predicted`` (not for multi-label) and ``probability``. Documents read in
+            windows (``truncation="chunks"``) add ``word_windows`` (after
+            ``completeness_gap``: the windows that read the word, whose sums it averages; 0
+            for a word in windows dropped by ``max_chunks``) and, last, the document's
+            ``n_windows``.
         documents: one row per document and target: ``doc_id, target, predicted``, the
             model's outputs (``prob_<label>`` or the regression value), ``logit``,
             ``baseline_logit``, ``attribution_sum``, ``completeness_gap``, ``steps``,
-            ``truncated``, ``n_words``, ``n_unseen``.
-        Both end with ``backend``: ``torch`` (fp32) or ``torch bf16``.
+            ``truncated``, ``n_words``, ``n_unseen``, ``unknown_only`` (the document
+            consists only of tokens the model does not know, :func:`unknown_only_mask`); in
+            windows, ``n_windows`` before ``n_words``, ``truncated`` then meaning windows
+            dropped by ``max_chunks`` (the module's description says what ``logit``,
+            ``baseline_logit`` and ``attribution_sum`` are for each aggregate).
+        Both have a ``backend`` column: ``torch`` (fp32) or ``torch bf16``.
         precision: the precision used and why (``precision``, ``requested``, ``reason``).
     """
 
@@ -567,7 +590,7 @@ def _texts_of(frame) -> pd.DataFrame:
 
 def explain(model, frame, *, target: str | None = None, steps: int | None = None,
             batch_size: int = 8, device: str = "auto", progress: bool = False,
-            precision: str = "auto") -> Explanation:
+            chunking: dict | None = None, precision: str = "auto") -> Explanation:
     """Word attributions of a fine-tuned model's predictions (Integrated Gradients).
 
     Args:
@@ -582,9 +605,15 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
         batch_size: documents integrated together at most (8).
         device: used when ``model`` is a path.
         progress: show a tqdm bar.
+        chunking: how documents are read: ``{"truncation", "stride", "max_chunks",
+            "aggregate"}`` (values None or left out: as the model was fine-tuned; see
+            :func:`quantformer.infer.chunked.with_chunking`). With ``truncation="chunks"``
+            every window of every document is explained and a word's attribution is its mean
+            over the windows that read it (see the module's description).
         precision: ``auto`` (default: fp32, whatever the hardware: Integrated Gradients
             needs accurate gradients), ``fp32`` or ``bf16`` (bf16 autocast of the forward and
-            backward passes, any model kind; warned where the hardware only emulates it).
+            backward passes, any model kind, in windows too; warned where the hardware only
+            emulates it).
             Measured on the bundled model fine-tuned on TweetEval Abortion
             (``bench/bench_precision.py --parts explain``; ``bench/RESULTS.md``, "Precision"):
             on 200 test tweets bf16 explained the same classes with the same completeness
@@ -600,28 +629,31 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
 
     Returns:
         An :class:`Explanation` (words and documents frames). Documents with a missing or
-        empty text are left out (a warning counts them).
+        empty text are left out (a warning counts them). Documents made only of tokens the
+        model does not know (unknown or special tokens, e.g. emoji-only texts) are explained,
+        with one warning that counts them (their ``unknown_only`` is True).
 
     Raises:
         InputError: ``steps`` < 1, ``target`` not a class, an encoder-decoder model, an empty
-            corpus or one whose texts are all missing, a bad ``precision``. ModelDirError:
-            not a model directory.
+            corpus or one whose texts are all missing, bad ``chunking``, a bad
+            ``precision``. ModelDirError: not a model directory.
     """
     steps = check_steps(steps)
     kept_fp32(precision, AUTO_REASON)  # a bad value fails before the model loads
     frame = _texts_of(frame)
-    clf = _classifier(model, device, target)
+    clf = _classifier(model, device, target, chunking)
+    chosen = explain_precision(precision, clf.device)
+    if clf.truncation == CHUNKS:
+        return explain_chunked(clf, frame, target=target, steps=steps, batch_size=batch_size,
+                               progress=progress, precision=chosen)
     texts = frame["text"].tolist()
-    engine = Integrator(clf, precision=explain_precision(precision, clf.device))
+    engine = Integrator(clf, precision=chosen)
     doc_wins, missing = doc_windows(clf, texts)
-    if missing.all():
-        raise InputError(f"all {len(texts)} texts are missing or empty; nothing to explain",
-                         params=["input"])
-    if missing.any():
-        warnings.warn(f"{int(missing.sum())} of {len(texts)} document(s) have a missing or empty "
-                      "text; they have no words and are left out", PredictionWarning, stacklevel=2)
+    _check_missing(missing)
     cut = np.any([[bool(w and w.truncated) for w in ws] for ws in doc_wins], axis=0)
     warn_truncated(int(cut.sum()), len(texts), clf.max_length, clf.truncation)
+    unknown = unknown_only_mask(clf, doc_wins[0])
+    _check_unknown(frame, unknown)
     present = np.flatnonzero(~missing)
     scores = class_scores(engine, doc_wins, present)
     item_docs, item_classes = _items(clf, scores[present], target)
@@ -630,7 +662,128 @@ def explain(model, frame, *, target: str | None = None, steps: int | None = None
     res = integrate(engine, item_wins, np.arange(len(item_docs)), outputs, steps, batch_size,
                     progress)
     _warn_gaps(res["gap"], steps)
-    return _frames(engine, frame, item_wins, scores, item_docs, item_classes, res)
+    parts = [word_rows(texts[d], item_wins[j], res["attr"][j]) for j, d in enumerate(item_docs)]
+    stats = {"logit": res["f_in"], "baseline_logit": res["f_base"],
+             "attribution_sum": [float(a.sum()) for a in res["attr"]],
+             "completeness_gap": res["gap"], "steps": res["steps"],
+             "truncated": [w.truncated for w in item_wins]}
+    out = _frames(engine, frame, scores, item_docs, item_classes, stats, parts)
+    out.documents["unknown_only"] = unknown[item_docs]
+    return out
+
+
+def _check_unknown(frame: pd.DataFrame, unknown: np.ndarray) -> None:
+    """Warn how many documents have no token the model knows (``unknown``: per document)."""
+    if unknown.any():
+        warn_unknown_only(int(unknown.sum()), len(frame),
+                          str(frame["doc_id"].iloc[np.flatnonzero(unknown)[0]]), stacklevel=4)
+
+
+def _check_missing(missing: np.ndarray) -> None:
+    """Refuse a corpus whose texts are all missing; warn how many are."""
+    n = len(missing)
+    if missing.all():
+        raise InputError(f"all {n} texts are missing or empty; nothing to explain",
+                         params=["input"])
+    if missing.any():
+        warnings.warn(f"{int(missing.sum())} of {n} document(s) have a missing or empty "
+                      "text; they have no words and are left out", PredictionWarning,
+                      stacklevel=4)
+
+
+# ------------------------------------------------------------------------------------------
+# documents read in windows (truncation="chunks")
+
+
+def explain_chunked(clf: Classifier, frame: pd.DataFrame, *, target: str | None = None,
+                    steps: int | None = None, batch_size: int = 8,
+                    progress: bool = False,
+                    precision: TorchPrecision | None = None) -> Explanation:
+    """:func:`explain` of a classifier that reads documents in windows: the document's target
+    from the aggregate of its window logits, every window explained for it, words averaged
+    over the windows that read them, completeness per document against the aggregate (the
+    module's description says what is compared for ``mean`` and ``max``); the forward and
+    backward passes of every window in ``precision`` (:func:`explain_precision`; None: fp32)."""
+    texts = frame["text"].tolist()
+    engine = Integrator(clf, precision=precision)
+    if engine.fwd.kind != "standard":
+        raise InputError(_NOT_STANDARD.format(method=engine.fwd.kind), params=["truncation"])
+    chunks = chunk_windows(clf, texts)
+    _check_missing(chunks.missing)
+    known = np.bincount(chunks.doc, weights=(~unknown_only_mask(clf, chunks.wins)).astype(float),
+                        minlength=len(texts))
+    unknown = (known == 0) & (chunks.n_windows > 0)  # no window has a known token
+    _check_unknown(frame, unknown)
+    present = np.flatnonzero(~chunks.missing)
+    logits = engine.all_logits(chunks.wins, np.arange(len(chunks.wins)))
+    scores = aggregate_windows(logits, chunks.doc, len(texts), clf.aggregate)
+    item_docs, item_classes = _items(clf, scores[present], target)
+    item_docs = present[item_docs]
+    stats, parts = explain_windows(engine, texts, chunks, item_docs, item_classes, steps,
+                                   batch_size, progress)
+    _warn_gaps(stats["completeness_gap"], steps)
+    out = _frames(engine, frame, scores, item_docs, item_classes, stats, parts)
+    out.documents["unknown_only"] = unknown[item_docs]
+    return out
+
+
+def explain_windows(engine: Integrator, texts: list, chunks: Chunks, item_docs: np.ndarray,
+                    item_classes: np.ndarray, steps: int | None = None, batch_size: int = 8,
+                    progress: bool = False) -> tuple[dict, list]:
+    """Integrated Gradients of each item (document ``item_docs[j]``, output
+    ``item_classes[j]``) over every window of its document.
+
+    Returns:
+        ``(stats, parts)``: per item ``logit``, ``baseline_logit``, ``attribution_sum``,
+        ``completeness_gap`` (of the aggregate, :func:`window_totals`), ``steps``,
+        ``truncated`` (windows dropped by ``max_chunks``) and ``n_windows``; and per item its
+        words frame (:func:`~quantformer.infer.explain_words.averaged_word_rows`).
+    """
+    first = np.concatenate([[0], np.cumsum(chunks.n_windows)[:-1]]).astype(np.int64)
+    item = np.repeat(np.arange(len(item_docs)), chunks.n_windows[item_docs])
+    win = np.concatenate([np.arange(first[d], first[d] + chunks.n_windows[d])
+                          for d in item_docs]).astype(np.int64)
+    how = engine.clf.aggregate
+
+    def refine_gap(r):  # a window's own gap or its document's, whichever is larger
+        return np.maximum(r["gap"], window_totals(r, item, len(item_docs), how)
+                          ["completeness_gap"][item])
+
+    res = integrate(engine, chunks.wins, win, np.asarray(item_classes)[item], steps,
+                    batch_size, progress, refine_gap=refine_gap)
+    stats = window_totals(res, item, len(item_docs), how)
+    stats["truncated"] = [chunks.wins[first[d]].truncated for d in item_docs]
+    stats["n_windows"] = chunks.n_windows[item_docs]
+    parts = [averaged_word_rows(texts[d], [chunks.wins[w] for w in win[item == j]],
+                                [res["attr"][i] for i in np.flatnonzero(item == j)])
+             for j, d in enumerate(item_docs)]
+    return stats, parts
+
+
+def window_totals(res: dict, item: np.ndarray, n_items: int, how: str) -> dict:
+    """The completeness of each item's aggregate from its windows' results (``res`` of
+    :func:`integrate`, ``item``: the item of each window).
+
+    ``mean``: the means over the item's windows of the input logits, the baseline logits and
+    the attribution sums; ``max``: those of the window with the largest input logit.
+
+    Returns:
+        Per item ``logit``, ``baseline_logit``, ``attribution_sum``, ``completeness_gap``
+        (:func:`completeness_gap`) and ``steps`` (the most points any of its windows used).
+    """
+    total = np.array([a.sum() for a in res["attr"]])
+    if how == "mean":
+        def agg(v):
+            return aggregate_windows(np.asarray(v)[:, None], item, n_items, "mean")[:, 0]
+        f_in, f_base, tot = agg(res["f_in"]), agg(res["f_base"]), agg(total)
+    else:
+        order = np.lexsort((-np.asarray(res["f_in"]), item))  # by item, largest logit first
+        pick = order[np.searchsorted(item[order], np.arange(n_items))]
+        f_in, f_base, tot = res["f_in"][pick], res["f_base"][pick], total[pick]
+    steps = aggregate_windows(res["steps"][:, None], item, n_items, "max")[:, 0]
+    return {"logit": f_in, "baseline_logit": f_base, "attribution_sum": tot,
+            "completeness_gap": completeness_gap(tot, f_in, f_base),
+            "steps": steps.astype(np.int64)}
 
 
 def doc_windows(clf: Classifier, texts: list) -> tuple[list, np.ndarray]:
@@ -662,15 +815,17 @@ def item_windows(engine: Integrator, doc_wins: list, item_docs: np.ndarray,
     return wins, np.full(len(wins), engine.fwd.entailment_id, dtype=np.int64)
 
 
-def _classifier(model, device: str, target: str | None) -> Classifier:
-    """The model as a checked Classifier (see :func:`check_model`)."""
+def _classifier(model, device: str, target: str | None,
+                chunking: dict | None = None) -> Classifier:
+    """The model as a checked Classifier (see :func:`check_model`), reading documents as
+    ``chunking`` asks (:func:`quantformer.infer.chunked.with_chunking`)."""
     if not isinstance(model, Classifier):
-        return load_explainable(model, device=device, target=target)
+        return load_explainable(model, device=device, target=target, chunking=chunking)
     if target is not None and (model.task.name == "regression"
                                or str(target) not in model.labels):
         raise InputError(f"{{target}} '{target}' is not a class of the model; its classes "
                          f"are: {', '.join(model.labels)}", params=["target"])
-    return model
+    return with_chunking(model, **(chunking or {}))
 
 
 def _warn_gaps(gap: np.ndarray, steps: int | None) -> None:
@@ -680,21 +835,22 @@ def _warn_gaps(gap: np.ndarray, steps: int | None) -> None:
         warn_gaps(bad, len(gap), f" at {used} (largest {gap.max():.1%})")
 
 
-def _frames(engine, frame, item_wins, scores, item_docs, item_targets, res) -> Explanation:
+def _frames(engine, frame, scores, item_docs, item_targets, stats: dict,
+            parts: list) -> Explanation:
+    """The words and documents frames from each item's words frame (``parts``) and its
+    ``stats`` (the documents frame's columns from ``logit`` on)."""
     clf = engine.clf
     names = np.asarray(target_names(clf), dtype=object)
-    texts = frame["text"].tolist()
     doc_ids = frame["doc_id"].astype(str).to_numpy()
-    parts = []
     for j, d in enumerate(item_docs):
-        rows = word_rows(texts[d], item_wins[j], res["attr"][j])
-        rows.insert(0, "doc_id", doc_ids[d])
-        rows["target"] = names[item_targets[j]]
-        rows["completeness_gap"] = res["gap"][j]
-        parts.append(rows)
+        parts[j].insert(0, "doc_id", doc_ids[d])
+        parts[j]["target"] = names[item_targets[j]]
+        parts[j]["completeness_gap"] = stats["completeness_gap"][j]
     words = pd.concat(parts, ignore_index=True)
     words["doc_id"] = words["doc_id"].astype("string")
     words["target"] = words["target"].astype("string")
+    if "word_windows" in words.columns:  # after the word's other columns
+        words["word_windows"] = words.pop("word_windows")
     missing = np.isnan(scores).any(axis=1)
     probs = class_probabilities(engine.fwd, clf, scores)
     pred = pd.DataFrame(clf.task.columns(probs, missing)).iloc[item_docs].reset_index(drop=True)
@@ -704,12 +860,8 @@ def _frames(engine, frame, item_wins, scores, item_docs, item_targets, res) -> E
         "target": pd.array(names[item_targets], dtype="string"),
     })
     docs = pd.concat([docs, pred], axis=1)
-    docs["logit"] = res["f_in"]
-    docs["baseline_logit"] = res["f_base"]
-    docs["attribution_sum"] = [float(a.sum()) for a in res["attr"]]
-    docs["completeness_gap"] = res["gap"]
-    docs["steps"] = res["steps"]
-    docs["truncated"] = [w.truncated for w in item_wins]
+    for col, values in stats.items():
+        docs[col] = values
     docs["n_words"] = n_words.size().to_numpy()
     docs["n_unseen"] = n_words.apply(lambda a: int(a.isna().sum())).to_numpy()
     words = _with_prediction(words, docs)
@@ -728,6 +880,7 @@ def _with_prediction(words: pd.DataFrame, docs: pd.DataFrame) -> pd.DataFrame:
             pick = docs["target"] == lab
             prob[pick] = docs.loc[pick, f"prob_{lab}"].astype("float64")
         extra = docs[["doc_id", "target", "steps"]].assign(probability=prob)
+        extra = extra.join(docs[_windows(docs)])
         return words.merge(extra, on=["doc_id", "target"], how="left", sort=False)
     for lab in docs["predicted"].dropna().unique():
         col = f"prob_{lab}"
@@ -735,4 +888,10 @@ def _with_prediction(words: pd.DataFrame, docs: pd.DataFrame) -> pd.DataFrame:
             pick = docs["predicted"] == lab
             prob[pick] = docs.loc[pick, col].astype("float64")
     extra = docs[["doc_id", "target", "steps", "predicted"]].assign(probability=prob)
+    extra = extra.join(docs[_windows(docs)])
     return words.merge(extra, on=["doc_id", "target"], how="left", sort=False)
+
+
+def _windows(docs: pd.DataFrame) -> list:
+    """``["n_windows"]`` for documents read in windows, else ``[]``."""
+    return ["n_windows"] if "n_windows" in docs.columns else []

@@ -18,15 +18,19 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..models.tokenize import TruncationWarning
+from ..models.tokenize import CHUNKS, ChunkWarning, TruncationWarning
 from ..score.attributions import aopc, mean_spearman
 from .classifier import Classifier, PredictionWarning
 from .explain import (
     Explanation,
     Integrator,
+    chunk_windows,
     doc_windows,
+    explain_windows,
     integrate,
     item_windows,
+    target_names,
+    unknown_only,
     word_rows,
 )
 
@@ -47,45 +51,67 @@ def _delete(text: str, spans) -> str:
 def _target_scores(clf: Classifier, texts: list, targets: np.ndarray) -> np.ndarray:
     # the texts are copies of the explained documents with words deleted: the explanation
     # already warned about the documents truncated, and a copy with every word deleted is
-    # empty by design; a count of copies would only confuse
+    # empty by design; a count of copies would only confuse (so would one of windows dropped)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TruncationWarning)
+        warnings.simplefilter("ignore", ChunkWarning)
         warnings.simplefilter("ignore", PredictionWarning)
         probs = clf.predict_proba(texts, batch_size=32)
     return probs[np.arange(len(texts)), targets]
 
 
+#: documents whose deleted copies are scored together
+DELETION_CHUNK = 8
+
+
 def deletion_test(clf: Classifier, texts: dict, ex: Explanation, k: int = CHECK_K,
-                  seed: int = 1) -> dict:
+                  seed: int = 1, progress=None) -> dict:
     """AOPC of deleting the top-``k`` attributed words vs ``k`` random words.
 
     Only document-target pairs with at least ``k`` words seen by the model are used.
+
+    Args:
+        progress: None, or a bar (anything with ``update(n)``) advanced by one per
+            document-target pair of ``ex``.
 
     Returns:
         ``{"aopc_top", "aopc_random", "k", "n_docs"}``.
     """
     rng = np.random.default_rng(seed)
-    names = ["predicted"] if clf.task.name == "regression" else clf.labels
-    variants, targets, n = [], [], 0
+    names = target_names(clf)
+    docs, skipped = [], 0
     for (doc_id, target), w in ex.words.groupby(["doc_id", "target"], sort=False,
                                                 observed=True):
         w = w[w["attribution"].notna()]
         if len(w) < k:
+            skipped += 1
             continue
         spans = list(zip(w["start"], w["end"]))
         top = np.argsort(-w["attribution"].to_numpy(), kind="stable")[:k]
         rand = rng.permutation(len(w))[:k]
         text = texts[doc_id]
-        variants.append(text)
+        variants = [text]
         for order in (top, rand):
             variants.extend(_delete(text, [spans[i] for i in order[:j]]) for j in range(1, k + 1))
-        targets.extend([names.index(target)] * (2 * k + 1))
-        n += 1
-    if not n:
+        docs.append((variants, names.index(target)))
+    _advance(progress, skipped)
+    if not docs:
         return {"aopc_top": None, "aopc_random": None, "k": k, "n_docs": 0}
-    scores = _target_scores(clf, variants, np.asarray(targets)).reshape(n, 2 * k + 1)
+    scores = []
+    for i in range(0, len(docs), DELETION_CHUNK):
+        part = docs[i:i + DELETION_CHUNK]
+        texts_ = [v for variants, _ in part for v in variants]
+        targets = np.repeat([t for _, t in part], 2 * k + 1)
+        scores.append(_target_scores(clf, texts_, targets).reshape(len(part), 2 * k + 1))
+        _advance(progress, len(part))
+    scores = np.concatenate(scores)
     return {"aopc_top": aopc(scores[:, 0], scores[:, 1:k + 1]),
-            "aopc_random": aopc(scores[:, 0], scores[:, k + 1:]), "k": k, "n_docs": n}
+            "aopc_random": aopc(scores[:, 0], scores[:, k + 1:]), "k": k, "n_docs": len(docs)}
+
+
+def _advance(bar, n: int) -> None:
+    if bar is not None and n:
+        bar.update(n)
 
 
 def randomised(clf: Classifier, seed: int = 1) -> Classifier:
@@ -105,71 +131,90 @@ def randomised(clf: Classifier, seed: int = 1) -> Classifier:
 
 
 def randomisation_test(clf: Classifier, texts: dict, ex: Explanation,
-                       max_docs: int = CHECK_DOCS, seed: int = 1) -> dict:
+                       max_docs: int = CHECK_DOCS, seed: int = 1, progress=None) -> dict:
     """Mean Spearman rank correlation between the word attributions of the model and of a
     fully re-initialised copy, over the first ``max_docs`` document-target pairs.
 
+    Args:
+        progress: None, or a bar (anything with ``update(n)``) advanced by one per pair.
+
     Returns:
         ``{"randomisation_spearman", "randomisation_spearman_abs", "n_docs"}`` (the second
-        ranks absolute attributions, as Adebayo et al. also report).
+        ranks absolute attributions, as Adebayo et al. also report); the correlations are
+        None when there is no pair.
     """
     docs = ex.documents.head(max_docs)
+    if docs.empty:
+        return {"randomisation_spearman": None, "randomisation_spearman_abs": None, "n_docs": 0}
     doc_ids = list(dict.fromkeys(docs["doc_id"]))
-    doc_wins, _ = doc_windows(clf, [texts[d] for d in doc_ids])
-    names = ["predicted"] if clf.task.name == "regression" else clf.labels
+    names = target_names(clf)
     item_docs = np.array([doc_ids.index(d) for d in docs["doc_id"]])
     item_targets = np.array([names.index(t) for t in docs["target"]])
-    engine = Integrator(randomised(clf, seed))
-    wins, outputs = item_windows(engine, doc_wins, item_docs, item_targets)
-    res = integrate(engine, wins, np.arange(len(wins)), outputs)
+    theirs = _randomised_words(randomised(clf, seed), [texts[d] for d in doc_ids], item_docs,
+                               item_targets, progress if progress is not None else False)
     pairs, pairs_abs = [], []
     groups = dict(tuple(ex.words.groupby(["doc_id", "target"], sort=False, observed=True)))
     for j, (d, t) in enumerate(zip(docs["doc_id"], docs["target"])):
         mine = groups[(d, t)]["attribution"].to_numpy()
-        theirs = word_rows(texts[d], wins[j], res["attr"][j])["attribution"].to_numpy()
-        ok = ~np.isnan(mine) & ~np.isnan(theirs)
-        pairs.append((mine[ok], theirs[ok]))
-        pairs_abs.append((np.abs(mine[ok]), np.abs(theirs[ok])))
+        ok = ~np.isnan(mine) & ~np.isnan(theirs[j])
+        pairs.append((mine[ok], theirs[j][ok]))
+        pairs_abs.append((np.abs(mine[ok]), np.abs(theirs[j][ok])))
     return {"randomisation_spearman": mean_spearman(pairs),
             "randomisation_spearman_abs": mean_spearman(pairs_abs), "n_docs": len(docs)}
 
 
-def unknown_only(clf: Classifier, texts: dict) -> list[str]:
-    """The doc_ids whose every token is the tokenizer's unknown token (e.g. emoji-only texts
-    for a vocabulary without emoji): their attributions say nothing about the words."""
-    tok = getattr(clf, "tokenizer", None)
-    unk = getattr(tok, "unk_token_id", None)
-    if unk is None:
-        return []
-    out = []
-    for doc_id, text in texts.items():
-        if isinstance(text, str) and text.strip():
-            ids = tok(text, add_special_tokens=False)["input_ids"]
-            if ids and all(i == unk for i in ids):
-                out.append(doc_id)
-    return out
+def _randomised_words(rand: Classifier, texts: list, item_docs: np.ndarray,
+                      item_targets: np.ndarray, progress=False) -> list:
+    """The word attributions (one array per item) of the re-initialised copy ``rand``, its
+    documents read as the model reads them (one window, or every window with chunks)."""
+    engine = Integrator(rand)
+    if rand.truncation == CHUNKS:
+        _, parts = explain_windows(engine, texts, chunk_windows(rand, texts), item_docs,
+                                   item_targets, progress=progress)
+        return [p["attribution"].to_numpy() for p in parts]
+    doc_wins, _ = doc_windows(rand, texts)
+    wins, outputs = item_windows(engine, doc_wins, item_docs, item_targets)
+    res = integrate(engine, wins, np.arange(len(wins)), outputs, progress=progress)
+    return [word_rows(texts[d], wins[j], res["attr"][j])["attribution"].to_numpy()
+            for j, d in enumerate(item_docs)]
+
+
+def _unknown_docs(clf: Classifier, texts: dict, ex: Explanation) -> list:
+    """The doc_ids of ``ex`` made only of tokens the model does not know: its documents'
+    ``unknown_only`` (:func:`quantformer.infer.explain.explain` sets it), else found anew."""
+    if "unknown_only" in ex.documents.columns:
+        flagged = ex.documents.loc[ex.documents["unknown_only"].astype(bool), "doc_id"]
+        return list(dict.fromkeys(flagged.astype(str)))
+    return unknown_only(clf, texts)
 
 
 def check(clf: Classifier, frame: pd.DataFrame, ex: Explanation, k: int = CHECK_K,
-          max_docs: int = CHECK_DOCS, seed: int = 1) -> dict:
+          max_docs: int = CHECK_DOCS, seed: int = 1, progress: bool = False) -> dict:
     """Both checks: ``{"aopc_top", "aopc_random", "randomisation_spearman", ...}``.
 
-    Documents made only of tokens unknown to the model (:func:`unknown_only`) are left out of
-    both checks with a warning (their attributions are alike under any model, which would push
-    the randomisation Spearman towards 1); ``n_unknown_only`` counts them.
+    Documents made only of tokens unknown to the model (:func:`unknown_only`; ``explain``
+    warned about them) are left out of both checks, because their attributions are alike under
+    any model and would push the randomisation Spearman towards 1; ``n_unknown_only`` counts
+    them.
+
+    Args:
+        progress: a tqdm bar on stderr ("checking") over the document-target pairs of both
+            checks.
     """
+    from tqdm.auto import tqdm
+
     texts = dict(zip(frame["doc_id"].astype(str), frame["text"]))
-    unknown = unknown_only(clf, texts)
+    unknown = _unknown_docs(clf, texts, ex)
     if unknown:
-        warnings.warn(f"{len(unknown)} of {len(texts)} document(s) consist only of tokens the "
-                      f"model does not know (e.g. '{unknown[0]}'); they are left out of the "
-                      "checks", UserWarning, stacklevel=2)
         ex = Explanation(words=ex.words[~ex.words["doc_id"].isin(unknown)],
                          documents=ex.documents[~ex.documents["doc_id"].isin(unknown)])
     out = {"method": "deletion test (AOPC, Samek et al. 2017) and model randomisation "
                      "(Adebayo et al. 2018)"}
-    dele = deletion_test(clf, texts, ex, k, seed)
-    rand = randomisation_test(clf, texts, ex, max_docs, seed)
+    n_pairs = ex.words.groupby(["doc_id", "target"], sort=False, observed=True).ngroups
+    with tqdm(total=n_pairs + min(max_docs, len(ex.documents)), desc="checking", unit="doc",
+              disable=not progress, leave=False) as bar:
+        dele = deletion_test(clf, texts, ex, k, seed, progress=bar)
+        rand = randomisation_test(clf, texts, ex, max_docs, seed, progress=bar)
     out.update({"aopc_top": dele["aopc_top"], "aopc_random": dele["aopc_random"],
                 "aopc_k": k, "aopc_n_docs": dele["n_docs"],
                 "randomisation_spearman": rand["randomisation_spearman"],

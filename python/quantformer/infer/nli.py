@@ -12,9 +12,16 @@ from .._core.errors import ModelDirError
 from ..io.modeldir import read_record
 from ..models.hub import resolve_device
 from ..models.onnx.backend import open_model
-from ..models.tokenize import DEFAULT_MAX_LENGTH, is_missing
+from ..models.tokenize import (
+    CHUNKS,
+    DEFAULT_MAX_LENGTH,
+    count_subwords,
+    is_missing,
+    special_template,
+)
+from .chunked import chunking_of
 from .classifier import Classifier, _load_torch
-from .zeroshot import _logits, nli_pair_logits, nli_probabilities
+from .zeroshot import _logits, nli_pair_logits, nli_probabilities, nli_window_logits
 
 METHOD = "nli"
 
@@ -64,12 +71,14 @@ class NLIClassifier(Classifier):
             net, tokenizer = _load_torch(path)
             net = net.to(dev)
         hp = record.get("hyperparameters", {})
-        return cls(net, tokenizer, record["labels"], hypothesis=record["hypothesis"],
-                   phrases=[record["label_phrases"][c] for c in record["labels"]],
-                   entailment_id=record["entailment_id"],
-                   contradiction_id=record["contradiction_id"],
-                   max_length=hp.get("max_length", DEFAULT_MAX_LENGTH),
-                   truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
+        clf = cls(net, tokenizer, record["labels"], hypothesis=record["hypothesis"],
+                  phrases=[record["label_phrases"][c] for c in record["labels"]],
+                  entailment_id=record["entailment_id"],
+                  contradiction_id=record["contradiction_id"],
+                  max_length=hp.get("max_length", DEFAULT_MAX_LENGTH),
+                  truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
+        clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
+        return clf
 
     def hypotheses(self) -> list[str]:
         """The filled hypothesis of each class, in :attr:`labels` order."""
@@ -79,6 +88,8 @@ class NLIClassifier(Classifier):
                counts: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Class probabilities (NaN rows for missing texts) and the missing mask; batches hold
         ``batch_size`` (document, hypothesis) pairs."""
+        if self.truncation == CHUNKS:
+            return self._proba_windows_nli(texts, batch_size, progress, counts)
         missing = np.array([is_missing(t) for t in texts], dtype=bool)
         present = np.flatnonzero(~missing)
         probs = np.full((len(texts), len(self.labels)), np.nan, dtype=np.float64)
@@ -92,3 +103,33 @@ class NLIClassifier(Classifier):
             if counts is not None:
                 counts["truncated"] = counts.get("truncated", 0) + int(truncated.sum())
         return probs, missing
+
+    def _proba_windows_nli(self, texts: list, batch_size: int, progress,
+                           counts: dict | None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_proba` of documents read in windows (``truncation="chunks"``): every window
+        paired with each class's hypothesis, the entailment logits aggregated per document
+        and class (:func:`quantformer.infer.zeroshot.nli_window_logits`), then the softmax
+        across classes. ``counts`` receives ``dropped`` and ``windows`` (each window's own
+        probabilities) as :meth:`Classifier._proba_windows` does."""
+        logits, win, win_logits = nli_window_logits(
+            self.model, self.tokenizer, texts, self.hypotheses(), max_length=self.max_length,
+            stride=self.stride, max_chunks=self.max_chunks, aggregate=self.aggregate,
+            batch_size=batch_size, device=self.device, progress=progress,
+            desc="predicting (NLI)")
+        probs = np.full((len(texts), len(self.labels)), np.nan, dtype=np.float64)
+        keep = win.n_windows > 0
+        if keep.any():
+            probs[keep] = nli_probabilities(logits[keep], self.entailment_id,
+                                            self.contradiction_id)
+        if counts is not None:
+            counts["dropped"] = counts.get("dropped", 0) + int(win.truncated.sum())
+            counts["windows"] = (win, nli_probabilities(win_logits, self.entailment_id,
+                                                        self.contradiction_id))
+        return probs, win.missing
+
+    def window_budget(self) -> int:
+        """Premise tokens of one window: :attr:`max_length` less the pair's special tokens
+        and the longest class hypothesis (never cut)."""
+        tpl = special_template(self.tokenizer)
+        return (self.max_length - tpl.n_pair
+                - max(count_subwords(self.tokenizer, self.hypotheses())))

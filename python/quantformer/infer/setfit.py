@@ -13,8 +13,10 @@ import numpy as np
 
 from .._core.errors import ModelDirError
 from ..io.modeldir import RECORD, read_record, write_model_dir
+from .chunked import chunking_of
 from .classifier import Classifier
-from .embed import embed_texts, load_encoder
+from ..models.tokenize import CHUNKS
+from .embed import embed_any, load_encoder
 
 HEAD_FILE = "head.json"
 
@@ -54,9 +56,11 @@ class SetFitClassifier(Classifier):
             raise ModelDirError(f"the SetFit body in '{path}' cannot be loaded ({exc}); "
                                 "fine-tune again") from exc
         hp = record.get("hyperparameters", {})
-        return cls(encoder, head["coef"], head["intercept"], record["labels"],
-                   normalize=head["normalize"], max_length=hp.get("max_length", 256),
-                   truncation=hp.get("truncation", "head"), record=record)
+        clf = cls(encoder, head["coef"], head["intercept"], record["labels"],
+                  normalize=head["normalize"], max_length=hp.get("max_length", 256),
+                  truncation=hp.get("truncation", "head"), record=record)
+        clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
+        return clf
 
     def to(self, device: str) -> SetFitClassifier:
         super().to(device)
@@ -65,12 +69,27 @@ class SetFitClassifier(Classifier):
 
     def _proba(self, texts: list, batch_size: int, progress: bool, counts: dict | None = None):
         """Class probabilities of texts (NaN rows for missing texts) and the missing mask;
-        ``counts["truncated"]`` adds up the documents cut (as :meth:`Classifier._proba`)."""
-        vecs, encoded = embed_texts(self.encoder, texts, max_length=self.max_length,
-                                    truncation=self.truncation, batch_size=batch_size,
-                                    normalize=self.normalize, progress=progress)
+        ``counts["truncated"]`` adds up the documents cut (as :meth:`Classifier._proba`).
+
+        With ``truncation="chunks"`` a document's embedding is the mean of its windows'
+        (:func:`quantformer.infer.embed.embed_windows`, unit length again when the head was
+        trained on unit vectors), which goes into the logistic head; ``counts`` then receives
+        ``dropped`` and ``windows`` (each window's own probabilities from the head), as
+        :meth:`Classifier._proba_windows` does."""
+        chunks = self.truncation == CHUNKS
+        bar = progress if hasattr(progress, "update") else None
+        vecs, encoded, win_vecs = embed_any(
+            self.encoder, texts, max_length=self.max_length, truncation=self.truncation,
+            stride=self.stride, max_chunks=self.max_chunks, batch_size=batch_size,
+            normalize=self.normalize, progress=False if chunks and bar else progress)
+        if chunks and bar is not None:
+            bar.update(int((~encoded.missing).sum()))
         if counts is not None:
-            counts["truncated"] = counts.get("truncated", 0) + int(encoded.truncated.sum())
+            key = "dropped" if chunks else "truncated"
+            counts[key] = counts.get(key, 0) + int(encoded.truncated.sum())
+            if chunks:
+                counts["windows"] = (encoded, head_proba(win_vecs.astype(np.float64),
+                                                         self.coef, self.intercept))
         return head_proba(vecs.astype(np.float64), self.coef, self.intercept), encoded.missing
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:

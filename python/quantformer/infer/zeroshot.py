@@ -36,6 +36,11 @@ what the bundled all-MiniLM-L6-v2 uses)
 
 ``method="auto"`` picks NLI when the model's config has an entailment label, else embedding.
 
+``truncation="chunks"`` reads long documents whole: the embedding method compares the mean of
+a document's window embeddings (:func:`quantformer.infer.embed.embed_windows`); NLI pairs every
+window with every hypothesis and aggregates the windows' logits per document and label
+(:func:`nli_window_logits`), as a fine-tuned classifier aggregates its window logits.
+
 For stance the embedding method is weak: with the paper's Abortion templates it stays below
 chance even when calibrated (``bench/RESULTS.md``), because "in favor of X" and "against X"
 embed close together. Prefer an NLI model for stance; the embedding method suits topics.
@@ -65,12 +70,21 @@ from ..models.hub import (
     resolve_model,
 )
 from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
+from ..io.writing import write_frame
+from ..models.chunks import DEFAULT_AGGREGATE, aggregate_windows
 from ..models.precision import TorchPrecision, check_precision, check_with_backend
 from ..models.precision import record as precision_of
 from ..models.precision import torch_precision
-from ..models.tokenize import is_missing, check_strategy, encode
+from ..models.tokenize import (
+    CHUNKS,
+    ChunkWarning,
+    encode,
+    encode_window_pairs,
+    is_missing,
+)
 from .cache import MODELS
-from .embed import as_frame, check_length, embed_texts, load_encoder, missing_warning
+from .chunked import check_chunk_request
+from .embed import as_frame, check_length, embed_any, embed_texts, load_encoder, missing_warning
 
 METHODS = ("auto", "nli", "embedding")
 CALIBRATIONS = ("standardise", "centre", "none")
@@ -263,33 +277,39 @@ def nli_probabilities(logits: np.ndarray, entail: int, contra: int,
     return _softmax(logits[..., entail], axis=-1)
 
 
-def calibrate_similarities(sims: np.ndarray, calibration: str = "standardise") -> np.ndarray:
+def calibrate_similarities(sims: np.ndarray, calibration: str = "standardise",
+                           reference: np.ndarray | None = None) -> np.ndarray:
     """Per-label calibration of a (n_docs, n_labels) similarity matrix over its documents.
 
     ``standardise``: (s - label mean) / label standard deviation; ``centre``: s - label mean;
     ``none``: s unchanged. A label whose similarities do not vary keeps standard deviation 1.
+    ``reference``: the similarities the label means and deviations are taken from (default
+    ``sims``; the documents' when ``sims`` are their windows', ``truncation="chunks"``).
     """
     if calibration not in CALIBRATIONS:
         raise InputError(f"unknown calibration '{calibration}'; use one of: "
                          f"{', '.join(CALIBRATIONS)}")
     sims = np.asarray(sims, dtype=np.float64)
+    ref = sims if reference is None else np.asarray(reference, dtype=np.float64)
     if calibration == "none" or sims.shape[0] == 0:
         return sims
-    out = sims - sims.mean(axis=0, keepdims=True)
+    out = sims - ref.mean(axis=0, keepdims=True)
     if calibration == "standardise":
-        sd = sims.std(axis=0, keepdims=True)
+        sd = ref.std(axis=0, keepdims=True)
         out = out / np.where(sd > 1e-12, sd, 1.0)
     return out
 
 
 def embedding_probabilities(sims: np.ndarray, calibration: str = "standardise",
                             temperature: float | None = None,
-                            multi_label: bool = False) -> np.ndarray:
+                            multi_label: bool = False,
+                            reference: np.ndarray | None = None) -> np.ndarray:
     """Label probabilities from cosine similarities (n_docs, n_labels).
 
     ``softmax(calibrate_similarities(sims) / temperature)`` across labels, or with ``multi_label`` an
     independent ``sigmoid`` per label (which needs a calibration: a raw cosine has no
-    natural zero). ``temperature`` defaults to :data:`EMBED_TEMPERATURE` for the calibration.
+    natural zero). ``temperature`` defaults to :data:`EMBED_TEMPERATURE` for the calibration;
+    ``reference`` as in :func:`calibrate_similarities`.
 
     Raises:
         InputError: a temperature <= 0, or multi-label without calibration.
@@ -301,7 +321,7 @@ def embedding_probabilities(sims: np.ndarray, calibration: str = "standardise",
     if multi_label and calibration == "none":
         raise InputError("multi-label embedding zero-shot needs a calibration (standardise or "
                          "centre): a raw cosine has no natural threshold")
-    z = calibrate_similarities(sims, calibration) / t
+    z = calibrate_similarities(sims, calibration, reference) / t
     if multi_label:
         return 1.0 / (1.0 + np.exp(-z))
     return _softmax(z, axis=-1) if z.size else z
@@ -351,7 +371,7 @@ def run_precision(precision: str, device: str, multi_label: bool,
 
 def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                 max_length, truncation, device, progress, config, backend="torch",
-                quantize="none", precision="auto"):
+                quantize="none", chunking=None, precision="auto"):
     length = (min(512, max_positions(config) or 512) if max_length is None
               else check_max_length(max_length, config))
     net, tok, dev = _nli_model(model, device, backend, quantize)
@@ -362,21 +382,45 @@ def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch
             "entailment_id": entail, "contradiction_id": contra, "precision": chosen}
     if not len(present):  # every document missing or empty
         return np.zeros((0, k)), np.zeros(0, dtype=bool), info
+    premises = [texts[i] for i in present]
     hyps = [hypothesis.format(lab) for lab in labels]
 
     def probabilities(docs, cast=True, bar=False):
+        """(probabilities, truncated, (windows, window probabilities) or None) of ``docs``,
+        in bf16 autocast when ``chosen`` is bf16 and ``cast``."""
         with chosen.context(dev, cast) if chosen is not None else nullcontext():
+            if truncation == CHUNKS:
+                logits, win, win_logits = nli_window_logits(
+                    net, tok, docs, hyps, max_length=length, batch_size=batch_size,
+                    device=dev, progress=bar, **chunking)
+                return (nli_probabilities(logits, entail, contra, multi_label), win.truncated,
+                        (win, nli_probabilities(win_logits, entail, contra, multi_label)))
             logits, cut = nli_pair_logits(net, tok, docs, hyps, max_length=length,
                                           truncation=truncation, batch_size=batch_size,
                                           device=dev, progress=bar)
-        return nli_probabilities(logits, entail, contra, multi_label), cut
+        return nli_probabilities(logits, entail, contra, multi_label), cut, None
 
-    docs = [texts[i] for i in present]
-    probs, truncated = probabilities(docs, bar=progress)
-    if chosen is not None:  # bf16 near ties computed again in fp32
-        info["rechecked"] = chosen.recheck(lambda t: probabilities(t, cast=False)[0], docs,
-                                           probs)
+    probs, truncated, windows = probabilities(premises, bar=progress)
+    if windows is not None:
+        info.update(n_pairs=len(windows[0].doc) * k, windows=windows)
+    if chosen is not None:  # bf16 near ties computed again in fp32, through the same windows
+        info["rechecked"] = ties = chosen.ties(probs)
+        if ties is not None and ties.any():
+            idx = np.flatnonzero(ties)
+            with warnings.catch_warnings():  # max_chunks warned once, by the first pass
+                warnings.simplefilter("ignore", ChunkWarning)
+                again, _, again_win = probabilities([premises[i] for i in idx], cast=False)
+            probs[idx] = again
+            if windows is not None:
+                windows[1][window_rows_of(windows[0].doc, idx)] = again_win[1]
     return probs, truncated, info
+
+
+def window_rows_of(doc: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The rows of the windows of documents ``idx`` (sorted) among windows whose documents are
+    ``doc`` (grouped by document, in order): where the windows of the documents ``idx`` read
+    again on their own go."""
+    return np.flatnonzero(np.isin(doc, idx))
 
 
 def nli_pair_logits(net, tokenizer, texts: list, hypotheses: list, *, max_length: int,
@@ -413,18 +457,63 @@ def _logits(model, batch):
     return model(**batch).logits
 
 
+def nli_window_logits(net, tokenizer, texts: list, hypotheses: list, *, max_length: int,
+                      stride: int | None, max_chunks: int | None, aggregate: str,
+                      batch_size: int, device: str, progress,
+                      desc: str = "zero-shot NLI") -> tuple:
+    """NLI logits of documents read whole in windows (``truncation="chunks"``): every window
+    the premise of every hypothesis (:func:`quantformer.models.tokenize.encode_window_pairs`),
+    all pairs in length-sorted batches, then each document's logits per hypothesis the
+    ``aggregate`` (``mean`` or ``max``) over its windows
+    (:func:`quantformer.models.chunks.aggregate_windows`), as a fine-tuned classifier's window
+    logits are aggregated.
+
+    Args:
+        texts: the premises (str or None; a missing one has no windows and NaN logits).
+        hypotheses: the k filled hypothesis templates.
+        progress: bool, or a caller's bar over documents (advanced once by the documents).
+
+    Returns:
+        (float (n_texts, k, n_outputs) aggregated logits, the premises'
+        :class:`~quantformer.models.tokenize.Windows`, float (n_windows, k, n_outputs) the
+        windows' own logits).
+
+    Raises:
+        InputError: a hypothesis that leaves no room for a window; a bad ``stride`` or
+            ``max_chunks``.
+    """
+    win, ids, types = encode_window_pairs(tokenizer, texts, hypotheses, max_length=max_length,
+                                          stride=stride, max_chunks=max_chunks)
+    k, n, n_win = len(hypotheses), len(win.missing), len(win.doc)
+    out = len(getattr(net.config, "id2label", None) or {}) or 3
+    if not ids:
+        return np.full((n, k, out), np.nan), win, np.zeros((0, k, out))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    bar = progress if hasattr(progress, "update") else None
+    logits = run_batches(net, ids, types, fn=_logits, batch_size=batch_size, device=device,
+                         pad_id=pad, progress=False if bar else progress, desc=desc)
+    if bar is not None:
+        bar.update(int((~win.missing).sum()))
+    logits = logits.reshape(n_win, k, -1).astype(np.float64)
+    docs = aggregate_windows(logits.reshape(n_win, -1), win.doc, n, aggregate)
+    return docs.reshape(n, k, -1), win, logits
+
+
 def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                       max_length, truncation, device, progress, calibration, temperature,
-                      backend="torch", quantize="none", precision="auto"):
+                      backend="torch", quantize="none", chunking=None, precision="auto"):
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
     chosen = run_precision(precision, enc.device, multi_label, backend)
     common = {"max_length": length, "truncation": truncation, "batch_size": batch_size,
-              "normalize": True}
-    docs, encoded = embed_texts(enc, [texts[i] for i in present], progress=progress,
-                                precision=chosen, **common)
+              "normalize": True,
+              **{k: v for k, v in (chunking or {}).items() if k != "aggregate"}}
+    docs, encoded, win_vecs = embed_any(enc, [texts[i] for i in present], progress=progress,
+                                        precision=chosen, **common)
     # the few label hypotheses, shared by every document, are embedded in fp32
-    hyps, _ = embed_texts(enc, [hypothesis.format(lab) for lab in labels], **common)
+    hyps, _ = embed_texts(enc, [hypothesis.format(lab) for lab in labels], max_length=length,
+                          truncation="head_tail" if truncation == CHUNKS else truncation,
+                          batch_size=batch_size, normalize=True)
     sims = docs.astype(np.float64) @ hyps.astype(np.float64).T
     used = calibration
     if calibration != "none" and len(present) == 1:
@@ -444,9 +533,17 @@ def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label,
         info["rechecked"] = ties = chosen.ties(probs)
         if ties is not None and ties.any():  # bf16 near ties: their documents again in fp32
             idx = np.flatnonzero(ties)
-            again, _ = embed_texts(enc, [texts[present[i]] for i in idx], **common)
+            with warnings.catch_warnings():  # max_chunks warned once, by the first pass
+                warnings.simplefilter("ignore", ChunkWarning)
+                again, _, again_win = embed_any(enc, [texts[present[i]] for i in idx], **common)
             sims[idx] = again.astype(np.float64) @ hyps.astype(np.float64).T
             probs = embedding_probabilities(sims, used, temperature, multi_label)
+            if win_vecs is not None:
+                win_vecs[window_rows_of(encoded.doc, idx)] = again_win
+    if win_vecs is not None:  # each window scored as its document, against the documents'
+        win_sims = win_vecs.astype(np.float64) @ hyps.astype(np.float64).T  # calibration
+        info["windows"] = (encoded, embedding_probabilities(win_sims, used, temperature,
+                                                            multi_label, reference=sims))
     return probs, encoded.truncated, info
 
 
@@ -468,6 +565,10 @@ def zeroshot(
     keep_text: bool = False,
     backend: str = "torch",
     quantize: str = "none",
+    stride: int | None = None,
+    max_chunks: int | None = None,
+    aggregate: str | None = None,
+    chunks_out: str | None = None,
     precision: str = "auto",
 ) -> pd.DataFrame:
     """Classify documents with label descriptions only (no training).
@@ -494,7 +595,22 @@ def zeroshot(
             model's limit when lower) for NLI, where it bounds premise + hypothesis; for
             embeddings the model's sentence-transformers ``max_seq_length`` (256 for the
             default model), else 512. Longer documents are truncated by ``truncation``.
-        truncation: ``head_tail`` (default; Wankmüller 2022 section 6.3), ``head``, ``tail``.
+        truncation: ``head_tail`` (default; Wankmüller 2022 section 6.3), ``head``, ``tail``
+            or ``chunks``: every document read whole in overlapping windows of
+            ``max_length`` tokens. Embedding method: the document's embedding is the mean of
+            its windows' (:func:`quantformer.infer.embed.embed_windows`), then the same
+            similarity. NLI: every window is the premise of every hypothesis and the
+            document's logits per label are the ``aggregate`` of its windows'
+            (:func:`nli_window_logits`).
+        stride: chunks only: tokens neighbouring windows share (int; default a quarter of
+            the window; NLI: of the premise's window, which leaves room for the hypothesis).
+        max_chunks: chunks only: the first windows kept per document at most (int >= 1;
+            default all; a warning counts the documents with more).
+        aggregate: chunks with NLI only: ``mean`` (default) or ``max`` of the window logits.
+        chunks_out: chunks only: a file that receives one row per window: ``doc_id``,
+            ``chunk``, ``start``, ``end`` (characters), the window's own ``predicted`` and
+            ``prob_<label>`` (embedding method: its similarities calibrated with the
+            documents' label means and deviations, at the same temperature).
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
         quiet: no progress bar.
         calibration: embedding method only: ``standardise`` (default), ``centre`` or ``none``.
@@ -527,7 +643,8 @@ def zeroshot(
         InputError: a template without exactly one ``{}``; empty or duplicate labels; fewer
             than two labels without ``multi_label``; ``method="nli"`` with a model that has no
             entailment label; bad ``max_length``, ``truncation``, ``batch_size``, ``device``,
-            ``calibration``, ``temperature`` or ``precision``; ``precision`` bf16 with
+            ``calibration``, ``temperature``, window settings, ``chunks_out`` or
+            ``precision``; ``aggregate`` with the embedding method; ``precision`` bf16 with
             ``backend`` onnx or with ``multi_label``.
     """
     check_backend(backend, quantize, device)
@@ -536,7 +653,7 @@ def zeroshot(
         torch_precision(precision, "cpu", "multilabel")
     hypothesis = check_hypothesis(hypothesis)
     labels = check_labels(labels, multi_label)
-    check_strategy(truncation)
+    check_chunk_request(truncation, stride, max_chunks, aggregate, chunks_out)
     if calibration not in CALIBRATIONS:
         raise InputError(f"unknown {{calibration}} '{calibration}'; use one of: "
                          f"{', '.join(CALIBRATIONS)}", params=["calibration"])
@@ -549,12 +666,19 @@ def zeroshot(
     frame = as_frame(frame)
     config = _config(model, backend)
     chosen = choose_method(method, config)
+    if chosen == "embedding" and aggregate is not None:
+        raise InputError("{aggregate} applies to the NLI method; the embedding method "
+                         "averages the windows' embeddings: leave it out",
+                         params=["aggregate"])
     texts = frame["text"].tolist()
     missing = np.array([is_missing(t) for t in texts], dtype=bool)
     present = np.flatnonzero(~missing)
+    chunking = {"stride": stride, "max_chunks": max_chunks,
+                "aggregate": aggregate or DEFAULT_AGGREGATE}
     common = dict(model=model, multi_label=multi_label, batch_size=batch_size,
                   max_length=max_length, truncation=truncation, device=device,
-                  progress=not quiet, backend=backend, quantize=quantize, precision=precision)
+                  progress=not quiet, backend=backend, quantize=quantize, chunking=chunking,
+                  precision=precision)
     if chosen == "nli":
         probs, truncated, info = _nli_scores(texts, present, labels, hypothesis, config=config,
                                              **common)
@@ -563,7 +687,36 @@ def zeroshot(
                                                    calibration=calibration,
                                                    temperature=temperature, **common)
     missing_warning(int(missing.sum()), len(frame), "a missing prediction")
+    if chunks_out is not None:
+        win, win_probs = info.get("windows", (None, None))
+        write_frame(window_rows(frame.iloc[present], win, win_probs, labels), chunks_out)
+    out = _result_frame(frame, present, probs, labels, chosen, keep_text)
+    out["backend"] = _backend_column(info, backend, quantize, present, len(frame))
+    meta = {**_precision_meta(info, backend, quantize),
+            "method": METHOD_NAMES[chosen], "model": model_label(model),
+            "hypothesis": hypothesis, "labels": labels, "multi_label": multi_label,
+            "truncation": truncation, "n_docs": len(frame), "n_missing": int(missing.sum()),
+            "n_truncated": int(np.asarray(truncated).sum())}
+    if truncation == CHUNKS:
+        meta.update(_windows_meta(info, chunking, chosen == "nli"))
+    meta.update({k: v for k, v in info.items()
+                 if k not in ("similarity", "windows", "precision", "rechecked")})
+    out.attrs["quantformer"] = meta
+    return out
 
+
+def _windows_meta(info: dict, chunking: dict, nli: bool) -> dict:
+    """``stride``, ``max_chunks``, ``n_windows`` (and NLI's ``aggregate``) of a run in
+    windows, for the output's ``attrs``."""
+    win = info.get("windows", (None,))[0]
+    return {"stride": win.stride if win is not None else chunking["stride"],
+            "max_chunks": chunking["max_chunks"],
+            "n_windows": len(win.doc) if win is not None else 0,
+            **({"aggregate": chunking["aggregate"]} if nli else {})}
+
+
+def _result_frame(frame, present, probs, labels, chosen, keep_text) -> pd.DataFrame:
+    """The output rows: docvars, ``predicted``, ``prob_<label>``, ``zeroshot_method``."""
     full = np.full((len(frame), len(labels)), np.nan, dtype=np.float64)
     full[present] = probs
     predicted = np.full(len(frame), None, dtype=object)
@@ -578,15 +731,21 @@ def zeroshot(
     method = np.full(len(frame), None, dtype=object)
     method[present] = METHOD_NAMES[chosen]
     out[METHOD_COL] = method
-    out["backend"] = _backend_column(info, backend, quantize, present, len(frame))
-    meta = {**_precision_meta(info, backend, quantize),
-            "method": METHOD_NAMES[chosen], "model": model_label(model),
-            "hypothesis": hypothesis, "labels": labels, "multi_label": multi_label,
-            "truncation": truncation, "n_docs": len(frame), "n_missing": int(missing.sum()),
-            "n_truncated": int(np.asarray(truncated).sum())}
-    meta.update({k: v for k, v in info.items()
-                 if k not in ("similarity", "precision", "rechecked")})
-    out.attrs["quantformer"] = meta
+    return out
+
+
+def window_rows(frame: pd.DataFrame, windows, probs: np.ndarray, labels) -> pd.DataFrame:
+    """One row per window of ``frame``'s documents (``chunks_out``): ``doc_id``, ``chunk``,
+    ``start``, ``end`` (characters), ``predicted`` and ``prob_<label>`` of the window alone."""
+    if windows is None:  # no document had a text
+        return pd.DataFrame(columns=["doc_id", "chunk", "start", "end", "predicted",
+                                     *(f"{PROB_PREFIX}{lab}" for lab in labels)])
+    out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy()[windows.doc],
+                        "chunk": windows.chunk, "start": windows.start, "end": windows.end})
+    out["predicted"] = (np.asarray(labels, dtype=object)[probs.argmax(axis=1)] if len(probs)
+                        else np.zeros(0, dtype=object))
+    for j, lab in enumerate(labels):
+        out[f"{PROB_PREFIX}{lab}"] = probs[:, j] if len(probs) else np.zeros(0)
     return out
 
 
@@ -629,8 +788,13 @@ def describe(meta: dict) -> str:
                f"temperature {meta['temperature']:g})")
     return (f"zero-shot by {how} with {meta['model']}: {meta['n_docs']} documents x "
             f"{len(meta['labels'])} labels, hypothesis '{meta['hypothesis']}'; "
-            f"{meta['n_missing']} missing or empty (no prediction), {meta['n_truncated']} "
-            f"truncated to {meta['max_length']} tokens ({meta['truncation']})"
+            f"{meta['n_missing']} missing or empty (no prediction), "
+            + (f"read in {meta['n_windows']} windows of {meta['max_length']} tokens"
+               + (f" ({meta['aggregate']} of the window logits)" if "aggregate" in meta else
+                  " (mean of the window embeddings)")
+               if meta["truncation"] == CHUNKS else
+               f"{meta['n_truncated']} truncated to {meta['max_length']} tokens "
+               f"({meta['truncation']})")
             + (f"; backend {meta['backend']}" if meta.get("backend", "torch") != "torch" else ""))
 
 

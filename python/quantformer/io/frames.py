@@ -4,7 +4,8 @@ A *corpus frame* is a :class:`pandas.DataFrame` with
 
 ``doc_id``
     string, unique, never missing (quanteda's docnames). Defaults to ``text1 .. textN`` when the
-    file has no id column, as ``quanteda::corpus()`` does.
+    file has no id column, as ``quanteda::corpus()`` does, with one warning a run that says so
+    (:func:`warn_numbered`).
 ``text``
     string; may be empty or missing (``None``). Such documents are kept everywhere and get a
     missing prediction, never silently dropped.
@@ -39,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError
+from .._core.errors import InputError, ParamWarning
 from .formats import (  # noqa: F401  (re-exported: quantformer.io.frames stays importable)
     EXTENSIONS,
     QUOTINGS,
@@ -74,6 +75,33 @@ def as_str_series(s: pd.Series) -> pd.Series:
     return pd.Series(out, index=s.index, dtype=object)
 
 
+
+
+ID_COLUMN = "doc_id"  # the column read as ids unless ``id_col`` names another
+
+
+def numbered(columns, id_col: str | None) -> bool:
+    """Whether a table with ``columns`` gets the default ids ``text1..N`` (no ``id_col`` given
+    and no ``doc_id`` column)."""
+    return id_col is None and ID_COLUMN not in [str(c) for c in columns]
+
+
+ID_LIKE = ("id", "docid", "doc_id", "docname", "docname_", "document", "document_id")
+
+
+def warn_numbered(source: str, n: int | None = None, columns=()) -> None:
+    """Say that the documents of ``source`` are named ``text1..N`` by position: one warning
+    a run (Python's default filter shows a text once from this line; the CLI prints it as one
+    line, and R as an R warning naming its argument). A column of ``columns`` whose name looks
+    like ids (``id``, ``docname``, ...) is named as the likely fix."""
+    count = f"its {n} documents are" if n is not None else "its documents are"
+    like = [str(c) for c in columns if str(c).lower() in ID_LIKE]
+    fix = (f"; if the column '{like[0]}' holds them, pass it as {{id_col}}" if like else "")
+    warnings.warn(ParamWarning(
+        f"{source} has no id column ('{ID_COLUMN}', the column read as document ids unless "
+        f"{{id_col}} names another): {count} named text1..textN by their position, as "
+        "quanteda names them. To keep ids of your own, name their column with {id_col}" + fix,
+        params=["id_col"]), stacklevel=2)
 
 
 def _choose(columns: list[str], given: str | None, default: str, what: str, param: str,
@@ -178,7 +206,7 @@ def to_frame(
     tcol = _choose(columns, text_col, "text", "text", "text_col", source, required=True)
     lcol = _choose(columns, label_col, "label", "label", "label_col", source,
                    required=require_label)
-    icol = _choose(columns, id_col, "doc_id", "id", "id_col", source, required=False)
+    icol = _choose(columns, id_col, ID_COLUMN, "id", "id_col", source, required=False)
     n = len(df)
     if icol is not None:
         ids = as_str_series(df[icol])
@@ -248,6 +276,10 @@ def read_frame(
         labels_file: a text file with one label a line, in document order (e.g.
             ``train_labels.txt`` next to ``train_text.txt``); becomes the ``label`` column.
 
+    Warns:
+        ParamWarning: the file has no id column: its documents are named ``text1..N``
+            (:func:`warn_numbered`).
+
     Raises:
         InputError: missing, empty or unparsable file, unknown extension, unknown column,
             duplicate ids, all labels missing, an ambiguous quoted TSV, a labels file whose
@@ -259,8 +291,11 @@ def read_frame(
         _check_labels_file_use(label_col)
         df = _with_labels(df, read_labels_file(labels_file, len(df), path))
         label_col = _LABELS_FILE_COL
-    return to_frame(df, text_col=text_col, label_col=label_col, id_col=id_col,
-                    source=f"'{path}'", require_label=require_label)
+    frame = to_frame(df, text_col=text_col, label_col=label_col, id_col=id_col,
+                     source=f"'{path}'", require_label=require_label)
+    if numbered(df.columns, id_col):
+        warn_numbered(f"'{path}'", len(frame), df.columns)
+    return frame
 
 
 _LABELS_FILE_COL = "label"
@@ -349,6 +384,7 @@ def iter_frames(
     id_offset: int = 0,
     quoting: str = "auto",
     labels_file: str | os.PathLike | None = None,
+    warn_ids: bool = True,
 ) -> Iterator[pd.DataFrame]:
     """Yield a corpus file as corpus frames of at most ``chunk_rows`` rows, in file order.
 
@@ -357,6 +393,8 @@ def iter_frames(
     run across chunks; ``id_offset`` starts default ids at ``text<id_offset + 1>`` (one
     partition of a partitioned corpus). The returned iterator's ``total`` attribute is the
     number of documents. ``quoting`` and ``labels_file`` as in :func:`read_frame`.
+    ``warn_ids``: warn when the ids are ``text1..N`` (:func:`warn_numbered`; off for the
+    partitions of a partitioned run, whose scan warns once for the run).
 
     Raises:
         InputError: as :func:`read_frame`.
@@ -383,7 +421,7 @@ def iter_frames(
         chunks = _chunks_with_labels(chunks, labels)
         label_col = _LABELS_FILE_COL
     kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
-    return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw, id_offset), total)
+    return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw, id_offset, warn_ids), total)
 
 
 class FrameChunks:
@@ -408,8 +446,8 @@ def _chunks_with_labels(chunks: Iterator[pd.DataFrame], labels: list) -> Iterato
         start += len(chunk)
 
 
-def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str,
-                     kw: dict, offset: int = 0) -> Iterator[pd.DataFrame]:
+def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str, kw: dict,
+                     offset: int = 0, warn_ids: bool = True) -> Iterator[pd.DataFrame]:
     """Apply :func:`to_frame` chunk by chunk, with default ids and uniqueness across chunks."""
     seen = SeenIds()
     first = True
@@ -418,6 +456,8 @@ def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str,
         if first:
             first = False
             _check_text_type(raw[kw["text_col"] or "text"], kw["text_col"] or "text", source)
+            if warn_ids and numbered(raw.columns, kw["id_col"]):
+                warn_numbered(source, columns=raw.columns)
         offset += len(frame)
         dups = seen.add(frame["doc_id"])
         if dups:

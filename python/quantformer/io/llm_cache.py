@@ -47,20 +47,25 @@ class CodeCache:
                              params=["cache"]) from None
 
     def get(self, model: str, prompt_hash: str, thash: str) -> tuple | None:
-        """``(label, probs or None, raw)`` of a finished code, or None."""
+        """``(label, probs or None, raw, why)`` of a finished code (``why``: the reason its
+        probabilities are missing, or None), or None."""
         row = self.db.execute("SELECT label, probs, raw FROM codes WHERE model=? AND "
                               "prompt_hash=? AND text_hash=?",
                               (model, prompt_hash, thash)).fetchone()
         if row is None:
             return None
-        return row[0], (json.loads(row[1]) if row[1] else None), row[2]
+        probs = json.loads(row[1]) if row[1] else None
+        if isinstance(probs, dict):  # no probabilities, and why
+            return row[0], None, row[2], probs.get("why")
+        return row[0], probs, row[2], None
 
     def put(self, model: str, prompt_hash: str, thash: str, label: str | None,
-            probs: list[float] | None, raw: str | None) -> None:
-        """Store one finished code and commit it at once."""
+            probs: list | None, raw: str | None, why: str | None = None) -> None:
+        """Store one finished code (``why``: the reason ``probs`` is None) and commit it."""
+        stored = json.dumps(probs) if probs is not None else (
+            json.dumps({"why": why}) if why else None)
         self.db.execute("INSERT OR REPLACE INTO codes VALUES (?,?,?,?,?,?)",
-                        (model, prompt_hash, thash, label,
-                         None if probs is None else json.dumps(probs), raw))
+                        (model, prompt_hash, thash, label, stored, raw))
         self.db.commit()
 
     def close(self) -> None:

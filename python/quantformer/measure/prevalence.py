@@ -103,19 +103,26 @@ def _ppi(pair: GoldPair, rows: np.ndarray, gold: np.ndarray, cls: str, alpha: fl
     return float(np.ravel(point)[0]), float(np.ravel(low)[0]), float(np.ravel(high)[0])
 
 
-def _dsl(pair: GoldPair, rows: np.ndarray, gold: np.ndarray, cls: str, alpha: float):
-    """Design-based supervised learning (Egami et al. 2023): the mean over ``rows`` of
-    ``yhat + R (y - yhat) / pi``, with ``pi`` the known inclusion probability of a gold
-    document (1 / its weight; a simple random sample: n_gold / N of the whole corpus)."""
-    from scipy.stats import norm
-
+def dsl_pseudo_outcomes(pair: GoldPair, cls: str) -> np.ndarray:
+    """The design-based pseudo-outcome of every document for class ``cls`` (Egami et al. 2023,
+    section 3): ``yhat + R (y - yhat) / pi``, with ``yhat`` the prediction (``prob_<class>`` or
+    the 0/1 label), ``R`` 1 for a gold document and ``pi`` its known inclusion probability (1 /
+    its weight; a simple random sample of the whole corpus: n_gold / N)."""
     pseudo = pair.column(cls).astype(float).copy()
     weights = pair.gold_weights
     if np.all(weights == 1.0):  # a simple random sample of the whole corpus
         weights = np.full(len(weights), pair.n_total / max(len(weights), 1))
-    at = pair.gold_rows[gold]
-    pseudo[at] += (pair.indicator(cls)[gold] - pseudo[at]) * weights[gold]
-    values = pseudo[rows]
+    at = pair.gold_rows
+    pseudo[at] += (pair.indicator(cls) - pseudo[at]) * weights
+    return pseudo
+
+
+def _dsl(pair: GoldPair, rows: np.ndarray, cls: str, alpha: float):
+    """Design-based supervised learning (Egami et al. 2023): the mean over ``rows`` of the
+    pseudo-outcomes (:func:`dsl_pseudo_outcomes`) with a normal interval."""
+    from scipy.stats import norm
+
+    values = dsl_pseudo_outcomes(pair, cls)[rows]
     est = float(values.mean())
     half = float(norm.ppf(1 - alpha / 2) * values.std(ddof=1) / np.sqrt(len(values)))
     return est, est - half, est + half
@@ -159,7 +166,7 @@ def _one_class(pair, method, rows, gold, cls, alpha):
         point = _gold_only(pair, gold, cls, alpha)
         note = "" if gold.sum() else "no gold documents in this group: no gold-only estimate"
     elif method == "dsl":
-        point = _dsl(pair, rows, gold, cls, alpha)
+        point = _dsl(pair, rows, cls, alpha)
     elif gold.sum():
         point = _ppi(pair, rows, gold, cls, alpha)
     else:

@@ -12,7 +12,18 @@ PPI++ (Angelopoulos, Duchi & Zrnic 2023). Estimators: ppi-python's ``ppi_ols_ci`
 
 Methods: ``ppi`` (default; the outcome's prediction is ``prob_<class>``), ``naive`` (the
 predicted label as the outcome, every document, textbook standard errors; for contrast),
-``gold`` (the hand-coded documents alone). The right-hand side is a patsy formula over the
+``gold`` (the hand-coded documents alone), ``dsl`` (design-based supervised learning, Egami,
+Hinck, Stewart & Wei 2023, NeurIPS, section 3): every document's outcome is replaced by its
+design-based pseudo-outcome ``yhat + R (y - yhat) / pi`` (:func:`quantformer.measure.
+prevalence.dsl_pseudo_outcomes`: the prediction, corrected on a gold document by its error
+divided by its known inclusion probability), and the regression of the pseudo-outcomes on the
+covariates is fitted over all documents with sandwich (HC0) standard errors: statsmodels'
+``OLS`` for ``ols``, and for ``logistic`` its ``GLM`` with the binomial family, whose score
+equations ``sum x (pseudo - expit(x'b)) = 0`` are DSL's moment conditions (the pseudo-outcomes
+need not lie in [0, 1]). DSL is unbiased and its intervals cover whatever the errors of the
+surrogate codes (a fine-tuned model's or a language model's, ``quantformer annotate``),
+provided the gold documents were drawn with known probabilities, equal or not (e.g. a
+stratified draw with ``weight_col``). The right-hand side is a patsy formula over the
 docvars of the prediction file (``C(party)``, interactions, ``np.log(x)`` work); a categorical
 docvar gets treatment dummies, an intercept is added unless ``- 1``. A document with a missing
 covariate is an error (never dropped silently).
@@ -27,7 +38,7 @@ import pandas as pd
 
 from .._core.errors import InputError
 from ..io.gold import GoldPair, join_gold, ppi_py
-from .prevalence import check_level, check_method
+from .prevalence import check_level, check_method, dsl_pseudo_outcomes
 
 FAMILIES = ("ols", "logistic")
 
@@ -79,6 +90,8 @@ def _fit(pair: GoldPair, x: np.ndarray, cls: str, family: str, method: str, alph
             return point, *ppi.ppi_logistic_ci(xg, y, fg, x, f, alpha=alpha, w=w)
     if method == "gold":
         return _classical(ppi, xg, y, w, family, alpha)
+    if method == "dsl":
+        return dsl_regression(x, dsl_pseudo_outcomes(pair, cls), family, alpha)
     return _naive(x, (pair.predicted == cls).astype(float), family, alpha)
 
 
@@ -93,6 +106,23 @@ def _classical(ppi, x, y, w, family, alpha):
             warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
             low, high = ppi.classical_logistic_ci(x, y, alpha=alpha)
     return (np.asarray(low) + np.asarray(high)) / 2, low, high  # symmetric normal interval
+
+
+def dsl_regression(x: np.ndarray, pseudo: np.ndarray, family: str, alpha: float):
+    """The DSL coefficients of ``pseudo`` (design-based pseudo-outcomes, one per document) on
+    ``x`` with sandwich (HC0) normal intervals: ``(estimate, ci_low, ci_high)`` arrays.
+    ``ols``: statsmodels ``OLS``; ``logistic``: ``GLM`` with the binomial family (Egami et al.
+    2023, section 3: the moment conditions of the regression with the pseudo-outcome in place
+    of the outcome, and their sandwich variance)."""
+    import statsmodels.api as sm
+
+    model = sm.OLS(pseudo, x) if family == "ols" else sm.GLM(
+        pseudo, x, family=sm.families.Binomial())
+    with warnings.catch_warnings():  # pseudo-outcomes outside [0, 1] are expected
+        warnings.simplefilter("ignore")
+        fit = model.fit(cov_type="HC0")
+    ci = np.asarray(fit.conf_int(alpha=alpha))
+    return np.asarray(fit.params), ci[:, 0], ci[:, 1]
 
 
 def _naive(x, y, family, alpha):
@@ -116,7 +146,8 @@ def regress(pred, gold, formula: str, family: str = "ols", method: str = "ppi",
         formula: ``"CLASS ~ covariates"``: a class of the model on the left, a patsy formula
             of docvars on the right (e.g. ``"toxic ~ C(party) + year"``).
         family: ``"ols"`` (linear probability model; default) or ``"logistic"``.
-        method: ``"ppi"`` (default), ``"naive"`` or ``"gold"`` (see the module docstring).
+        method: ``"ppi"`` (default), ``"naive"``, ``"gold"`` or ``"dsl"`` (design-based
+            supervised learning, Egami et al. 2023; see the module docstring).
         level: confidence level in (0, 1) (0.95).
         label_col, weight_col, id_col: as in :func:`quantformer.measure.prevalence`.
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.errors import InputError
+from .tokenize import CHUNKS, check_max_chunks
 
 AGGREGATES = ("mean", "max")
 DEFAULT_AGGREGATE = "mean"
@@ -28,6 +29,28 @@ def check_aggregate(aggregate: str) -> str:
         raise InputError(f"unknown {{aggregate}} '{aggregate}'; use mean or max",
                          params=["aggregate"])
     return aggregate
+
+
+def check_chunk_options(truncation: str | None, stride: int | None = None,
+                        max_chunks: int | None = None, aggregate: str | None = None) -> None:
+    """The checks of the window settings that need no model (run before any loads).
+
+    Raises:
+        InputError: ``stride``, ``max_chunks`` or ``aggregate`` without ``truncation``
+            ``chunks``; an unknown ``aggregate``; ``stride`` < 0; ``max_chunks`` < 1. Whether
+            ``stride`` is smaller than the window needs the model's tokenizer
+            (:func:`quantformer.models.tokenize.check_windows`).
+    """
+    if truncation != CHUNKS and (stride, max_chunks, aggregate) != (None, None, None):
+        raise InputError("{stride}, {max_chunks} and {aggregate} apply to {truncation} chunks "
+                         "only; add it or leave them out",
+                         params=["stride", "max_chunks", "aggregate", "truncation"])
+    if aggregate is not None:
+        check_aggregate(aggregate)
+    if stride is not None and stride < 0:
+        raise InputError(f"{{stride}} {stride} must be at least 0 and smaller than the window",
+                         params=["stride"])
+    check_max_chunks(max_chunks)
 
 
 def check_chunk_training(chunk_training: str) -> str:

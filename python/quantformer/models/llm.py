@@ -11,7 +11,11 @@ Two back-ends:
 * :class:`EndpointLM`: a server speaking the OpenAI chat-completions protocol (Ollama, vLLM,
   llama.cpp's server, ``transformers serve``). The label comes from structured output (a JSON
   schema whose ``label`` is an enum of the codebook's labels); an answer that does not parse
-  strictly is returned as ``None`` (the caller marks it ``unparsed``). The API key is read
+  strictly is returned as ``None`` (the caller marks it ``unparsed``). Probabilities come
+  from the answer's token log-probabilities (``logprobs: true, top_logprobs: k``) where the
+  server gives them (:mod:`quantformer.models.llm_probs` states the rule); where it does not
+  (``transformers serve`` ignores the field), they are missing and the reason is kept. The
+  API key is read
   only from the environment variable the caller names; it is never printed, logged, cached
   or written. This module is the only one that opens a network connection, and only to the
   endpoint given.
@@ -34,6 +38,7 @@ import urllib.request
 
 from .._core.errors import InputError
 from .hub import resolve_model
+from .llm_probs import label_probs
 
 #: stands for the document while the chat template is rendered (split off afterwards)
 DOC_SLOT = "\u0000DOCUMENT\u0000"
@@ -66,6 +71,37 @@ def _resolve(model: str) -> str:
                          params=["llm" if q == "model" else q for q in exc.params]) from None
 
 
+def check_causal_lm(model: str):
+    """The resolved folder of ``model`` and its tokenizer, checked without loading weights.
+
+    Raises:
+        InputError: the model is not a causal LM, or its tokenizer has no chat template or
+            no end-of-sequence token.
+    """
+    from transformers import AutoConfig, AutoTokenizer
+
+    model = _resolve(model)
+    config = AutoConfig.from_pretrained(model)
+    archs = getattr(config, "architectures", None) or []
+    if getattr(config, "is_encoder_decoder", False) or (
+            archs and not any(a.endswith("ForCausalLM") or a.endswith("LMHeadModel")
+                              for a in archs)):
+        raise InputError(f"{{llm}} '{model}' is not a causal language model "
+                         f"(architectures: {', '.join(archs) or 'none'}); give a "
+                         "decoder-only model such as a Llama, Qwen or GPT-2 checkpoint",
+                         params=["llm"])
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    if not getattr(tokenizer, "chat_template", None):
+        raise InputError(f"{{llm}} '{model}': its tokenizer has no chat template, so the "
+                         "codebook cannot be put as a conversation; give an instruction-"
+                         "tuned (chat) checkpoint, or set tokenizer.chat_template and save "
+                         "the folder again", params=["llm"])
+    if tokenizer.eos_token_id is None:
+        raise InputError(f"{{llm}} '{model}': its tokenizer has no end-of-sequence token",
+                         params=["llm"])
+    return model, tokenizer
+
+
 class LocalLM:
     """A local causal LM that scores labels (see the module docstring).
 
@@ -80,35 +116,20 @@ class LocalLM:
 
     def __init__(self, model: str, device: str = "cpu"):
         import torch
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
-        model = _resolve(model)
-        config = AutoConfig.from_pretrained(model)
-        archs = getattr(config, "architectures", None) or []
-        if getattr(config, "is_encoder_decoder", False) or (
-                archs and not any(a.endswith("ForCausalLM") or a.endswith("LMHeadModel")
-                                  for a in archs)):
-            raise InputError(f"{{llm}} '{model}' is not a causal language model "
-                             f"(architectures: {', '.join(archs) or 'none'}); give a "
-                             "decoder-only model such as a Llama, Qwen or GPT-2 checkpoint",
-                             params=["llm"])
-        self.tokenizer = AutoTokenizer.from_pretrained(model)
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise InputError(f"{{llm}} '{model}': its tokenizer has no chat template, so the "
-                             "codebook cannot be put as a conversation; give an instruction-"
-                             "tuned (chat) checkpoint, or set tokenizer.chat_template and save "
-                             "the folder again", params=["llm"])
-        if self.tokenizer.eos_token_id is None:
-            raise InputError(f"{{llm}} '{model}': its tokenizer has no end-of-sequence token",
-                             params=["llm"])
+        model, self.tokenizer = check_causal_lm(model)
         self.model = AutoModelForCausalLM.from_pretrained(model).to(device).eval()
         self.device = device
         self.name = model
         self._torch = torch
         self._prefix: tuple[list[int], object] | None = None
         # transformers >= 5.2x names the key-value cache argument ``cache``
-        self._cache_arg = ("cache" if "cache" in inspect.signature(self.model.forward).parameters
-                           else "past_key_values")
+        params = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        # the document's run needs the next-token distribution at its last position only:
+        # projecting every position onto the vocabulary would cost as much as the body
+        self._last_only = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
 
     def split_prompt(self, messages: list[dict]) -> tuple[str, str]:
         """The rendered chat (generation prompt added) cut at :data:`DOC_SLOT`: the text before
@@ -169,13 +190,13 @@ class LocalLM:
         cache = self.prefix_cache(prefix_ids)
         n0, out = len(prefix_ids), []
 
-        def run(ids):
+        def run(ids, **keep):
             return torch.log_softmax(self.model(torch.tensor([ids], device=self.device),
-                                                **{self._cache_arg: cache}, use_cache=True)
-                                     .logits[0].float(), dim=-1)
+                                                **{self._cache_arg: cache}, use_cache=True,
+                                                **keep).logits[0].float(), dim=-1)
         try:
             with torch.no_grad():
-                last = run(doc_ids)[-1]
+                last = run(doc_ids, **self._last_only)[-1]
                 for lab in label_ids:
                     logp = run(lab[:-1])
                     out.append(float(last[lab[0]]) + sum(float(logp[j - 1, t])
@@ -212,14 +233,20 @@ class EndpointLM:
         timeout: seconds per request (default 60).
         retries: attempts after a 429, 5xx or timeout (default 4), with exponential backoff
             and jitter.
+        top_logprobs: candidates per token asked for (``logprobs: true``; default 20, the
+            OpenAI maximum; 0 asks for none and leaves the probabilities missing).
+        max_tokens: the longest answer in tokens (``max_tokens``; default None: the server's).
 
     Raises:
         InputError: (from :meth:`check`) the endpoint does not answer.
     """
 
     def __init__(self, endpoint: str, model: str, api_key: str | None = None,
-                 timeout: float = 60.0, retries: int = 4):
+                 timeout: float = 60.0, retries: int = 4, top_logprobs: int = 20,
+                 max_tokens: int | None = None):
         self.endpoint = endpoint.rstrip("/")
+        self.top_logprobs = int(top_logprobs)
+        self.max_tokens = max_tokens
         self.name = model
         self._key = api_key
         self.timeout = timeout
@@ -248,15 +275,22 @@ class EndpointLM:
                              "start the server or correct the URL",
                              params=["endpoint"]) from None
 
-    def code(self, messages: list[dict], labels: list[str]) -> tuple[str | None, str]:
-        """The label the model answers (None when the answer does not parse) and the raw
-        answer. Retries 429/5xx/timeouts with backoff; other HTTP errors raise."""
+    def code(self, messages: list[dict], labels: list[str]) -> tuple:
+        """``(label, raw, probs, why)``: the label the model answers (None when the answer does
+        not parse), the raw answer, the per-label probabilities from its log-probabilities
+        (:func:`~quantformer.models.llm_probs.label_probs`; None when there are none) and
+        why they are missing (a key of :data:`~quantformer.models.llm_probs.REASONS`, or
+        None). Retries 429/5xx/timeouts with backoff; other HTTP errors raise."""
         body = {"model": self.name, "messages": messages, "temperature": 0,
                 "response_format": {"type": "json_schema", "json_schema": {
                     "name": "code", "strict": True, "schema": {
                         "type": "object", "properties": {"label": {"type": "string",
                                                                    "enum": list(labels)}},
                         "required": ["label"], "additionalProperties": False}}}}
+        if self.top_logprobs > 0:
+            body.update(logprobs=True, top_logprobs=self.top_logprobs)
+        if self.max_tokens is not None:
+            body["max_tokens"] = int(self.max_tokens)
         for attempt in range(self.retries + 1):
             try:
                 reply = self._request("/chat/completions", body)
@@ -268,8 +302,13 @@ class EndpointLM:
                 if attempt == self.retries:
                     raise
             time.sleep(min(30.0, 0.5 * 2 ** attempt) * (0.5 + random.random()))
-        raw = reply["choices"][0]["message"].get("content") or ""
-        return parse_label(raw, labels), raw
+        choice = reply["choices"][0]
+        raw = choice["message"].get("content") or ""
+        label = parse_label(raw, labels)
+        if label is None or self.top_logprobs <= 0:
+            return label, raw, None, "unparsed" if label is None else "not_requested"
+        probs, why = label_probs((choice.get("logprobs") or {}).get("content"), raw, labels)
+        return label, raw, probs, why
 
 
 def parse_label(raw: str, labels: list[str]) -> str | None:

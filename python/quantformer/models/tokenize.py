@@ -77,8 +77,9 @@ def check_strategy(strategy: str, allowed: tuple = STRATEGIES) -> str:
         InputError: ``chunks`` where windows are not offered yet, or an unknown name.
     """
     if strategy == CHUNKS and CHUNKS not in allowed:
-        raise InputError("{truncation} chunks is not offered yet here (finetune and predict "
-                         "offer it); use head_tail, head or tail", params=["truncation"])
+        raise InputError("{truncation} chunks is not offered yet here (finetune, predict, "
+                         "embed, zeroshot, tune and compare offer it); use head_tail, head or "
+                         "tail", params=["truncation"])
     if strategy not in allowed:
         raise InputError(f"unknown {{truncation}} '{strategy}'; use one of: "
                          f"{', '.join(allowed)}", params=["truncation"])
@@ -292,18 +293,22 @@ def encode(
                 n_tokens[i] = len(a) + len(b) + tpl.n_pair
             cut = truncate_ids(a, budget, truncation)
             truncated[i] = len(cut) < len(a)
-            head = tpl.pair_prefix + cut + tpl.pair_middle
-            seq = head + b + tpl.pair_suffix
+            seq, types = pair_ids(tpl, cut, b)
             input_ids.append(seq)
             if type_ids is not None:
-                type_ids.append(
-                    [tpl.type_a] * (len(tpl.pair_prefix) + len(cut))
-                    + [tpl.type_middle] * len(tpl.pair_middle)
-                    + [tpl.type_b] * len(b) + [tpl.type_suffix] * len(tpl.pair_suffix)
-                )
+                type_ids.append(types)
     return Encoded(input_ids=input_ids, token_type_ids=type_ids, n_tokens=n_tokens,
                    truncated=truncated, missing=missing, max_length=max_length,
                    strategy=truncation)
+
+
+def pair_ids(tpl: SpecialTemplate, a: list[int], b: list[int]) -> tuple[list, list]:
+    """(ids, token type ids) of the pair ``a``, ``b`` with the template's special tokens."""
+    seq = tpl.pair_prefix + a + tpl.pair_middle + b + tpl.pair_suffix
+    types = ([tpl.type_a] * (len(tpl.pair_prefix) + len(a))
+             + [tpl.type_middle] * len(tpl.pair_middle)
+             + [tpl.type_b] * len(b) + [tpl.type_suffix] * len(tpl.pair_suffix))
+    return seq, types
 
 
 def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX_LENGTH,
@@ -326,16 +331,18 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX
         ``input_ids`` (the ids after truncation, a list per document; with ``hypotheses``
         those of the longest pair), then the docvars. Row order = input order. With
         ``truncation="chunks"`` (``stride``, ``max_chunks`` as in :func:`encode_windows`) a
-        column ``n_windows`` follows ``n_tokens``, the windows each document is read in, and
-        ``truncated`` marks the documents whose windows ``max_chunks`` dropped.
+        column ``n_windows`` follows ``n_tokens``, the windows each document is read in
+        (with ``hypotheses``: the premise's windows, which leave room for the longest
+        hypothesis; ``n_tokens`` then counts the document alone), and ``truncated`` marks the
+        documents whose windows ``max_chunks`` dropped.
 
     Raises:
         InputError: an unknown strategy, or a hypothesis that leaves no room for the text
-            within ``max_length``; chunks with ``hypotheses`` or ``with_ids``.
+            within ``max_length``; chunks with ``with_ids``.
     """
     if truncation == CHUNKS:
-        return _window_stats(frame, tokenizer, max_length, with_ids or bool(hypotheses),
-                             stride, max_chunks)
+        return _window_stats(frame, tokenizer, max_length, with_ids, stride, max_chunks,
+                             hypotheses)
     pairs = [longest_hypothesis(tokenizer, hypotheses)] * len(frame) if hypotheses else None
     enc = encode(tokenizer, frame["text"].tolist(), max_length=max_length, truncation=truncation,
                  pairs=pairs)
@@ -353,12 +360,18 @@ def _with_docvars(out: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _window_stats(frame, tokenizer, max_length, refused, stride, max_chunks) -> pd.DataFrame:
+def _window_stats(frame, tokenizer, max_length, refused, stride, max_chunks,
+                  hypotheses=None) -> pd.DataFrame:
+    """:func:`token_stats` with chunks: windows per document (NLI: of the premise, the
+    window that leaves room for the longest hypothesis, :func:`encode_window_pairs`)."""
     if refused:
-        raise InputError("{truncation} chunks counts windows per document; token ids and NLI "
-                         "hypotheses are not offered with it yet", params=["truncation"])
-    w = encode_windows(tokenizer, frame["text"].tolist(), max_length=max_length, stride=stride,
-                       max_chunks=max_chunks)
+        raise InputError("{truncation} chunks counts windows per document; token ids are not "
+                         "offered with it yet", params=["truncation"])
+    texts = frame["text"].tolist()
+    w = (encode_window_pairs(tokenizer, texts, hypotheses, max_length=max_length,
+                             stride=stride, max_chunks=max_chunks)[0] if hypotheses else
+         encode_windows(tokenizer, texts, max_length=max_length, stride=stride,
+                        max_chunks=max_chunks))
     out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "n_tokens": w.n_tokens,
                         "n_windows": w.n_windows, "truncated": w.truncated})
     return _with_docvars(out, frame)
@@ -540,17 +553,23 @@ def encode_windows(tokenizer, texts, *, max_length: int = DEFAULT_MAX_LENGTH,
             cols["end"].append(off[s + len(piece) - 1][1] if piece else 0)
     types = ([[tpl.type_a] * len(x) for x in cols["ids"]] if tpl.uses_token_types else None)
     if truncated.any():
-        import warnings
-
-        warnings.warn(ChunkWarning(
-            f"{int(truncated.sum())} of {n} document(s) need more than {{max_chunks}} "
-            f"{max_chunks} windows; their windows after the first {max_chunks} were dropped",
-            params=["max_chunks"]), stacklevel=2)
+        warn_dropped(int(truncated.sum()), n, max_chunks, stacklevel=3)
     as_int = lambda k: np.asarray(cols[k], dtype=np.int64)  # noqa: E731
     return Windows(input_ids=cols["ids"], token_type_ids=types, doc=as_int("doc"),
                    chunk=as_int("chunk"), start=as_int("start"), end=as_int("end"),
                    n_tokens=n_tokens, n_windows=n_windows, truncated=truncated,
                    missing=missing, max_length=max_length, stride=stride)
+
+
+def warn_dropped(n_dropped: int, n: int, max_chunks, stacklevel: int = 2) -> None:
+    """A :class:`ChunkWarning`: ``n_dropped`` of ``n`` documents had more than ``max_chunks``
+    windows, and their later windows were dropped."""
+    import warnings
+
+    warnings.warn(ChunkWarning(
+        f"{n_dropped} of {n} document(s) need more than {{max_chunks}} {max_chunks} windows; "
+        f"their windows after the first {max_chunks} were dropped", params=["max_chunks"]),
+        stacklevel=stacklevel + 1)
 
 
 def check_windows(budget: int, stride: int | None, max_chunks: int | None,
@@ -565,6 +584,55 @@ def check_windows(budget: int, stride: int | None, max_chunks: int | None,
         raise InputError(f"{{stride}} {stride} must be at least 0 and smaller than the window "
                          f"({budget} content tokens at {{max_length}} {max_length}); the "
                          f"default is a quarter of it", params=["stride", "max_length"])
+    check_max_chunks(max_chunks)
+
+
+def check_max_chunks(max_chunks: int | None) -> None:
+    """Raises: InputError: ``max_chunks`` below 1 (None: all windows)."""
     if max_chunks is not None and max_chunks < 1:
         raise InputError(f"{{max_chunks}} must be at least 1 (got {max_chunks}); leave it out "
                          "for all windows", params=["max_chunks"])
+
+
+def encode_window_pairs(tokenizer, texts, hypotheses: list[str], *,
+                        max_length: int = DEFAULT_MAX_LENGTH, stride: int | None = None,
+                        max_chunks: int | None = None) -> tuple[Windows, list, list | None]:
+    """Every window of every document paired with each hypothesis (NLI with
+    ``truncation="chunks"``): the premise is cut into windows (:func:`encode_windows`) whose
+    content leaves room, within ``max_length``, for the pair's special tokens and the longest
+    hypothesis, which is never cut.
+
+    Args:
+        hypotheses: the k filled hypotheses.
+        max_length, stride, max_chunks: as in :func:`encode_windows`; ``stride`` counts
+            premise tokens and defaults to a quarter of the premise's window.
+
+    Returns:
+        (:class:`Windows` of the premises, with ``max_length`` the premise window and
+        ``input_ids`` the single-sequence windows; the pair ids, window-major: window w with
+        hypothesis j at ``w * k + j``; their token type ids or None).
+
+    Raises:
+        InputError: a hypothesis that leaves no room for the text; a bad ``stride`` or
+            ``max_chunks``.
+    """
+    tpl = special_template(tokenizer)
+    hyp = _raw_ids(tokenizer, list(hypotheses))
+    longest = max((len(h) for h in hyp), default=0)
+    budget = max_length - tpl.n_pair - longest
+    if budget < 1:
+        raise InputError(f"the longest hypothesis takes {longest} tokens and leaves no room for "
+                         f"the text within {{max_length}} {max_length}; shorten it",
+                         params=["max_length"])
+    check_windows(budget, stride, max_chunks, max_length)  # worded with the caller's length
+    win = encode_windows(tokenizer, texts, max_length=budget + tpl.n_single, stride=stride,
+                         max_chunks=max_chunks)
+    ids, types = [], [] if tpl.uses_token_types else None
+    cut = slice(len(tpl.prefix), -len(tpl.suffix) if tpl.suffix else None)
+    for window in win.input_ids:
+        for b in hyp:
+            seq, t = pair_ids(tpl, window[cut], b)
+            ids.append(seq)
+            if types is not None:
+                types.append(t)
+    return win, ids, types

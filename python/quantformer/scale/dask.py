@@ -49,15 +49,17 @@ import glob
 import os
 import socket
 import time
+import warnings
 from pathlib import Path
 
 from .._core.errors import InputError
 from ..infer.cache import MODELS
 from ..infer.classifier import CHUNK_ROWS
+from ..infer.chunked import check_chunk_request, with_chunking
 from ..infer.embed import (
     backend_label,
     check_length,
-    embed_texts,
+    embed_any,
     embedding_frame,
     encoder_precision,
     load_encoder,
@@ -74,7 +76,15 @@ from ..io.writable import check_job_dir
 from ..models.hub import resolve_model
 from ..models.onnx.backend import check_backend
 from ..models.precision import check_precision, check_with_backend
-from ..models.tokenize import check_strategy, warn_truncated
+from ..models.chunks import check_chunk_options
+from ..models.tokenize import (
+    CHUNKS,
+    TRUNCATIONS,
+    ChunkWarning,
+    check_strategy,
+    warn_dropped,
+    warn_truncated,
+)
 from .cluster import (  # noqa: F401  (re-exported: the engine's names stay importable here)
     TASK_RETRIES,
     attempts,
@@ -125,7 +135,9 @@ def run_partition(spec: dict) -> dict:
 
         torch.set_num_threads(int(spec["threads"]))
     try:
-        counts = (spec.get("runner") or _RUNNERS[spec["verb"]])(spec)
+        with warnings.catch_warnings():  # windows dropped: counted once by the driver
+            warnings.simplefilter("ignore", ChunkWarning)
+            counts = (spec.get("runner") or _RUNNERS[spec["verb"]])(spec)
     except InputError as exc:
         # the message with its parameter fields, rendered where the job's error is raised
         return {"input": spec["input"], "error": str(exc.args[0]) if exc.args else str(exc),
@@ -148,7 +160,7 @@ def cached_model(verb: str, model, device: str, backend: str = "torch",
 
 def _chunks(spec: dict):
     return iter_frames(spec["input"], chunk_rows=CHUNK_ROWS, id_offset=spec["id_offset"],
-                       **spec["corpus"])
+                       warn_ids=False, **spec["corpus"])  # the scan warned for the run
 
 
 def _counts(rows: int, missing: int, truncated: int, max_length: int, truncation: str) -> dict:
@@ -161,6 +173,7 @@ def _predict_partition(spec: dict) -> dict:
     opts = spec["options"]
     clf = cached_model("predict", spec["model"], opts["device"], opts.get("backend", "torch"),
                        opts.get("quantize", "none"), opts.get("precision", "fp32"))
+    clf = with_chunking(clf, **opts.get("chunking", {}))
     n = n_missing = 0
     counts: dict = {}
     with FrameWriter(spec["output"]) as writer:
@@ -170,6 +183,9 @@ def _predict_partition(spec: dict) -> dict:
             writer.write(clf.output_frame(chunk, probs, missing, opts["keep_text"], rechecked))
             n += len(chunk)
             n_missing += int(missing.sum())
+    if clf.truncation == CHUNKS:
+        return {**_counts(n, n_missing, counts.get("dropped", 0), clf.max_length, CHUNKS),
+                "max_chunks": clf.max_chunks}
     return _counts(n, n_missing, counts.get("truncated", 0), clf.max_length, clf.truncation)
 
 
@@ -182,16 +198,18 @@ def _embed_partition(spec: dict) -> dict:
     n = n_missing = n_truncated = 0
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
-            vecs, encoded = embed_texts(enc, chunk["text"].tolist(), max_length=length,
-                                  truncation=opts["truncation"], batch_size=opts["batch_size"],
-                                  normalize=opts["normalize"], progress=False,
-                                  precision=chosen)
+            vecs, encoded, _ = embed_any(
+                enc, chunk["text"].tolist(), max_length=length, truncation=opts["truncation"],
+                stride=opts.get("stride"), max_chunks=opts.get("max_chunks"),
+                batch_size=opts["batch_size"], normalize=opts["normalize"], progress=False,
+                precision=chosen)
             writer.write(embedding_frame(chunk, vecs, opts["layout"], keep_text=opts["keep_text"],
                                          backend=backend_label(enc, chosen)))
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
             n_truncated += int(encoded.truncated.sum())
-    return _counts(n, n_missing, n_truncated, length, opts["truncation"])
+    return {**_counts(n, n_missing, n_truncated, length, opts["truncation"]),
+            **({"max_chunks": opts.get("max_chunks")} if opts["truncation"] == CHUNKS else {})}
 
 
 def _zeroshot_partition(spec: dict) -> dict:
@@ -209,8 +227,9 @@ def _zeroshot_partition(spec: dict) -> dict:
     meta = out.attrs["quantformer"]
     out.attrs = {}
     write_frame(out, spec["output"])
-    return _counts(len(out), meta["n_missing"], meta["n_truncated"], meta["max_length"],
-                   meta["truncation"])
+    return {**_counts(len(out), meta["n_missing"], meta["n_truncated"], meta["max_length"],
+                      meta["truncation"]),
+            **({"max_chunks": meta["max_chunks"]} if meta["truncation"] == CHUNKS else {})}
 
 
 _RUNNERS = {"predict": _predict_partition, "embed": _embed_partition,
@@ -354,7 +373,10 @@ def _warn_truncated(manifest: Manifest, names: list[str]) -> None:
     the one-file verbs' (:func:`quantformer.models.tokenize.warn_truncated`)."""
     done = [manifest.data["partitions"][n] for n in names if n in manifest.data["partitions"]]
     cut = [e for e in done if e.get("truncated")]
-    if cut:
+    if cut and cut[0]["truncation"] == CHUNKS:  # windows dropped by max_chunks
+        warn_dropped(sum(e["truncated"] for e in cut), sum(e["rows"] for e in done),
+                     cut[0].get("max_chunks"))
+    elif cut:
         warn_truncated(sum(e["truncated"] for e in cut), sum(e["rows"] for e in done),
                        cut[0]["max_length"], cut[0]["truncation"])
 
@@ -394,12 +416,14 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
                        id_col: str | None = None, label_col: str | None = None,
                        fmt: str | None = None, quiet: bool = False, quoting: str = "auto",
                        backend: str = "torch", quantize: str = "none",
-                       precision: str = "auto") -> dict:
+                       precision: str = "auto", chunking: dict | None = None) -> dict:
     """Classify a partitioned corpus with a fine-tuned model, one output Parquet per partition
     (``quantformer.predict_partitions``; the CLI's ``predict`` with a folder, glob or several
     files as ``--input``). See the module docstring for the output folder, the manifest,
     resuming and the schedulers; the other arguments are those of
-    :func:`quantformer.infer.classifier.predict_file`.
+    :func:`quantformer.infer.predict.predict_file` (``chunking``: ``truncation``,
+    ``stride``, ``max_chunks``, ``aggregate``, None each for as trained; checked here
+    before any work, against the model's window on each worker).
 
     Returns:
         The summary of :func:`run_partitions` (not the predictions: read them from ``out``).
@@ -408,8 +432,14 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
 
     check_backend(backend, quantize, device)
     check_with_backend(check_precision(precision), backend, quantize)
+    chunking = {k: v for k, v in (chunking or {}).items() if v is not None}
+    if chunking.get("truncation") is not None:
+        check_strategy(chunking["truncation"], TRUNCATIONS)
+    check_chunk_options(chunking.get("truncation", CHUNKS), chunking.get("stride"),
+                        chunking.get("max_chunks"), chunking.get("aggregate"))
     opts = {"batch_size": int(batch_size), "keep_text": bool(keep_text), "device": device,
-            "backend": backend, "quantize": quantize, "precision": precision}
+            "backend": backend, "quantize": quantize, "precision": precision,
+            **({"chunking": chunking} if chunking else {})}
     return run_partitions("predict", model, inputs, out, options=opts, scheduler=scheduler,
                           resume=resume, quiet=quiet, corpus={
                               "text_col": text_col, "id_col": id_col, "label_col": label_col,
@@ -423,14 +453,16 @@ def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | 
                      keep_text: bool = False, device: str = "auto", text_col: str | None = None,
                      id_col: str | None = None, fmt: str | None = None,
                      quiet: bool = False, quoting: str = "auto", backend: str = "torch",
-                     quantize: str = "none", precision: str = "auto") -> dict:
+                     quantize: str = "none", stride: int | None = None,
+                     max_chunks: int | None = None, precision: str = "auto") -> dict:
     """Embed a partitioned corpus, one Parquet per partition with a list column ``embedding``
     (``layout="auto"`` or ``"list"``) or columns ``dim_1 ..`` (``"wide"``); other arguments as
     :func:`quantformer.infer.embed.embed` and :func:`run_partitions`."""
-    check_strategy(truncation)
+    check_chunk_request(truncation, stride, max_chunks, None, None)
     check_with_backend(check_precision(precision), backend, quantize)
+    chunks = {"stride": stride, "max_chunks": max_chunks} if truncation == CHUNKS else {}
     opts = {"layout": resolve_layout(layout, "x.parquet"), "batch_size": int(batch_size),
-            "max_length": max_length, "truncation": truncation,
+            "max_length": max_length, "truncation": truncation, **chunks,
             "normalize": bool(normalize), "keep_text": bool(keep_text), "device": device,
             "backend": backend, "quantize": quantize, "precision": precision}
     return run_partitions("embed", model, inputs, out, options=opts, scheduler=scheduler,

@@ -7,7 +7,7 @@
   ``manifest.json``, ``resume`` and schedulers of :mod:`quantformer.scale.dask`. Each
   document is explained as in one file: Integrated Gradients depend on the document and the
   model only, so the partitioned attributions equal the one-file ones (to float rounding of
-  other batches).
+  other batches). ``chunking`` (documents read in windows) applies as in one file.
 * :func:`read_explanation`: the partitions' attributions back as one frame, in input order.
 * :func:`explain_on`: one corpus explained in one task on a scheduler (``explain --scheduler``
   with one input file), the same outputs as in this process.
@@ -23,8 +23,16 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..infer.chunked import with_chunking
 from ..infer.classifier import CHUNK_ROWS
-from ..infer.explain import GAP_TOLERANCE, check_model, check_steps, explain, warn_gaps
+from ..infer.explain import (
+    GAP_TOLERANCE,
+    check_model,
+    check_steps,
+    explain,
+    warn_gaps,
+    warn_unknown_only,
+)
 from ..infer.explain_check import check
 from ..io.writing import FrameWriter
 from ..io.frames import iter_frames
@@ -45,6 +53,12 @@ def _options(opts: dict) -> dict:
             "precision": opts.get("precision", "fp32")}
 
 
+def _model(model, opts: dict):
+    """The cached classifier of ``model``, reading documents as ``opts["chunking"]`` asks."""
+    return with_chunking(cached_model("predict", model, opts["device"]),
+                         **(opts.get("chunking") or {}))
+
+
 def explain_partition(spec: dict) -> dict:
     """Explain one partition into its output Parquet (a task of
     :func:`quantformer.scale.dask.run_partition`); documents with a missing or empty text
@@ -53,12 +67,13 @@ def explain_partition(spec: dict) -> dict:
     Returns:
         The counts of :func:`quantformer.scale.dask.run_partition`, with ``out_rows`` (word
         rows written), ``gap_above`` (explanations whose completeness gap exceeds
-        :data:`~quantformer.infer.explain.GAP_TOLERANCE`), ``items`` (explanations) and
+        :data:`~quantformer.infer.explain.GAP_TOLERANCE`), ``items`` (explanations),
+        ``unknown_only`` (documents made only of tokens the model does not know) and
         ``id_offset`` (the partition's place in the input order).
     """
     opts = spec["options"]
-    clf = cached_model("predict", spec["model"], opts["device"])
-    n = n_missing = n_cut = out_rows = gap_above = items = 0
+    clf = _model(spec["model"], opts)
+    n = n_missing = n_cut = out_rows = gap_above = items = unknown = 0
     with warnings.catch_warnings(), FrameWriter(spec["output"]) as writer:
         warnings.simplefilter("ignore")  # counted per job by the driver
         for chunk in iter_frames(spec["input"], chunk_rows=CHUNK_ROWS,
@@ -72,13 +87,14 @@ def explain_partition(spec: dict) -> dict:
                 n_cut += int(ex.documents.groupby("doc_id")["truncated"].any().sum())
                 gap_above += int((ex.documents["completeness_gap"] > GAP_TOLERANCE).sum())
                 items += len(ex.documents)
+                unknown += int(ex.documents.groupby("doc_id")["unknown_only"].any().sum())
             writer.write(words)
             n += len(chunk)
             n_missing += int((~present).sum())
             out_rows += len(words)
     return {"rows": n, "missing": n_missing, "truncated": n_cut, "max_length": clf.max_length,
             "truncation": clf.truncation, "out_rows": out_rows, "gap_above": gap_above,
-            "items": items, "id_offset": int(spec["id_offset"])}
+            "items": items, "unknown_only": unknown, "id_offset": int(spec["id_offset"])}
 
 
 def empty_words() -> pd.DataFrame:
@@ -91,7 +107,8 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
                        steps: int | None = None, batch_size: int = 8, device: str = "auto",
                        text_col: str | None = None, id_col: str | None = None,
                        fmt: str | None = None, quiet: bool = False,
-                       quoting: str = "auto", precision: str = "auto") -> dict:
+                       quoting: str = "auto", chunking: dict | None = None,
+                       precision: str = "auto") -> dict:
     """Word attributions of a partitioned corpus, one Parquet file per partition
     (``quantformer.explain_partitions``; the CLI's ``explain`` with a folder, glob or several
     files as ``--input``).
@@ -100,38 +117,43 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
         model: a model directory of any method explain serves (standard, NLI, SetFit).
         inputs, out, scheduler, resume, quiet: as :func:`quantformer.scale.dask.run_partitions`
             (``out``: a folder; ``scheduler``: None, ``"local:N"`` or ``"tcp://host:port"``).
-        target, steps, batch_size, device, precision: as
+        target, steps, batch_size, device, chunking, precision: as
             :func:`quantformer.infer.explain.explain`.
         text_col, id_col, fmt, quoting: how the partitions are read.
 
     Returns:
         The summary of :func:`~quantformer.scale.dask.run_partitions` (read the attributions
         with :func:`read_explanation`). Warns once (CompletenessWarning) when explanations
-        have a completeness gap above 5 %.
+        have a completeness gap above 5 %, and once when documents consist only of tokens
+        the model does not know.
 
     Raises:
-        InputError: a bad ``steps``, ``target``, model (checked before any partition is read),
-            input or ``out``; bad partitions (named, after the others finished).
+        InputError: a bad ``steps``, ``target``, ``chunking``, model (checked before any
+            partition is read), input or ``out``; bad partitions (named, after the others
+            finished).
     """
     steps = check_steps(steps)
     check_precision(precision)
-    check_model(model, "torch", target)
+    check_model(model, "torch", target, chunking)
     opts = {"target": None if target is None else str(target), "steps": steps,
-            "batch_size": int(batch_size), "device": device, "precision": precision}
+            "batch_size": int(batch_size), "device": device, "chunking": chunking,
+            "precision": precision}
     summary = run_partitions(VERB, model, inputs, out, options=opts, scheduler=scheduler,
                              resume=resume, quiet=quiet, runner=explain_partition,
                              corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt,
                                      "quoting": quoting})
-    _warn_gaps(Path(summary["manifest"]), summary["done"])
+    _warn_counts(Path(summary["manifest"]), summary["done"])
     return summary
 
 
-def _warn_gaps(manifest: Path, done: int) -> None:
+def _warn_counts(manifest: Path, done: int) -> None:
     data = json.loads(manifest.read_text(encoding="utf-8"))
     run = len(data["runs"])
     mine = [e for e in data["partitions"].values() if e.get("run") == run]
     if done:
         warn_gaps(sum(e.get("gap_above", 0) for e in mine), sum(e.get("items", 0) for e in mine))
+        warn_unknown_only(sum(e.get("unknown_only", 0) for e in mine),
+                          sum(e.get("rows", 0) for e in mine))
 
 
 def read_explanation(out) -> pd.DataFrame:
@@ -170,7 +192,7 @@ def _explain_task(job: tuple):
     model, frame, opts, with_check = job
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        clf = cached_model("predict", model, opts["device"])
+        clf = _model(model, opts)
         ex = explain(clf, frame, progress=False, **_options(opts))
         checks = check(clf, frame, ex) if with_check else None
     return ex, checks, [(w.category, str(w.message)) for w in caught]
@@ -178,16 +200,18 @@ def _explain_task(job: tuple):
 
 def explain_on(scheduler: str, model, frame: pd.DataFrame, *, target: str | None = None,
                steps: int | None = None, batch_size: int = 8, device: str = "auto",
-               with_check: bool = False, precision: str = "auto"):
+               with_check: bool = False, chunking: dict | None = None,
+               precision: str = "auto"):
     """:func:`quantformer.infer.explain.explain` of ``frame`` in one task on ``scheduler``
     (``"local:N"`` or ``"tcp://host:port"``); its warnings are raised again here.
+    ``chunking``: as :func:`quantformer.infer.explain.explain`.
 
     Returns:
         ``(Explanation, the faithfulness checks of
         :func:`quantformer.infer.explain_check.check` or None)``.
     """
     opts = {"target": target, "steps": check_steps(steps), "batch_size": int(batch_size),
-            "device": device, "precision": check_precision(precision)}
+            "device": device, "chunking": chunking, "precision": check_precision(precision)}
     model = str(Path(model).resolve())  # workers may run in other folders
     ex, checks, caught = map_runs(_explain_task, [(model, frame, opts, with_check)],
                                   scheduler)[0]

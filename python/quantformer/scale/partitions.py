@@ -16,6 +16,7 @@ from ..io.frames import (
     duplicate_ids_error,
     read_whole,
     to_frame,
+    warn_numbered,
 )
 from ..io.formats import detect_format
 
@@ -148,14 +149,15 @@ def scan_partitions(parts: list[Path], corpus: dict) -> tuple[list[int], list[in
             two partitions (the id and the later partition named).
     """
     seen = SeenIds()
-    rows, offsets, total = [], [], 0
+    rows, offsets, total, numbered = [], [], 0, {}
     for p in parts:
         kind = detect_format(p, corpus.get("fmt"))
         if kind == "parquet":
             n, ids = _parquet_ids(p, corpus.get("id_col"), corpus.get("text_col"))
         else:
             n, ids = _frame_ids(p, corpus)
-        ids = ids if ids is not None else _default_ids(total, n)
+        if ids is None:
+            ids, numbered[p] = _default_ids(total, n), n
         dup = seen.add(ids)
         if dup:
             raise InputError(f"doc_ids must be unique across partitions, but '{dup[0]}' of "
@@ -164,6 +166,10 @@ def scan_partitions(parts: list[Path], corpus: dict) -> tuple[list[int], list[in
         rows.append(n)
         offsets.append(total)
         total += n
+    if numbered:  # one warning for the run, not one per partition
+        first = next(iter(numbered))
+        more = f" (and {len(numbered) - 1} more)" if len(numbered) > 1 else ""
+        warn_numbered(f"partition '{first}'{more}", sum(numbered.values()))
     return rows, offsets
 
 

@@ -11,6 +11,9 @@ interval over documents (Hayes & Krippendorff 2007 bootstrap alpha the same way)
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+
+from .._core.errors import InputError
 
 N_BOOT = 1000
 
@@ -96,3 +99,80 @@ def agreement_lines(result: dict) -> list:
             lines.append(f"{title}: {a['estimate']:.3f} ({result['level']:.0%} bootstrap "
                          f"interval {a['ci_low']:.3f} to {a['ci_high']:.3f})")
     return lines
+
+
+#: the columns of :func:`coder_agreement`, one row per pair of coders
+PAIR_COLUMNS = ["coder_1", "coder_2", "n_documents", "percent_agreement", "krippendorff_alpha",
+                "alpha_ci_low", "alpha_ci_high", "cohen_kappa", "kappa_ci_low",
+                "kappa_ci_high"]
+DOCUMENTS = ("common", "pair")
+
+
+def coder_agreement(codes, documents: str = "common", level: float = 0.95,
+                    n_boot: int = N_BOOT, seed: int = 0):
+    """Intercoder reliability of every pair of coders: humans, a fine-tuned model's predictions
+    or a language model's codes (``quantformer annotate``) alike, each one more coder
+    (Krippendorff 2004; for a language model as a coder, Ziems et al. 2024, Computational
+    Linguistics, and Halterman & Keith 2025, Political Analysis).
+
+    Args:
+        codes: a long DataFrame, one row per code: ``doc_id``, ``coder``, ``label`` (a missing
+            label, e.g. a skipped document or an unparsed answer, is no code).
+        documents: ``"common"`` (default): every pair on the documents that every coder coded,
+            so that the pairs' statistics are comparable; ``"pair"``: each pair on the
+            documents both of its coders coded.
+        level, n_boot, seed: the bootstrap intervals of :func:`agreement`.
+
+    Returns:
+        DataFrame of :data:`PAIR_COLUMNS`, one row per pair of coders in the order they first
+        appear in ``codes``: Krippendorff's alpha (nominal) and Cohen's kappa with percentile
+        bootstrap intervals (:func:`agreement`) and the share of documents coded alike.
+
+    Raises:
+        InputError: a missing column, fewer than two coders, a coder who coded a document
+            twice, an unknown ``documents``, or fewer than two documents for a pair.
+    """
+    wide = _wide_codes(codes)
+    if documents not in DOCUMENTS:
+        raise InputError(f"{{documents}} must be one of {', '.join(DOCUMENTS)}, not "
+                         f"{documents!r}", params=["documents"])
+    coders = list(wide.columns)
+    common = wide.dropna()
+    rows = []
+    for i, first in enumerate(coders):
+        for second in coders[i + 1:]:
+            both = (common if documents == "common" else wide)[[first, second]].dropna()
+            if len(both) < 2:
+                raise InputError(f"coders '{first}' and '{second}' share {len(both)} coded "
+                                 "document(s) (" + ("coded by every coder" if documents ==
+                                                    "common" else "coded by both") + "); "
+                                 "agreement needs at least two; code an overlap, or compare "
+                                 "each pair on its own overlap with {documents} pair",
+                                 params=["codes", "documents"])
+            res = agreement(both[first], both[second], level=level, n_boot=n_boot, seed=seed)
+            alpha, kappa = res["krippendorff_alpha"], res["cohen_kappa"]
+            rows.append([first, second, len(both), float((both[first] == both[second]).mean()),
+                         alpha["estimate"], alpha["ci_low"], alpha["ci_high"],
+                         kappa["estimate"], kappa["ci_low"], kappa["ci_high"]])
+    return pd.DataFrame(rows, columns=PAIR_COLUMNS)
+
+
+def _wide_codes(codes):
+    """Documents x coders (labels as strings, NaN where a coder gave no code), coders in the
+    order they first appear."""
+    missing = [c for c in ("doc_id", "coder", "label") if c not in codes.columns]
+    if missing:
+        raise InputError(f"{{codes}} lacks the column(s) {', '.join(missing)}; give doc_id, "
+                         "coder and label, one row per code", params=["codes"])
+    coded = codes.loc[codes["label"].notna(), ["doc_id", "coder", "label"]].astype(str)
+    twice = coded.duplicated(["doc_id", "coder"])
+    if twice.any():
+        one = coded[twice].iloc[0]
+        raise InputError(f"{{codes}}: coder '{one['coder']}' coded document '{one['doc_id']}' "
+                         f"more than once ({int(twice.sum())} repeated code(s)); keep one code "
+                         "per coder and document", params=["codes"])
+    order = list(dict.fromkeys(coded["coder"]))
+    if len(order) < 2:
+        raise InputError(f"{{codes}} holds the codes of {len(order)} coder(s); agreement needs "
+                         "at least two", params=["codes"])
+    return coded.pivot(index="doc_id", columns="coder", values="label")[order]

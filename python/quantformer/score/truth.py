@@ -12,7 +12,7 @@ import pandas as pd
 
 from .._core.errors import InputError
 from ..io.formats import read_table_file
-from ..io.frames import as_str_series, zero_one
+from ..io.frames import as_str_series, warn_numbered, zero_one
 
 from .evaluate import EvaluationWarning, apply_label_map
 
@@ -34,7 +34,7 @@ def need_columns(frame: pd.DataFrame, cols: list, path, fix: str = "",
 def truth_table(path, id_col: str | None = None, label_col: str | None = None,
                 fmt: str | None = None) -> pd.DataFrame:
     """``doc_id`` and ``truth`` (strings) from a file of true codes; ids ``text1..N`` when it
-    has no id column (as the corpus reader numbers documents).
+    has no id column (as the corpus reader numbers documents, with the same warning).
 
     Raises:
         InputError: the file has no ``label_col`` (default ``label``) column.
@@ -48,6 +48,8 @@ def truth_table(path, id_col: str | None = None, label_col: str | None = None,
                          params=["label_col"])
     ids = (as_str_series(raw[icol]) if icol in raw.columns
            else pd.Series([f"text{i + 1}" for i in range(len(raw))], dtype=object))
+    if icol not in raw.columns and len(raw):
+        warn_numbered(f"truth file '{path}'", len(raw), raw.columns)
     return pd.DataFrame({"doc_id": ids.to_numpy(), "truth": as_str_series(raw[lcol]).to_numpy()})
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from .._core.atomic import write_json
 from .._core.errors import InputError
 from ..io.writing import write_figure
+from .compare_llm import is_llm_row
 from .tune import parse_list, results_dir, write_table
 
 #: table column prefix of each selection metric (``f1_mean_500``, ``rmse_mean_500``)
@@ -84,7 +85,9 @@ class CompareResult:
             ``seconds_s`` (mean training seconds).
         runs: per run, the hyperparameters used or chosen by CV (list of dicts).
         summary: settings, counts and per size the best conventional model and the
-            Transformer's margin over it.
+            Transformer's margin over it (language-model rows are not conventional models);
+            with an LLM, ``summary["llm"]`` (model, endpoint, shots, labels, zero-shot prompt
+            hash).
     """
 
     results: pd.DataFrame
@@ -117,6 +120,12 @@ class CompareResult:
         if self.summary.get("nli"):
             lines.append("")
             lines.append(nli_note(self.summary["nli"]))
+        if self.summary.get("llm"):
+            lines.append("")
+            lines.append("llm rows: a language model coding the test documents from the "
+                         "codebook (zero-shot, or k-shot from the training sample's codes), "
+                         "not trained; their train s are the seconds of coding the test "
+                         "documents.")
         return "\n".join(lines)
 
     def plot(self, path, title: str | None = None) -> Path:
@@ -202,7 +211,7 @@ def margins(results: pd.DataFrame, metric: str = "macro_f1",
     means = results.groupby(["train_size", "model"])[metric].mean()
     for s in sorted(results["train_size"].unique()):
         m = means.loc[s].to_dict()
-        conv = {k: v for k, v in m.items() if k not in TRANSFORMERS}
+        conv = {k: v for k, v in m.items() if k not in TRANSFORMERS and not is_llm_row(k)}
         best = max(conv, key=lambda k: sign * conv[k]) if conv else None
         out[str(s)] = {
             f"mean_{metric}": m,

@@ -18,6 +18,9 @@ on it and scored on the whole test set. Models:
     GloVe file).
 
 ``seconds`` is the wall time of training (including the baselines' CV tuning), not prediction.
+
+With ``llm`` a large language model codes the test documents from the codebook, zero-shot and
+k-shot, in rows ``llm`` and ``llm-<k>shot`` beside these (:mod:`quantformer.select.compare_llm`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ..io.modeldir import hf_quiet
 from ..models.hub import model_label
 from ..scale.cluster import map_runs
 from ..score.metrics import macro_f1, predicted_labels
-from ..train.arguments import check_arguments
+from ..train.arguments import check_arguments, chunk_kwargs
 from ..train.baselines import BASELINES, WordVectors, check_folds, fit_baseline, training_rows
 from ..train.baselines import describe as describe_baseline
 from ..train.finetune import finetune
@@ -46,6 +49,8 @@ from .common import (
     draw_sample,
     margins,
 )
+from .compare_llm import check_llm_options, describe_llm, llm_names, llm_summary, open_llm
+from .compare_llm import run_llm
 from .compare_tasks import compare_task
 from .methods import compare_kwargs, sample_kwargs
 
@@ -159,6 +164,11 @@ def compare(
     hypothesis: str | None = None,
     label_phrases=None,
     nli_pairs: str = "balanced",
+    llm: str | None = None,
+    codebook: list | None = None,
+    shots: int = 0,
+    endpoint: str | None = None,
+    api_key_env: str | None = None,
 ) -> CompareResult:
     """Train every model on samples of every size, score each on the test set (Table 1).
 
@@ -181,7 +191,10 @@ def compare(
             MiniLM input embeddings.
         quiet: no progress lines and no transformers progress bars.
         finetune_kwargs: extra arguments for :func:`quantformer.train.finetune.finetune` (e.g.
-            ``max_length``, ``epochs``, ``lr``, ``device``).
+            ``max_length``, ``epochs``, ``lr``, ``device``; ``truncation="chunks"`` with
+            ``stride``, ``max_chunks``, ``aggregate``, ``chunk_training``: the fine-tuned
+            candidates read every document whole in windows, in training and on the test
+            set; the baselines read the whole text anyway and are unaffected).
         fitters: ``{name: fit(sample, seed=...) -> classifier}`` to add or replace models
             (the classifier needs ``labels`` + ``predict_proba`` or ``predict_labels``).
         title: figure title.
@@ -200,6 +213,20 @@ def compare(
             (``balanced`` or ``all``), the same in every run, as ``finetune --method nli``
             takes them (Laurer et al. 2023; :func:`quantformer.train.nli.nli_finetune`).
             Recorded in ``summary["nli"]`` and under the Markdown table.
+        llm: a large language model (a causal LM's Hugging Face id or folder, or with
+            ``endpoint`` the model name the server serves) that codes the test documents from
+            ``codebook``: rows ``llm`` (zero-shot) and, with ``shots``, ``llm-<k>shot``
+            (:mod:`quantformer.select.compare_llm`, which codes with
+            :func:`quantformer.infer.annotate.annotate`). Classification only; the LLM runs
+            in this process after the other runs (on ``finetune_kwargs["device"]``).
+        codebook: the codebook entries (``{"label", "description"?, "examples"?}``, as
+            :func:`quantformer.label.room.codebook.make_codebook` reads them); its labels
+            must include every class of the corpus.
+        shots: k-shot examples drawn from each training sample's human codes (default 0:
+            zero-shot only); never a test document.
+        endpoint, api_key_env: an OpenAI-compatible server's base URL and the name of the
+            environment variable holding its key (never the key itself), as for
+            ``quantformer annotate``.
 
     Returns:
         :class:`CompareResult` (for regression and multilabel the ``results`` metric columns
@@ -213,7 +240,9 @@ def compare(
             classification only with another task (names the valid ones), a label with one
             value only in a multi-label sample; NLI options without ``nli`` in ``models``, a
             bad template or label phrase, a class without a phrase, an ``nli`` model without
-            an entailment output (all before any run).
+            an entailment output (all before any run); the LLM options' problems of
+            :func:`quantformer.select.compare_llm.check_llm_options`, an endpoint that does not
+            answer, an ``llm`` that is not a causal LM (before any run).
     """
     import contextlib
 
@@ -224,19 +253,26 @@ def compare(
                         scheduler=scheduler, task=task, label_cols=label_cols,
                         label_sep=label_sep, nli_options=dict(
                             hypothesis=hypothesis, label_phrases=label_phrases,
-                            nli_pairs=nli_pairs))
+                            nli_pairs=nli_pairs), llm_options=dict(
+                            llm=llm, codebook=codebook, shots=shots, endpoint=endpoint,
+                            api_key_env=api_key_env))
 
 
 def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
              finetune_kwargs, fitters, title, scheduler=None, task="classification",
-             label_cols=None, label_sep=None, nli_options=None) -> CompareResult:
+             label_cols=None, label_sep=None, nli_options=None,
+             llm_options=None) -> CompareResult:
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     _check_finetune_kwargs(finetune_kwargs)
     scoring = make_scoring(task, label_cols, label_sep)
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise InputError(f"{{repeats}} must be a whole number of at least 1, not {repeats!r}",
                          params=["repeats"])
+    llm_options = llm_options or {}
     if task != "classification":
+        if llm_options.get("llm") is not None:
+            raise InputError("{llm} rows are for classification comparisons; leave {llm} out "
+                             "with {task} " + task, params=["llm", "task"])
         return _compare_task(train, test, scoring=scoring, models=models, model=model,
                              train_sizes=train_sizes, repeats=repeats, seed=seed, folds=folds,
                              quiet=quiet, finetune_kwargs=finetune_kwargs, fitters=fitters,
@@ -248,19 +284,56 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
         train, test, names=names, model=model, train_sizes=train_sizes, repeats=repeats,
         seed=seed, folds=folds, vectors=vectors, nli_options=nli_options)
     descriptions = {n: describe(n, model, vectors) if n in KNOWN else n for n in names}
+    coder = _open_llm(llm_options, data=data, test=test, samples=samples,
+                      finetune_kwargs=finetune_kwargs)
     say(f"compare: {len(names)} model(s) x {len(sizes)} size(s) x {repeats} repeat(s) = "
         f"{len(names) * len(samples)} runs; test set {len(test)} documents")
     results, runs = _run_plan(names, samples, test, say=say, scheduler=scheduler, seed=seed,
                               folds=folds, vectors=vec, model=model,
                               finetune_kwargs=finetune_kwargs, fitters=fitters,
                               method_options=method_options)
+    if coder is not None:
+        results, runs, names = _add_llm_rows(coder, llm_options, results, runs, names,
+                                             descriptions, samples=samples, test=test,
+                                             seed=seed, say=say, quiet=quiet)
     table = build_table(results, names, descriptions)
     summary = _summary(results, descriptions, data=data, test=test, n_test_all=n_test_all,
                        sizes=sizes, names=names, title=title, model=model, repeats=repeats,
                        seed=seed, folds=folds, vectors=vectors)
     if "nli" in method_options:
         summary["nli"] = {k: v for k, v in method_options["nli"].items() if k != "method"}
+    if coder is not None:
+        summary["llm"] = llm_summary(llm_options["llm"], llm_options.get("endpoint"),
+                                     llm_options["codebook"], llm_options.get("shots") or 0)
     return CompareResult(results=results, table=table, runs=runs, summary=summary)
+
+
+def _open_llm(llm_options: dict, *, data, test, samples, finetune_kwargs):
+    """The LLM options checked and the coder opened (None without ``llm``), before any run."""
+    o = llm_options
+    classes = sorted(set(data["label"].astype(str)) | set(test["label"].astype(str)))
+    _, key = check_llm_options(o.get("llm"), o.get("codebook"), o.get("shots") or 0,
+                               o.get("endpoint"), o.get("api_key_env"), classes=classes,
+                               samples=samples, test=test)
+    if o.get("llm") is None:
+        return None
+    return open_llm(o["llm"], o.get("endpoint"), key, (finetune_kwargs or {}).get("device"))
+
+
+def _add_llm_rows(coder, llm_options, results, runs, names, descriptions, *, samples, test,
+                  seed, say, quiet):
+    """The LLM's rows appended to the results, its runs and its names (with descriptions)."""
+    shots = int(llm_options.get("shots") or 0)
+    labels = sorted(set(test["label"].astype(str)).union(
+        *(s["label"].astype(str) for s in samples.values())))
+    rows, llm_runs = run_llm(coder, llm_options["codebook"], samples, test, shots=shots,
+                             seed=seed, labels=labels, say=say, quiet=quiet)
+    extra = llm_names(shots)
+    for n in extra:
+        descriptions[n] = describe_llm(n, llm_options["llm"], llm_options.get("endpoint"))
+    results = pd.concat([results, pd.DataFrame(rows, columns=results.columns)],
+                        ignore_index=True)
+    return results, runs + llm_runs, names + extra
 
 
 def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
@@ -272,6 +345,10 @@ def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
         raise InputError(f"give {', '.join('{' + g + '}' for g in given)} to compare itself, "
                          "not in finetune_kwargs", params=given)
     check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
+    windows = {k: (finetune_kwargs or {}).get(k) for k in ("truncation", "stride",
+                                                           "max_chunks", "aggregate",
+                                                           "chunk_training")}
+    chunk_kwargs(**windows)  # the window settings (truncation="chunks"), before any run
 
 
 def _compare_task(train, test, *, scoring, models, model, fitters, nli_options,

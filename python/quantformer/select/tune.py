@@ -53,11 +53,11 @@ from ..io.modeldir import hf_quiet
 from ..io.writable import check_results_dir
 from ..models.batching import pad_batch
 from ..models.hub import load_tokenizer, model_label, resolve_device, resolve_model
-from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
+from ..models.tokenize import CHUNKS, DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
 from ..scale.cluster import map_runs
 from ..score.evaluate import evaluate
 from ..score.metrics import predicted_labels
-from ..train.arguments import check_arguments
+from ..train.arguments import check_arguments, chunk_kwargs
 from ..train.baselines import is_missing_text, unusable_rows
 from ..train.finetune import finetune, model_size
 from ..train.scoring import ClassificationScoring, make_scoring
@@ -321,6 +321,10 @@ def tune(
     hypothesis: str | None = None,
     label_phrases=None,
     nli_pairs: str = "balanced",
+    stride: int | None = None,
+    max_chunks: int | None = None,
+    aggregate: str | None = None,
+    chunk_training: str | None = None,
 ) -> TuneResult:
     """Stratified k-fold grid search over learning rate x epochs, refit, test (section 6.4).
 
@@ -341,7 +345,12 @@ def tune(
         seed: CV split and every run's seed.
         batch_size, max_length, truncation, device: passed to fine-tuning (``max_length`` and
             ``truncation``: ``None`` for the method's defaults, see
-            :func:`quantformer.train.finetune.finetune`).
+            :func:`quantformer.train.finetune.finetune`); ``truncation="chunks"`` reads every
+            document whole in windows in training and in scoring the held-out fold (no time
+            estimate is printed: the windows per document vary).
+        stride, max_chunks, aggregate, chunk_training: ``truncation="chunks"`` only, passed
+            to every run (see :func:`quantformer.train.finetune.finetune`; None: its
+            defaults).
         quiet: no progress lines and no transformers progress bars (the plan and estimate
             are printed unless quiet).
         refit: refit the best configuration on all training data (default True).
@@ -390,13 +399,16 @@ def tune(
                      label_cols=label_cols, label_sep=label_sep,
                      method_options=dict(setfit_iterations=setfit_iterations,
                                          hypothesis=hypothesis, label_phrases=label_phrases,
-                                         nli_pairs=nli_pairs))
+                                         nli_pairs=nli_pairs),
+                     chunking=chunk_kwargs(truncation, stride, max_chunks, aggregate,
+                                           chunk_training))
 
 
 def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, seed,
           batch_size, max_length, truncation, device, quiet, refit, estimate,
           fit_fn, scheduler=None, method="standard", task="classification",
-          label_cols=None, label_sep=None, method_options=None) -> TuneResult:
+          label_cols=None, label_sep=None, method_options=None,
+          chunking=None) -> TuneResult:
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     t_start = time.perf_counter()
     # the parameter table finetune uses
@@ -419,7 +431,7 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
         test_rows = _test_rows(scoring, test)
     kw = dict(model=model, batch_size=batch_size, max_length=max_length, truncation=truncation,
               oversample=oversample, seed=seed, device=device, quiet=True,
-              **scoring.fit_kwargs(), **method_kw)
+              **scoring.fit_kwargs(), **method_kw, **(chunking or {}))
     fit = fit_fn or _finetune_fit
     splits = scoring.splits(data, folds, seed)
     plan = [(len(tr), ep) for _, ep in configs for tr, _ in splits]
@@ -428,7 +440,7 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
     msg = (f"tune: {len(lrs)} learning rates x {len(epochs_grid)} epochs x {folds} folds"
            f"{' + 1 refit' if refit else ''} = {n_runs} fine-tuning runs of "
            f"{model_label(model)} on {len(data)} documents")
-    if estimate and fit_fn is None and method == "standard":
+    if estimate and fit_fn is None and method == "standard" and truncation != CHUNKS:
         msg += _estimate_note(model, data, plan, seed=seed, batch_size=batch_size,
                               max_length=max_length or DEFAULT_MAX_LENGTH,
                               truncation=truncation or DEFAULT_TRUNCATION, device=device,

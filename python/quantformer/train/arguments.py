@@ -12,7 +12,9 @@ import math
 import numpy as np
 
 from .._core.errors import InputError
+from ..models.chunks import check_chunk_options, check_chunk_training
 from ..models.hub import check_length_value, load_config
+from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy
 
 DROPOUT = 0.1
 BATCH_SIZE = 16
@@ -126,3 +128,26 @@ def check_arguments(**values) -> None:
     for name, value in values.items():
         if name in PARAMETERS and value is not None:
             PARAMETERS[name](value, name)
+
+
+def chunk_kwargs(truncation: str | None, stride: int | None = None,
+                 max_chunks: int | None = None, aggregate: str | None = None,
+                 chunk_training: str | None = None) -> dict:
+    """The window settings tune and compare hand to each fine-tuning run, checked before any
+    run: ``{}`` without ``truncation="chunks"``, else those given of ``stride``,
+    ``max_chunks``, ``aggregate`` and ``chunk_training``.
+
+    Raises:
+        InputError: an unknown ``truncation``, ``aggregate`` or ``chunk_training``; window
+            settings without chunks; ``stride`` < 0; ``max_chunks`` < 1.
+    """
+    if truncation is not None:
+        check_strategy(truncation, TRUNCATIONS)
+    check_chunk_options(truncation, stride, max_chunks, aggregate)
+    if chunk_training is not None:
+        check_chunk_training(chunk_training)
+    if truncation != CHUNKS:
+        return {}
+    given = {"stride": stride, "max_chunks": max_chunks, "aggregate": aggregate,
+             "chunk_training": chunk_training}
+    return {k: v for k, v in given.items() if v is not None}

@@ -13,9 +13,14 @@ bundled all-MiniLM-L6-v2 (384) underfit with them and need a larger rate.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
+from ..models.chunks import DEFAULT_AGGREGATE
+from ..models.hub import load_tokenizer
 from ..models.tasks import TrainingWarning
+from ..models.tokenize import CHUNKS, DEFAULT_TRUNCATION, check_windows, special_template
 from .arguments import (
     BATCH_SIZE,
     DEFAULT_VALID_FRACTION,
@@ -162,9 +167,43 @@ def finetune_spec(frame: pd.DataFrame, spec: TrainSpec, *, valid: pd.DataFrame |
     """Fine-tune as ``spec`` says (checked, given its method's defaults, then handed to the
     method's recipe); :func:`finetune` with its settings as one value."""
     spec = spec.check().with_defaults()
+    if spec.method != "standard" and spec.truncation == CHUNKS:
+        return _windows_at_prediction(frame, spec, valid=valid, source=source)
     if spec.method == "nli" and spec.task == "classification":
         return nli_finetune(frame, valid=valid, source=source, **spec.kwargs_for("nli"))
     if spec.method != "standard":  # few-shot: quantformer.train.setfit
         return finetune_fewshot(spec.method, frame, valid=valid, source=source,
                                 **spec.kwargs_for("setfit"))
     return finetune_standard(frame, valid=valid, source=source, **spec.kwargs_for("standard"))
+
+
+def _windows_at_prediction(frame: pd.DataFrame, spec: TrainSpec, *, valid, source):
+    """SetFit and NLI with ``truncation="chunks"``: their recipes train on single inputs
+    (SetFit's contrastive pairs of documents, NLI's premise-hypothesis pairs), so each training
+    document is cut by head+tail (Wankmüller 2022, section 6.3) and the windows are read at
+    prediction (SetFit: the mean of the windows' embeddings into the head; NLI: the aggregate
+    of the windows' entailment logits). The record says so: ``truncation`` ``chunks`` with
+    ``chunk_training`` ``head_tail``, and the validation scores are those of the head+tail
+    inputs."""
+    _check_stride(spec)
+    cut = replace(spec, truncation=DEFAULT_TRUNCATION, stride=None, max_chunks=None)
+    clf = finetune_spec(frame, cut, valid=valid, source=source)
+    aggregate = None if spec.method == "setfit" else spec.aggregate
+    clf.record["hyperparameters"].update(
+        truncation=CHUNKS, stride=spec.stride, max_chunks=spec.max_chunks,
+        aggregate=aggregate, chunk_training=DEFAULT_TRUNCATION)
+    clf.truncation, clf.stride, clf.max_chunks = CHUNKS, spec.stride, spec.max_chunks
+    clf.aggregate = aggregate or DEFAULT_AGGREGATE
+    check_windows(clf.window_budget(), spec.stride, spec.max_chunks, clf.max_length)
+    return clf
+
+
+def _check_stride(spec: TrainSpec) -> None:
+    """A ``stride`` not smaller than the window refused before training (the window of a
+    single input at ``max_length``; NLI's, shortened by the hypothesis, is checked again
+    after)."""
+    if spec.stride is None or spec.max_length is None:
+        return
+    tpl = special_template(load_tokenizer(spec.model))
+    check_windows(spec.max_length - tpl.n_single, spec.stride, spec.max_chunks,
+                  spec.max_length)

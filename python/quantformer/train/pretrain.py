@@ -23,15 +23,18 @@ fine-tuning (Gururangan et al. 2020, "Don't stop pretraining"). Two objectives:
 bundled model and the SemEval-2016 Abortion task: masked LM lowered macro-F1 by 0.014-0.019,
 TSDAE raised it by 0.017) and ``mlm`` for every other masked-LM encoder.
 
-Batches are length-grouped with dynamic padding; every batch's masks, word deletions and
-dropout come from a generator seeded by (seed, step), so a run resumed from a checkpoint
-(written every ``checkpoint_every`` steps beside ``out``) gives the same encoder as one that
-was never interrupted.
+The corpus is streamed (:mod:`quantformer.train.pretrain_corpus`): read in chunks, held
+``buffer_docs`` documents at a time, each buffer shuffled and length-grouped into batches with
+dynamic padding. Every batch's masks, word deletions and dropout come from a generator seeded
+by (seed, step), so a run resumed from a checkpoint (written every ``checkpoint_every`` steps
+beside ``out``) gives the same encoder as one that was never interrupted. Under ``torchrun`` or
+``accelerate launch`` each process trains on its share of every batch and PyTorch's
+``DistributedDataParallel`` averages the gradients (:mod:`quantformer.train.ddp`); a masked-LM
+step then gives the gradient of one process training on the whole batch.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -41,19 +44,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from .._core.atomic import atomic_dir
 from .._core.errors import InputError
-from ..io.frames import iter_frames
 from ..io.modeldir import encoder_record, hf_quiet, now_utc, versions
 from ..io.writable import check_model_dir
 from ..io.modeldir import write_encoder_dir
 from ..models.hub import check_max_length, load_config, model_label, resolve_device, resolve_model
-from .data import length_grouped_batches, set_seed
+from .data import set_seed
+from .ddp import World, join, leave
+from .pretrain_corpus import BUFFER_DOCS, Corpus, scan, token_counter
 
 OBJECTIVES = ("auto", "mlm", "tsdae")
-MIN_DOCS = 100
 DELETE_RATIO = 0.6
 LR = {"mlm": 5e-5, "tsdae": 3e-5}
 HEAD_LR = 5e-4
@@ -74,20 +76,25 @@ REASONS = {
 
 @dataclass
 class Run:
-    """Everything one pretraining run needs: settings, texts, split and the model parts."""
+    """Everything one pretraining run needs: settings, the streamed corpus, the processes and
+    the model parts."""
     settings: dict
-    texts: list
-    train_idx: np.ndarray
-    valid_idx: np.ndarray
-    lengths: np.ndarray
+    corpus: Corpus
     device: str
     checkpoint: Path
     say: object
+    quiet: bool = False
+    world: World = field(default_factory=World)
     parts: dict = field(default_factory=dict)
+
+    @property
+    def global_batch(self) -> int:
+        """Documents per step over all processes."""
+        return self.settings["batch_size"] * self.world.size
 
 
 def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, batch_size,
-                   checkpoint_every, lr) -> None:
+                   checkpoint_every, lr, buffer_docs) -> None:
     """The checks that need no model and no corpus.
 
     Raises:
@@ -105,24 +112,33 @@ def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, b
     if epochs is not None and max_steps is not None:
         raise InputError("give {epochs} or {max_steps}, not both", params=["epochs", "max_steps"])
     for name, value in (("epochs", epochs), ("max_steps", max_steps), ("batch_size", batch_size),
-                        ("checkpoint_every", checkpoint_every), ("lr", lr)):
+                        ("checkpoint_every", checkpoint_every), ("lr", lr),
+                        ("buffer_docs", buffer_docs)):
         if value is not None and not value > 0:
             raise InputError(f"{{{name}}} must be greater than 0, not {value}", params=[name])
 
 
 def check_out(out, resume: bool) -> Path:
-    """An ``out`` that does not exist, or (with ``resume``) an encoder folder to compare.
+    """An ``out`` that does not exist, or a finished encoder folder (with ``resume``: then
+    there is nothing to do); no checkpoint of an interrupted run beside it unless ``resume``.
 
     Raises:
-        InputError: ``out`` exists and ``resume`` is False or it is no encoder folder; it
+        InputError: ``out`` exists and is no encoder folder, or is a finished encoder and
+            ``resume`` is False; a checkpoint waits beside it and ``resume`` is False; it
             cannot be written.
     """
     p = Path(out)
-    if p.exists() and not (resume and encoder_record(p) is not None):
-        hint = (" it is not an encoder folder written by `quantformer pretrain`" if resume
-                else " pass {resume} to continue or finish an interrupted run of this corpus")
-        raise InputError(f"{{out}} '{out}' exists;{hint}; or choose another {{out}}",
-                         params=["out", "resume"])
+    if p.exists() and encoder_record(p) is None:
+        raise InputError(f"{{out}} '{out}' exists and is not an encoder folder written by "
+                         "`quantformer pretrain`; choose another {out}", params=["out"])
+    if p.exists() and not resume:
+        raise InputError(f"{{out}} '{out}' is a finished encoder already; to pretrain again, "
+                         "delete it or choose another {out}", params=["out"])
+    checkpoint = p.with_name(p.name + ".checkpoint")
+    if checkpoint.exists() and not resume:
+        raise InputError(f"an interrupted run left a checkpoint in '{checkpoint}'; pass "
+                         "{resume} to continue it, or delete that folder to start over",
+                         params=["resume", "out"])
     if p.exists():
         return p
     return check_model_dir(p)
@@ -150,44 +166,6 @@ def choose_objective(model: str, objective: str) -> tuple[str, str, object]:
     return ("tsdae", REASONS["st"], config) if is_st else ("mlm", REASONS["mlm"], config)
 
 
-def read_corpus(corpus, **corpus_kw) -> tuple[list[str], dict]:
-    """The non-empty texts of a corpus file (read in chunks) or frame, and its description.
-
-    Returns:
-        ``(texts, {"n_docs", "n_empty", "sha256", "source"})``; the hash covers every text in
-        order, so it names the corpus.
-
-    Raises:
-        InputError: fewer than 100 documents with text (the count named).
-    """
-    chunks = ([corpus] if isinstance(corpus, pd.DataFrame)
-              else iter_frames(corpus, **corpus_kw))
-    digest, texts, n_empty = hashlib.sha256(), [], 0
-    for chunk in chunks:
-        for t in chunk["text"]:
-            t = "" if t is None or (isinstance(t, float) and math.isnan(t)) else str(t)
-            digest.update(t.encode("utf-8") + b"\0")
-            if t.strip():
-                texts.append(t)
-            else:
-                n_empty += 1
-    if len(texts) < MIN_DOCS:
-        n = len(texts) + n_empty
-        what = (f"has {n} documents and every text is empty" if not texts
-                else f"has only {len(texts)} documents with text (of {n})")
-        raise InputError(f"{{corpus}} {what}; further pretraining needs at least {MIN_DOCS} "
-                         "documents with text (thousands help)", params=["corpus"])
-    return texts, {"n_docs": len(texts), "n_empty": n_empty, "sha256": digest.hexdigest(),
-                   "source": None if isinstance(corpus, pd.DataFrame) else str(corpus)}
-
-
-def split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Random held-out documents (at least one) and the training rest."""
-    perm = np.random.default_rng(seed).permutation(n)
-    k = max(1, int(round(n * fraction)))
-    return np.sort(perm[k:]), np.sort(perm[:k])
-
-
 def delete_words(text: str, rng: np.random.Generator, ratio: float = DELETE_RATIO) -> str:
     """TSDAE's noise (Wang et al. 2021): delete each white-space word with probability
     ``ratio``, keeping one word at least."""
@@ -213,8 +191,40 @@ def _mlm_head(model):
     return None
 
 
+def masked_lm_sum(model, head, batch: dict):
+    """Cross-entropy summed over the masked positions, the vocabulary projection computed
+    there only (over every position when the model has no separate head)."""
+    import torch.nn.functional as F
+
+    labels = batch["labels"]
+    inputs = {k: v for k, v in batch.items() if k not in ("labels", "special_tokens_mask")}
+    if head is None:
+        logits = model(**inputs).logits
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), labels.view(-1),
+                               ignore_index=-100, reduction="sum")
+    hidden = model.base_model(**inputs)[0]
+    at = labels != -100
+    return F.cross_entropy(head(hidden[at]).float(), labels[at], reduction="sum")
+
+
+def _masked_lm_module(model, head):
+    """The model as one module whose forward is :func:`masked_lm_sum`: what
+    ``DistributedDataParallel`` wraps."""
+    import torch
+
+    class MaskedLM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, batch):
+            return masked_lm_sum(self.model, head, batch)
+
+    return MaskedLM()
+
+
 def mlm_parts(run: Run) -> dict:
-    """The masked-LM model (a new head when the checkpoint has none), tokenizer and collators."""
+    """The masked-LM model (a new head when the checkpoint has none), tokenizer and collator."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling
 
     path = resolve_model(run.settings["model"])
@@ -223,55 +233,46 @@ def mlm_parts(run: Run) -> dict:
     base = model.base_model_prefix
     new_head = any(not k.startswith(base) for k in info.get("missing_keys", []))
     s = run.settings
-    enc = tok(run.texts, truncation=True,
-              max_length=s["max_length"], return_special_tokens_mask=True,
-              return_offsets_mapping=s["whole_word"])
     # whole words are always replaced by [MASK] (transformers has no random-word option)
     replace = {"mask_replace_prob": 1.0, "random_replace_prob": 0.0} if s["whole_word"] else {}
     collate = DataCollatorForLanguageModeling(tok, mlm_probability=s["mask_prob"],
                                               whole_word_mask=s["whole_word"], **replace)
-    return {"model": model.to(run.device), "tokenizer": tok, "encodings": enc,
-            "collate": collate, "head": _mlm_head(model), "new_head": new_head,
-            "lengths": np.array([len(x) for x in enc["input_ids"]])}
+    model = model.to(run.device)
+    head = _mlm_head(model)
+    return {"model": model, "net": _masked_lm_module(model, head), "tokenizer": tok,
+            "collate": collate, "head": head, "new_head": new_head}
 
 
-def _mlm_batch(run: Run, idx) -> dict:
-    p = run.parts
-    enc = p["encodings"]
+def _mlm_batch(run: Run, texts: list[str]) -> dict:
+    """Tokenised, masked (the collator, from torch's generator) and on the device."""
+    p, s = run.parts, run.settings
+    enc = p["tokenizer"](texts, truncation=True, max_length=s["max_length"],
+                         return_special_tokens_mask=True, return_offsets_mapping=s["whole_word"])
     keys = [k for k in ("input_ids", "attention_mask", "token_type_ids", "special_tokens_mask")
             if k in enc]
-    feats = [{k: enc[k][i] for k in keys} for i in idx]
-    if run.settings["whole_word"]:  # the tokenizer's pad() leaves offsets unpadded
+    feats = [{k: enc[k][i] for k in keys} for i in range(len(texts))]
+    if s["whole_word"]:  # the tokenizer's pad() leaves offsets unpadded
         longest = max(len(f["input_ids"]) for f in feats)
-        for f, i in zip(feats, idx):
+        for i, f in enumerate(feats):
             offsets = [list(o) for o in enc["offset_mapping"][i]]
             f["offset_mapping"] = offsets + [[0, 0]] * (longest - len(offsets))
     batch = p["collate"](feats)
     return {k: v.to(run.device) for k, v in batch.items()}
 
 
-def mlm_loss(run: Run, batch: dict, reduction: str = "mean"):
-    """Cross-entropy at the masked positions, the vocabulary projection computed there only."""
-    import torch.nn.functional as F
-
-    model, head = run.parts["model"], run.parts["head"]
-    labels = batch.pop("labels")
-    batch.pop("special_tokens_mask", None)
-    if head is None:
-        logits = model(**batch).logits
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), labels.view(-1),
-                               ignore_index=-100, reduction=reduction)
-    hidden = model.base_model(**batch)[0]
-    at = labels != -100
-    logits = head(hidden[at])
-    return F.cross_entropy(logits.float(), labels[at], reduction=reduction)
-
-
-def mlm_step(run: Run, idx, step_seed: int):
+def mlm_step(run: Run, net, texts: list[str], step_seed: int):
+    """This process's part of the loss of one global batch: every process masks the whole
+    batch alike, trains on its rows, and divides by the masked tokens of the whole batch
+    (times the processes, which the gradient average divides by again), so the averaged
+    gradient is that of one process training on the whole batch."""
     import torch
 
     torch.manual_seed(step_seed)
-    return mlm_loss(run, _mlm_batch(run, idx))
+    batch = _mlm_batch(run, texts)
+    total = int((batch["labels"] != -100).sum())
+    rows, weight = run.world.share(len(texts))
+    mine = {k: v[rows] for k, v in batch.items()}
+    return net(mine) * (weight * run.world.size / max(total, 1))
 
 
 def mlm_evaluate(run: Run) -> dict:
@@ -279,15 +280,15 @@ def mlm_evaluate(run: Run) -> dict:
     time (a generator seeded by the run's seed)."""
     import torch
 
-    model, total, count = run.parts["model"], 0.0, 0
+    model, head, total, count = run.parts["model"], run.parts["head"], 0.0, 0
     model.eval()
     with torch.random.fork_rng(devices=[]), torch.inference_mode():
         torch.manual_seed(run.settings["seed"] + 7919)
-        for idx in _fixed_batches(run, run.valid_idx):
-            batch = _mlm_batch(run, idx)
+        for texts in run.corpus.held_out(run.settings["batch_size"]):
+            batch = _mlm_batch(run, texts)
             n = int((batch["labels"] != -100).sum())
             if n:
-                total += float(mlm_loss(run, batch, reduction="sum"))
+                total += float(masked_lm_sum(model, head, batch))
                 count += n
     model.train()
     loss = total / max(count, 1)
@@ -310,28 +311,30 @@ def tsdae_parts(run: Run) -> dict:
     path = resolve_model(run.settings["model"])
     st = SentenceTransformer(path, device=run.device)
     st.max_seq_length = run.settings["max_length"]
-    loss = DenoisingAutoEncoderLoss(st, decoder_name_or_path=path, tie_encoder_decoder=True)
-    tok = st.tokenizer
-    lengths = np.array([len(x) for x in tok(run.texts, truncation=True,
-                                            max_length=run.settings["max_length"])["input_ids"]])
-    return {"model": loss.to(run.device), "st": st, "new_head": False, "lengths": lengths}
+    # tied: the decoder is the encoder's own checkpoint (naming it again only logs a warning)
+    loss = DenoisingAutoEncoderLoss(st, tie_encoder_decoder=True).to(run.device)
+    # the loss never reads the encoder's pooler: unused parameters under several processes
+    return {"model": loss, "net": loss, "st": st, "new_head": False, "unused": True}
 
 
-def _tsdae_loss(run: Run, idx, rng: np.random.Generator):
+def _tsdae_loss(run: Run, net, clean: list[str], noisy: list[str]):
     st = run.parts["st"]
-    clean = [run.texts[i] for i in idx]
-    noisy = [delete_words(t, rng) for t in clean]
     encode = getattr(st, "preprocess", None) or st.tokenize
     feats = [{k: v.to(run.device) for k, v in encode(x).items() if hasattr(v, "to")}
              for x in (noisy, clean)]
-    return run.parts["model"](feats, None)
+    return net(feats, None)
 
 
-def tsdae_step(run: Run, idx, step_seed: int):
+def tsdae_step(run: Run, net, texts: list[str], step_seed: int):
+    """This process's loss on its rows of one global batch (the words deleted over the whole
+    batch alike in every process)."""
     import torch
 
     torch.manual_seed(step_seed)
-    return _tsdae_loss(run, idx, np.random.default_rng(step_seed))
+    rng = np.random.default_rng(step_seed)
+    noisy = [delete_words(t, rng) for t in texts]
+    rows, weight = run.world.share(len(texts))
+    return _tsdae_loss(run, net, texts[rows], noisy[rows]) * weight
 
 
 def tsdae_evaluate(run: Run) -> dict:
@@ -342,9 +345,10 @@ def tsdae_evaluate(run: Run) -> dict:
     model.eval()
     rng = np.random.default_rng(run.settings["seed"] + 7919)
     with torch.inference_mode():
-        for idx in _fixed_batches(run, run.valid_idx):
-            losses.append(float(_tsdae_loss(run, idx, rng)))
-            sizes.append(len(idx))
+        for texts in run.corpus.held_out(run.settings["batch_size"]):
+            noisy = [delete_words(t, rng) for t in texts]
+            losses.append(float(_tsdae_loss(run, model, texts, noisy)))
+            sizes.append(len(texts))
     model.train()
     return {"loss": round(float(np.average(losses, weights=sizes)), 5)}
 
@@ -357,27 +361,19 @@ OBJECTIVE_FNS = {"mlm": (mlm_parts, mlm_step, mlm_evaluate),
 # the training loop, checkpoints and the run
 
 
-def _fixed_batches(run: Run, idx: np.ndarray) -> list:
-    """Length-sorted batches of ``idx`` (evaluation)."""
-    order = idx[np.argsort(-run.lengths[idx], kind="stable")]
-    b = run.settings["batch_size"]
-    return [order[i:i + b] for i in range(0, len(order), b)]
-
-
-def _epoch_batches(run: Run, epoch: int) -> list:
-    rng = np.random.default_rng([run.settings["seed"], epoch])
-    batches = length_grouped_batches(run.lengths[run.train_idx], run.settings["batch_size"], rng)
-    return [run.train_idx[b] for b in batches]
-
-
 def _save_checkpoint(run: Run, phase: str, step: int, opt, sched) -> None:
+    """The state after ``step`` steps of ``phase`` (the main process writes it)."""
     import torch
 
+    if not run.world.main:
+        return
+    per_epoch = run.corpus.steps_per_epoch(run.global_batch)
     with atomic_dir(run.checkpoint) as tmp:
         torch.save({"model": run.parts["model"].state_dict(), "opt": opt.state_dict(),
                     "sched": sched.state_dict()}, tmp / "state.pt")
         (tmp / "checkpoint.json").write_text(json.dumps(
-            {"phase": phase, "step": step, "settings": run.settings}), encoding="utf-8")
+            {"phase": phase, "step": step, "epoch": step // per_epoch,
+             "batch_in_epoch": step % per_epoch, "settings": run.settings}), encoding="utf-8")
 
 
 def _load_checkpoint(run: Run) -> dict | None:
@@ -387,48 +383,58 @@ def _load_checkpoint(run: Run) -> dict | None:
         return None
     info = json.loads(meta.read_text(encoding="utf-8"))
     if info.get("settings") != run.settings:
+        theirs, ours = info.get("settings", {}), run.settings
+        differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
         raise InputError(f"the checkpoint beside {{out}} ('{run.checkpoint}') is of another "
-                         "corpus or other settings; leave out {resume} to start again",
-                         params=["out", "resume"])
+                         f"corpus or other settings ({', '.join(differ)} differ: the number of "
+                         "processes counts too); resume with the same ones, or delete the "
+                         "checkpoint to start again", params=["out", "resume"])
     return info
+
+
+def _restore(run: Run, opt, sched) -> None:
+    import torch
+
+    state = torch.load(run.checkpoint / "state.pt", map_location=run.device)
+    run.parts["model"].load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    sched.load_state_dict(state["sched"])
 
 
 def train_phase(run: Run, phase: str, n_steps: int, lr: float, params, resume_from=None) -> float:
     """Train for ``n_steps`` steps (AdamW, linear decay after a 6 % warm-up), checkpointing
-    every ``checkpoint_every`` steps; returns the last running loss."""
+    every ``checkpoint_every`` steps; returns the last running loss (over all processes)."""
     import torch
     from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
 
-    step_fn = OBJECTIVE_FNS[run.settings["objective"]][1]
+    step_fn, s = OBJECTIVE_FNS[run.settings["objective"]][1], run.settings
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     sched = get_linear_schedule_with_warmup(opt, int(WARMUP_FRACTION * n_steps), n_steps)
     step = 0
     if resume_from is not None:
-        state = torch.load(run.checkpoint / "state.pt", map_location=run.device)
-        run.parts["model"].load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        sched.load_state_dict(state["sched"])
+        _restore(run, opt, sched)
         step = resume_from
-    bar = tqdm(total=n_steps, initial=step, desc=phase, disable=run.settings["quiet"])
-    running, per_epoch = None, len(_epoch_batches(run, 0))
-    model = run.parts["model"]
-    model.train()
+    # wrapped after (un)freezing: see World.wrap
+    net = run.world.wrap(run.parts["net"], run.device, run.parts.get("unused", False))
+    bar = tqdm(total=n_steps, initial=step, desc=phase, disable=run.quiet or not run.world.main)
+    running, per_epoch = None, run.corpus.steps_per_epoch(run.global_batch)
+    run.parts["model"].train()
     while step < n_steps:
         epoch, at = divmod(step, per_epoch)
-        for idx in _epoch_batches(run, epoch)[at:]:
-            loss = step_fn(run, idx, run.settings["seed"] * 1_000_003 + step + (phase == "head"))
+        for texts in run.corpus.epoch(epoch, run.global_batch, s["seed"], skip=at):
+            loss = step_fn(run, net, texts, s["seed"] * 1_000_003 + step + (phase == "head"))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
             step += 1
-            value = float(loss.detach())
+            value = run.world.mean(float(loss.detach()))
             running = value if running is None else 0.98 * running + 0.02 * value
             bar.update(1)
             bar.set_postfix(loss=f"{running:.4f}")
-            if step % run.settings["checkpoint_every"] == 0 and step < n_steps:
+            if step % s["checkpoint_every"] == 0 and step < n_steps:
                 _save_checkpoint(run, phase, step, opt, sched)
             if step >= n_steps:
                 break
@@ -489,9 +495,16 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
              max_length: int = 128, mask_prob: float = 0.15, whole_word: bool = False,
              valid_fraction: float = 0.05, seed: int = 42, lr: float | None = None,
              batch_size: int = 32, checkpoint_every: int = 500, head_steps: int | None = None,
-             resume: bool = False, device: str = "auto", quiet: bool = False,
-             text_col=None, id_col=None, fmt=None, quoting: str = "auto", say=print) -> dict:
+             buffer_docs: int = BUFFER_DOCS, resume: bool = False, device: str = "auto",
+             quiet: bool = False, text_col=None, id_col=None, fmt=None, quoting: str = "auto",
+             say=print) -> dict:
     """Pretrain an encoder further on unlabelled texts and write an encoder folder.
+
+    The corpus is streamed (:mod:`quantformer.train.pretrain_corpus`): a Parquet file is read
+    one record batch at a time and only ``buffer_docs`` documents are held at once. Started by
+    ``torchrun`` or ``accelerate launch`` with several processes, each process trains on its
+    share of every batch and ``DistributedDataParallel`` averages the gradients
+    (:mod:`quantformer.train.ddp`); the main process alone writes and prints.
 
     Args:
         corpus: a corpus file (Parquet, CSV, TSV, text, JSONL, RDS; read in chunks) or a
@@ -509,12 +522,17 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
         valid_fraction: share of documents held out for the loss before and after (0.05).
         seed: seed of the split, batch order, masks, deletions and dropout (42).
         lr: learning rate (default 5e-5 for mlm, 3e-5 for tsdae, as Wang et al. 2021).
-        batch_size: documents per step (32).
+        batch_size: documents per step in each process (32; the step's batch is this times
+            the number of processes).
         checkpoint_every: steps between checkpoints (500), written to ``<out>.checkpoint``.
         head_steps: warm-up steps of a new MLM head with the encoder frozen (default: one
             epoch, at most the main phase's steps); 0 skips the warm-up.
-        resume: continue an interrupted run from its checkpoint (same corpus and settings).
-        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+        buffer_docs: documents read, shuffled and length-grouped together (10,000): memory
+            grows with it, not with the corpus.
+        resume: continue an interrupted run from its checkpoint (same corpus, settings and
+            number of processes).
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (several processes on CUDA
+            each take ``cuda:LOCAL_RANK``).
         text_col, id_col, fmt, quoting: as :func:`quantformer.io.frames.read_frame`.
 
     Returns:
@@ -523,44 +541,59 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
     Raises:
         InputError: a setting out of range, fewer than 100 documents with text, a model
             without a masked-LM architecture, ``max_length`` above the model's limit, an
-            ``out`` that exists (without ``resume``, or that is not an encoder folder) or
-            cannot be written, a checkpoint of another corpus.
+            ``out`` that exists (a finished encoder without ``resume``, or no encoder folder)
+            or cannot be written, a checkpoint beside it without ``resume``, a checkpoint of
+            another corpus or other settings.
     """
     check_settings(objective=objective, mask_prob=mask_prob, valid_fraction=valid_fraction,
                    epochs=epochs, max_steps=max_steps, batch_size=batch_size,
-                   checkpoint_every=checkpoint_every, lr=lr)
+                   checkpoint_every=checkpoint_every, lr=lr, buffer_docs=buffer_docs)
     out_path = check_out(out, resume)
     chosen, why, config = choose_objective(model, objective)
     check_max_length(max_length, config)
-    texts, described = read_corpus(corpus, text_col=text_col, id_col=id_col, fmt=fmt,
-                                   quoting=quoting)
+    data = scan(corpus, {"text_col": text_col, "id_col": id_col, "fmt": fmt, "quoting": quoting},
+                lengths=token_counter(_tokenizer(model), max_length),
+                valid_fraction=valid_fraction, seed=seed, buffer_docs=int(buffer_docs))
     done = encoder_record(out_path) if out_path.exists() else None
     if done is not None:
-        if done.get("corpus", {}).get("sha256") != described["sha256"]:
+        if done.get("corpus", {}).get("sha256") != data.sha256:
             raise InputError(f"{{out}} '{out}' is an encoder of another corpus; choose another "
                              "{out}", params=["out", "resume"])
         say(f"{out} is already an encoder of this corpus; nothing to do")
         return done
-    run = _new_run(texts, model, chosen, device, out_path, dict(
-        objective=chosen, max_length=max_length, mask_prob=mask_prob, whole_word=whole_word,
-        valid_fraction=valid_fraction, seed=seed, lr=lr or LR[chosen], batch_size=batch_size,
-        checkpoint_every=checkpoint_every, quiet=quiet, corpus_sha256=described["sha256"]),
-        epochs, max_steps, head_steps, say)
-    return _train_and_write(run, resume, described, why, model, out_path)
+    world, dev = join(resolve_device(device))
+    try:
+        run = _new_run(data, model, chosen, dev, out_path, dict(
+            objective=chosen, max_length=max_length, mask_prob=mask_prob,
+            whole_word=whole_word, valid_fraction=valid_fraction, seed=seed,
+            lr=lr or LR[chosen], batch_size=batch_size, checkpoint_every=checkpoint_every,
+            buffer_docs=int(buffer_docs), world_size=world.size, corpus_sha256=data.sha256),
+            (epochs, max_steps, head_steps), say, world, quiet)
+        return _train_and_write(run, resume, why, model, out_path)
+    finally:
+        leave(world)
 
 
-def _new_run(texts, model, objective, device, out_path, settings, epochs, max_steps,
-             head_steps, say) -> Run:
-    train_idx, valid_idx = split(len(texts), settings["valid_fraction"], settings["seed"])
+def _tokenizer(model):
+    from transformers import AutoTokenizer
+
+    with hf_quiet():
+        return AutoTokenizer.from_pretrained(resolve_model(model), use_fast=True)
+
+
+def _new_run(data: Corpus, model, objective, device, out_path, settings, length, say, world,
+             quiet) -> Run:
+    """The run with its model parts and step counts; ``length`` is (epochs, max_steps,
+    head_steps) as given."""
+    epochs, max_steps, head_steps = length
     settings["model"] = resolve_model(model)
-    run = Run(settings=settings, texts=texts, train_idx=train_idx, valid_idx=valid_idx,
-              lengths=np.zeros(len(texts), dtype=int), device=resolve_device(device),
-              checkpoint=out_path.with_name(out_path.name + ".checkpoint"), say=say)
+    run = Run(settings=settings, corpus=data, device=device,
+              checkpoint=out_path.with_name(out_path.name + ".checkpoint"),
+              say=say if world.main else (lambda *a, **k: None), quiet=quiet, world=world)
     set_seed(settings["seed"])
     with hf_quiet():
         run.parts = OBJECTIVE_FNS[objective][0](run)
-    run.lengths = run.parts["lengths"]
-    per_epoch = len(_epoch_batches(run, 0))
+    per_epoch = data.steps_per_epoch(run.global_batch)
     steps = int(max_steps) if max_steps else max(1, int(round((epochs or 1) * per_epoch)))
     if head_steps is None:
         head_steps = min(per_epoch, steps)
@@ -569,7 +602,7 @@ def _new_run(texts, model, objective, device, out_path, settings, epochs, max_st
     return run
 
 
-def _train_and_write(run: Run, resume: bool, described: dict, why: str, model, out_path) -> dict:
+def _train_and_write(run: Run, resume: bool, why: str, model, out_path) -> dict:
     s = run.settings
     evaluate = OBJECTIVE_FNS[s["objective"]][2]
     info = _load_checkpoint(run) if resume else None
@@ -581,19 +614,20 @@ def _train_and_write(run: Run, resume: bool, described: dict, why: str, model, o
     losses = _phases(run, info)
     losses["train_seconds"] = round(time.perf_counter() - trained, 3)
     after = evaluate(run)
-    n_tokens = int(run.lengths.sum())
     record = {
         "base_model": model_label(model), "base_model_path": s["model"],
-        "objective": s["objective"], "objective_reason": why,
-        "corpus": {**described, "n_tokens": n_tokens, "n_train": len(run.train_idx),
-                   "n_valid": len(run.valid_idx)},
-        "settings": {k: v for k, v in s.items() if k not in ("model", "quiet", "corpus_sha256")},
+        "objective": s["objective"], "objective_reason": why, "corpus": run.corpus.describe(),
+        "settings": {k: v for k, v in s.items() if k not in ("model", "corpus_sha256")},
         "head_warmup": ({"new_head": True, "steps": s["head_steps"], "lr": HEAD_LR,
                          "encoder_frozen": True} if s["head_steps"] else {"new_head": False}),
+        "processes": {**run.world.describe(), "batch_size_per_process": s["batch_size"],
+                      "batch_size_per_step": run.global_batch},
         "valid_before": before, "valid_after": after, **losses,
         "seconds": round(time.perf_counter() - started, 1), "device": run.device,
         "created": now_utc(), "versions": versions(),
     }
-    write_encoder_dir(_save(run), record, out_path, overwrite=out_path.exists())
-    shutil.rmtree(run.checkpoint, ignore_errors=True)
+    if run.world.main:
+        write_encoder_dir(_save(run), record, out_path, overwrite=out_path.exists())
+        shutil.rmtree(run.checkpoint, ignore_errors=True)
+    run.world.barrier()
     return record

@@ -68,17 +68,23 @@ class TrainSpec:
 
         Raises:
             InputError: ``setfit_iterations`` without ``method="setfit"``; NLI options with
-                another method (:func:`quantformer.train.nli.check_method_options`); chunks
-                with NLI or SetFit; a method
+                another method (:func:`quantformer.train.nli.check_method_options`);
+                ``chunk_training`` labels with NLI or SetFit, ``aggregate`` max with SetFit; a method
                 other than classification for SetFit/NLI with another task.
         """
         if self.setfit_iterations is not None and self.method != "setfit":
             raise InputError("{setfit_iterations} is for {method} setfit only; add {method} "
                              "setfit or leave it out", params=["setfit_iterations", "method"])
         check_method_options(self.method, self.hypothesis, self.label_phrases, self.nli_pairs)
-        if self.method != "standard" and self.truncation == "chunks":
-            raise InputError(f"{{truncation}} chunks is offered for the standard method only, "
-                             f"not yet for {self.method}", params=["truncation", "method"])
+        if (self.method != "standard" and self.truncation == "chunks"
+                and self.chunk_training != "aggregate"):
+            raise InputError(f"{{chunk_training}} applies to the standard method; {self.method} "
+                             "trains on each document cut by head+tail and reads windows at "
+                             "prediction: leave it out", params=["chunk_training", "method"])
+        if self.method == "setfit" and self.truncation == "chunks" and self.aggregate != "mean":
+            raise InputError("{aggregate} does not apply to setfit: the mean of the windows' "
+                             "embeddings goes into the logistic head; leave it out",
+                             params=["aggregate", "method"])
         if self.method != "standard" and self.task != "classification":
             raise InputError(f"method={self.method!r} trains classifiers only; use the standard "
                              f"method for task={self.task!r}", params=["method", "task"])

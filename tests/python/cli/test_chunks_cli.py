@@ -4,6 +4,7 @@ settings exit 2 before any work."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from toydata import toy_frame
@@ -88,11 +89,53 @@ def test_predict_bad_aggregate_and_chunks_out_without_chunks(chunk_model, tmp_pa
     assert not (tmp_path / "o.csv").exists()
 
 
-def test_embed_refuses_chunks(default_model_dir, tmp_path, capsys):
+def test_embed_chunks_is_the_mean_of_the_window_rows(tiny_bert_dir, tmp_path, capsys):
+    """issue 34: a long document's embedding is the mean of its windows' embeddings, which
+    --chunks-out writes one a row with their character spans."""
+    f = _long(3)
+    f.loc[2, "text"] = ""
+    f.to_csv(tmp_path / "x.csv", index=False)
+    assert main(["embed", "--input", str(tmp_path / "x.csv"), "--out",
+                 str(tmp_path / "e.parquet"), "--model", str(tiny_bert_dir), "--truncation",
+                 "chunks", "--max-length", "16", "--stride", "3", "--chunks-out",
+                 str(tmp_path / "w.parquet"), "--quiet", "--device", "cpu"]) == 0
+    docs = pd.read_parquet(tmp_path / "e.parquet").set_index("doc_id")
+    win = pd.read_parquet(tmp_path / "w.parquet")
+    assert list(win.columns) == ["doc_id", "chunk", "start", "end", "embedding"]
+    assert win.groupby("doc_id").size().min() > 1 and f.loc[2, "doc_id"] not in set(win.doc_id)
+    for doc_id, g in win.groupby("doc_id"):
+        mean = np.mean(np.stack(g["embedding"].to_numpy()), axis=0)
+        np.testing.assert_allclose(docs.loc[doc_id, "embedding"], mean, rtol=1e-5, atol=1e-6)
+    text = f.set_index("doc_id")["text"]
+    assert all(win.groupby("doc_id")["end"].max()[i] == len(text[i])
+               for i in win["doc_id"].unique())
+    assert "windows of 16 tokens" in capsys.readouterr().out
+    from quantformer.infer.embed import embed
+
+    # the library agrees with the file, and head_tail on the same window differs
+    lib = embed(f, str(tiny_bert_dir), truncation="chunks", max_length=16, stride=3,
+                quiet=True, device="cpu")
+    np.testing.assert_allclose(lib[0], docs.loc[f.doc_id[0], "embedding"], rtol=1e-5)
+    cut = embed(f, str(tiny_bert_dir), max_length=16, quiet=True, device="cpu")
+    assert not np.allclose(cut[0], lib[0], atol=1e-3)
+
+
+@pytest.mark.parametrize("verb, extra, msg", [
+    ("embed", ["--stride", "3"], "--stride, --max-chunks and --aggregate apply to --truncation chunks"),
+    ("embed", ["--truncation", "chunks", "--max-chunks", "0"], "--max-chunks must be at least 1"),
+    ("embed", ["--chunks-out", "w.csv"], "--chunks-out writes one row per window"),
+    ("zeroshot", ["--truncation", "chunks", "--aggregate", "median", "--labels", "a,b"],
+     "unknown --aggregate 'median'"),
+    ("zeroshot", ["--truncation", "chunks", "--aggregate", "max", "--labels", "a,b"],
+     "--aggregate applies to the NLI method"),
+])
+def test_embed_zeroshot_bad_window_flags_exit_2(tmp_path, capsys, verb, extra, msg,
+                                                monkeypatch):
+    monkeypatch.chdir(tmp_path)
     _long(2).to_csv(tmp_path / "x.csv", index=False)
-    code = main(["embed", "--input", str(tmp_path / "x.csv"), "--out", str(tmp_path / "e.csv"),
-                 "--truncation", "chunks", "--quiet"])
-    assert code == 2 and "chunks is not offered yet" in capsys.readouterr().err
+    code = main([verb, "--input", "x.csv", "--out", "o.csv", "--quiet", *extra])
+    assert code == 2 and msg in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()
 
 
 def test_tokenize_counts_windows_of_a_chunks_model(chunk_model, capsys):
@@ -109,9 +152,71 @@ def test_tokenize_counts_windows_of_a_chunks_model(chunk_model, capsys):
     assert "windows" in capsys.readouterr().out
 
 
-def test_explain_refuses_a_chunks_model_before_loading(chunk_model, tmp_path, capsys):
+def test_explain_a_chunks_model_every_word_with_page_figure_terms_and_checks(chunk_model,
+                                                                           tmp_path, capsys):
+    d = chunk_model
+    _long(3).to_csv(tmp_path / "x.csv", index=False)
+    out = tmp_path / "a.parquet"
+    code = main(["explain", "--model", str(d / "m"), "--input", str(tmp_path / "x.csv"),
+                 "--out", str(out), "--steps", "4", "--html", str(tmp_path / "p.html"),
+                 "--png", str(tmp_path / "f.png"), "--by-term", str(tmp_path / "t.csv"),
+                 "--check", "--quiet", "--device", "cpu"])
+    assert code == 0, capsys.readouterr().err
+    words = pd.read_parquet(out)
+    assert not words["attribution"].isna().any()
+    assert (words["n_windows"] > 1).all() and words["word_windows"].max() == 2
+    assert {"steps", "predicted", "probability"} <= set(words.columns)
+    text = _long(3).set_index("doc_id")["text"]
+    last = words.groupby("doc_id")["end"].max()
+    assert all(last[i] == len(text[i]) for i in last.index)  # words to the end of the text
+    page = (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert words["word"].iloc[-1] in page
+    assert (tmp_path / "f.png").stat().st_size > 1000
+    assert len(pd.read_csv(tmp_path / "t.csv")) > 0
+    import json
+
+    checks = json.loads((tmp_path / "a.check.json").read_text())
+    assert checks["aopc_n_docs"] == 3 and checks["randomisation_n_docs"] == 3
+    assert -1 <= checks["randomisation_spearman"] <= 1
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--aggregate", "median"], "unknown --aggregate 'median'"),
+    (["--truncation", "chunks", "--stride", "22"], "--stride 22 must be at least 0"),
+    (["--truncation", "head", "--max-chunks", "2"], "apply to --truncation chunks only"),
+])
+def test_explain_bad_window_flags_exit_2(chunk_model, tmp_path, capsys, monkeypatch, extra,
+                                        msg):
+    import quantformer.infer.explain as explain_module
+
+    def no_load(*a, **k):
+        raise AssertionError("the model was loaded before the flags were checked")
+
+    monkeypatch.setattr(explain_module, "load_model", no_load)
     d = chunk_model
     _long(2).to_csv(tmp_path / "x.csv", index=False)
     code = main(["explain", "--model", str(d / "m"), "--input", str(tmp_path / "x.csv"),
-                 "--out", str(tmp_path / "a.parquet"), "--quiet"])
-    assert code == 2 and "explain does not offer windows yet" in capsys.readouterr().err
+                 "--out", str(tmp_path / "a.parquet"), "--quiet", *extra])
+    assert code == 2 and msg in capsys.readouterr().err
+    assert not (tmp_path / "a.parquet").exists()
+
+
+def test_explain_partitioned_input_with_window_flags(chunk_model, tmp_path, capsys):
+    d = chunk_model
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    docs = _long(4).drop(columns="label")
+    docs.iloc[:2].to_csv(parts / "a.csv", index=False)
+    docs.iloc[2:].to_csv(parts / "b.csv", index=False)
+    docs.to_csv(tmp_path / "all.csv", index=False)
+    common = ["--model", str(d / "m"), "--steps", "4", "--aggregate", "max", "--stride", "6",
+              "--quiet", "--device", "cpu"]
+    assert main(["explain", *common, "--input", str(parts), "--out", str(tmp_path / "o")]) == 0
+    assert main(["explain", *common, "--input", str(tmp_path / "all.csv"),
+                 "--out", str(tmp_path / "one.parquet")]) == 0
+    from quantformer.scale.explain import read_explanation
+
+    got, want = read_explanation(tmp_path / "o"), pd.read_parquet(tmp_path / "one.parquet")
+    assert not got["attribution"].isna().any()
+    assert got["n_windows"].tolist() == want["n_windows"].tolist()
+    assert abs(got["attribution"] - want["attribution"]).max() < 1e-4

@@ -366,3 +366,27 @@ def test_messages_in_flags_name_the_r_arguments(capsys):
     assert code == 2
     assert ("error: argument `max_length`: must be a whole number of tokens of at least 8 "
             "(special tokens included), not 0") in stderr
+
+
+def test_a_corpus_without_ids_is_numbered_with_one_notice_a_run(capsys, tmp_path):
+    """Issue 36: a corpus without ids got text1..N silently."""
+    f = tmp_path / "no_ids.csv"
+    pd.DataFrame({"id": ["a", "b", "c"], "text": ["one", "two", "three"]}).to_csv(f, index=False)
+    out = tmp_path / "tok.csv"
+    for _ in range(2):  # every in-process run says it again, once
+        code, _, stderr = run(capsys, "tokenize", "--input", f, "--out", out)
+        assert code == 0
+        notices = [line for line in stderr.splitlines() if "text1..textN" in line]
+        assert notices == [
+            f"quantformer: warning: '{f}' has no id column ('doc_id', the column read as "
+            "document ids unless --id-col names another): its 3 documents are named "
+            "text1..textN by their position, as quanteda names them. To keep ids of your own, "
+            "name their column with --id-col; if the column 'id' holds them, pass it as --id-col"]
+        assert pd.read_csv(out)["doc_id"].tolist() == ["text1", "text2", "text3"]
+    # as R names it
+    code, _, stderr = run(capsys, "--r-names", "x,docid_field", "tokenize", "--input", f)
+    assert "name their column with `docid_field`" in stderr
+    # ids named: silent
+    code, _, stderr = run(capsys, "tokenize", "--input", f, "--id-col", "id", "--out", out)
+    assert code == 0 and "text1..textN" not in stderr
+    assert pd.read_csv(out)["doc_id"].tolist() == ["a", "b", "c"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 
 import pandas as pd
 import pytest
@@ -145,16 +147,70 @@ def test_missing_and_blank_texts_get_no_code(llama_dir, files, capsys):
 
 
 SERVER = os.path.join(os.path.dirname(os.path.dirname(__file__)), "llm_server.py")
+#: what the trained tiny coder answers for the six corpus documents
+ANSWERS = ["pro", "contra", "pro-life", "pro", "contra", "pro-life"]
 
 
-def _serve(llama_dir, tmp_path, *faults):
-    """Start the chat-completions server process; returns (process, base URL)."""
+@pytest.fixture(scope="module")
+def coder_dir(tmp_path_factory):
+    """The tiny Llama taught to answer the codebook prompt of each corpus document with its
+    label in :data:`ANSWERS` (a model that really answers, so generated codes parse)."""
+    from quantformer.models.llm import DOC_SLOT
+
+    folder = tiny_models.build_tiny_llama(tmp_path_factory.mktemp("models") / "coder")
+    msgs = build_messages(CODEBOOK)
+    prompts = [[dict(m, content=m["content"].replace(DOC_SLOT, t)) for m in msgs]
+               for t in tiny_models._SENTENCES[:6]]
+    return tiny_models.train_tiny_coder(folder, prompts, ANSWERS)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def transformers_serve(tmp_path_factory):
+    """``transformers serve`` (transformers' own OpenAI-compatible server) as a real process on
+    127.0.0.1, serving any model folder a request names (``model`` is the folder's path)."""
+    import shutil
     import subprocess
-    import sys
+    import time
+    import urllib.request
+
+    exe = shutil.which("transformers") or os.path.join(os.path.dirname(sys.executable),
+                                                       "transformers")
+    port = _free_port()
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", str(port),
+                                 "--device", "cpu", "--dtype", "float32"], stdout=f, stderr=f,
+                                env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(url + "/models", timeout=2).read()
+                break
+            except OSError:
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _serve(model_dir, tmp_path, *faults):
+    """Start the test server (llm_server.py) process; returns (process, base URL)."""
+    import subprocess
     import time
 
     port_file = tmp_path / f"port{len(list(tmp_path.glob('port*')))}"
-    proc = subprocess.Popen([sys.executable, SERVER, str(llama_dir), str(port_file), *faults],
+    proc = subprocess.Popen([sys.executable, SERVER, str(model_dir), str(port_file), *faults],
                             stderr=subprocess.DEVNULL)
     for _ in range(600):
         if port_file.exists():
@@ -164,61 +220,135 @@ def _serve(llama_dir, tmp_path, *faults):
     raise RuntimeError("the test server did not start")
 
 
-def _endpoint_argv(files, llama_dir, url, *extra):
+def _endpoint_argv(files, model_dir, url, *extra):
     return ["annotate", "--input", str(files / "corpus.csv"), "--codebook",
-            str(files / "codebook.json"), "--llm", str(llama_dir), "--endpoint", url,
-            "--out", str(files / "codes.parquet"), "--concurrency", "1", *extra]
+            str(files / "codebook.json"), "--llm", str(model_dir), "--endpoint", url,
+            "--out", str(files / "codes.parquet"), "--concurrency", "1", "--max-tokens", "12",
+            *extra]
 
 
-@pytest.fixture()
-def local_labels(llama_dir, files):
-    out = files / "local.parquet"
+def _record(files):
+    return json.loads((files / "codes.parquet.json").read_text())
+
+
+def test_transformers_serve_codes_parse_and_are_cached(coder_dir, files, transformers_serve):
+    """Against `transformers serve` itself: the generated answers parse into the same labels
+    the local back-end scores highest; the server gives no logprobs, so the probabilities are
+    missing and the record says why; a rerun reads every code from the cache."""
     assert main(["annotate", "--input", str(files / "corpus.csv"), "--codebook",
-                 str(files / "codebook.json"), "--llm", str(llama_dir), "--out", str(out)]) == 0
-    return pd.read_parquet(out)["label"].tolist()
-
-
-def test_endpoint_retries_429_and_timeouts_and_matches_local_labels(llama_dir, files,
-                                                                    local_labels):
-    proc, url = _serve(llama_dir, files, "--fail-429", "2", "--slow", "3")
-    try:
-        assert main(_endpoint_argv(files, llama_dir, url, "--timeout", "1", "--raw")) == 0
-    finally:
-        proc.kill()
+                 str(files / "codebook.json"), "--llm", str(coder_dir), "--out",
+                 str(files / "local.parquet")]) == 0
+    assert pd.read_parquet(files / "local.parquet")["label"].tolist() == ANSWERS
+    argv = _endpoint_argv(files, coder_dir, transformers_serve, "--raw", "--concurrency", "2")
+    assert main(argv) == 0
     codes = pd.read_parquet(files / "codes.parquet")
-    assert codes["label"].tolist() == local_labels
-    assert not codes["unparsed"].any()
-    assert codes["raw"].tolist() == [json.dumps({"label": x}) for x in local_labels]
+    assert codes["label"].tolist() == ANSWERS
+    assert codes["raw"].tolist() == ANSWERS  # the bare label: the server ignores the schema
+    assert not codes["unparsed"].any() and codes.filter(like="prob_").isna().all().all()
+    record = _record(files)
+    assert record["probabilities"] == "token logprobs"
+    assert record["probabilities_missing"] == {"no_logprobs": 6}
+    assert "ignores" in record["probabilities_missing_reasons"]["no_logprobs"]
+    assert record["from_cache"] == 0 and record["model"] == str(coder_dir)
+    assert main(argv) == 0
+    assert _record(files)["from_cache"] == 6
+    pd.testing.assert_frame_equal(pd.read_parquet(files / "codes.parquet"), codes)
 
 
-def test_killed_endpoint_keeps_finished_codes_and_a_rerun_resumes(llama_dir, files,
-                                                                  local_labels):
-    proc, url = _serve(llama_dir, files, "--die-after", "3")
-    try:
-        assert main(_endpoint_argv(files, llama_dir, url, "--retries", "1")) == 1
-    finally:
-        proc.kill()
-    assert not (files / "codes.parquet").exists()
-    proc, url = _serve(llama_dir, files)
-    try:
-        assert main(_endpoint_argv(files, llama_dir, url)) == 0
-    finally:
-        proc.kill()
-    record = json.loads((files / "codes.parquet.json").read_text())
-    assert record["from_cache"] == 3
-    assert pd.read_parquet(files / "codes.parquet")["label"].tolist() == local_labels
-
-
-def test_unparsable_answers_are_marked_counted_and_warned(llama_dir, files, capsys):
-    proc, url = _serve(llama_dir, files, "--garbage")
-    try:
-        assert main(_endpoint_argv(files, llama_dir, url)) == 0
-    finally:
-        proc.kill()
+def test_transformers_serve_babble_is_unparsed_counted_and_warned(llama_dir, files, capsys,
+                                                                  transformers_serve):
+    """The random tiny model's generated text is no label: every row unparsed, none guessed."""
+    assert main(_endpoint_argv(files, llama_dir, transformers_serve)) == 0
     assert "warning: 6 of 6 answers did not parse" in capsys.readouterr().err
     codes = pd.read_parquet(files / "codes.parquet")
     assert codes["unparsed"].all() and codes["label"].isna().all()
-    assert json.loads((files / "codes.parquet.json").read_text())["unparsed"] == 6
+    assert _record(files)["unparsed"] == 6
+    assert _record(files)["probabilities_missing"] == {"unparsed": 6}
+
+
+def test_endpoint_retries_429_and_timeouts(coder_dir, files):
+    proc, url = _serve(coder_dir, files, "--fail-429", "2", "--slow", "3")
+    try:
+        assert main(_endpoint_argv(files, coder_dir, url, "--timeout", "1", "--raw")) == 0
+    finally:
+        proc.kill()
+    codes = pd.read_parquet(files / "codes.parquet")
+    assert codes["label"].tolist() == ANSWERS
+    assert not codes["unparsed"].any()
+
+
+def test_killed_endpoint_keeps_finished_codes_and_a_rerun_resumes(coder_dir, files):
+    proc, url = _serve(coder_dir, files, "--die-after", "3")
+    try:
+        assert main(_endpoint_argv(files, coder_dir, url, "--retries", "1")) == 1
+    finally:
+        proc.kill()
+    assert not (files / "codes.parquet").exists()
+    proc, url = _serve(coder_dir, files)
+    try:
+        assert main(_endpoint_argv(files, coder_dir, url)) == 0
+    finally:
+        proc.kill()
+    assert _record(files)["from_cache"] == 3
+    assert pd.read_parquet(files / "codes.parquet")["label"].tolist() == ANSWERS
+
+
+def _in_top(llm, ids, token, top=20) -> bool:
+    """Is ``token`` among the ``top`` most likely next tokens after ``ids``?"""
+    import torch
+
+    with torch.no_grad():
+        logits = llm.model(torch.tensor([ids])).logits[0, -1]
+    return token in torch.topk(logits, top).indices.tolist()
+
+
+def _first_token_mass(llm, ids, label, top=20):
+    """The probability of the tokens among the ``top`` most likely after ``ids`` whose text
+    starts ``label`` (one plain forward pass)."""
+    import torch
+
+    with torch.no_grad():
+        logp = torch.log_softmax(llm.model(torch.tensor([ids])).logits[0, -1].double(), -1)
+    vals, idx = torch.topk(logp, top)
+    return sum(float(v.exp()) for v, i in zip(vals, idx)
+               if (t := llm.tokenizer.decode([int(i)])) and label.startswith(t))
+
+
+def test_endpoint_logprobs_give_label_probabilities_equal_to_a_forward_pass(coder_dir, files):
+    """Probabilities through an endpoint that returns logprobs (issue 35): the first label
+    token's candidates, normalised over the labels; ``pro`` and ``pro-life`` share their first
+    tokens, so where the answer took them the next tokens split the two, and where it did not
+    their probabilities are missing while ``contra``'s still counts their joint mass."""
+    proc, url = _serve(coder_dir, files)
+    try:
+        assert main(_endpoint_argv(files, coder_dir, url)) == 0
+    finally:
+        proc.kill()
+    codes = pd.read_parquet(files / "codes.parquet").set_index("doc_id")
+    assert codes["label"].tolist() == ANSWERS
+    assert _record(files)["probabilities_missing"] == {}
+    llm = LocalLM(str(coder_dir))
+    head, tail = llm.split_prompt(build_messages(CODEBOOK))
+    pro, pro_life, contra = llm.label_ids(["pro", "pro-life", "contra"])
+    assert pro[:3] == pro_life[:3] and pro_life[3] != pro[3]  # they part at the 4th token
+    for k, answer in enumerate(ANSWERS):
+        p, d = llm.sequences(head, tiny_models._SENTENCES[k], tail)
+        row = codes.loc[f"d{k}"]
+        m_contra = _first_token_mass(llm, p + d, "contra")
+        if answer == "contra":
+            assert pd.isna(row["prob_pro"]) and pd.isna(row["prob_pro-life"])
+            joint = _first_token_mass(llm, p + d, "pro")  # the tokens both pro labels start with
+            assert row["prob_contra"] == pytest.approx(m_contra / (m_contra + joint), rel=1e-6)
+            continue
+        m_pro = math.exp(_plain_logp(llm, p + d + pro, len(pro)))  # p r o <end>
+        m_life = math.exp(_plain_logp(llm, p + d + pro_life[:4], 4))  # p r o -
+        # a parting token below the 20 candidates the server returns counts as 0
+        m_pro *= _in_top(llm, p + d + pro[:3], pro[3])
+        m_life *= _in_top(llm, p + d + pro_life[:3], pro_life[3])
+        total = m_pro + m_life + m_contra
+        assert [row["prob_pro"], row["prob_pro-life"], row["prob_contra"]] == pytest.approx(
+            [m_pro / total, m_life / total, m_contra / total], rel=1e-6)
+        assert row["label"] == answer
 
 
 def test_llm_codes_feed_ppi_estimates_and_reliability_unchanged(llama_dir, files, capsys):
@@ -247,3 +377,119 @@ def test_llm_codes_feed_ppi_estimates_and_reliability_unchanged(llama_dir, files
     assert (prev["method"] == "ppi").all() and (prev["ci_low"] <= prev["estimate"]).all()
     res = agreement(g["label_gold"].tolist(), g["label"].tolist(), n_boot=50)
     assert res["krippendorff_alpha"]["estimate"] <= 1
+
+
+def test_label_probs_of_a_json_answer_with_the_quote_merged_into_the_label_token():
+    """The rule of :mod:`quantformer.models.llm_probs` on a JSON answer whose first label token
+    carries the opening quote: candidates must carry it too; ``pro``/``pro-life`` share the
+    token ` "pro`, which the answer did not take, so both are missing and ``contra``'s
+    probability counts their joint mass."""
+    from quantformer.models.llm_probs import label_probs
+
+    def tok(t, lp, top=()):
+        return {"token": t, "logprob": lp, "top_logprobs": [{"token": a, "logprob": b}
+                                                             for a, b in top]}
+    content = [tok('{"', 0.0), tok("label", 0.0), tok('":', 0.0),
+               tok(' "con', -0.1, [(' "con', -0.1), (' "pro', -2.5), (' "x', -3.0),
+                                   ("con", -4.0)]),
+               tok("tra", -0.01), tok('"}', 0.0)]
+    raw = '{"label": "contra"}'
+    probs, why = label_probs(content, raw, ["pro", "pro-life", "contra"])
+    assert why is None and probs[:2] == [None, None]
+    assert probs[2] == pytest.approx(math.exp(-0.1) / (math.exp(-0.1) + math.exp(-2.5)))
+    assert label_probs(None, raw, ["pro", "contra"]) == (None, "no_logprobs")
+    assert label_probs(content, "something else", ["pro", "contra"]) == (None, "misaligned")
+
+
+def _parts(files, n=3):
+    """The six corpus documents in ``n`` partition files (folder ``parts``)."""
+    corpus = pd.read_csv(files / "corpus.csv")
+    (files / "parts").mkdir()
+    for j in range(n):
+        corpus.iloc[j::n].sort_index().to_csv(files / "parts" / f"part-{j}.csv", index=False)
+    order = [i for j in range(n) for i in range(j, len(corpus), n)]
+    return files / "parts", order
+
+
+def _read_parts(folder):
+    return pd.concat([pd.read_parquet(p) for p in sorted(folder.glob("part-*.parquet"))],
+                     ignore_index=True)
+
+
+def test_partitioned_on_a_local_cluster_equals_one_file_and_resumes(coder_dir, files):
+    """Partitioned input with --scheduler local:2 (a real LocalCluster): each worker loads the
+    local model once; the partitions' codes equal the one-file run's; --resume redoes only a
+    missing partition, its codes read from the cache."""
+    base = ["--codebook", str(files / "codebook.json"), "--llm", str(coder_dir),
+            "--shots", "1", "--shots-from", str(files / "human.csv")]
+    assert main(["annotate", "--input", str(files / "corpus.csv"), "--out",
+                 str(files / "one.parquet"), *base]) == 0
+    one = pd.read_parquet(files / "one.parquet")
+    folder, order = _parts(files)
+    out = files / "codes"
+    assert main(["annotate", "--input", str(folder), "--out", str(out), "--scheduler",
+                 "local:2", *base]) == 0
+    got = _read_parts(out)
+    want = one.iloc[order].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-5)
+    manifest = json.loads((out / "manifest.json").read_text())
+    entries = list(manifest["partitions"].values())
+    assert manifest["job"]["verb"] == "annotate" and len(entries) == 3
+    assert all(e["model_loads"] == 1 for e in entries)  # one load per worker process
+    prompt = json.loads((files / "one.parquet.json").read_text())["prompt"]
+    shot = [prompt[1]["content"].split("\n", 1)[1], prompt[2]["content"]]
+    assert manifest["job"]["options"]["shots"] == [shot]  # the same shot as the one-file run
+    (out / "part-1.parquet").unlink()
+    assert main(["annotate", "--input", str(folder), "--out", str(out), "--resume",
+                 *base]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["partitions"]["part-1.parquet"]["from_cache"] == 2
+    assert [r["partitions_to_do"] for r in manifest["runs"]] == [3, 1]
+    pd.testing.assert_frame_equal(_read_parts(out), got)
+
+
+def test_partitioned_endpoint_shares_one_bound_on_requests_in_flight(coder_dir, files):
+    """Two Dask workers coding at once, one endpoint, --concurrency 1: never more than one
+    request in flight in total (a Dask semaphore); each worker alone would send one, so
+    without the semaphore two are seen together."""
+    inflight = files / "inflight"
+    proc, url = _serve(coder_dir, files, "--inflight", str(inflight))
+    folder, order = _parts(files, 4)
+    try:
+        assert main(["annotate", "--input", str(folder), "--out", str(files / "codes"),
+                     "--codebook", str(files / "codebook.json"), "--llm", str(coder_dir),
+                     "--endpoint", url, "--concurrency", "1", "--max-tokens", "12",
+                     "--scheduler", "local:2"]) == 0
+    finally:
+        proc.kill()
+    got = _read_parts(files / "codes")
+    assert got["label"].tolist() == [ANSWERS[i] for i in order]
+    assert got.filter(like="prob_").notna().any(axis=1).all()  # logprobs through the server
+    manifest = json.loads((files / "codes" / "manifest.json").read_text())
+    assert len({e["worker"] for e in manifest["partitions"].values()}) == 2
+    assert int(inflight.read_text()) == 1
+
+
+def test_partitioned_shots_overlapping_any_partition_are_refused_before_any_work(
+        llama_dir, files, capsys):
+    folder, _ = _parts(files)
+    overlap = pd.read_csv(folder / "part-2.csv").assign(label="pro")
+    overlap.to_csv(files / "overlap.csv", index=False)
+    capsys.readouterr()
+    assert main(["annotate", "--input", str(folder), "--out", str(files / "codes"),
+                 "--codebook", str(files / "codebook.json"), "--llm", str(llama_dir),
+                 "--shots", "1", "--shots-from", str(files / "overlap.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "--shots-from shares 4 documents with --input" in err  # 2 by id, 2 by text
+    assert not (files / "codes").exists() and not any(files.glob("*.sqlite"))
+
+
+def test_keep_text_with_a_partitioned_input_is_refused_before_any_work(llama_dir, files, capsys):
+    folder, _ = _parts(files)
+    capsys.readouterr()
+    assert main(["annotate", "--input", str(folder), "--out", str(files / "codes"),
+                 "--codebook", str(files / "codebook.json"), "--llm", str(llama_dir),
+                 "--keep-text"]) == 2
+    err = capsys.readouterr().err
+    assert "--keep-text is for a single --input file" in err
+    assert not (files / "codes").exists() and not any(files.glob("*.sqlite"))

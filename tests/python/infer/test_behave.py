@@ -255,3 +255,52 @@ def test_directional_reports_skips_change_distribution_and_min_change(tuned):
     assert strict["n_fail"] == int((move < 0.05).sum()) and strict["min_change"] == 0.05
     with pytest.raises(InputError, match="min_change"):
         bh.BehaviourTest("n", "same", "negation", min_change=0.05).check(clf.labels)
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_cli_quiet_hides_progress_and_the_table_not_warnings(tuned, tmp_path, capsys, quiet):
+    """behave --quiet, as the other verbs: no progress bars and no table; warnings still."""
+    _, path = tuned
+    frame = toy_frame(6)
+    frame.loc[0, "text"] = frame.loc[0, "text"] + " and more" * 80  # past 64 tokens
+    frame.to_csv(tmp_path / "c.csv", index=False)
+    (tmp_path / "s.yaml").write_text(
+        "- {name: typo, perturb: typos, expect: same}\n"
+        "- {name: punct, perturb: punctuation, expect: same}\n", encoding="utf-8")
+    assert main(["behave", "--model", str(path), "--input", str(tmp_path / "c.csv"),
+                 "--suite", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "r.json"),
+                 *(["--quiet"] if quiet else [])]) == 0
+    out, err = capsys.readouterr()
+    assert [t["n"] for t in json.loads((tmp_path / "r.json").read_text())["tests"]] == [6, 6]
+    assert err.count("warning: 1 of 6 document(s) truncated to 64 tokens") == 2
+    assert ("predicting" in err) is not quiet and ("behavioural tests" in err) is not quiet
+    assert ("typo" in out) is not quiet
+
+
+def test_substitutions_errors_name_the_flag_the_r_argument_or_the_suite(tuned, tmp_path,
+                                                                        capsys):
+    """Issue 36, item 18: the core's message names its parameter: --substitutions on the
+    command line, `substitutions` for R (which calls it "the `substitutions` data frame"); a
+    file named in a suite is the suite's."""
+    _, path = tuned
+    toy_frame(3).to_csv(tmp_path / "c.csv", index=False)
+    (tmp_path / "bad.csv").write_text("a,b\nx,y\n", encoding="utf-8")
+    (tmp_path / "blank.csv").write_text("from,to\n,y\n", encoding="utf-8")
+    args = ["behave", "--model", str(path), "--input", str(tmp_path / "c.csv"), "--out",
+            str(tmp_path / "r.json"), "--perturb", "substitutions", "--expect", "same"]
+    for name in ("bad.csv", "blank.csv"):
+        subs = str(tmp_path / name)
+        assert main([*args, "--substitutions", subs]) == 2
+        assert (f"error: --substitutions '{subs}' needs columns from and to and at least one "
+                "pair") in capsys.readouterr().err
+        assert main(["--r-names", "x,newdata,substitutions", *args, "--substitutions",
+                     subs]) == 2
+        assert f"error: `substitutions` '{subs}' needs columns" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+    (tmp_path / "s.yaml").write_text(
+        "- {name: de, perturb: substitutions, substitutions: bad.csv, expect: same}\n",
+        encoding="utf-8")
+    with pytest.raises(InputError, match="the substitutions file .*bad.csv' of test 1 of "
+                                         ".*s.yaml' in suite needs columns") as err:
+        bh.read_suite(tmp_path / "s.yaml")
+    assert tuple(err.value.params) == ("suite",)

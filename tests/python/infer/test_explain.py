@@ -372,20 +372,108 @@ def test_check_does_not_warn_about_its_own_emptied_copies(bert):
     assert res["aopc_n_docs"] == 2
 
 
-def test_check_leaves_out_documents_of_unknown_tokens_only(bert):
-    """Issue 36, item 15: an emoji-only text (all unknown tokens) is warned about and left out
-    of the checks."""
-    from quantformer.infer.explain_check import check, unknown_only
+EMOJI = "\U0001F600 \U0001F389"
+
+
+def _with_emoji(n_words: int = 2) -> pd.DataFrame:
+    """Two word documents, then two emoji-only ones (all unknown tokens to BERT's vocabulary),
+    one of them with a literal special token."""
+    texts = ["Taxes rise now and then", "War ends today for all", "The budget grows again",
+             "Peace talks start soon"][:n_words]
+    return pd.DataFrame({"doc_id": [f"w{i}" for i in range(len(texts))] + ["e1", "e2"],
+                         "text": texts + [EMOJI, f"{EMOJI} [SEP] \U0001F44D"]})
+
+
+def test_explain_warns_once_about_documents_of_unknown_tokens_only(bert):
+    """Issue 36, item 15: an emoji-only text (all unknown tokens) is explained with one
+    warning that counts such documents, and flagged in the documents frame."""
+    import warnings
+
+    from quantformer.infer.explain import unknown_only
 
     clf, _ = bert
-    emoji = "\U0001F600 \U0001F389"
-    frame = pd.DataFrame({"doc_id": ["a", "b", "e"],
-                          "text": ["Taxes rise now and then", "War ends today for all", emoji]})
-    ids = clf.tokenizer(emoji, add_special_tokens=False)["input_ids"]
+    frame = _with_emoji()
+    ids = clf.tokenizer(EMOJI, add_special_tokens=False)["input_ids"]
     assert ids and set(ids) == {clf.tokenizer.unk_token_id}
-    assert unknown_only(clf, dict(zip(frame["doc_id"], frame["text"]))) == ["e"]
-    ex = explain(clf, frame, steps=8)
-    with pytest.warns(UserWarning, match="1 of 3 document.*do(es)? not know"):
+    assert unknown_only(clf, dict(zip(frame["doc_id"], frame["text"]))) == ["e1", "e2"]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        ex = explain(clf, frame, steps=8)
+    mine = [str(w.message) for w in seen if "does not know" in str(w.message)]
+    assert len(mine) == 1 and mine[0].startswith("2 of 4 document(s) consist only of tokens")
+    assert "e.g. 'e1'" in mine[0]
+    flags = ex.documents.set_index("doc_id")["unknown_only"]
+    assert flags.to_dict() == {"w0": False, "w1": False, "e1": True, "e2": True}
+
+
+def test_check_leaves_out_documents_of_unknown_tokens_only(bert):
+    """Issue 36, item 15: the checks leave emoji-only documents out and count them, without
+    a second warning; without them the randomisation Spearman is that of the word documents."""
+    import warnings
+
+    from quantformer.infer.explain_check import check
+
+    clf, _ = bert
+    frame = _with_emoji()
+    with pytest.warns(UserWarning, match="does not know"):
+        ex = explain(clf, frame, steps=8)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
         res = check(clf, frame, ex, k=2, max_docs=10)
-    assert res["n_unknown_only"] == 1
+    assert not [w for w in seen if "does not know" in str(w.message)]
+    assert res["n_unknown_only"] == 2
     assert res["randomisation_n_docs"] == 2 and res["aopc_n_docs"] == 2
+    words_only = frame.iloc[:2]
+    alone = check(clf, words_only, explain(clf, words_only, steps=8), k=2, max_docs=10)
+    assert res["randomisation_spearman"] == pytest.approx(alone["randomisation_spearman"])
+    assert res["aopc_top"] == pytest.approx(alone["aopc_top"])
+    assert alone["n_unknown_only"] == 0
+    # an Explanation without the flag (built elsewhere): found anew from the texts
+    bare = type(ex)(words=ex.words, documents=ex.documents.drop(columns="unknown_only"))
+    assert check(clf, frame, bare, k=2, max_docs=10)["n_unknown_only"] == 2
+
+
+def test_check_of_documents_all_of_unknown_tokens(bert):
+    clf, _ = bert
+    from quantformer.infer.explain_check import check
+
+    frame = _with_emoji(0)
+    with pytest.warns(UserWarning, match="2 of 2 document"):
+        ex = explain(clf, frame, steps=8)
+    res = check(clf, frame, ex, k=2)
+    assert res["n_unknown_only"] == 2 and res["aopc_n_docs"] == res["randomisation_n_docs"] == 0
+    assert res["aopc_top"] is None and res["randomisation_spearman"] is None
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_cli_check_shows_progress_and_reports_the_documents_left_out(bert, tmp_path, capsys,
+                                                                      quiet):
+    """Issue 36, item 15: explain --check has a progress bar (not with --quiet) and says how
+    many documents of unknown tokens only it left out."""
+    _, path = bert
+    _with_emoji().to_csv(tmp_path / "c.csv", index=False)
+    code = main(["explain", "--model", str(path), "--input", str(tmp_path / "c.csv"),
+                 "--out", str(tmp_path / "w.parquet"), "--steps", "8", "--check",
+                 *(["--quiet"] if quiet else [])])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert json.loads((tmp_path / "w.check.json").read_text())["n_unknown_only"] == 2
+    assert "(2 document(s) made only of tokens the model does not know left out)" in out
+    assert err.count("warning: 2 of 4 document(s) consist only of tokens") == 1
+    assert ("checking" in err) is not quiet and ("explaining" in err) is not quiet
+
+
+def test_partitioned_explain_warns_once_about_unknown_tokens_only(bert, tmp_path):
+    from quantformer.scale.explain import explain_partitions
+
+    _, path = bert
+    (tmp_path / "in").mkdir()
+    frame = _with_emoji()
+    frame.iloc[:3].to_parquet(tmp_path / "in" / "a.parquet")
+    frame.iloc[3:].to_parquet(tmp_path / "in" / "b.parquet")
+    with pytest.warns(UserWarning, match="2 of 4 document.*does not know") as seen:
+        explain_partitions(str(path), str(tmp_path / "in"), str(tmp_path / "out"), steps=8,
+                           device="cpu", quiet=True)
+    assert len([w for w in seen if "does not know" in str(w.message)]) == 1
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert sorted(e["unknown_only"] for e in manifest["partitions"].values()) == [1, 1]

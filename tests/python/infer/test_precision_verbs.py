@@ -269,3 +269,92 @@ def test_cli_suggest_and_code_room_record_the_precision(tiny_bert_dir, tmp_path,
         room.stopping = True
         store.close()
     assert "precision of the embeddings: fp32" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------
+# precision with documents read in windows (truncation="chunks")
+
+
+def _long_docs(n: int) -> pd.DataFrame:
+    f = _docs(n)
+    f["text"] = [" ".join([t] * 6) for t in f["text"]]  # several windows per document
+    return f
+
+
+def test_zeroshot_nli_chunks_bf16_rechecks_near_ties_through_the_windows(tiny_roberta_nli_dir,
+                                                                          monkeypatch, tmp_path):
+    """bf16 with chunks: near-tie documents are read again in fp32 through the same windows,
+    so their probabilities (and their windows' rows) equal the fp32 run's."""
+    docs = _long_docs(16)
+    kw = dict(model=str(tiny_roberta_nli_dir), method="nli", device="cpu", quiet=True,
+              truncation="chunks", max_length=40, stride=5)
+
+    def run(precision, name, margin):
+        monkeypatch.setattr(prec, "BF16_RECHECK_MARGIN", margin)
+        out = tmp_path / f"{name}.parquet"
+        res = zeroshot(docs, LABELS, TEMPLATE, precision=precision, chunks_out=str(out), **kw)
+        return res, pd.read_parquet(out)
+
+    ref, ref_win = run("fp32", "ref", 0.05)
+    raw, raw_win = run("bf16", "raw", 0.0)
+    assert set(raw["backend"]) == {"torch bf16"}
+    p_ref, p_raw = _probs(ref), _probs(raw)
+    assert 0 < np.abs(p_raw - p_ref).max() < 0.05
+    margin = _middle_margin(p_raw)
+    got, got_win = run("bf16", "got", margin)
+    ties = near_ties(p_raw, margin)
+    assert 0 < ties.sum() < len(docs)
+    assert got["backend"].tolist() == np.where(ties, "torch fp32 recheck",
+                                               "torch bf16").tolist()
+    p_got = _probs(got)
+    np.testing.assert_allclose(p_got[ties], p_ref[ties], atol=1e-6)  # windows in fp32
+    np.testing.assert_array_equal(p_got[~ties], p_raw[~ties])
+    assert got["predicted"].tolist() == ref["predicted"].tolist()
+    again = got_win["doc_id"].isin(docs["doc_id"][ties]).to_numpy()
+    assert len(got_win) == len(ref_win) == got.attrs["quantformer"]["n_windows"]
+    np.testing.assert_allclose(_probs(got_win)[again], _probs(ref_win)[again], atol=1e-6)
+    np.testing.assert_array_equal(_probs(got_win)[~again], _probs(raw_win)[~again])
+    assert got.attrs["quantformer"]["n_rechecked"] == ties.sum()
+
+
+def test_zeroshot_embedding_chunks_bf16_rechecks_in_fp32(tiny_bert_dir, monkeypatch):
+    docs = _long_docs(30)
+    kw = dict(model=str(tiny_bert_dir), method="embedding", device="cpu", quiet=True,
+              truncation="chunks", max_length=16, stride=3)
+    ref = zeroshot(docs, LABELS, TEMPLATE, precision="fp32", **kw)
+    monkeypatch.setattr(prec, "BF16_RECHECK_MARGIN", 0.0)
+    raw = zeroshot(docs, LABELS, TEMPLATE, precision="bf16", **kw)
+    assert set(raw["backend"]) == {"torch bf16"}
+    assert np.abs(_probs(raw) - _probs(ref)).max() > 0  # bf16 did run in the windows
+    monkeypatch.setattr(prec, "BF16_RECHECK_MARGIN", 1.0)  # every document read again
+    got = zeroshot(docs, LABELS, TEMPLATE, precision="bf16", **kw)
+    assert set(got["backend"]) == {"torch fp32 recheck"}
+    np.testing.assert_allclose(_probs(got), _probs(ref), atol=1e-6)
+
+
+def test_embed_chunks_bf16_vectors_keep_fp32_direction(tiny_bert_dir):
+    docs = _long_docs(20)
+    kw = dict(device="cpu", quiet=True, truncation="chunks", max_length=16, stride=3)
+    v32 = embed(docs, str(tiny_bert_dir), precision="fp32", **kw)
+    v16 = embed(docs, str(tiny_bert_dir), precision="bf16", **kw)
+    assert not np.array_equal(v16, v32)  # bf16 did run in the windows
+    assert _cosines(v16.astype(np.float64), v32.astype(np.float64)).min() >= 0.99
+
+
+def test_explain_chunks_runs_every_window_in_the_precision_asked(tiny_bert_dir):
+    from quantformer.train.finetune import finetune
+
+    clf = finetune(toy_frame(12).assign(text=lambda f: [" ".join([t] * 6) for t in f["text"]]),
+                   model=str(tiny_bert_dir), epochs=1, quiet=True, device="cpu",
+                   max_length=24, truncation="chunks", stride=4, precision="fp32")
+    docs = _long_docs(4)
+    auto = explain(clf, docs, steps=8)
+    bf = explain(clf, docs, steps=8, precision="bf16")
+    assert "n_windows" in bf.documents and (bf.documents["n_windows"] > 1).all()
+    assert set(auto.words["backend"]) == {"torch"} and auto.precision["reason"] == AUTO_REASON
+    assert set(bf.words["backend"]) == {"torch bf16"} == set(bf.documents["backend"])
+    assert bf.precision["precision"] == "bf16"
+    assert (bf.documents["target"] == auto.documents["target"]).all()
+    a, b = auto.words["attribution"].to_numpy(), bf.words["attribution"].to_numpy()
+    assert not np.array_equal(a, b)  # bf16 did run in the windows
+    assert spearmanr(a, b)[0] > 0.9

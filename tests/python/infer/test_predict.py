@@ -190,7 +190,7 @@ def test_predict_is_silent_when_nothing_is_cut(model_dir):
         quantformer.load(model_dir, device="cpu").predict(toy_frame(6))
 
 
-def test_cli_predict_with_labels_file(model_dir, tmp_path):
+def test_cli_predict_with_labels_file(model_dir, tmp_path, capsys):
     (tmp_path / "text.txt").write_text("taxes and jobs\nthe weather today\n")
     (tmp_path / "labels.txt").write_text("econ\nother\n")
     out = tmp_path / "p.csv"
@@ -198,6 +198,11 @@ def test_cli_predict_with_labels_file(model_dir, tmp_path):
                      "--labels-file", str(tmp_path / "labels.txt"), "--out", str(out),
                      "--device", "cpu", "--quiet"]) == 0
     assert pd.read_csv(out)["label"].tolist() == ["econ", "other"]
+    # the documents are named text1..N, and the run says so once (issue 36)
+    notices = [line for line in capsys.readouterr().err.splitlines() if "text1..textN" in line]
+    assert len(notices) == 1 and notices[0].startswith(
+        f"quantformer: warning: '{tmp_path / 'text.txt'}' has no id column")
+    assert pd.read_csv(out)["doc_id"].tolist() == ["text1", "text2"]
 
 
 def test_cli_finetune_and_evaluate_take_a_labels_file(tiny_bert_dir, model_dir, tmp_path, capsys):

@@ -121,7 +121,7 @@ def test_non_utf8_falls_back_with_a_warning(tmp_path):
     g = tmp_path / "bom.csv"
     g.write_bytes("\ufefftext\nÄrger\n".encode("utf-8"))
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # valid UTF-8 (with BOM): no warning
+        warnings.simplefilter("error", FrameWarning)  # valid UTF-8 (with BOM): no warning
         assert read_frame(g)["text"].tolist() == ["Ärger"]
 
 
@@ -521,7 +521,7 @@ def test_tsv_leading_quote_warns_and_csv_silences(tmp_path):
         assert read_frame(f)["text"].tolist() == ["Great day", "plain"]
     assert read_frame(f, quoting="none")["text"].tolist() == ['"Great" day', "plain"]
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", FrameWarning)
         read_frame(f, quoting="csv")
 
 
@@ -584,6 +584,23 @@ def test_text_column_of_numbers_warns_naming_column_and_type(tmp_path):
     with pytest.warns(FrameWarning, match="holds int64 values"):
         list(iter_frames(p, text_col="year", chunk_rows=1))
     with warnings.catch_warnings():  # real text, even with a few numbers, is silent
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", FrameWarning)
         read_frame(f, text_col="body")
         to_frame(pd.DataFrame({"text": ["12", "twelve", None]}))
+
+
+def test_numbered_ids_are_said_once_across_chunks(tmp_path):
+    """Issue 36: a corpus without ids got text1..N silently."""
+    from quantformer._core.errors import ParamWarning
+
+    f = tmp_path / "n.parquet"
+    pd.DataFrame({"docname": ["x", "y", "z"], "text": ["a", "b", "c"]}).to_parquet(f)
+    with pytest.warns(ParamWarning) as seen:
+        chunks = list(iter_frames(f, chunk_rows=1))
+    assert [c["doc_id"].item() for c in chunks] == ["text1", "text2", "text3"]
+    notices = [str(w.message) for w in seen if issubclass(w.category, ParamWarning)]
+    assert len(notices) == 1 and "named text1..textN" in notices[0]
+    assert "the column 'docname' holds them, pass it as id_col" in notices[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_frame(f, id_col="docname")["doc_id"].tolist() == ["x", "y", "z"]

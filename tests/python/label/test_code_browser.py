@@ -390,3 +390,47 @@ def test_labels_are_clicked_and_why_is_in_plain_words(browser, server, corpus):
     codes = export(folder / "p.sqlite", folder / "clicked.csv")
     assert codes.query("coder == 'clicker'")[["doc_id", "label"]].values.tolist() == [
         [doc, truth[doc]]]
+
+
+def test_one_coder_in_two_tabs_is_told_and_chooses(browser, server, corpus):
+    """Issue 36: one coder in two tabs: the later code won silently, and undo then restored
+    the other tab's code."""
+    folder, truth = corpus
+    browser.get(server.link("dan"))
+    first = browser.current_window_handle
+    doc = wait_doc(browser)
+    browser.switch_to.new_window("tab")
+    browser.get(server.link("dan"))
+    second = browser.current_window_handle
+    assert wait_doc(browser) == doc  # both tabs show the same document
+    label, other = truth[doc], "econ" if truth[doc] == "other" else "other"
+    browser.switch_to.window(first)
+    press(browser, KEYS[label])
+    wait_doc(browser, doc)
+    dan = lambda: export(folder / "p.sqlite", folder / "dan.csv").query("coder == 'dan'")
+    # the second tab still shows the document: its code is not written, the page says why
+    browser.switch_to.window(second)
+    press(browser, KEYS[other])
+    box = wait(browser, lambda d: d.find_element(By.ID, "conflict").is_displayed() and
+               d.find_element(By.ID, "conflict"))
+    assert f"Document {doc} was coded as “{label}” in another tab or window" in box.text
+    assert browser.find_element(By.ID, "conflict-keep").text.startswith(f"Keep “{label}”")
+    assert dan()[["doc_id", "label"]].values.tolist() == [[doc, label]]
+    if SHOTS:
+        browser.save_screenshot(str(Path(SHOTS) / "coding-room-two-tabs.png"))
+    browser.find_element(By.ID, "conflict-replace").click()  # "Replace it with ..."
+    wait(browser, lambda d: not d.find_element(By.ID, "conflict").is_displayed())
+    wait_doc(browser, doc)
+    assert dan()[["doc_id", "label"]].values.tolist() == [[doc, other]]
+    # back in the first tab, "back" would take back the code the second tab wrote: asked
+    browser.switch_to.window(first)
+    press(browser, "b")
+    box = wait(browser, lambda d: d.find_element(By.ID, "conflict").is_displayed() and
+               d.find_element(By.ID, "conflict"))
+    assert f"Document {doc} was coded as “{other}” in another tab or window" in box.text
+    press(browser, "\ue00c")  # Esc: keep it
+    wait(browser, lambda d: not d.find_element(By.ID, "conflict").is_displayed())
+    assert dan()[["doc_id", "label"]].values.tolist() == [[doc, other]]
+    browser.switch_to.window(second)
+    browser.close()
+    browser.switch_to.window(first)

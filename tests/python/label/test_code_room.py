@@ -22,7 +22,7 @@ from quantformer.cli.main import main
 from quantformer.label.room.codebook import make_codebook
 from quantformer.label.room.loop import Room, in_overlap, prediction_stability, stop_hint
 from quantformer.label.room.server import RoomServer
-from quantformer.label.room.store import Store, export_codes, final_codes
+from quantformer.label.room.store import Conflict, Store, export_codes, final_codes
 
 
 def blobs(n_per: int = 30, seed: int = 0):
@@ -55,7 +55,7 @@ def test_store_keeps_every_code_undo_marks_and_resume_reads_back(tmp_path):
     store.add_code("d000", "ann", "a", strategy="cold")
     store.add_code("d001", "ann", None, status="skip", strategy="margin")
     store.add_code("d002", "ann", "b", strategy="margin")
-    assert store.undo("ann") == "d002"
+    assert store.undo("ann") == ("d002", 2)  # its doc_id and new version
     store.add_code("d002", "ann", "c", strategy="back")
     store.add_comment("d002", "ann", "ironic")
     store.close()
@@ -364,6 +364,65 @@ def test_get_to_a_post_endpoint_is_405_and_favicon_is_not_403(served):
         assert r.status == 204 and r.read() == b""
 
 
+def refused(url, body, token):
+    """The status and JSON answer of a request answered with an error."""
+    with pytest.raises(urllib.error.HTTPError) as err:
+        request(url, body, token)
+    return err.value.code, json.loads(err.value.read())
+
+
+def test_one_coder_in_two_tabs_is_told_and_undo_never_takes_back_the_other_tab(served):
+    """Issue 36: one coder in two tabs: the later code won silently, and undo then restored
+    the other tab's code."""
+    server, _ = served
+    base, token = f"http://127.0.0.1:{server.server_address[1]}", server.token
+    codes = lambda: server.room.store.current_codes().set_index("doc_id")["label"].to_dict()
+    _, tab1 = request(f"{base}/api/state", token=token)
+    _, tab2 = request(f"{base}/api/state", token=token)
+    doc = tab1["doc"]["doc_id"]
+    assert tab2["doc"]["doc_id"] == doc and tab1["doc"]["version"] == 0
+    assert tab1["last"] is None
+    _, tab1 = request(base + "/api/code", {"doc_id": doc, "label": "a", "version": 0}, token)
+    assert tab1["last"] == {"doc_id": doc, "version": 1} and tab1["doc"]["doc_id"] != doc
+    # the second tab still shows the document uncoded: its code is refused, nothing written
+    status, answer = refused(base + "/api/code", {"doc_id": doc, "label": "b", "version": 0},
+                             token)
+    assert status == 409 and codes() == {doc: "a"}
+    assert answer["conflict"] == {"doc_id": doc, "version": 1, "status": "code", "label": "a"}
+    assert answer["error"].startswith(f"Document {doc} was coded as “a” in another tab")
+    assert answer["state"]["doc"]["doc_id"] == tab1["doc"]["doc_id"]  # where tab 1 is
+    # its "back" saw no code: refused too, nothing undone
+    status, answer = refused(base + "/api/undo", {"last": None}, token)
+    assert status == 409 and answer["conflict"]["label"] == "a" and codes() == {doc: "a"}
+    # the coder replaces the code knowingly (the version the 409 gave)
+    _, tab2 = request(base + "/api/code", {"doc_id": doc, "label": "b", "version": 1}, token)
+    assert codes() == {doc: "b"} and tab2["last"] == {"doc_id": doc, "version": 2}
+    # tab 1's "back" would restore "a" over tab 2's "b": refused
+    status, answer = refused(base + "/api/undo", {"last": {"doc_id": doc, "version": 1}},
+                             token)
+    assert status == 409 and codes() == {doc: "b"}
+    assert answer["conflict"] == {"doc_id": doc, "version": 2, "status": "code", "label": "b"}
+    # with the last code it now saw, the undo goes through: "b" taken back, "a" current
+    _, state = request(base + "/api/undo", {"last": answer["state"]["last"]}, token)
+    assert state["undone"] == doc and state["doc"] == {**state["doc"], "doc_id": doc,
+                                                        "version": 3}
+    assert codes() == {doc: "a"}
+    rows = server.room.store.query("SELECT label, undone FROM codes ORDER BY id")
+    assert rows.values.tolist() == [["a", 0], ["b", 1]]  # nothing lost
+    # a stale version of a document coded elsewhere and then undone there: 409, uncoded
+    _, state = request(base + "/api/undo", {"last": state["last"]}, token)
+    status, answer = refused(base + "/api/code", {"doc_id": doc, "label": "c", "version": 3},
+                             token)
+    assert status == 409 and answer["conflict"]["status"] is None and codes() == {}
+    assert "left uncoded" in answer["error"]
+    # without a version (a script), a code is written as before
+    request(base + "/api/code", {"doc_id": doc, "label": "c"}, token)
+    assert codes() == {doc: "c"} and server.room.version(doc, "coder1") == 5
+    status, answer = refused(base + "/api/code", {"doc_id": doc, "label": "c",
+                                                  "version": "5"}, token)
+    assert status == 400 and "whole number" in answer["error"]
+
+
 # ------------------------------------------------------------------------------------------
 # the CLI's bad input (all refused before anything is embedded or served)
 
@@ -497,8 +556,42 @@ def test_a_file_without_the_project_mark_is_refused_untouched(tmp_path, capsys):
     Store(tmp_path / "p.sqlite", create=False).close()
     store = Store(tmp_path / "p.sqlite")
     assert store.db.execute("PRAGMA application_id").fetchone()[0] == 0x5146434F
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
     store.close()
+
+
+def test_a_project_of_schema_1_is_read_and_migrated_a_newer_one_refused(tmp_path, capsys):
+    """A project made before the versions of issue 36 (user_version 1) is exported as it is
+    and gets its versions when opened to code; one of a newer quantformer is left alone."""
+    import hashlib
+
+    path = tmp_path / "p.sqlite"
+    store = Store(path)
+    store.add_code("d000", "ann", "a")
+    store.add_code("d000", "ann", "b")
+    store.undo("ann")
+    store.add_code("d001", "ann", "c")
+    store.add_code("d000", "bob", "a")
+    store.db.execute("DROP TABLE versions")  # as schema 1 made it
+    store.db.execute("PRAGMA user_version=1")
+    store.close()
+    out = export_codes(path, tmp_path / "codes.csv")
+    assert out[["doc_id", "coder", "label"]].values.tolist() == [
+        ["d000", "ann", "a"], ["d001", "ann", "c"], ["d000", "bob", "a"]]
+    store = Store(path)
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert store.versions() == {("d000", "ann"): 3, ("d001", "ann"): 1, ("d000", "bob"): 1}
+    with pytest.raises(Conflict):  # the page of before the migration saw version 2
+        store.add_code("d000", "ann", "c", version=2)
+    store.db.execute("PRAGMA user_version=3")
+    store.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    for create in (False, True):
+        with pytest.raises(InputError, match="made by a newer quantformer"):
+            Store(path, create=create)
+    assert main(["code", "--project", str(path), "--export", str(tmp_path / "x.csv")]) == 2
+    assert "update quantformer" in capsys.readouterr().err
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
 def test_cli_export_refuses_corpus_flags_and_needs_the_project(tmp_path, capsys):

@@ -91,3 +91,52 @@ def test_cli_regress(tmp_path):
     out = pd.read_csv(tmp_path / "coef.csv")
     assert out["term"].tolist() == ["Intercept", "party[T.R]"]
     assert "FutureWarning" not in r.stderr
+
+
+def test_dsl_regression_equals_ols_of_pseudo_outcomes_with_sandwich_se_by_hand():
+    """Egami et al. (2023): the OLS coefficients of yhat + R (y - yhat) / pi on the covariates,
+    with the HC0 sandwich (X'X)^-1 X' diag(e^2) X (X'X)^-1 (issue 35)."""
+    from scipy.stats import norm
+
+    pred, truth = biased_corpus(n=600, seed=2)
+    coded = np.arange(0, 600, 4)  # 150 gold documents, a simple random design: pi = 150/600
+    t = quantformer.regress(pred, _gold(pred, truth, coded), "toxic ~ party", method="dsl",
+                            level=0.9)
+    pseudo = pred["prob_toxic"].to_numpy().copy()
+    pseudo[coded] += ((truth[coded] == "toxic") - pseudo[coded]) * (600 / 150)
+    x = np.column_stack([np.ones(600), (pred["party"] == "R").to_numpy(float)])
+    bread = np.linalg.inv(x.T @ x)
+    beta = bread @ x.T @ pseudo
+    resid = pseudo - x @ beta
+    se = np.sqrt(np.diag(bread @ (x.T * resid ** 2) @ x @ bread))
+    np.testing.assert_allclose(t["estimate"], beta, rtol=1e-9)
+    np.testing.assert_allclose(t["ci_low"], beta - norm.ppf(0.95) * se, rtol=1e-9)
+    np.testing.assert_allclose(t["ci_high"], beta + norm.ppf(0.95) * se, rtol=1e-9)
+    assert (t["method"] == "dsl").all() and (t["n_gold"] == 150).all()
+    # logistic: the root of sum x (pseudo - expit(x'b)) = 0 (the DSL moment condition)
+    logit = quantformer.regress(pred, _gold(pred, truth, coded), "toxic ~ party",
+                                family="logistic", method="dsl")
+    b = logit["estimate"].to_numpy()
+    score = x.T @ (pseudo - 1 / (1 + np.exp(-x @ b)))
+    np.testing.assert_allclose(score, 0, atol=1e-6)
+
+
+def test_dsl_regression_covers_with_unequal_inclusion_probabilities():
+    """A stratified gold draw (R documents 4 times as likely): DSL weighted by the known
+    probabilities covers the party difference; few draws keep it fast (issue 35)."""
+    pred, truth = biased_corpus(n=3000, seed=3)
+    is_toxic = truth == "toxic"
+    true = is_toxic[pred["party"] == "R"].mean() - is_toxic[pred["party"] == "D"].mean()
+    p = np.where(pred["party"] == "R", 0.12, 0.03)
+    rng = np.random.default_rng(11)
+    hits, estimates = [], []
+    for _ in range(60):
+        rows = np.flatnonzero(rng.random(len(pred)) < p)
+        gold = pd.DataFrame({"doc_id": pred["doc_id"].to_numpy()[rows], "label": truth[rows],
+                             "p": p[rows]})
+        t = quantformer.regress(pred, gold, "toxic ~ party", method="dsl",
+                                weight_col="p").iloc[1]
+        hits.append(t["ci_low"] <= true <= t["ci_high"])
+        estimates.append(t["estimate"])
+    assert np.mean(hits) >= 0.9
+    assert np.mean(estimates) == pytest.approx(true, abs=0.01)

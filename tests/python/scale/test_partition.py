@@ -49,3 +49,25 @@ def test_partition_refuses_before_writing(tmp_path, capsys):
     assert main(["partition", "--input", str(src), "--rows", "2", "--out", str(out),
                  "--overwrite"]) == 0
     assert len(list(out.iterdir())) == 3
+
+
+def test_partitions_without_ids_are_numbered_with_one_warning(tmp_path):
+    """Issue 36: a corpus without ids got text1..N silently; one warning for the run, not one
+    per partition (nor per chunk of a partition)."""
+    from quantformer._core.errors import ParamWarning
+    from quantformer.scale.dask import _chunks
+
+    parts = []
+    for i, n in enumerate((3, 2)):
+        parts.append(tmp_path / f"p{i}.csv")
+        pd.DataFrame({"text": [f"t{i}{j}" for j in range(n)]}).to_csv(parts[-1], index=False)
+    with pytest.warns(ParamWarning) as seen:
+        rows, offsets = scan_partitions(parts, {})
+        ids = [d for p, o in zip(parts, offsets) for c in _chunks(
+            {"input": p, "id_offset": o, "corpus": {}}) for d in c["doc_id"]]
+    assert ids == ["text1", "text2", "text3", "text4", "text5"]
+    notices = [str(w.message) for w in seen if issubclass(w.category, ParamWarning)]
+    assert notices == [f"partition '{parts[0]}' (and 1 more) has no id column ('doc_id', the "
+                       "column read as document ids unless id_col names another): its 5 "
+                       "documents are named text1..textN by their position, as quanteda names "
+                       "them. To keep ids of your own, name their column with id_col"]

@@ -6,10 +6,15 @@ import json
 
 import krippendorff
 import numpy as np
+import pandas as pd
+import pytest
 from sklearn.metrics import cohen_kappa_score
 
+import quantformer
+from quantformer._core.errors import InputError
+from quantformer.cli.main import main
 from quantformer.score.evaluate import evaluate
-from quantformer.score.reliability import agreement, agreement_lines
+from quantformer.score.reliability import agreement, agreement_lines, coder_agreement
 
 
 def _codes(n=300, seed=0, accuracy=0.8):
@@ -58,3 +63,103 @@ def test_evaluate_report_carries_agreement(capsys):
     rep.print()
     out = capsys.readouterr().out
     assert "Krippendorff's alpha: 0." in out and "Cohen's kappa: 0." in out
+
+
+def _team(n=60, seed=3):
+    """Two human coders (a coding-room export, one row per code) and a language model's codes
+    (the columns of ``quantformer annotate``) on ``n`` documents, some not coded."""
+    rng = np.random.default_rng(seed)
+    truth = rng.choice(["a", "b", "c"], n)
+
+    def coder(accuracy):
+        return np.where(rng.random(n) < accuracy, truth, rng.choice(["a", "b", "c"], n))
+    ids = [f"d{i}" for i in range(n)]
+    h1, h2, llm = coder(0.9), coder(0.85).astype(object), coder(0.7).astype(object)
+    h2[:5] = None  # skipped by the second coder
+    llm[5:8] = None  # unparsed answers
+    export = pd.DataFrame({"doc_id": ids * 2, "label": list(h1) + list(h2),
+                           "coder": ["ann"] * n + ["ben"] * n, "status": "code"})
+    codes = pd.DataFrame({"doc_id": ids, "label": llm, "prob_a": np.nan,
+                          "unparsed": pd.isna(llm), "coder": "tiny-llm"})
+    return export, codes, {"ann": h1, "ben": h2, "tiny-llm": llm}
+
+
+def test_reliability_of_every_pair_on_the_common_documents_equals_krippendorff(tmp_path):
+    """One call: the LLM against each human and the humans against each other, on the same
+    documents, equal to the krippendorff package and scikit-learn (issue 35)."""
+    export, codes, by_coder = _team()
+    export.to_csv(tmp_path / "room.csv", index=False)
+    codes.to_parquet(tmp_path / "llm.parquet")
+    out = tmp_path / "alpha.csv"
+    assert main(["reliability", "--codes", str(tmp_path / "room.csv"),
+                 str(tmp_path / "llm.parquet"), "--n-boot", "100", "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert table[["coder_1", "coder_2"]].values.tolist() == [
+        ["ann", "ben"], ["ann", "tiny-llm"], ["ben", "tiny-llm"]]
+    common = np.arange(8, 60)  # coded by all three: ben skipped 0-4, the LLM failed on 5-7
+    assert (table["n_documents"] == len(common)).all()
+    index = {"a": 0, "b": 1, "c": 2}
+    for _, row in table.iterrows():
+        one, two = by_coder[row["coder_1"]][common], by_coder[row["coder_2"]][common]
+        alpha = krippendorff.alpha(reliability_data=[[index[x] for x in one],
+                                                     [index[x] for x in two]],
+                                   level_of_measurement="nominal")
+        assert row["krippendorff_alpha"] == np.float64(alpha) or \
+            abs(row["krippendorff_alpha"] - alpha) < 1e-12
+        assert abs(row["cohen_kappa"] - cohen_kappa_score(list(one), list(two))) < 1e-12
+        assert row["percent_agreement"] == np.mean(one == two)
+        assert row["alpha_ci_low"] < row["krippendorff_alpha"] < row["alpha_ci_high"]
+    # each pair on its own overlap
+    assert main(["reliability", "--codes", str(tmp_path / "room.csv"),
+                 str(tmp_path / "llm.parquet"), "--documents", "pair", "--n-boot", "20",
+                 "--out", str(out)]) == 0
+    pairs = pd.read_csv(out)
+    assert pairs["n_documents"].tolist() == [55, 57, 52]
+    # evaluate scores the LLM's codes against one human as it scores predictions: the same
+    # alpha and kappa on the same documents, with macro-F1 and the confusion matrix beside
+    export[export["coder"] == "ann"].to_csv(tmp_path / "ann.csv", index=False)
+    assert main(["evaluate", "--pred", str(tmp_path / "llm.parquet"), "--pred-col", "label",
+                 "--truth", str(tmp_path / "ann.csv"), "--out", str(tmp_path / "e.json")]) == 0
+    report = json.loads((tmp_path / "e.json").read_text())
+    assert report["n"] == 57 and report["n_missing_pred"] == 3
+    assert report["agreement"]["krippendorff_alpha"]["estimate"] == pytest.approx(
+        pairs["krippendorff_alpha"].iloc[1], abs=1e-12)
+    assert report["agreement"]["cohen_kappa"]["estimate"] == pytest.approx(
+        pairs["cohen_kappa"].iloc[1], abs=1e-12)
+
+
+def test_reliability_names_coders_and_refuses_bad_codes(tmp_path, capsys):
+    export, codes, _ = _team()
+    codes.to_csv(tmp_path / "zero.csv", index=False)
+    codes.to_csv(tmp_path / "five.csv", index=False)
+    # one model in two files (zero- and k-shot runs) is two coders, named by their files
+    merged = pd.concat([codes.assign(coder="m (zero)"), codes.assign(coder="m (five)")])
+    want = quantformer.reliability(merged, n_boot=10)  # the public name of coder_agreement
+    out = tmp_path / "r.csv"
+    assert main(["reliability", "--codes", str(tmp_path / "zero.csv"), str(tmp_path / "five.csv"),
+                 "--n-boot", "10", "--out", str(out)]) == 0
+    got = pd.read_csv(out)
+    assert got[["coder_1", "coder_2"]].values.tolist() == [["tiny-llm (zero)",
+                                                            "tiny-llm (five)"]]
+    assert got["krippendorff_alpha"].iloc[0] == want["krippendorff_alpha"].iloc[0] == 1.0
+    # a file without a coder column is one coder named after the file
+    export[export["coder"] == "ann"].drop(columns="coder").to_csv(tmp_path / "ann.csv",
+                                                                  index=False)
+    assert main(["reliability", "--codes", str(tmp_path / "ann.csv"), str(tmp_path / "zero.csv"),
+                 "--n-boot", "10", "--out", str(out)]) == 0
+    assert pd.read_csv(out)["coder_1"].tolist() == ["ann"]
+    capsys.readouterr()
+    for argv, message in [
+        (["--codes", str(tmp_path / "zero.csv")], "codes of 1 coder(s)"),
+        (["--codes", str(tmp_path / "zero.csv"), "--label-col", "code"], "no column code"),
+    ]:
+        assert main(["reliability", *argv, "--out", str(tmp_path / "bad.csv")]) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "bad.csv").exists()
+    twice = pd.concat([export, export.iloc[:1]])
+    with pytest.raises(InputError, match="coder 'ann' coded document 'd0' more than once"):
+        coder_agreement(twice)
+    apart = pd.DataFrame({"doc_id": ["a", "b", "c", "d"], "coder": ["x", "x", "y", "y"],
+                          "label": ["1", "2", "1", "2"]})
+    with pytest.raises(InputError, match="share 0 coded document"):
+        coder_agreement(apart)

@@ -10,6 +10,7 @@ import pytest
 from toydata import toy_frame
 
 import quantformer
+from quantformer.io.modeldir import read_record
 from quantformer.cli import main as cli
 from quantformer._core.errors import InputError
 from quantformer.select.tune import default_grid, estimate_seconds, summarise_cv, tune
@@ -168,7 +169,8 @@ def test_real_tiny_finetune_through_cli(tmp_path, tiny_bert_dir, capsys, monkeyp
     out = tmp_path / "tuned"
     args = ["tune", "--train", train, "--test", test, "--model", str(tiny_bert_dir),
             "--lrs", "1e-3,5e-4", "--epochs-grid", "1", "--folds", "2", "--oversample",
-            "0.8", "--max-length", "64", "--device", "cpu", "--out", str(out)]
+            "0.8", "--max-length", "64", "--device", "cpu", "--out", str(out),
+            "--record", str(tmp_path / "record.json")]
     assert cli.main(args) == 0
     printed = capsys.readouterr().out
     assert "= 5 fine-tuning runs" in printed and "estimated" in printed
@@ -188,6 +190,9 @@ def test_real_tiny_finetune_through_cli(tmp_path, tiny_bert_dir, capsys, monkeyp
     assert best["test"]["n"] == 12
     clf = quantformer.load(out / "model")
     assert clf.record["hyperparameters"]["lr"] == best["lr"]
+    # --record: the refit model's checked record, as `info --model` would give it
+    assert json.loads((tmp_path / "record.json").read_text()) == json.loads(
+        json.dumps(read_record(out / "model")))
     preds = pd.read_csv(out / "test_predictions.csv")
     assert preds["doc_id"].tolist() == frame["doc_id"].iloc[28:].tolist()
     assert set(preds["predicted"]) <= {"econ", "other"}

@@ -72,7 +72,10 @@ def test_regression_with_chunks_predicts_the_mean_output(tiny_bert_dir):
     ({"truncation": "chunks", "max_chunks": 0}, "max_chunks must be at least 1"),
     ({"truncation": "chunks", "aggregate": "median"}, "unknown aggregate 'median'"),
     ({"truncation": "chunks", "chunk_training": "x"}, "unknown chunk_training 'x'"),
-    ({"truncation": "chunks", "method": "setfit"}, "chunks is offered for the standard method"),
+    ({"truncation": "chunks", "method": "setfit", "aggregate": "max"},
+     "aggregate does not apply to setfit"),
+    ({"truncation": "chunks", "method": "nli", "chunk_training": "labels"},
+     "chunk_training applies to the standard method"),
 ])
 def test_bad_chunk_settings_fail_before_training(kw, msg):
     with pytest.raises(InputError, match=msg):

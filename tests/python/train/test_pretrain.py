@@ -72,15 +72,18 @@ def test_finetune_and_embed_accept_an_encoder(mlm_encoder, tmp_path, capsys):
     assert len(pd.read_parquet(tmp_path / "e.parquet")["embedding"][0]) == 32
 
 
-def test_tsdae_writes_a_sentence_transformer(corpus, tiny_bert_dir, tmp_path, capsys):
+def test_tsdae_writes_a_sentence_transformer(corpus, tiny_bert_dir, tmp_path, capsys, caplog):
     from sentence_transformers import SentenceTransformer
 
     out = tmp_path / "tsdae"
     assert main(["pretrain", "--corpus", str(corpus), "--model", str(tiny_bert_dir),
                  "--objective", "tsdae", "--max-steps", "2", "--batch-size", "16",
                  "--max-length", "48", "--quiet", "--device", "cpu", "--out", str(out)]) == 0
-    said = capsys.readouterr().out
-    assert "held-out loss" in said and "tsdae" in said
+    said = capsys.readouterr()
+    assert "held-out loss" in said.out and "tsdae" in said.out
+    # --quiet: no line from sentence-transformers (it logged one about the tied decoder)
+    assert said.err == ""
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("sentence_trans")] == []
     record = encoder_record(out)
     assert record["objective"] == "tsdae" and record["head_warmup"] == {"new_head": False}
     assert (out / "modules.json").is_file()
@@ -154,17 +157,25 @@ def _gpt2(tmp_path: Path) -> Path:
     (["--model", "GPT"], "has no masked-LM encoder architecture"),
     (["--corpus", "SMALL"], "has only 99 documents with text (of 99)"),
     (["--corpus", "EMPTY"], "has 150 documents and every text is empty"),
-    (["--out", "EXISTS"], "exists; pass --resume"),
-    (["--out", "EXISTS", "--resume"], "not an encoder folder"),
+    (["--out", "EXISTS"], "exists and is not an encoder folder written by `quantformer "
+                          "pretrain`; choose another --out"),
+    (["--out", "EXISTS", "--resume"], "exists and is not an encoder folder"),
+    (["--out", "DONE"], "is a finished encoder already; to pretrain again, delete it or "
+                        "choose another --out"),
+    (["--out", "LEFT"], "left a checkpoint in '"),
+    (["--out", "LEFT"], "pass --resume to continue it, or delete that folder to start over"),
+    (["--buffer-docs", "0"], "argument --buffer-docs: must be greater than 0"),
 ])
-def test_bad_inputs_exit_2_before_any_work(corpus, tiny_bert_dir, tmp_path, capsys, extra,
-                                           message):
+def test_bad_inputs_exit_2_before_any_work(corpus, tiny_bert_dir, mlm_encoder, tmp_path, capsys,
+                                           extra, message):
     small, empty = tmp_path / "small.csv", tmp_path / "empty.csv"
     pd.DataFrame({"text": [f"text {i}" for i in range(99)]}).to_csv(small, index=False)
     pd.DataFrame({"text": [""] * 150}).to_csv(empty, index=False)
     (tmp_path / "exists").mkdir()
+    (tmp_path / "left.checkpoint").mkdir()
     names = {"GPT": str(_gpt2(tmp_path)), "SMALL": str(small), "EMPTY": str(empty),
-             "EXISTS": str(tmp_path / "exists")}
+             "EXISTS": str(tmp_path / "exists"), "DONE": str(mlm_encoder[0]),
+             "LEFT": str(tmp_path / "left")}
     args = {"--corpus": str(corpus), "--model": str(tiny_bert_dir),
             "--out": str(tmp_path / "enc")}
     extra = [names.get(x, x) for x in extra]

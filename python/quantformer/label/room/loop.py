@@ -133,6 +133,8 @@ class Room:
         self.queue: list[tuple[str, str]] = []  # (doc_id, strategy that chose it)
         self.shown: dict[str, tuple[str, str]] = {}  # coder -> (doc_id, strategy)
         self.handled: dict[str, dict[str, tuple]] = {}  # doc_id -> coder -> (status, label)
+        self.versions: dict[tuple[str, str], int] = {}  # (doc_id, coder) -> version
+        self.last: dict[str, str] = {}  # coder -> doc_id of their last code (what b undoes)
         self.probs: np.ndarray | None = None
         self.prob_labels: list[str] = []
         self.fitted_at = -1  # number of training codes of the last fit
@@ -151,10 +153,12 @@ class Room:
     def load_codes(self) -> None:
         """Rebuild the in-memory view of the codes from the store (at start: resume)."""
         current = self.store.current_codes()
+        versions = self.store.versions()
         with self.lock:
-            self.handled = {}
-            for row in current.itertuples(index=False):
+            self.handled, self.last, self.versions = {}, {}, versions
+            for row in current.itertuples(index=False):  # in coding order
                 self.handled.setdefault(row.doc_id, {})[row.coder] = (row.status, row.label)
+                self.last[row.coder] = row.doc_id
             resolved = self.store.resolutions()
             self.resolved = dict(zip(resolved["doc_id"], resolved["label"]))
 
@@ -179,28 +183,60 @@ class Room:
         return ids, labels
 
     def code(self, coder: str, doc_id: str, label: str | None, status: str = "code",
-             guess_accepted: bool = False) -> None:
-        """Commit a code of the document shown to ``coder``, then wake the learner."""
+             guess_accepted: bool = False, version: int | None = None) -> None:
+        """Commit a code of the document shown to ``coder``, then wake the learner.
+
+        Args:
+            version: the document's version as the coder's page last saw it (None: no
+                check; see :class:`~quantformer.label.room.store.Conflict`).
+
+        Raises:
+            Conflict: the coder's code of the document changed in another tab or window.
+        """
         with self.lock:
-            strategy = self.shown.get(coder, (None, None))
-            strategy = strategy[1] if strategy[0] == doc_id else "requested"
-            self.store.add_code(doc_id, coder, label, status, strategy, guess_accepted)
+            shown = self.shown.get(coder, (None, None))
+            strategy = shown[1] if shown[0] == doc_id else "requested"
+            self.versions[(doc_id, coder)] = self.store.add_code(
+                doc_id, coder, label, status, strategy, guess_accepted, version)
             self.handled.setdefault(doc_id, {})[coder] = (status, label)
-            self.shown.pop(coder, None)
+            self.last[coder] = doc_id
+            if shown[0] == doc_id:  # another tab's document stays shown
+                self.shown.pop(coder, None)
         self.wake.set()
 
-    def undo(self, coder: str) -> str | None:
-        """Undo ``coder``'s last code; the document is shown to them again."""
+    def undo(self, coder: str, seen: dict | None | bool = False) -> str | None:
+        """Undo ``coder``'s last code; the document is shown to them again.
+
+        Args:
+            seen: the last code as the coder's page last saw it (:meth:`last_code`:
+                ``{doc_id, version}``, or None: no code); False: undo without a check.
+
+        Raises:
+            Conflict: the coder coded in another tab or window since; nothing is undone.
+        """
         with self.lock:
-            doc = self.store.undo(coder)
-            if doc is None:
+            done = self.store.undo(coder, seen is not False, *(
+                (str(seen["doc_id"]), int(seen["version"])) if seen else (None, None)))
+            if done is None:
                 return None
             self.load_codes()
             old = self.shown.pop(coder, None)
             if old is not None:
                 self.queue.insert(0, old)
-            self.shown[coder] = (doc, "back")
-        return doc
+            self.shown[coder] = (done[0], "back")
+        return done[0]
+
+    def version(self, doc_id: str, coder: str) -> int:
+        """The version of ``coder``'s code of a document (0: never coded)."""
+        with self.lock:
+            return self.versions.get((doc_id, coder), 0)
+
+    def last_code(self, coder: str) -> dict | None:
+        """``{doc_id, version}`` of the code "back" undoes now, None when there is none."""
+        with self.lock:
+            doc = self.last.get(coder)
+            return None if doc is None else {"doc_id": doc,
+                                             "version": self.versions.get((doc, coder), 0)}
 
     def resolve(self, doc_id: str, label: str, coder: str) -> None:
         self.store.resolve(doc_id, label, coder)

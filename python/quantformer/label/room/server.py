@@ -22,8 +22,10 @@ Routes (all need the token):
                                per state of the overlap; ``updating: true`` while a changed
                                overlap is computed in the background: ask again)
 ``GET /api/reconcile``         documents the coders coded differently
-``POST /api/code``             ``{coder, doc_id, label | status}``: commit, return the next state
-``POST /api/undo``             ``{coder}``: undo the coder's last code
+``POST /api/code``             ``{coder, doc_id, label | status, version}``: commit, return the
+                               next state
+``POST /api/undo``             ``{coder, last}``: undo the coder's last code (``last``: that
+                               code as the page last saw it, ``{doc_id, version}`` or null)
 ``POST /api/comment``          ``{coder, doc_id, text}``
 ``POST /api/strategy``         ``{strategy}``
 ``POST /api/resolve``          ``{coder, doc_id, label}``
@@ -34,6 +36,14 @@ Routes (all need the token):
                                coder who started the room, the first link) stops the server
                                (the page asks for a confirmation first); the codes are
                                already in the project file
+
+One coder in two tabs or windows: the state gives the shown document's ``version`` and the
+coder's ``last`` code (``{doc_id, version}``, what "back" undoes). A code sends the version of
+the document its page last saw, an undo the ``last`` code its page last saw. When the coder's
+code changed in another tab since, nothing is written and the answer is 409 with ``conflict``
+(``doc_id``, its current ``version``, ``status`` and ``label``) and the current ``state``; the
+page says so and offers to keep that code or to replace it (the code sent again with that
+version). Without ``version`` (``last``) a code (an undo) is written without the check.
 
 A GET to a POST route is answered 405; ``GET /favicon.ico`` is answered 204 without the token
 (a browser asks for it on its own).
@@ -55,6 +65,7 @@ from ..._core.atomic import json_default
 from ..._core.errors import InputError
 from .finetune_now import Busy, FinetuneNow
 from .loop import Room
+from .store import Conflict
 
 STATIC = Path(__file__).with_name("static")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -95,11 +106,56 @@ def doc_state(room: Room, coder: str, show_guess: bool, owner: bool = True) -> d
                    if k not in ("doc_id", "text", "label")}
         text = row["text"]
         doc = {"doc_id": doc_id, "text": "" if missing(text) else str(text),
-               "docvars": docvars, "strategy": SHOWN_WHY.get(why, why)}
+               "docvars": docvars, "strategy": SHOWN_WHY.get(why, why),
+               "version": room.version(doc_id, coder)}
         guess = room.guess(doc_id) if show_guess else None
     return {"coder": coder, "owner": owner, "doc": doc, "guess": guess,
-            "progress": room.progress(coder),
+            "last": room.last_code(coder), "progress": room.progress(coder),
             "model": room.model_state(), "codebook": room.codebook}
+
+
+def version_of(data: dict) -> int | None:
+    """The ``version`` a request sent (None when absent).
+
+    Raises:
+        InputError: not a whole number.
+    """
+    value = data.get("version")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"version must be a whole number, not {value!r}")
+    return value
+
+
+def seen_last(data: dict) -> dict | None | bool:
+    """The ``last`` code an undo request saw: ``{doc_id, version}``, None (no code), or False
+    when the request did not say (no check).
+
+    Raises:
+        InputError: ``last`` is neither null nor ``{doc_id, version}``.
+    """
+    if "last" not in data:
+        return False
+    seen = data["last"]
+    if seen is None:
+        return None
+    if not isinstance(seen, dict) or "doc_id" not in seen:
+        raise InputError("last must be null or {doc_id, version}, not " + repr(seen))
+    return {"doc_id": str(seen["doc_id"]), "version": version_of(seen) or 0}
+
+
+def conflict_answer(exc: Conflict, room: Room, coder: str, data: dict, owner: bool) -> dict:
+    """The 409 answer to a code or undo against a version another tab or window changed:
+    ``error`` in a coder's words, ``conflict`` (the document, its current version and code)
+    and the coder's current ``state``."""
+    now = {"code": f"coded as “{exc.label}”", "skip": "skipped",
+           "not_applicable": "marked not applicable"}.get(exc.status, "left uncoded (undone)")
+    return {"error": f"Document {exc.doc_id} was {now} in another tab or window of yours "
+                     "after this page showed it; nothing was changed here.",
+            "conflict": {"doc_id": exc.doc_id, "version": exc.version, "status": exc.status,
+                         "label": exc.label},
+            "state": doc_state(room, coder, bool(data.get("guess")), owner)}
 
 
 def token_hash(token: str) -> str:
@@ -270,6 +326,10 @@ class Handler(BaseHTTPRequestHandler):
         except Busy as exc:
             self.send_json({"error": str(exc), **self.server.finetune.state()}, 409)
             return
+        except Conflict as exc:  # coded in another tab or window: nothing was written
+            self.send_json(conflict_answer(exc, self.server.room, coder, data,
+                                           self.is_owner()), 409)
+            return
         except InputError as exc:  # named as the caller names it (a flag, an R argument)
             self.send_json({"error": self.server.say(exc)}, 400)
             return
@@ -294,10 +354,11 @@ class Handler(BaseHTTPRequestHandler):
             label = data.get("label") if status == "code" else None
             if status == "code" and label not in room.labels:
                 raise InputError(f"label {label!r} is not in the codebook")
-            room.code(coder, doc_id, label, status, bool(data.get("guess_accepted")))
+            room.code(coder, doc_id, label, status, bool(data.get("guess_accepted")),
+                      version_of(data))
             return doc_state(room, coder, show, owner)
         if path == "/api/undo":
-            undone = room.undo(coder)
+            undone = room.undo(coder, seen_last(data))
             return {**doc_state(room, coder, show, owner), "undone": undone}
         if path == "/api/comment":
             room.store.add_comment(str(data["doc_id"]), coder, str(data["text"]))

@@ -14,21 +14,34 @@ coder is their latest row that is not undone. Tables:
 ``resolved``  doc_id, label, coder, time: the reconciled code of a disagreement.
 ``rounds``    one row per retraining: n_codes, cross-validated macro-F1, agreement (Cohen's
               kappa) of the predictions with the previous round's, time.
+``versions``  doc_id, coder, version: how many times the coder's code of the document
+              changed (a code, a skip or an undo each add one; 0: never coded).
+
+A coder may code in two tabs or windows of one link. Each write carries the version of the
+document the page last saw; a write against an older version is refused (:class:`Conflict`,
+the server's 409 answer) with the code the other tab wrote, so that no code is replaced
+silently and "back" never takes back a code the page did not show. The check and the write
+are one transaction (a primary-key look-up of ``versions``).
 
 A project belongs to one corpus: its fingerprint (SHA-256 over the sorted doc_ids and texts)
 is stored at creation, and opening it with another corpus is refused.
 
 A project file is marked as one: SQLite's ``application_id`` is ``APPLICATION_ID`` ("QFCO")
-and ``user_version`` the schema version. A file without the mark (another application's
-database) is refused before anything is written into it; a project made before the mark
-(exactly the tables above, a corpus fingerprint in ``meta``) gets the mark when opened for
-writing. A coding room holds an exclusive lock (``flock``) on its project file while it
+and ``user_version`` the schema version (``SCHEMA_VERSION``, 2; version 1 had no ``versions``
+table). A project of an earlier version is read as it is, and migrated in place when opened
+for writing: ``versions`` is filled from the codes (one per code row and one per undone row,
+the count every write since would have made), in one transaction. A project of a later
+version (a newer quantformer) is refused, untouched. A file without the mark (another
+application's database) is refused before anything is written into it; a project made before
+the mark (exactly the tables above, a corpus fingerprint in ``meta``) gets the mark when opened
+for writing. A coding room holds an exclusive lock (``flock``) on its project file while it
 serves, so a second server on the same file is refused (several coders share one server
 with a link each).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -59,13 +72,39 @@ CREATE TABLE IF NOT EXISTS resolved (
 CREATE TABLE IF NOT EXISTS rounds (
   id INTEGER PRIMARY KEY AUTOINCREMENT, n_codes INTEGER NOT NULL, macro_f1 REAL,
   stability REAL, time TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS versions (
+  doc_id TEXT NOT NULL, coder TEXT NOT NULL, version INTEGER NOT NULL,
+  PRIMARY KEY (doc_id, coder)) WITHOUT ROWID;
 """
+# schema 1 -> 2: the versions every write since the start would have made
+MIGRATE_VERSIONS = """
+DELETE FROM versions;
+INSERT INTO versions SELECT doc_id, coder, COUNT(*) + SUM(undone) FROM codes
+  GROUP BY doc_id, coder;
+"""
+BUMP = ("INSERT INTO versions VALUES (?, ?, 1) ON CONFLICT (doc_id, coder) "
+        "DO UPDATE SET version = version + 1")
 APPLICATION_ID = 0x5146434F  # "QFCO" (SQLite PRAGMA application_id, a signed 32-bit int)
-SCHEMA_VERSION = 1
-TABLES = {"meta", "codes", "comments", "resolved", "rounds", "sqlite_sequence"}
+SCHEMA_VERSION = 2
+TABLES = {"meta", "codes", "comments", "resolved", "rounds", "versions", "sqlite_sequence"}
 STATUSES = ("code", "skip", "not_applicable")
 EXPORT_COLUMNS = ["doc_id", "label", "coder", "status", "time", "strategy", "guess_accepted",
                   "comment"]
+
+
+class Conflict(Exception):
+    """A write against a version of the document older than the project's: the coder's code
+    of it changed in another tab or window since the page showed it.
+
+    Attributes:
+        doc_id: the document.
+        version: its current version (send it back to replace the code anyway).
+        status, label: its current code (``status`` None: no code, e.g. undone there).
+    """
+
+    def __init__(self, doc_id: str, version: int, status: str | None, label: str | None):
+        super().__init__(f"document {doc_id} was changed in another tab or window")
+        self.doc_id, self.version, self.status, self.label = doc_id, version, status, label
 
 
 def now() -> str:
@@ -99,6 +138,7 @@ def check_mark(path: Path, stamp: bool) -> None:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            schema = db.execute("PRAGMA user_version").fetchone()[0]
             tables = {r[0] for r in db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
             legacy = app_id == 0 and "meta" in tables and tables <= TABLES and db.execute(
@@ -113,6 +153,11 @@ def check_mark(path: Path, stamp: bool) -> None:
                 if app_id else "an SQLite database with other tables ("
                 + ", ".join(sorted(tables - TABLES)[:5] or ["none"]) + ")")
         raise InputError(f"{{project}} '{path}' is {what}; {fix}", params=["project"])
+    if app_id == APPLICATION_ID and schema > SCHEMA_VERSION:
+        raise InputError(f"{{project}} '{path}' was made by a newer quantformer (project "
+                         f"version {schema}; this one knows up to {SCHEMA_VERSION}), and "
+                         "nothing was written into it; update quantformer to open it",
+                         params=["project"])
 
 
 def hold(path: Path) -> int | None:
@@ -173,12 +218,22 @@ class Store:
             self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
             if new or create:
-                self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                self.migrate()
         except sqlite3.DatabaseError as exc:
             self.release()
             raise InputError(f"{{project}} '{path}' is not a coding-room project ({exc}); "
                              "give a new file name", params=["project"]) from None
+
+    def migrate(self) -> None:
+        """Mark the file as a project of ``SCHEMA_VERSION``, migrating an earlier one in
+        place (one transaction: an interrupted migration leaves the earlier version)."""
+        with self.lock, self.transaction():
+            if self.db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                for statement in MIGRATE_VERSIONS.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+            self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def release(self) -> None:
         if self.held is not None:
@@ -226,27 +281,88 @@ class Store:
     # -- codes -------------------------------------------------------------------------
 
     def add_code(self, doc_id: str, coder: str, label: str | None, status: str = "code",
-                 strategy: str | None = None, guess_accepted: bool = False) -> int:
-        """Commit one code (or skip / not applicable); returns its row id."""
+                 strategy: str | None = None, guess_accepted: bool = False,
+                 version: int | None = None) -> int:
+        """Commit one code (or skip / not applicable); returns the document's new version.
+
+        Args:
+            version: the version of the document the coder's page last saw; None: write
+                whatever the version (no check).
+
+        Raises:
+            Conflict: ``version`` is not the current one (nothing is written).
+        """
         if status not in STATUSES:
             raise InputError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
-        with self.lock:
-            cur = self.db.execute(
+        with self.lock, self.transaction():
+            current = self._version(doc_id, coder)
+            if version is not None and int(version) != current:
+                raise self._conflict(doc_id, coder, current)
+            self.db.execute(
                 "INSERT INTO codes (doc_id, coder, label, status, strategy, guess_accepted, "
                 "time) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (doc_id, coder, label, status, strategy, int(guess_accepted), now()))
-            return int(cur.lastrowid)
+            self.db.execute(BUMP, (doc_id, coder))
+            return current + 1
 
-    def undo(self, coder: str) -> str | None:
-        """Mark ``coder``'s last code as undone; returns its doc_id (None: nothing to undo)."""
-        with self.lock:
+    def undo(self, coder: str, check: bool = False, doc_id: str | None = None,
+             version: int | None = None) -> tuple[str, int] | None:
+        """Mark ``coder``'s last code as undone; returns its doc_id and the document's new
+        version (None: nothing to undo).
+
+        Args:
+            check: undo only the last code the coder's page last saw: ``doc_id`` and
+                ``version`` (``doc_id`` None: the page saw no code to undo).
+
+        Raises:
+            Conflict: the coder's last code is now another one (coded in another tab or
+                window since); nothing is undone.
+        """
+        with self.lock, self.transaction():
             row = self.db.execute(
                 "SELECT id, doc_id FROM codes WHERE coder = ? AND undone = 0 "
                 "ORDER BY id DESC LIMIT 1", (coder,)).fetchone()
+            last = None if row is None else str(row[1])
+            current = 0 if last is None else self._version(last, coder)
+            saw = None if doc_id is None else (str(doc_id), version)
+            if check and saw != (None if last is None else (last, current)):
+                if last is None:  # the code it saw was undone in another tab
+                    raise self._conflict(str(doc_id), coder, self._version(str(doc_id), coder))
+                raise self._conflict(last, coder, current)
             if row is None:
                 return None
             self.db.execute("UPDATE codes SET undone = 1 WHERE id = ?", (row[0],))
-            return str(row[1])
+            self.db.execute(BUMP, (last, coder))
+            return last, current + 1
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """BEGIN IMMEDIATE, COMMIT at the end of the block, ROLLBACK on an exception (the
+        caller holds ``self.lock``)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def _version(self, doc_id: str, coder: str) -> int:
+        row = self.db.execute("SELECT version FROM versions WHERE doc_id = ? AND coder = ?",
+                              (doc_id, coder)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _conflict(self, doc_id: str, coder: str, version: int) -> Conflict:
+        row = self.db.execute(
+            "SELECT status, label FROM codes WHERE doc_id = ? AND coder = ? AND undone = 0 "
+            "ORDER BY id DESC LIMIT 1", (doc_id, coder)).fetchone()
+        return Conflict(doc_id, version, *(row or (None, None)))
+
+    def versions(self) -> dict[tuple[str, str], int]:
+        """{(doc_id, coder): version} of every document a coder ever coded."""
+        with self.lock:
+            return {(str(d), str(c)): int(v) for d, c, v in
+                    self.db.execute("SELECT doc_id, coder, version FROM versions")}
 
     def add_comment(self, doc_id: str, coder: str, text: str) -> None:
         with self.lock:

@@ -209,11 +209,15 @@ class RustTokenizer:
         self.is_fast = True
         self.__dict__["_quantformer_template"] = SpecialTemplate(**template)
 
-    def __call__(self, texts, add_special_tokens: bool = False, **_ignored) -> dict:
+    def __call__(self, texts, add_special_tokens: bool = False,
+                 return_offsets_mapping: bool = False, **_ignored) -> dict:
         if isinstance(texts, str):
             texts = [texts]
         encodings = self._tok.encode_batch(list(texts), add_special_tokens=add_special_tokens)
-        return {"input_ids": [e.ids for e in encodings]}
+        out = {"input_ids": [e.ids for e in encodings]}
+        if return_offsets_mapping:  # characters of each token (windows, truncation="chunks")
+            out["offset_mapping"] = [e.offsets for e in encodings]
+        return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
   let state = null;
   let showGuess = false;
   let reconciling = null;  // the disagreements list while the reconciliation view is open
+  let conflict = null;  // what to do with a code another tab or window changed (see below)
   let chain = Promise.resolve();
   const $ = (id) => document.getElementById(id);
 
@@ -23,6 +24,11 @@
     const url = body === undefined ?
       path + sep + "coder=" + encodeURIComponent(CODER) + "&guess=" + (showGuess ? 1 : 0) : path;
     return fetch(url, opts).then((r) => r.json().then((j) => {
+      if (r.status === 409 && j.conflict) {  // changed in another tab or window
+        const e = new Error(j.error);
+        e.conflict = j.conflict; e.state = j.state;
+        throw e;
+      }
       if (!r.ok) { throw new Error(j.error || r.statusText); }
       return j;
     }));
@@ -187,10 +193,49 @@
     return api(path, body).then((s) => { render(s); setStatus(""); return s; });
   }
 
+  // every code carries the version of the document this page saw, and "back" the last code
+  // this page saw: when the coder changed it in another tab or window since, the server
+  // writes nothing (409) and the page asks whether to keep that code or replace it
   function code(label, status, accepted) {
-    if (!state || !state.doc) { return Promise.resolve(); }
-    return post("api/code", { doc_id: state.doc.doc_id, label: label,
-      status: status || "code", guess_accepted: !!accepted });
+    if (!state || !state.doc || conflict) { return Promise.resolve(); }
+    const body = { doc_id: state.doc.doc_id, label: label, status: status || "code",
+      guess_accepted: !!accepted, version: state.doc.version };
+    return post("api/code", body).catch((e) => askConflict(e, body));
+  }
+
+  function undo() {
+    if (conflict) { return Promise.resolve(); }
+    return post("api/undo", { last: state ? state.last : null })
+      .catch((e) => askConflict(e, null));
+  }
+
+  function askConflict(e, body) {
+    if (!e.conflict) { throw e; }
+    const c = e.conflict;
+    const theirs = c.status === "code" ? "Keep “" + c.label + "”" :
+      c.status === null ? "Leave it uncoded" : "Keep it " +
+        (c.status === "skip" ? "skipped" : "not applicable");
+    const mine = body === null ? "Undo that too" : body.status === "code" ?
+      "Replace it with “" + body.label + "”" : body.status === "skip" ? "Skip it instead" :
+        "Mark it not applicable instead";
+    conflict = {
+      keep: () => render(e.state),
+      replace: () => (body === null ? post("api/undo", { last: e.state.last }) :
+        post("api/code", Object.assign({}, body, { version: c.version })))
+        .catch((again) => askConflict(again, body)),
+    };
+    $("conflict-text").textContent = e.message;
+    $("conflict-keep").textContent = theirs + " (Esc)";
+    $("conflict-replace").textContent = mine;
+    $("conflict").hidden = false;
+    $("conflict-keep").focus();
+  }
+
+  function settleConflict(choice) {
+    const act = conflict[choice];
+    conflict = null;
+    $("conflict").hidden = true;
+    return Promise.resolve(act()).then(() => setStatus(""));
   }
 
   // -- fine-tune now: a background child process; its state is polled while it runs -------
@@ -284,7 +329,7 @@
       case "s": return code(null, "skip");
       case "n": return code(null, "not_applicable");
       case "b": case "Backspace":
-        return post("api/undo", {});
+        return undo();
       case "g":
         showGuess = !showGuess;
         return api("api/state").then(render);
@@ -336,6 +381,12 @@
       return;
     }
     if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.target.tagName === "SELECT") { return; }
+    if (conflict) {  // a choice to make first: Esc keeps the other tab's code
+      if (ev.key === "Escape") {
+        chain = chain.then(() => settleConflict("keep")).catch((e) => setStatus(e.message, true));
+      }
+      return;
+    }
     // a key the page uses does nothing else (no typing into the comment box it opens, no
     // browser "back" for Backspace)
     if (labelOfKey(ev.key) || "snbcgarfqBackspaceEscape".includes(ev.key)) {
@@ -348,6 +399,12 @@
       .then(() => ev.target.blur()).catch((e) => setStatus(e.message, true));
   });
   $("done").addEventListener("click", () => { chain = chain.then(done); });
+  for (const choice of ["keep", "replace"]) {
+    $("conflict-" + choice).addEventListener("click", () => {
+      if (!conflict) { return; }
+      chain = chain.then(() => settleConflict(choice)).catch((e) => setStatus(e.message, true));
+    });
+  }
   $("finetune").addEventListener("click", (ev) => {
     ev.target.blur();
     chain = chain.then(finetune).catch((e) => setStatus(e.message, true));

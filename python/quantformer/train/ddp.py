@@ -1,0 +1,135 @@
+"""Data-parallel training over several processes: ``torchrun`` or ``accelerate launch``
+start one process per GPU (or CPU slot), and PyTorch's ``DistributedDataParallel`` averages
+the gradients of every step across them (Li et al. 2020, "PyTorch Distributed").
+
+A process learns its place from the environment that both launchers set (``WORLD_SIZE``,
+``RANK``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``); with no such environment, or a
+world of one, nothing here starts a process group and training runs as before. GPUs use the
+NCCL backend, each process its own ``cuda:LOCAL_RANK``; the CPU uses Gloo (which makes the
+multi-process path testable on any machine).
+
+Every process reads the same data and builds the same global batch of ``size x batch``
+documents with the same seed; each then trains on its own contiguous share of the rows
+(:meth:`World.share`). Only the main process (rank 0) writes files and prints.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .._core.errors import InputError
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's place among the processes of one data-parallel run."""
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+    backend: str | None = None
+    started_here: bool = False
+    device: str = "cpu"  # where this process's tensors live (NCCL reduces CUDA tensors only)
+
+    @property
+    def main(self) -> bool:
+        """True in the process that writes files and prints (rank 0)."""
+        return self.rank == 0
+
+    def share(self, n_rows: int) -> tuple[slice, float]:
+        """``(rows, weight)``: this process's contiguous rows of a global batch of ``n_rows``.
+
+        A process left without rows (a last batch smaller than the world) gets the first row
+        with weight 0, so that it still takes part in the gradient average.
+        """
+        start = n_rows * self.rank // self.size
+        stop = n_rows * (self.rank + 1) // self.size
+        return (slice(start, stop), 1.0) if stop > start else (slice(0, 1), 0.0)
+
+    def mean(self, value: float) -> float:
+        """The mean of ``value`` over the processes (``value`` itself in a world of one)."""
+        if self.size == 1:
+            return value
+        import torch
+        import torch.distributed as dist
+
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        return float(t[0]) / self.size
+
+    def barrier(self) -> None:
+        """Wait until every process gets here (nothing in a world of one)."""
+        if self.size > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def wrap(self, module, device: str, unused: bool = False):
+        """``module`` wrapped in ``DistributedDataParallel`` (itself in a world of one).
+
+        Parameters that need no gradient when it is wrapped are left out of the average (wrap
+        again after unfreezing); ``unused``: the forward leaves some parameters out (a pooler
+        the loss never reads), which costs a search of the graph every step.
+        """
+        if self.size == 1:
+            return module
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [self.local_rank] if device.startswith("cuda") else None
+        return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=unused)
+
+    def describe(self) -> dict:
+        """What the record says about the processes."""
+        return {"world_size": self.size, "backend": self.backend}
+
+
+def world_size() -> int:
+    """The number of processes the launcher started (``WORLD_SIZE``; 1 without a launcher)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def is_main_process() -> bool:
+    """True unless a launcher started this process with a rank other than 0."""
+    return os.environ.get("RANK", "0") in ("", "0")
+
+
+def join(device: str) -> tuple[World, str]:
+    """Join the process group the launcher prepared; returns the world and this process's
+    device (``cuda:LOCAL_RANK`` for a CUDA device).
+
+    Args:
+        device: the resolved device of the run (``cpu``, ``cuda``, ``cuda:N``, ``mps``).
+
+    Raises:
+        InputError: several processes on an Apple ``mps`` device (no backend supports it).
+    """
+    size = world_size()
+    if size == 1:
+        return World(), device
+    import torch
+    import torch.distributed as dist
+
+    if device == "mps":
+        raise InputError("{device} mps cannot be shared by several processes; run one process "
+                         "or use {device} cpu", params=["device"])
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if device.startswith("cuda"):
+        device = f"cuda:{local}"
+        torch.cuda.set_device(local)
+    started = not dist.is_initialized()
+    if started:
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+    world = World(rank=dist.get_rank(), size=dist.get_world_size(), local_rank=local,
+                  backend=str(dist.get_backend()), started_here=started, device=device)
+    return world, device
+
+
+def leave(world: World) -> None:
+    """Close the process group if :func:`join` started it."""
+    if world.started_here:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()

@@ -1,0 +1,135 @@
+"""Further pretraining under torchrun (issue 33): two real processes on the Gloo backend.
+
+Two processes with 8 documents each per step must train the same encoder as one process with
+16 documents per step (the same masks, the gradient of the whole batch), to float rounding;
+one process with 8 documents per step, a different run, shows that the check can fail. The
+two-process run is killed once it has written a checkpoint of the main phase, refused when
+resumed by one process, and resumed by two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quantformer.cli.main import main
+from quantformer.io.modeldir import encoder_record
+from tiny_models import TINY_CORPUS
+
+STEPS = ["--objective", "mlm", "--max-steps", "40", "--head-steps", "2",
+         "--checkpoint-every", "4", "--buffer-docs", "64", "--max-length", "48",
+         "--quiet", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    texts = [f"{t} number {i}" for i, t in enumerate(TINY_CORPUS * 2)][:160]
+    path = tmp_path_factory.mktemp("corpus") / "corpus.parquet"
+    pd.DataFrame({"text": texts}).to_parquet(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def no_dropout_bert(tiny_bert_dir, tmp_path_factory) -> Path:
+    """The tiny BERT without dropout: dropout draws differ between one process with the whole
+    batch and two with half each, masks do not."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("bert") / "bert"
+    shutil.copytree(tiny_bert_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def _torchrun(*args: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+            "2", "-m", "quantformer", "pretrain", *args]
+
+
+def _weights(folder: Path) -> dict:
+    from safetensors.numpy import load_file
+
+    return load_file(folder / "model.safetensors")
+
+
+def _max_diff(a: dict, b: dict) -> float:
+    assert a.keys() == b.keys()
+    return max(float(np.abs(a[k] - b[k]).max()) for k in a)
+
+
+def _kill_in_main_phase(cmd: list[str], checkpoint: Path, env: dict) -> None:
+    """Start ``cmd`` and kill its whole process group once a main-phase checkpoint exists."""
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    meta = checkpoint / "checkpoint.json"
+    while proc.poll() is None:
+        if meta.is_file() and json.loads(meta.read_text())["phase"] == "train":
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait()
+
+
+def test_two_processes_train_the_one_process_encoder_and_resume(
+        corpus, no_dropout_bert, tmp_path, capsys):
+    common = ["--corpus", str(corpus), "--model", str(no_dropout_bert), *STEPS]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    two = tmp_path / "two"
+    _kill_in_main_phase(_torchrun(*common, "--batch-size", "8", "--out", str(two)),
+                        tmp_path / "two.checkpoint", env)
+    assert not two.exists(), "the run ended before it was killed: nothing was resumed"
+    state = json.loads((tmp_path / "two.checkpoint" / "checkpoint.json").read_text())
+    assert state["phase"] == "train" and state["settings"]["world_size"] == 2
+    assert 0 < state["step"] < 40
+    # one process may not continue what two began (the batches would differ)
+    assert main(["pretrain", *common, "--batch-size", "8", "--out", str(two), "--resume"]) == 2
+    assert "world_size differ" in capsys.readouterr().err
+    done = subprocess.run(_torchrun(*common, "--batch-size", "8", "--out", str(two),
+                                    "--resume"), env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("pretrained ") == 1  # the main process alone reports
+    assert not (tmp_path / "two.checkpoint").exists()
+
+    one16, one8 = tmp_path / "one16", tmp_path / "one8"
+    assert main(["pretrain", *common, "--batch-size", "16", "--out", str(one16)]) == 0
+    assert main(["pretrain", *common, "--batch-size", "8", "--out", str(one8)]) == 0
+    same, other = _max_diff(_weights(two), _weights(one16)), _max_diff(_weights(one8),
+                                                                         _weights(one16))
+    assert same < 1e-5 < 1e-3 < other, (same, other)
+
+    record, single = encoder_record(two), encoder_record(one16)
+    assert record["processes"] == {"world_size": 2, "backend": "gloo",
+                                   "batch_size_per_process": 8, "batch_size_per_step": 16}
+    assert record["settings"]["world_size"] == 2 and single["settings"]["world_size"] == 1
+    assert record["settings"]["steps"] == 40 and record["head_warmup"]["steps"] == 2
+    assert record["valid_after"]["loss"] == pytest.approx(single["valid_after"]["loss"],
+                                                          abs=1e-4)
+    assert record["valid_after"]["loss"] != record["valid_before"]["loss"]
+
+
+def test_tsdae_under_two_processes(corpus, no_dropout_bert, tmp_path):
+    """TSDAE's loss leaves the encoder's pooler unused, which DDP must be told about."""
+    from sentence_transformers import SentenceTransformer
+
+    out = tmp_path / "tsdae"
+    done = subprocess.run(_torchrun("--corpus", str(corpus), "--model", str(no_dropout_bert),
+                                    "--objective", "tsdae", "--max-steps", "2",
+                                    "--batch-size", "8", "--max-length", "48", "--quiet",
+                                    "--device", "cpu", "--out", str(out)),
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = encoder_record(out)
+    assert record["objective"] == "tsdae" and record["processes"]["world_size"] == 2
+    assert record["valid_after"]["loss"] != record["valid_before"]["loss"]
+    assert SentenceTransformer(str(out), device="cpu").encode(["a text"]).shape == (1, 32)
