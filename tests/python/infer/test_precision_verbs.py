@@ -107,6 +107,21 @@ def _middle_margin(p: np.ndarray) -> float:
     return float((distinct[mid - 1] + distinct[mid]) / 2)
 
 
+def _assert_ties_rechecked(ref, raw, got, margin: float) -> np.ndarray:
+    """The rows of ``raw`` (pure bf16) within ``margin`` of a tie are ``ref``'s (fp32) in
+    ``got`` (bf16 with the recheck) and marked so; the others are ``raw``'s; ``got``'s labels
+    are all ``ref``'s. Returns the mask of those rows."""
+    p_ref, p_raw, p_got = _probs(ref), _probs(raw), _probs(got)
+    ties = near_ties(p_raw, margin)
+    assert 0 < ties.sum() < len(ties)
+    assert got["backend"].tolist() == np.where(ties, "torch fp32 recheck",
+                                               "torch bf16").tolist()
+    np.testing.assert_allclose(p_got[ties], p_ref[ties], atol=1e-6)  # computed in fp32
+    np.testing.assert_array_equal(p_got[~ties], p_raw[~ties])
+    assert got["predicted"].tolist() == ref["predicted"].tolist()  # top-1 agreement 100 %
+    return ties
+
+
 @pytest.mark.parametrize("fixture", ["tiny_bart_nli_dir", "tiny_roberta_nli_dir"])
 def test_zeroshot_nli_bf16_rechecks_near_ties_in_fp32(request, fixture, monkeypatch):
     model = str(request.getfixturevalue(fixture))
@@ -117,14 +132,7 @@ def test_zeroshot_nli_bf16_rechecks_near_ties_in_fp32(request, fixture, monkeypa
     assert 0 < np.abs(p_raw - p_ref).max() < 0.05
     margin = _middle_margin(p_raw)
     _, _, got = _zeroshot_runs(monkeypatch, model, docs, "nli", margin)
-    ties = near_ties(p_raw, margin)
-    assert 0 < ties.sum() < len(docs)
-    assert got["backend"].tolist() == np.where(ties, "torch fp32 recheck",
-                                               "torch bf16").tolist()
-    p_got = _probs(got)
-    np.testing.assert_allclose(p_got[ties], p_ref[ties], atol=1e-6)  # computed in fp32
-    np.testing.assert_array_equal(p_got[~ties], p_raw[~ties])
-    assert got["predicted"].tolist() == ref["predicted"].tolist()  # top-1 agreement 100 %
+    ties = _assert_ties_rechecked(ref, raw, got, margin)
     meta = got.attrs["quantformer"]
     assert meta["precision"]["precision"] == "bf16" and meta["n_rechecked"] == ties.sum()
     assert ref.attrs["quantformer"]["precision"] == {"precision": "fp32", "requested": "fp32",
@@ -302,14 +310,7 @@ def test_zeroshot_nli_chunks_bf16_rechecks_near_ties_through_the_windows(tiny_ro
     assert 0 < np.abs(p_raw - p_ref).max() < 0.05
     margin = _middle_margin(p_raw)
     got, got_win = run("bf16", "got", margin)
-    ties = near_ties(p_raw, margin)
-    assert 0 < ties.sum() < len(docs)
-    assert got["backend"].tolist() == np.where(ties, "torch fp32 recheck",
-                                               "torch bf16").tolist()
-    p_got = _probs(got)
-    np.testing.assert_allclose(p_got[ties], p_ref[ties], atol=1e-6)  # windows in fp32
-    np.testing.assert_array_equal(p_got[~ties], p_raw[~ties])
-    assert got["predicted"].tolist() == ref["predicted"].tolist()
+    ties = _assert_ties_rechecked(ref, raw, got, margin)  # windows read again in fp32
     again = got_win["doc_id"].isin(docs["doc_id"][ties]).to_numpy()
     assert len(got_win) == len(ref_win) == got.attrs["quantformer"]["n_windows"]
     np.testing.assert_allclose(_probs(got_win)[again], _probs(ref_win)[again], atol=1e-6)
