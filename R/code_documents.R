@@ -75,6 +75,11 @@
 #'   `project`. A coder's link (its token) keeps working after a restart by default: the
 #'   project file keeps each token's SHA-256 hash, never the token.
 #' @param cache_dir folder for the embedding cache (default: a folder in [tempdir()]).
+#' @param precision `"auto"` (default: bf16 autocast where the CPU has AMX or AVX-512 BF16 or
+#'   the GPU supports it, fp32 elsewhere), `"fp32"` or `"bf16"` (character, one value; see
+#'   [quantformer_precision]): of the embeddings the room's light classifier learns from
+#'   (part of their cache's key; recorded in the project file and in the page's model state).
+#'   Default from the option `quantformer.precision`.
 #' @param models folder for the models of "fine-tune now" (default `NULL`: a folder named
 #'   after the project, `<project>-models`, next to it).
 #' @param finetune_model the pretrained model "fine-tune now" starts from: a hub id or a local
@@ -118,8 +123,10 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
                            models = NULL, finetune_model = NULL, finetune_epochs = NULL,
                            finetune_valid_fraction = 0.2, finetune_min_codes = 5,
                            llm_codes = NULL, llm_coder = NULL,
+                           precision = getOption("quantformer.precision", "auto"),
                            verbose = getOption("quantformer.verbose", TRUE)) {
   strategy <- match_choice(strategy)
+  precision <- precision_flags(precision)  # R/precision.R
   if (!isTRUE(new_links) && !isFALSE(new_links))
     input_error("`new_links` must be TRUE or FALSE, not ", deparse(new_links))
   if (is.null(labels) == is.null(codebook))
@@ -155,7 +162,7 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
                       finetune_valid_fraction = finetune_valid_fraction,
                       finetune_min_codes = finetune_min_codes, new_links = new_links,
                       quiet = !isTRUE(verbose)),
-            "--no-browser")
+            precision, "--no-browser")
   proc <- start_room(args, r_args = names(formals()), n_links = max(1, length(coders)))
   url <- attr(proc, "url")
   if (!is.null(coders)) attr(proc, "urls") <- stats::setNames(attr(proc, "urls"), coders)

@@ -1,4 +1,4 @@
-# Numeric precision (issue 37), shared by the verbs that run a fine-tuned model.
+# Numeric precision (issue 37), shared by the functions that run a model.
 
 #' Numeric precision options
 #'
@@ -16,6 +16,14 @@
 #' classifiers fine-tuned the standard way on the torch backend; with `backend = "onnx"`,
 #' `quantize` sets the precision. Set a default for a session with
 #' `options(quantformer.precision = "fp32")`.
+#'
+#' The same argument, with the same default, runs the other functions that run a model:
+#' `predict()` on [textmodel_zeroshot()] models (near ties scored again in fp32; multi-label
+#' runs stay fp32), [textstat_embeddings()] (no labels to recheck: bf16 vectors keep a cosine
+#' similarity above 0.99 with fp32's), [textstat_attributions()] (`"auto"` keeps fp32 there:
+#' Integrated Gradients needs accurate gradients), [suggest_documents()] and
+#' [code_documents()] (the embeddings of the light classifier, and `model`'s probabilities),
+#' and [textmodel_behaviour()].
 #'
 #' @param precision `"auto"`, `"fp32"` or `"bf16"` (default
 #'   `getOption("quantformer.precision", "auto")`).

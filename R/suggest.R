@@ -45,6 +45,13 @@
 #' @param seed integer: the same inputs and seed give the same suggestions.
 #' @param cache_dir folder for the embedding cache (default: a folder in [tempdir()], which
 #'   lasts for the R session; give a lasting folder to reuse the vectors across sessions).
+#' @param precision `"auto"` (default: bf16 autocast where the CPU has AMX or AVX-512 BF16 or
+#'   the GPU supports it, fp32 elsewhere), `"fp32"` or `"bf16"` (character, one value; see
+#'   [quantformer_precision]): of the embeddings (part of their cache's key) and of `model`.
+#'   The embeddings' uncertainty scores are not rechecked in fp32 (they only order documents);
+#'   `model`'s probabilities are, as in `predict()`: documents whose top-two margin is below
+#'   0.05 are scored again in fp32. The core prints the precision used and why. Default from
+#'   the option `quantformer.precision`.
 #' @template verbose
 #' @return A data frame with one row per suggested document, most informative first:
 #'   `doc_id`, `text`, the docvars of `x`, `rank`, `score` (the uncertainty that chose the
@@ -70,8 +77,10 @@ suggest_documents <- function(x, y = NULL, n = 50,
                               stratify = NULL, diversity = TRUE, random_share = 0,
                               model = NULL, seed = 1,
                               cache_dir = file.path(tempdir(), "quantformer-embeddings"),
+                              precision = getOption("quantformer.precision", "auto"),
                               verbose = getOption("quantformer.verbose", TRUE)) {
   strategy <- match_choice(strategy)
+  precision <- precision_flags(precision)  # R/precision.R
   if (!is.numeric(n) || length(n) != 1 || is.na(n) || n < 1 || n != round(n))
     input_error("`n` must be one whole number of at least 1, not ", format(n), call. = FALSE)
   if (!is.numeric(random_share) || length(random_share) != 1 || is.na(random_share) ||
@@ -88,6 +97,7 @@ suggest_documents <- function(x, y = NULL, n = 50,
                     random_share = if (random_share > 0) random_share,
                     model = model_dir_of(model, null_ok = TRUE),
                     seed = seed, cache_dir = cache_dir, quiet = !isTRUE(verbose))
+  args <- c(args, precision)
   # uncompressed, so the same documents give the same bytes and the embedding cache is reused
   # across rounds
   out <- call_verb("suggest", args, inputs = suggest_inputs(frame, codes, stratify),

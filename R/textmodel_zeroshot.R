@@ -92,6 +92,12 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 #' @param backend,quantize `"torch"` (default) or `"onnx"` (ONNX Runtime on the CPU, faster;
 #'   the export is cached), and `"none"` or `"int8"` (onnx only): see [quantformer_backend].
 #'   Defaults from the options `quantformer.backend` and `quantformer.quantize`.
+#' @param precision `"auto"` (default: bf16 where the CPU has AMX or AVX-512 BF16 or the GPU
+#'   supports it, fp32 elsewhere; multi-label runs stay fp32), `"fp32"` or `"bf16"` (character,
+#'   one value): the numeric precision of the model (see [quantformer_precision]). In bf16,
+#'   documents whose top-two label probability margin is below 0.05 are scored again in fp32,
+#'   so labels match fp32's. Default from the option `quantformer.precision`. `"bf16"` with
+#'   `backend = "onnx"` or `multi_label = TRUE` is an error.
 #' @return For `type = "class"`, a factor with levels `labels`, named by docnames; for
 #'   `type = "probability"`, a documents x labels matrix; for `type = "both"`, a data frame:
 #'   `doc_id`, `predicted` (the factor) and one `prob_<label>` column per label. Documents
@@ -103,10 +109,11 @@ predict.textmodel_zeroshot <- function(object, newdata = NULL,
                                        docid_field = "doc_id",
                                        backend = getOption("quantformer.backend", "torch"),
                                        quantize = getOption("quantformer.quantize", "none"),
+                                       precision = getOption("quantformer.precision", "auto"),
                                        verbose = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_zeroshot")
   type <- match_choice(type)
-  backend <- backend_flags(backend, quantize)
+  backend <- c(backend_flags(backend, quantize), precision_flags(precision))  # R/precision.R
   frame <- if (is.null(newdata)) object$x
            else as_frame(newdata, text_field, docid_field, arg = "newdata")
   # one label a line: label phrases may contain commas, which --labels would split on

@@ -404,6 +404,54 @@ def part_margin(args, data: Path, cache: Path) -> dict:
     return out
 
 
+def part_explain(args, data: Path, cache: Path) -> dict:
+    """Integrated Gradients (``explain``, adaptive steps) in fp32 and under bf16 autocast on
+    ``--explain-n`` Abortion test tweets, ``--rounds`` interleaved rounds: time (best round),
+    completeness gaps, the explained logit's change and the agreement of word attributions
+    (Spearman per document and target, against fp32; the top word)."""
+    from scipy.stats import spearmanr
+
+    from quantformer.infer.explain import explain
+
+    train, test = abortion(data)
+    model = fine_tuned(cache, "abortion", train, epochs=4)
+    frame = test.head(args.explain_n)
+    res, words, times = {}, {}, {"fp32": [], "bf16": []}
+    clf = load_classifier(model, "cpu", "fp32")
+    explain(clf, frame.head(4), precision="fp32")  # warm-up
+    # interleaved rounds (--rounds): the machine's load moves; the best round of each is kept
+    for name in ("fp32", "bf16") * args.rounds:
+        t = time.perf_counter()
+        ex = explain(clf, frame, precision=name)
+        times[name].append(round(time.perf_counter() - t, 1))
+        res[name] = {"seconds": min(times[name]), "rounds": times[name],
+                     "gap_median": round(float(ex.documents["completeness_gap"].median()), 4),
+                     "gap_over_5pct": round(float((ex.documents["completeness_gap"]
+                                                   > 0.05).mean()), 4),
+                     "mean_steps": round(float(ex.documents["steps"].mean()), 1)}
+        words[name] = ex
+    a, b = words["fp32"], words["bf16"]
+    same = a.documents["target"].to_numpy() == b.documents["target"].to_numpy()
+    rhos, top = [], []
+    for doc in a.documents.loc[same, "doc_id"]:
+        wa = a.words[a.words["doc_id"] == doc]["attribution"].to_numpy()
+        wb = b.words[b.words["doc_id"] == doc]["attribution"].to_numpy()
+        ok = ~(np.isnan(wa) | np.isnan(wb))
+        if ok.sum() >= 3:
+            rhos.append(spearmanr(wa[ok], wb[ok])[0])
+        top.append(int(np.nanargmax(np.abs(wa)) == np.nanargmax(np.abs(wb))))
+    dl = np.abs(a.documents["logit"].to_numpy() - b.documents["logit"].to_numpy())
+    out = {"n": len(frame), **{f"{k}_{m}": v for k, r in res.items() for m, v in r.items()},
+           "target_changed": int((~same).sum()),
+           "spearman_median": round(float(np.median(rhos)), 4),
+           "spearman_p10": round(float(np.quantile(rhos, 0.1)), 4),
+           "spearman_min": round(float(np.min(rhos)), 4),
+           "top_word_same": round(float(np.mean(top)), 4),
+           "logit_abs_diff_max": round(float(dl.max()), 4)}
+    print("  explain fp32 vs bf16:", out, flush=True)
+    return out
+
+
 def part_int8(args, data: Path, cache: Path, tmp: Path) -> list:
     """torch bf16 (``auto`` here) against ONNX Runtime fp32 and int8 (the default settings,
     with the fp32 recheck of near ties), end to end, interleaved rounds; agreement with torch
@@ -538,7 +586,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--parts", default="predict,margin,emulated",
-                    help="predict, margin, emulated, int8, overlap, train")
+                    help="predict, margin, emulated, int8, overlap, train, explain")
     ap.add_argument("--tasks", default="abortion,jigsaw")
     ap.add_argument("--data-dir", required=True,
                     help="the shared data folder (tweeteval_abortion/, jigsaw_toxic/)")
@@ -547,6 +595,7 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="--device cuda: a fine-tuned model folder")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--int8-n", type=int, default=1000, help="Jigsaw comments in part int8")
+    ap.add_argument("--explain-n", type=int, default=100, help="Abortion tweets in part explain")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", default=None, help="write the figures as JSON")
     ap.add_argument("--export-half", default=None, help="write the Abortion model in fp16 here")
@@ -588,6 +637,8 @@ def cpu_run(args) -> dict:
         print("  emulated (AVX2 only):", res["emulated_avx2"], flush=True)
     if "train" in parts:
         res["train"] = part_train(args, data)
+    if "explain" in parts:
+        res["explain"] = part_explain(args, data, cache)
     res["machine"]["load_end"] = load()
     return res
 

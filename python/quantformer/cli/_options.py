@@ -195,16 +195,34 @@ def add_backend_options(p) -> None:
                         "about fp32's speed)")
 
 
-def add_precision_option(p, what: str = "classifiers fine-tuned the standard way") -> None:
-    """``--precision auto|fp32|bf16`` (see :mod:`quantformer.models.precision`)."""
+#: --precision auto's help on the verbs that follow the hardware
+AUTO_BF16 = ("auto (default: bf16 autocast where the CPU has AMX or AVX-512 BF16 or the GPU "
+             "supports bf16, fp32 elsewhere; `quantformer info` says which)")
+#: the fp32 recheck of near ties, in words
+RECHECK = ("In bf16, documents whose top-two probability margin is under 0.05 are {done} "
+           "again in fp32 (backend 'torch fp32 recheck')")
+
+
+def add_precision_option(p, what: str = "classifiers fine-tuned the standard way", *,
+                         detail: str | None = None, auto: str = AUTO_BF16,
+                         onnx: bool = True) -> None:
+    """``--precision auto|fp32|bf16`` (see :mod:`quantformer.models.precision`): ``auto``'s
+    meaning, then ``detail`` (default: the fp32 recheck of near ties, applying to ``what``)
+    and, with ``onnx``, that ``--quantize`` sets the precision of ``--backend onnx``."""
+    if detail is None:
+        detail = RECHECK.format(done="predicted") + f"; applies to {what}"
     p.add_argument("--precision", default="auto", choices=PRECISIONS,
-                   help="numeric precision of the torch backend: auto (default: bf16 autocast "
-                        "where the CPU has AMX or AVX-512 BF16 or the GPU supports bf16, fp32 "
-                        "elsewhere; `quantformer info` says which), fp32 or bf16 (allowed "
-                        "without native bf16, with a warning: emulated, slower). In bf16, "
-                        "documents whose top-two probability margin is under 0.05 are "
-                        "predicted again in fp32 (backend 'torch fp32 recheck'); applies to "
-                        f"{what}; with --backend onnx, --quantize sets the precision")
+                   help=f"numeric precision of the torch backend: {auto}, fp32 or bf16 "
+                        "(allowed without native bf16, with a warning: emulated, slower). "
+                        + detail + ("; with --backend onnx, --quantize sets the precision"
+                                    if onnx else ""))
+
+
+def print_precision(used: dict, what: str | None = None, file=None) -> None:
+    """The line every verb that runs a model prints: ``precision: <name> (<reason>)``, or
+    ``precision of <what>: ...`` (on ``file``; None: stdout)."""
+    print(f"precision{' of ' + what if what else ''}: {used['precision']} ({used['reason']})",
+          file=file)
 
 
 def add_endpoint_options(p) -> None:

@@ -26,9 +26,11 @@ from ._options import (
     add_corpus_options,
     add_device_option,
     add_embedding_cache_options,
+    add_precision_option,
     add_quiet_option,
     corpus_kwargs,
     positive,
+    print_precision,
 )
 
 
@@ -110,6 +112,11 @@ def add_cli(sub) -> None:
                    f"({DEFAULT_MIN_CODES})")
     add_embedding_cache_options(p)
     add_device_option(p)
+    add_precision_option(p, detail="of the embeddings the light classifier learns from (their "
+                                   "cache is keyed by it; recorded in the project file as "
+                                   "'precision'); its uncertainty scores are not rechecked: "
+                                   "they order documents, and bf16 vectors keep a cosine "
+                                   "similarity above 0.99 with fp32's", onnx=False)
     add_quiet_option(p)
     p.set_defaults(func=run)
 
@@ -235,12 +242,17 @@ def open_room(args, codebook):
         store.bind_corpus(frame, args.input)
         check_codebook_change(store, codebook)
         store.put("codebook", codebook)
+        used: dict = {}
         vectors = embed_corpus(frame, args.embed_model, corpus_path=args.input,
                                cache=not args.no_cache, cache_dir=args.cache_dir,
-                               device=args.device, quiet=args.quiet)
+                               device=args.device, quiet=args.quiet,
+                               precision=args.precision, report=used)
+        store.put("precision", used)
+        if not args.quiet:
+            print_precision(used, "the embeddings", file=sys.stderr)  # stdout: the links
         room = Room(frame, vectors, store, codebook, strategy=args.strategy,
                     random_share=args.random_share, retrain_every=args.retrain_every,
-                    overlap=args.overlap, seed=args.seed,
+                    overlap=args.overlap, seed=args.seed, precision=used,
                     team=len(args.coders.split(",")) if args.coders else 1)
         room.step()  # the first model (on resumed codes) and the first queue, before serving
     except BaseException:

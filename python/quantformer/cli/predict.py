@@ -19,6 +19,7 @@ from ._options import (
     corpus_kwargs,
     partitioned,
     positive,
+    print_precision,
     refuse_partitioned_chunks_out,
 )
 
@@ -83,5 +84,5 @@ def run(args) -> int:
                      quantize=args.quantize, precision=args.precision, report=used,
                      chunking=chunking, chunks_out=args.chunks_out)
     print(f"wrote predictions for {n} documents to {args.out}")
-    print(f"precision: {used['precision']} ({used['reason']})")
+    print_precision(used)
     return 0

@@ -28,11 +28,14 @@ from ._options import (
     add_model_option,
     chunk_kwargs,
     add_partition_options,
+    add_precision_option,
     add_run_options,
+    RECHECK,
     corpus_kwargs,
     max_length_arg,
     partitioned,
     positive,
+    print_precision,
     refuse_partitioned_chunks_out,
 )
 
@@ -76,6 +79,8 @@ def add_cli(sub) -> None:
                    help="embedding method: softmax temperature (1 when standardised, else 0.05)")
     add_run_options(p)
     add_chunk_options(p, training=False)
+    add_precision_option(p, detail=RECHECK.format(done="scored") + "; auto keeps --multi-label "
+                                   "runs in fp32")
     p.set_defaults(func=run)
 
 
@@ -86,6 +91,7 @@ def _options(args) -> dict:
             "truncation": args.truncation, "device": args.device, "quiet": args.quiet,
             "calibration": args.calibration, "temperature": args.temperature,
             "keep_text": args.keep_text, "backend": args.backend, "quantize": args.quantize,
+            "precision": args.precision,
             **{k: v for k, v in chunk_kwargs(args).items() if v is not None}}
 
 
@@ -104,6 +110,7 @@ def run(args) -> int:
     result = zeroshot(frame, labels, hypothesis, chunks_out=args.chunks_out, **_options(args))
     meta = result.attrs["quantformer"]
     print(describe(meta))
+    print_precision(meta["precision"])
     if meta["truncation"] != "chunks":  # max_chunks warns as the windows are made
         warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"],
                        meta["truncation"])

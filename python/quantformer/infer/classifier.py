@@ -431,10 +431,12 @@ class Classifier:
         out.update(self.task.columns(probs, missing))
         # which backend produced each row (issue 16): torch, onnx fp32 or onnx int8
         onnx = getattr(self.model, "backend", "torch") == "onnx"
-        out["backend"] = self.model.label if onnx else self.precision.label
-        if rechecked is not None:  # int8 or bf16 rows predicted again in fp32
-            again = RECHECK_LABEL if onnx else self.precision.recheck_label
-            out["backend"] = np.where(rechecked, again, out["backend"])
+        if not onnx:  # bf16 rows predicted again in fp32 are marked
+            out["backend"] = self.precision.backend_column(len(frame), rechecked)
+        elif rechecked is None:
+            out["backend"] = self.model.label
+        else:  # int8 rows predicted again in fp32
+            out["backend"] = np.where(rechecked, RECHECK_LABEL, self.model.label)
         return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
 
 

@@ -13,6 +13,7 @@ from ..io.writing import FrameWriter
 from ..io.writable import check_output_file
 from ..io.frames import iter_frames
 from ..score.calibration import apply_temperature, stored_temperature
+from ..models.precision import record as precision_of
 from ..models.tokenize import CHUNKS
 from .chunked import with_chunking
 from .classifier import CHUNK_ROWS, Classifier, warn_missing
@@ -138,7 +139,6 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
 def precision_record(clf) -> dict:
     """The precision a loaded classifier runs in and why (ONNX Runtime: its graph's)."""
     if getattr(clf.model, "backend", "torch") == "onnx":
-        return {"precision": clf.model.label, "requested": "auto",
-                "reason": "ONNX Runtime: quantize sets the precision"}
-    return clf.precision.chosen.as_record()
+        return precision_of(None, clf.model.label)
+    return precision_of(clf.precision)
 

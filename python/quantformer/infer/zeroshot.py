@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import string
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +72,16 @@ from ..models.hub import (
 from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
 from ..io.writing import write_frame
 from ..models.chunks import DEFAULT_AGGREGATE, aggregate_windows
-from ..models.tokenize import CHUNKS, check_strategy, encode, encode_window_pairs, is_missing
+from ..models.precision import TorchPrecision, check_precision, check_with_backend
+from ..models.precision import record as precision_of
+from ..models.precision import torch_precision
+from ..models.tokenize import (
+    CHUNKS,
+    ChunkWarning,
+    encode,
+    encode_window_pairs,
+    is_missing,
+)
 from .cache import MODELS
 from .chunked import check_chunk_request
 from .embed import as_frame, check_length, embed_any, embed_texts, load_encoder, missing_warning
@@ -348,31 +358,69 @@ def _read_nli_model(model, device, backend, quantize):
     return net.to(dev), tok, dev
 
 
+def run_precision(precision: str, device: str, multi_label: bool,
+                  backend: str) -> TorchPrecision | None:
+    """The precision of a zero-shot run on a resolved ``device``: as predict's
+    (:func:`quantformer.models.precision.torch_precision`; single-label near ties computed
+    again in fp32; ``auto`` keeps multi-label runs in fp32, which have no top-two margin), or
+    None with ONNX Runtime (``quantize`` sets it)."""
+    if backend == "onnx":
+        return None
+    return torch_precision(precision, device, "multilabel" if multi_label else "classification")
+
+
 def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                 max_length, truncation, device, progress, config, backend="torch",
-                quantize="none", chunking=None):
+                quantize="none", chunking=None, precision="auto"):
     length = (min(512, max_positions(config) or 512) if max_length is None
               else check_max_length(max_length, config))
     net, tok, dev = _nli_model(model, device, backend, quantize)
+    chosen = run_precision(precision, dev, multi_label, backend)
     entail, contra = nli_label_ids(config)
     k = len(labels)
     info = {"max_length": length, "n_pairs": len(present) * k,
-            "entailment_id": entail, "contradiction_id": contra}
+            "entailment_id": entail, "contradiction_id": contra, "precision": chosen}
     if not len(present):  # every document missing or empty
         return np.zeros((0, k)), np.zeros(0, dtype=bool), info
     premises = [texts[i] for i in present]
-    hypotheses = [hypothesis.format(lab) for lab in labels]
-    if truncation == CHUNKS:
-        logits, win, win_logits = nli_window_logits(
-            net, tok, premises, hypotheses, max_length=length, batch_size=batch_size,
-            device=dev, progress=progress, **chunking)
-        info.update(n_pairs=len(win.doc) * k, windows=(
-            win, nli_probabilities(win_logits, entail, contra, multi_label)))
-        return nli_probabilities(logits, entail, contra, multi_label), win.truncated, info
-    logits, truncated = nli_pair_logits(net, tok, premises, hypotheses,
-                                        max_length=length, truncation=truncation,
-                                        batch_size=batch_size, device=dev, progress=progress)
-    return nli_probabilities(logits, entail, contra, multi_label), truncated, info
+    hyps = [hypothesis.format(lab) for lab in labels]
+
+    def probabilities(docs, cast=True, bar=False):
+        """(probabilities, truncated, (windows, window probabilities) or None) of ``docs``,
+        in bf16 autocast when ``chosen`` is bf16 and ``cast``."""
+        with chosen.context(dev, cast) if chosen is not None else nullcontext():
+            if truncation == CHUNKS:
+                logits, win, win_logits = nli_window_logits(
+                    net, tok, docs, hyps, max_length=length, batch_size=batch_size,
+                    device=dev, progress=bar, **chunking)
+                return (nli_probabilities(logits, entail, contra, multi_label), win.truncated,
+                        (win, nli_probabilities(win_logits, entail, contra, multi_label)))
+            logits, cut = nli_pair_logits(net, tok, docs, hyps, max_length=length,
+                                          truncation=truncation, batch_size=batch_size,
+                                          device=dev, progress=bar)
+        return nli_probabilities(logits, entail, contra, multi_label), cut, None
+
+    probs, truncated, windows = probabilities(premises, bar=progress)
+    if windows is not None:
+        info.update(n_pairs=len(windows[0].doc) * k, windows=windows)
+    if chosen is not None:  # bf16 near ties computed again in fp32, through the same windows
+        info["rechecked"] = ties = chosen.ties(probs)
+        if ties is not None and ties.any():
+            idx = np.flatnonzero(ties)
+            with warnings.catch_warnings():  # max_chunks warned once, by the first pass
+                warnings.simplefilter("ignore", ChunkWarning)
+                again, _, again_win = probabilities([premises[i] for i in idx], cast=False)
+            probs[idx] = again
+            if windows is not None:
+                windows[1][window_rows_of(windows[0].doc, idx)] = again_win[1]
+    return probs, truncated, info
+
+
+def window_rows_of(doc: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The rows of the windows of documents ``idx`` (sorted) among windows whose documents are
+    ``doc`` (grouped by document, in order): where the windows of the documents ``idx`` read
+    again on their own go."""
+    return np.flatnonzero(np.isin(doc, idx))
 
 
 def nli_pair_logits(net, tokenizer, texts: list, hypotheses: list, *, max_length: int,
@@ -453,15 +501,19 @@ def nli_window_logits(net, tokenizer, texts: list, hypotheses: list, *, max_leng
 
 def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
                       max_length, truncation, device, progress, calibration, temperature,
-                      backend="torch", quantize="none", chunking=None):
+                      backend="torch", quantize="none", chunking=None, precision="auto"):
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
-    windowed = {k: v for k, v in (chunking or {}).items() if k != "aggregate"}
-    docs, encoded, win_vecs = embed_any(enc, [texts[i] for i in present], max_length=length,
-                                        truncation=truncation, batch_size=batch_size,
-                                        normalize=True, progress=progress, **windowed)
+    chosen = run_precision(precision, enc.device, multi_label, backend)
+    common = {"max_length": length, "truncation": truncation, "batch_size": batch_size,
+              "normalize": True,
+              **{k: v for k, v in (chunking or {}).items() if k != "aggregate"}}
+    docs, encoded, win_vecs = embed_any(enc, [texts[i] for i in present], progress=progress,
+                                        precision=chosen, **common)
+    # the few label hypotheses, shared by every document, are embedded in fp32
     hyps, _ = embed_texts(enc, [hypothesis.format(lab) for lab in labels], max_length=length,
-                          truncation="head_tail" if truncation == CHUNKS else truncation, batch_size=batch_size, normalize=True)
+                          truncation="head_tail" if truncation == CHUNKS else truncation,
+                          batch_size=batch_size, normalize=True)
     sims = docs.astype(np.float64) @ hyps.astype(np.float64).T
     used = calibration
     if calibration != "none" and len(present) == 1:
@@ -474,9 +526,20 @@ def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label,
         if temperature is None:
             temperature = EMBED_TEMPERATURE["none"]
     probs = embedding_probabilities(sims, used, temperature, multi_label)
-    t = EMBED_TEMPERATURE[used] if temperature is None else float(temperature)
-    info = {"max_length": length, "calibration": used, "temperature": t,
-            "similarity": sims}
+    info = {"max_length": length, "calibration": used, "similarity": sims,
+            "temperature": EMBED_TEMPERATURE[used] if temperature is None else float(temperature),
+            "precision": chosen}
+    if chosen is not None:
+        info["rechecked"] = ties = chosen.ties(probs)
+        if ties is not None and ties.any():  # bf16 near ties: their documents again in fp32
+            idx = np.flatnonzero(ties)
+            with warnings.catch_warnings():  # max_chunks warned once, by the first pass
+                warnings.simplefilter("ignore", ChunkWarning)
+                again, _, again_win = embed_any(enc, [texts[present[i]] for i in idx], **common)
+            sims[idx] = again.astype(np.float64) @ hyps.astype(np.float64).T
+            probs = embedding_probabilities(sims, used, temperature, multi_label)
+            if win_vecs is not None:
+                win_vecs[window_rows_of(encoded.doc, idx)] = again_win
     if win_vecs is not None:  # each window scored as its document, against the documents'
         win_sims = win_vecs.astype(np.float64) @ hyps.astype(np.float64).T  # calibration
         info["windows"] = (encoded, embedding_probabilities(win_sims, used, temperature,
@@ -506,6 +569,7 @@ def zeroshot(
     max_chunks: int | None = None,
     aggregate: str | None = None,
     chunks_out: str | None = None,
+    precision: str = "auto",
 ) -> pd.DataFrame:
     """Classify documents with label descriptions only (no training).
 
@@ -556,6 +620,13 @@ def zeroshot(
         backend: ``torch`` (default) or ``onnx`` (ONNX Runtime on the CPU, both methods; the
             export is cached, see :mod:`quantformer.models.onnx.backend`).
         quantize: ``none`` (default) or ``int8`` (onnx only).
+        precision: torch backend: ``auto`` (default: bf16 autocast where the CPU has AMX or
+            AVX-512 BF16 or the GPU supports bf16, else fp32; multi-label runs stay fp32),
+            ``fp32`` or ``bf16`` (:mod:`quantformer.models.precision`). In bf16, documents
+            whose top-two label probability margin is under 0.05 are scored again in fp32
+            (NLI: their pairs; embedding: their embeddings, after which the per-label
+            calibration over the corpus is computed again); the label hypotheses of the
+            embedding method are always embedded in fp32.
 
     Returns:
         A DataFrame in input order with ``doc_id``, the input's other columns (``label`` and
@@ -563,18 +634,23 @@ def zeroshot(
         missing or empty texts, counted in a warning), ``prob_<label>`` for each label (float64,
         NaN for missing texts) and ``zeroshot_method`` ("NLI entailment" or "embedding
         similarity"; None for missing texts), and a last column ``backend`` (``torch``,
+        ``torch bf16``, ``torch fp32 recheck`` for bf16 near ties scored again in fp32,
         ``onnx fp32`` or ``onnx int8``). ``result.attrs["quantformer"]`` holds the method,
-        model, hypothesis, labels, counts of missing and truncated documents and the
-        method's settings.
+        model, hypothesis, labels, counts of missing and truncated documents, the method's
+        settings and ``precision`` (``precision``, ``requested``, ``reason``).
 
     Raises:
         InputError: a template without exactly one ``{}``; empty or duplicate labels; fewer
             than two labels without ``multi_label``; ``method="nli"`` with a model that has no
             entailment label; bad ``max_length``, ``truncation``, ``batch_size``, ``device``,
-            ``calibration``, ``temperature``, window settings or ``chunks_out``; ``aggregate``
-            with the embedding method.
+            ``calibration``, ``temperature``, window settings, ``chunks_out`` or
+            ``precision``; ``aggregate`` with the embedding method; ``precision`` bf16 with
+            ``backend`` onnx or with ``multi_label``.
     """
     check_backend(backend, quantize, device)
+    check_with_backend(check_precision(precision), backend, quantize)
+    if multi_label:  # refused before any model loads
+        torch_precision(precision, "cpu", "multilabel")
     hypothesis = check_hypothesis(hypothesis)
     labels = check_labels(labels, multi_label)
     check_chunk_request(truncation, stride, max_chunks, aggregate, chunks_out)
@@ -601,7 +677,8 @@ def zeroshot(
                 "aggregate": aggregate or DEFAULT_AGGREGATE}
     common = dict(model=model, multi_label=multi_label, batch_size=batch_size,
                   max_length=max_length, truncation=truncation, device=device,
-                  progress=not quiet, backend=backend, quantize=quantize, chunking=chunking)
+                  progress=not quiet, backend=backend, quantize=quantize, chunking=chunking,
+                  precision=precision)
     if chosen == "nli":
         probs, truncated, info = _nli_scores(texts, present, labels, hypothesis, config=config,
                                              **common)
@@ -614,19 +691,28 @@ def zeroshot(
         win, win_probs = info.get("windows", (None, None))
         write_frame(window_rows(frame.iloc[present], win, win_probs, labels), chunks_out)
     out = _result_frame(frame, present, probs, labels, chosen, keep_text)
-    meta = {"backend": backend_label(backend, quantize), "method": METHOD_NAMES[chosen], "model": model_label(model),
+    out["backend"] = _backend_column(info, backend, quantize, present, len(frame))
+    meta = {**_precision_meta(info, backend, quantize),
+            "method": METHOD_NAMES[chosen], "model": model_label(model),
             "hypothesis": hypothesis, "labels": labels, "multi_label": multi_label,
             "truncation": truncation, "n_docs": len(frame), "n_missing": int(missing.sum()),
             "n_truncated": int(np.asarray(truncated).sum())}
     if truncation == CHUNKS:
-        win = info.get("windows", (None,))[0]
-        meta.update(stride=win.stride if win is not None else stride, max_chunks=max_chunks,
-                    n_windows=len(win.doc) if win is not None else 0,
-                    **({"aggregate": chunking["aggregate"]} if chosen == "nli" else {}))
-    meta.update({k: v for k, v in info.items() if k not in ("similarity", "windows")})
-    out["backend"] = meta["backend"]
+        meta.update(_windows_meta(info, chunking, chosen == "nli"))
+    meta.update({k: v for k, v in info.items()
+                 if k not in ("similarity", "windows", "precision", "rechecked")})
     out.attrs["quantformer"] = meta
     return out
+
+
+def _windows_meta(info: dict, chunking: dict, nli: bool) -> dict:
+    """``stride``, ``max_chunks``, ``n_windows`` (and NLI's ``aggregate``) of a run in
+    windows, for the output's ``attrs``."""
+    win = info.get("windows", (None,))[0]
+    return {"stride": win.stride if win is not None else chunking["stride"],
+            "max_chunks": chunking["max_chunks"],
+            "n_windows": len(win.doc) if win is not None else 0,
+            **({"aggregate": chunking["aggregate"]} if nli else {})}
 
 
 def _result_frame(frame, present, probs, labels, chosen, keep_text) -> pd.DataFrame:
@@ -661,6 +747,28 @@ def window_rows(frame: pd.DataFrame, windows, probs: np.ndarray, labels) -> pd.D
     for j, lab in enumerate(labels):
         out[f"{PROB_PREFIX}{lab}"] = probs[:, j] if len(probs) else np.zeros(0)
     return out
+
+
+def _precision_meta(info: dict, backend: str, quantize: str) -> dict:
+    """``backend`` (of the run), ``precision`` (its record) and ``n_rechecked`` (bf16 near
+    ties scored again in fp32) for the output's ``attrs``."""
+    run, rechecked = info["precision"], info.get("rechecked")
+    return {"backend": run.label if run is not None else backend_label(backend, quantize),
+            "precision": precision_of(run, backend_label(backend, quantize)),
+            "n_rechecked": 0 if rechecked is None else int(rechecked.sum())}
+
+
+def _backend_column(info: dict, backend: str, quantize: str, present, n: int):
+    """Each row's ``backend``: the ONNX graph's, or the torch precision's with bf16 near
+    ties scored again in fp32 marked ``torch fp32 recheck``."""
+    run = info["precision"]
+    if run is None:
+        return backend_label(backend, quantize)
+    rechecked = None
+    if info.get("rechecked") is not None:
+        rechecked = np.zeros(n, dtype=bool)
+        rechecked[present] = info["rechecked"]
+    return run.backend_column(n, rechecked)
 
 
 def _config(model, backend: str):

@@ -42,6 +42,15 @@ the pool's, and level with it inside the pool (5-fold cross-validation, 15 curve
 each) rather than with small-text, which would add a dependency for four formulas.
 
 Already coded documents and documents with a missing or empty text are never suggested.
+
+Numeric precision (``precision``, :mod:`quantformer.models.precision`): the embeddings run in
+bf16 autocast under ``auto`` where the hardware computes it natively (their cache is keyed by
+the precision). The light classifier's uncertainty scores are *not* rechecked in fp32: they
+rank documents, no label is read from them as a measurement, and bf16 vectors keep a cosine
+similarity above 0.99 with fp32's, so bf16 can only reorder documents of nearly equal
+uncertainty. A fine-tuned ``model``'s probabilities are rechecked as ``predict``'s are
+(documents whose top-two margin is under 0.05 are scored again in fp32), which under the
+default ``margin`` strategy are exactly the documents suggested first.
 """
 
 from __future__ import annotations
@@ -56,10 +65,19 @@ import pandas as pd
 
 from .._core.errors import InputError
 from .._core.atomic import atomic_file
-from ..infer.embed import Encoder, check_length, embed_texts, load_encoder
+from ..infer.embed import (
+    Encoder,
+    check_length,
+    embed_texts,
+    encoder_precision,
+    load_encoder,
+    precision_record,
+)
 from ..infer.load import load_model
+from ..models.precision import check_precision
+from ..infer.predict import precision_record as classifier_precision
 from ..io.frames import as_str_series, check_input, read_whole
-from ..models.hub import load_config, resolve_model
+from ..models.hub import load_config, resolve_device, resolve_model
 from ..models.tokenize import is_missing
 
 STRATEGIES = ("margin", "least_confidence", "entropy", "random", "cold")
@@ -135,13 +153,15 @@ def file_digest(path: str | os.PathLike) -> str:
 
 
 def cache_path(corpus: str | os.PathLike, model: str | None, max_length: int,
-               truncation: str, cache_dir: str | os.PathLike | None = None) -> Path:
+               truncation: str, cache_dir: str | os.PathLike | None = None,
+               precision: str = "fp32") -> Path:
     """Where the embeddings of ``corpus`` are cached: a hidden ``.npz`` beside it (or in
-    ``cache_dir``), named by a hash of the file's content, the model, the token limit and the
-    truncation, so an edited corpus or another model never reads stale vectors."""
+    ``cache_dir``), named by a hash of the file's content, the model, the token limit, the
+    truncation and the resolved precision (``fp32`` or ``bf16``), so an edited corpus or
+    another model never reads stale vectors."""
     p = Path(corpus)
     key = "|".join([str(CACHE_VERSION), file_digest(p), str(model or "default"),
-                    str(resolve_model(model)), str(max_length), truncation])
+                    str(resolve_model(model)), str(max_length), truncation, precision])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     if cache_dir is not None:
         return Path(cache_dir) / f"quantformer-embeddings-{digest}.npz"
@@ -180,28 +200,42 @@ def write_cache(path: Path, doc_ids, vectors: np.ndarray) -> None:
 def embed_corpus(frame: pd.DataFrame, model: str | None = None, *, corpus_path=None,
                  cache: bool = True, cache_dir=None, max_length: int | None = None,
                  truncation: str = "head_tail", batch_size: int = 32, device: str = "auto",
-                 quiet: bool = True) -> np.ndarray:
+                 quiet: bool = True, precision: str = "auto",
+                 report: dict | None = None) -> np.ndarray:
     """Unit-length mean-pooled embeddings of ``frame`` (see :mod:`quantformer.infer.embed`), read
     from / written to the cache beside ``corpus_path`` (or in ``cache_dir``) when
     ``corpus_path`` is given and ``cache`` is True.
 
+    Args:
+        precision: ``auto`` (default), ``fp32`` or ``bf16``
+            (:func:`quantformer.infer.embed.encoder_precision`); part of the cache's key.
+        report: a dict that receives the precision's record (``precision``, ``requested``,
+            ``reason``).
+
     Returns:
         float32 (n_docs, hidden); NaN rows for missing or empty texts.
+
+    Raises:
+        InputError: a bad model, device, ``max_length`` or ``precision``.
     """
-    # the token limit from the configuration alone: a cache hit never loads the weights
-    shell = Encoder(model=None, tokenizer=None, config=load_config(model), device="cpu",
-                    path=resolve_model(model))
+    # the token limit and the precision from the configuration alone: a cache hit never
+    # loads the weights
+    shell = Encoder(model=None, tokenizer=None, config=load_config(model),
+                    device=resolve_device(device), path=resolve_model(model))
     length = check_length(shell, max_length)
-    where = (cache_path(corpus_path, model, length, truncation, cache_dir)
+    chosen = encoder_precision(shell, precision)
+    where = (cache_path(corpus_path, model, length, truncation, cache_dir, chosen.name)
              if cache and corpus_path is not None else None)
     vecs = read_cache(where, frame["doc_id"]) if where is not None else None
     if vecs is None:
         enc = load_encoder(model, device)
         vecs, _ = embed_texts(enc, frame["text"].tolist(), max_length=length,
                               truncation=truncation, batch_size=batch_size, normalize=True,
-                              progress=not quiet)
+                              progress=not quiet, precision=chosen)
         if where is not None:
             write_cache(where, frame["doc_id"], vecs)
+    if report is not None:
+        report.update(precision_record(shell, chosen))
     return vecs
 
 
@@ -533,9 +567,14 @@ def combine_codes(frames: list[pd.DataFrame], sources: list[str]) -> pd.DataFram
 
 
 def model_probs(model_dir: str, frame: pd.DataFrame, device: str = "auto",
-                quiet: bool = True) -> tuple[np.ndarray, list[str]]:
-    """Class probabilities of every document from a fine-tuned model directory."""
-    clf = load_model(model_dir, device=device)
+                quiet: bool = True, precision: str = "auto",
+                report: dict | None = None) -> tuple[np.ndarray, list[str]]:
+    """Class probabilities of every document from a fine-tuned model directory, in
+    ``precision`` as ``predict`` runs it (bf16 near ties scored again in fp32); ``report``
+    receives the precision's record."""
+    clf = load_model(model_dir, device=device, precision=precision)
+    if report is not None:
+        report.update(classifier_precision(clf))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing texts are never suggested anyway
         probs = clf.predict_proba(frame, progress=not quiet)
@@ -554,7 +593,7 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
                   embed_model: str | None = None, max_length: int | None = None,
                   truncation: str = "head_tail", batch_size: int = 32, cache: bool = True,
                   cache_dir: str | os.PathLike | None = None, device: str = "auto",
-                  quiet: bool = False) -> pd.DataFrame:
+                  quiet: bool = False, precision: str = "auto") -> pd.DataFrame:
     """One round of the ``suggest`` verb: the codes files read, the corpus embedded (cached
     beside ``corpus_path``), the documents to code next chosen (:func:`suggest`).
 
@@ -571,9 +610,13 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
             classifier (None: logistic regression over the embeddings).
         embed_model, max_length, truncation, batch_size, cache, cache_dir, device, quiet: the
             embeddings, as in :func:`embed_corpus` (``embed_model`` is its ``model``).
+        precision: ``auto`` (default), ``fp32`` or ``bf16``: of the embeddings and of
+            ``model`` (see the module's description).
 
     Returns:
-        The suggestion table of :func:`suggest`.
+        The suggestion table of :func:`suggest`; ``attrs["quantformer"]["precision"]`` holds
+        the precision of the embeddings (``embeddings``) and of ``model`` (``model``), each
+        as ``precision``, ``requested`` and ``reason``.
 
     Raises:
         InputError: see :func:`suggest`, :func:`read_codes` and :func:`combine_codes`.
@@ -586,13 +629,21 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
     codes = merge_codes(frame, coded, ", ".join(labelled))
     no_text = np.array([is_missing(t) for t in frame["text"]], dtype=bool)
     check_pool(np.flatnonzero(codes.isna().to_numpy() & ~no_text), codes, no_text, warn=False)
+    check_precision(precision)
+    used: dict = {"embeddings": {}}
     vectors = embed_corpus(frame, embed_model, corpus_path=corpus_path, cache=cache,
                            cache_dir=cache_dir, max_length=max_length, truncation=truncation,
-                           batch_size=batch_size, device=device, quiet=quiet)
-    probs, labels = model_probs(model, frame, device, quiet) if model else (None, None)
-    return suggest(frame, vectors, coded=coded, n=n, strategy=strategy, seed=seed,
-                   stratify=stratify, probs=probs, prob_labels=labels, diversity=diversity,
-                   random_share=random_share)
+                           batch_size=batch_size, device=device, quiet=quiet,
+                           precision=precision, report=used["embeddings"])
+    probs = labels = None
+    if model:
+        used["model"] = {}
+        probs, labels = model_probs(model, frame, device, quiet, precision, used["model"])
+    out = suggest(frame, vectors, coded=coded, n=n, strategy=strategy, seed=seed,
+                  stratify=stratify, probs=probs, prob_labels=labels, diversity=diversity,
+                  random_share=random_share)
+    out.attrs["quantformer"] = {"precision": used}
+    return out
 
 
 

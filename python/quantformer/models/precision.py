@@ -31,7 +31,8 @@ from .onnx.recheck import near_ties
 
 __all__ = ["PRECISIONS", "BF16_RECHECK_MARGIN", "Precision", "PrecisionWarning", "cpu_flags",
            "cpu_model", "bf16_support", "check_precision", "choose_precision", "autocast",
-           "check_with_backend", "describe_hardware", "TorchPrecision", "torch_precision"]
+           "check_with_backend", "describe_hardware", "TorchPrecision", "torch_precision",
+           "kept_fp32", "record"]
 
 #: the values of ``precision`` on the inference verbs
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -195,12 +196,12 @@ class TorchPrecision:
     Args:
         chosen: the resolved precision.
         margin: bf16 top-two probability margin under which a document is predicted again in
-            fp32 (default :data:`BF16_RECHECK_MARGIN`; 0: no recheck).
+            fp32 (default None: :data:`BF16_RECHECK_MARGIN`; 0: no recheck).
     """
 
-    def __init__(self, chosen: Precision, margin: float = BF16_RECHECK_MARGIN):
+    def __init__(self, chosen: Precision, margin: float | None = None):
         self.chosen = chosen
-        self.margin = float(margin)
+        self.margin = float(BF16_RECHECK_MARGIN if margin is None else margin)
 
     @classmethod
     def fp32(cls) -> TorchPrecision:
@@ -222,16 +223,50 @@ class TorchPrecision:
         """Autocast for bf16 (when ``cast``), else a no-op."""
         return autocast(self.chosen if cast else "fp32", device)
 
+    def ties(self, probs):
+        """bf16: the mask of rows of ``probs`` whose top-two margin is under :attr:`margin`
+        (to compute again in fp32); fp32: None."""
+        if self.name == "fp32":
+            return None
+        return near_ties(probs, self.margin)
+
     def recheck(self, proba, texts: list, probs):
         """bf16: replace, in place, the near ties' rows of ``probs`` with ``proba(texts)``
         computed in fp32 and return the mask of the rows replaced; fp32: None."""
-        if self.name == "fp32":
-            return None
-        mask = near_ties(probs, self.margin)
-        if mask.any():
+        mask = self.ties(probs)
+        if mask is not None and mask.any():
             idx = np.flatnonzero(mask)
             probs[idx] = proba([texts[i] for i in idx])
         return mask
+
+    def backend_column(self, n: int, rechecked=None):
+        """The ``backend`` value of ``n`` output rows: :attr:`label`, or
+        :attr:`recheck_label` where ``rechecked`` (a mask or None) is true."""
+        if rechecked is None:
+            return np.full(n, self.label, dtype=object)
+        return np.where(np.asarray(rechecked, dtype=bool), self.recheck_label,
+                        self.label).astype(object)
+
+
+def record(chosen: TorchPrecision | None, onnx_label: str = "onnx fp32") -> dict:
+    """The output's record of a run's precision (``precision``, ``requested``, ``reason``):
+    ``chosen``'s, or with ONNX Runtime (``chosen`` None) its graph's ``onnx_label``."""
+    if chosen is None:
+        return {"precision": onnx_label, "requested": "auto",
+                "reason": "ONNX Runtime: quantize sets the precision"}
+    return chosen.chosen.as_record()
+
+
+def kept_fp32(precision: str, why: str) -> TorchPrecision | None:
+    """fp32 where ``auto`` keeps it for a reason of the caller's (``why``, the record's
+    reason); None when ``precision`` is not ``auto`` (the caller then chooses as asked).
+
+    Raises:
+        InputError: a value other than auto, fp32 or bf16.
+    """
+    if check_precision(precision) != "auto":
+        return None
+    return TorchPrecision(Precision("fp32", "auto", why))
 
 
 def torch_precision(precision: str, device: str, task: str = "classification") -> TorchPrecision:

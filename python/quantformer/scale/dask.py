@@ -57,9 +57,11 @@ from ..infer.cache import MODELS
 from ..infer.classifier import CHUNK_ROWS
 from ..infer.chunked import check_chunk_request, with_chunking
 from ..infer.embed import (
+    backend_label,
     check_length,
     embed_any,
     embedding_frame,
+    encoder_precision,
     load_encoder,
     resolve_layout,
 )
@@ -192,15 +194,17 @@ def _embed_partition(spec: dict) -> dict:
     enc = cached_model("embed", spec["model"], opts["device"], opts.get("backend", "torch"),
                        opts.get("quantize", "none"))
     length = check_length(enc, opts["max_length"])
+    chosen = encoder_precision(enc, opts.get("precision", "fp32"))
     n = n_missing = n_truncated = 0
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
             vecs, encoded, _ = embed_any(
                 enc, chunk["text"].tolist(), max_length=length, truncation=opts["truncation"],
                 stride=opts.get("stride"), max_chunks=opts.get("max_chunks"),
-                batch_size=opts["batch_size"], normalize=opts["normalize"], progress=False)
+                batch_size=opts["batch_size"], normalize=opts["normalize"], progress=False,
+                precision=chosen)
             writer.write(embedding_frame(chunk, vecs, opts["layout"], keep_text=opts["keep_text"],
-                                         backend=getattr(enc.model, "label", "torch")))
+                                         backend=backend_label(enc, chosen)))
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
             n_truncated += int(encoded.truncated.sum())
@@ -450,16 +454,17 @@ def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | 
                      id_col: str | None = None, fmt: str | None = None,
                      quiet: bool = False, quoting: str = "auto", backend: str = "torch",
                      quantize: str = "none", stride: int | None = None,
-                     max_chunks: int | None = None) -> dict:
+                     max_chunks: int | None = None, precision: str = "auto") -> dict:
     """Embed a partitioned corpus, one Parquet per partition with a list column ``embedding``
     (``layout="auto"`` or ``"list"``) or columns ``dim_1 ..`` (``"wide"``); other arguments as
     :func:`quantformer.infer.embed.embed` and :func:`run_partitions`."""
     check_chunk_request(truncation, stride, max_chunks, None, None)
+    check_with_backend(check_precision(precision), backend, quantize)
     chunks = {"stride": stride, "max_chunks": max_chunks} if truncation == CHUNKS else {}
     opts = {"layout": resolve_layout(layout, "x.parquet"), "batch_size": int(batch_size),
             "max_length": max_length, "truncation": truncation, **chunks,
             "normalize": bool(normalize), "keep_text": bool(keep_text), "device": device,
-            "backend": backend, "quantize": quantize}
+            "backend": backend, "quantize": quantize, "precision": precision}
     return run_partitions("embed", model, inputs, out, options=opts, scheduler=scheduler,
                           resume=resume, quiet=quiet, corpus={
                               "text_col": text_col, "id_col": id_col, "fmt": fmt,
@@ -473,7 +478,7 @@ def zeroshot_partitions(inputs, out, labels, hypothesis: str | None = None, *,
                         quoting: str = "auto", **options) -> dict:
     """Zero-shot classify a partitioned corpus; ``options`` as :func:`quantformer.infer.zeroshot`
     (method, multi_label, batch_size, max_length, truncation, device, calibration,
-    temperature, keep_text). Embedding calibration is per partition (module docstring)."""
+    temperature, keep_text, backend, quantize, precision). Embedding calibration is per partition (module docstring)."""
     opts = {"labels": check_labels(labels, options.get("multi_label", False)),
             "hypothesis": check_hypothesis(hypothesis or DEFAULT_HYPOTHESIS), **options}
     return run_partitions("zeroshot", model, inputs, out, options=opts, scheduler=scheduler,

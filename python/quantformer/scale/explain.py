@@ -36,6 +36,7 @@ from ..infer.explain import (
 from ..infer.explain_check import check
 from ..io.writing import FrameWriter
 from ..io.frames import iter_frames
+from ..models.precision import check_precision
 from .cluster import map_runs
 from .dask import cached_model, run_partitions
 from .manifest import MANIFEST
@@ -48,7 +49,8 @@ WORD_COLUMNS = {"doc_id": "string", "word_id": "int64", "word": "string", "start
 
 def _options(opts: dict) -> dict:
     """The keyword arguments of :func:`quantformer.infer.explain.explain` in ``opts``."""
-    return {"target": opts["target"], "steps": opts["steps"], "batch_size": opts["batch_size"]}
+    return {"target": opts["target"], "steps": opts["steps"], "batch_size": opts["batch_size"],
+            "precision": opts.get("precision", "fp32")}
 
 
 def _model(model, opts: dict):
@@ -105,7 +107,8 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
                        steps: int | None = None, batch_size: int = 8, device: str = "auto",
                        text_col: str | None = None, id_col: str | None = None,
                        fmt: str | None = None, quiet: bool = False,
-                       quoting: str = "auto", chunking: dict | None = None) -> dict:
+                       quoting: str = "auto", chunking: dict | None = None,
+                       precision: str = "auto") -> dict:
     """Word attributions of a partitioned corpus, one Parquet file per partition
     (``quantformer.explain_partitions``; the CLI's ``explain`` with a folder, glob or several
     files as ``--input``).
@@ -114,7 +117,7 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
         model: a model directory of any method explain serves (standard, NLI, SetFit).
         inputs, out, scheduler, resume, quiet: as :func:`quantformer.scale.dask.run_partitions`
             (``out``: a folder; ``scheduler``: None, ``"local:N"`` or ``"tcp://host:port"``).
-        target, steps, batch_size, device, chunking: as
+        target, steps, batch_size, device, chunking, precision: as
             :func:`quantformer.infer.explain.explain`.
         text_col, id_col, fmt, quoting: how the partitions are read.
 
@@ -130,9 +133,11 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
             finished).
     """
     steps = check_steps(steps)
+    check_precision(precision)
     check_model(model, "torch", target, chunking)
     opts = {"target": None if target is None else str(target), "steps": steps,
-            "batch_size": int(batch_size), "device": device, "chunking": chunking}
+            "batch_size": int(batch_size), "device": device, "chunking": chunking,
+            "precision": precision}
     summary = run_partitions(VERB, model, inputs, out, options=opts, scheduler=scheduler,
                              resume=resume, quiet=quiet, runner=explain_partition,
                              corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt,
@@ -195,7 +200,8 @@ def _explain_task(job: tuple):
 
 def explain_on(scheduler: str, model, frame: pd.DataFrame, *, target: str | None = None,
                steps: int | None = None, batch_size: int = 8, device: str = "auto",
-               with_check: bool = False, chunking: dict | None = None):
+               with_check: bool = False, chunking: dict | None = None,
+               precision: str = "auto"):
     """:func:`quantformer.infer.explain.explain` of ``frame`` in one task on ``scheduler``
     (``"local:N"`` or ``"tcp://host:port"``); its warnings are raised again here.
     ``chunking``: as :func:`quantformer.infer.explain.explain`.
@@ -205,7 +211,7 @@ def explain_on(scheduler: str, model, frame: pd.DataFrame, *, target: str | None
         :func:`quantformer.infer.explain_check.check` or None)``.
     """
     opts = {"target": target, "steps": check_steps(steps), "batch_size": int(batch_size),
-            "device": device, "chunking": chunking}
+            "device": device, "chunking": chunking, "precision": check_precision(precision)}
     model = str(Path(model).resolve())  # workers may run in other folders
     ex, checks, caught = map_runs(_explain_task, [(model, frame, opts, with_check)],
                                   scheduler)[0]

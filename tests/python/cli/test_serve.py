@@ -223,3 +223,28 @@ def test_die_with_parent_when_r_is_already_gone_or_is_not_the_parent():
     mine = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=_env(QUANTFORMER_PARENT_PID=str(os.getpid())), timeout=60)
     assert (mine.returncode, mine.stdout.strip()) == (0, "True")
+
+
+def test_worker_passes_precision_to_each_verb_issue_37(tiny_bert_dir, tmp_path):
+    toy_frame(5).drop(columns="label").to_csv(tmp_path / "docs.csv", index=False)
+    w = Worker(tmp_path)
+    try:
+        r1 = w.ask(1, "embed", "--input", "docs.csv", "--out", "e.parquet", "--model",
+                   tiny_bert_dir, "--device", "cpu", "--quiet", "--precision", "bf16",
+                   cwd=str(tmp_path))
+        r2 = w.ask(2, "zeroshot", "--input", "docs.csv", "--out", "z.parquet", "--labels",
+                   "a,b", "--model", tiny_bert_dir, "--device", "cpu", "--quiet",
+                   "--precision", "fp32", cwd=str(tmp_path))
+        r3 = w.ask(3, "embed", "--input", "docs.csv", "--out", "x.parquet", "--model",
+                   tiny_bert_dir, "--backend", "onnx", "--precision", "bf16",
+                   cwd=str(tmp_path))
+    finally:
+        assert w.close() == 0
+    assert (r1["status"], r2["status"]) == (0, 0)
+    assert r2["models_loaded"] == 1  # one encoder in memory, whatever the precision
+    assert r3["status"] == 2 and "--precision bf16 applies to the torch backend" in r3["error"]
+    assert set(pd.read_parquet(tmp_path / "e.parquet")["backend"]) == {"torch bf16"}
+    assert set(pd.read_parquet(tmp_path / "z.parquet")["backend"]) == {"torch"}
+    w.out.seek(0)
+    out = w.out.read()
+    assert "precision: bf16 (bf16 asked for; " in out and "precision: fp32 (fp32 asked for)" in out

@@ -20,6 +20,9 @@ from quantformer.models.tokenize import ChunkWarning
 from quantformer.scale.dask import embed_partitions, local_cluster, predict_partitions
 from quantformer.train.finetune import finetune
 
+# references are fp32 (one file, ONNX Runtime fp32); bf16 in windows: test_precision_verbs.py
+pytestmark = pytest.mark.usefixtures("fp32_auto")
+
 
 def _long(n: int) -> pd.DataFrame:
     f = toy_frame(n)
@@ -194,7 +197,8 @@ def test_partitioned_chunks_on_local_cluster_equal_one_file(chunk_model, tiny_be
                                precision="fp32", chunking=chunking)
             embed_partitions(str(tmp_path / "in"), tmp_path / "emb", str(tiny_bert_dir),
                              scheduler=lc.scheduler_address, device="cpu", quiet=True,
-                             truncation="chunks", max_length=16, stride=3)
+                             truncation="chunks", max_length=16, stride=3,
+                             precision="fp32")  # workers choose auto on their own CPUs
     finally:
         lc.close()
     assert [str(w.message) for w in caught if issubclass(w.category, ChunkWarning)] == [

@@ -12,6 +12,9 @@ from quantformer.cli.main import main
 from quantformer.infer.embed import embed
 from quantformer._core.errors import InputError
 
+#: fp32 references (sentence-transformers, the pipeline): auto runs fp32 here
+pytestmark = pytest.mark.usefixtures("fp32_auto")
+
 DOCS = [
     "The President spoke to the Congress about the economy, taxes and the war.",
     "We must reduce the deficit and protect the jobs of working families.",

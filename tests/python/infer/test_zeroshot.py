@@ -14,6 +14,9 @@ from quantformer.infer.zeroshot import (calibrate_similarities, check_hypothesis
                                   embedding_probabilities, nli_label_ids, nli_probabilities,
                                   parse_labels, zeroshot)
 
+#: fp32 references (sentence-transformers, the pipeline): auto runs fp32 here
+pytestmark = pytest.mark.usefixtures("fp32_auto")
+
 DOCS = [
     "Abortion should be legal; women have the right to decide for themselves.",
     "Every life is sacred and the unborn child deserves protection under the law.",

@@ -27,6 +27,9 @@ from quantformer.infer.classifier import Classifier, PredictionWarning
 from quantformer.models.tokenize import encode
 from quantformer.infer.zeroshot import zeroshot
 
+#: ONNX Runtime runs fp32 (or int8): the torch references are fp32 (auto runs fp32 here)
+pytestmark = pytest.mark.usefixtures("fp32_auto")
+
 LONG = " ".join(toy_frame(40)["text"])  # far above max_length 64: head+tail truncation
 
 

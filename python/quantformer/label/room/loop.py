@@ -114,12 +114,15 @@ class Room:
             coders are then known from their codes).
         batch: documents chosen per refill of the queue (10).
         seed: random seed (1).
+        precision: the record of the precision the embeddings were computed in
+            (``precision``, ``requested``, ``reason``; shown in :meth:`model_state`).
     """
 
     def __init__(self, frame: pd.DataFrame, vectors: np.ndarray, store: Store,
                  codebook: list[dict], *, strategy: str = "margin", random_share: float = 0.1,
                  retrain_every: int = 10, overlap: float = 0.2, batch: int = 10,
-                 seed: int = 1, team: int = 1):
+                 seed: int = 1, team: int = 1, precision: dict | None = None):
+        self.precision = precision
         self.frame = frame.reset_index(drop=True)
         self.ids = self.frame["doc_id"].astype(str).to_numpy()
         self.pos = {d: i for i, d in enumerate(self.ids)}
@@ -441,7 +444,7 @@ class Room:
                 "rounds": [{"n_codes": int(r["n_codes"]), "macro_f1": _num(r["macro_f1"]),
                             "stability": _num(r["stability"])} for r in rounds],
                 "stop_hint": stop_hint([r["stability"] for r in rounds]),
-                "error": getattr(self, "error", None)}
+                "error": getattr(self, "error", None), "precision": self.precision}
 
     def disagreements(self) -> list[dict]:
         """Documents two human coders coded differently, then documents a human and a machine
