@@ -94,6 +94,20 @@ def add_cli(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="random seed (1)")
     p.add_argument("--embed-model", default=None,
                    help="model for the embeddings (default: the bundled all-MiniLM-L6-v2)")
+    _add_finetune_now_options(p)
+    add_embedding_cache_options(p)
+    add_device_option(p)
+    add_precision_option(p, detail="of the embeddings the light classifier learns from (their "
+                                   "cache is keyed by it; recorded in the project file as "
+                                   "'precision'); its uncertainty scores are not rechecked: "
+                                   "they order documents, and bf16 vectors keep a cosine "
+                                   "similarity above 0.99 with fp32's", onnx=False)
+    add_quiet_option(p)
+    p.set_defaults(func=run)
+
+
+def _add_finetune_now_options(p) -> None:
+    """The options of the page's 'fine-tune now' (a background ``finetune`` child process)."""
     g = p.add_argument_group("fine-tune now (a background `quantformer finetune` child "
                              "process on the codes so far)")
     g.add_argument("--models", default=None, metavar="DIR",
@@ -110,15 +124,6 @@ def add_cli(sub) -> None:
     g.add_argument("--finetune-min-codes", type=positive(int), default=DEFAULT_MIN_CODES,
                    metavar="N", help="fewest codes of every label before a run "
                    f"({DEFAULT_MIN_CODES})")
-    add_embedding_cache_options(p)
-    add_device_option(p)
-    add_precision_option(p, detail="of the embeddings the light classifier learns from (their "
-                                   "cache is keyed by it; recorded in the project file as "
-                                   "'precision'); its uncertainty scores are not rechecked: "
-                                   "they order documents, and bf16 vectors keep a cosine "
-                                   "similarity above 0.99 with fp32's", onnx=False)
-    add_quiet_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
