@@ -33,8 +33,8 @@ def test_length_batches_keep_to_the_token_budget():
     assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))
 
 
-def test_length_batches_shapes_do_not_grow_with_the_corpus():
-    # issue 34: every streamed chunk ended in a batch of a new size, and bf16 kernels keep
+def test_length_batches_shapes_do_not_grow_with_the_corpus_issue34():
+    # every streamed chunk ended in a batch of a new size, and bf16 kernels keep
     # memory per batch shape; the remainders go in powers of two
     sizes = {len(b) for n in range(1, 400) for b in length_batches([64] * n, 64)}
     assert sizes == {1, 2, 4, 8, 16, 32, 64}
