@@ -24,13 +24,21 @@ def test_length_batches_longest_first_and_stable():
 def test_length_batches_keep_to_the_token_budget():
     lengths = [512, 40, 500, 30, 300, 35, 20, 10]
     batches = length_batches(lengths, batch_size=4, max_tokens=1024)
-    # 1024 // 512 = 2 inputs, then 1024 // 300 = 3, then the rest up to batch_size 4
-    assert [b.tolist() for b in batches] == [[0, 2], [4, 1, 5], [3, 6, 7]]
+    # 1024 // 512 = 2 inputs, then 1024 // 300 = 3, then the last 3 in powers of two
+    assert [b.tolist() for b in batches] == [[0, 2], [4, 1, 5], [3, 6], [7]]
     assert all(len(b) * max(lengths[i] for i in b) <= 1024 for b in batches)
     assert [b.tolist() for b in length_batches([2000, 5], 4, max_tokens=1024)] == [[0], [1]]
     no_budget = length_batches(lengths, batch_size=4, max_tokens=None)
     assert [len(b) for b in no_budget] == [4, 4]
     assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))
+
+
+def test_length_batches_shapes_do_not_grow_with_the_corpus_issue34():
+    # every streamed chunk ended in a batch of a new size, and bf16 kernels keep
+    # memory per batch shape; the remainders go in powers of two
+    sizes = {len(b) for n in range(1, 400) for b in length_batches([64] * n, 64)}
+    assert sizes == {1, 2, 4, 8, 16, 32, 64}
+    assert [len(b) for b in length_batches([64] * 141, 64)] == [64, 64, 8, 4, 1]
 
 
 def test_run_batches_returns_rows_in_input_order():
