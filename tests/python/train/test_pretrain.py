@@ -194,3 +194,17 @@ def test_out_not_writable(corpus, tiny_bert_dir, tmp_path, capsys):
     assert main(["pretrain", "--corpus", str(corpus), "--model", str(tiny_bert_dir),
                  "--out", str(blocker / "enc"), "--quiet"]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_a_plain_text_corpus_warns_of_its_encoding_once_and_never_of_ids(tiny_bert_dir,
+                                                                         tmp_path, capsys):
+    texts = [f"Grüße number {i} of the corpus" for i in range(120)]
+    plain = tmp_path / "uncoded.txt"
+    plain.write_bytes("\n".join(texts).encode("cp1252"))
+    assert main(["pretrain", "--corpus", str(plain), "--model", str(tiny_bert_dir),
+                 "--max-steps", "1", "--head-steps", "0", "--batch-size", "16",
+                 "--max-length", "48", "--quiet", "--device", "cpu",
+                 "--out", str(tmp_path / "enc")]) == 0
+    err = capsys.readouterr().err
+    assert "no id column" not in err and "text1" not in err
+    assert err.count("is not valid UTF-8; read it as cp1252") == 1
