@@ -584,12 +584,12 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
     data = scan(corpus, {"text_col": text_col, "id_col": id_col, "fmt": fmt, "quoting": quoting},
                 lengths=token_counter(_tokenizer(model), max_length),
                 valid_fraction=valid_fraction, seed=seed, buffer_docs=int(buffer_docs))
-    settings = dict(objective=chosen, max_length=max_length, mask_prob=mask_prob,
-                    whole_word=whole_word, valid_fraction=valid_fraction, seed=seed,
-                    lr=lr or LR[chosen], batch_size=batch_size,
-                    checkpoint_every=checkpoint_every, buffer_docs=int(buffer_docs),
-                    requested=dict(objective=objective, lr=lr, epochs=epochs,
-                                   max_steps=max_steps, head_steps=head_steps))
+    settings = {"objective": chosen, "max_length": max_length, "mask_prob": mask_prob,
+                "whole_word": whole_word, "valid_fraction": valid_fraction, "seed": seed,
+                "lr": lr or LR[chosen], "batch_size": batch_size,
+                "checkpoint_every": checkpoint_every, "buffer_docs": int(buffer_docs),
+                "requested": {"objective": objective, "lr": lr, "epochs": epochs,
+                              "max_steps": max_steps, "head_steps": head_steps}}
     if out_path.exists():
         return _finished(out, out_path, data, settings, say)
     world, dev = join(resolve_device(device))
