@@ -3,6 +3,8 @@ domain-adaptive pretraining, Gururangan et al. 2020)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..train.ddp import is_main_process
 from ..train.pretrain import OBJECTIVES, pretrain
 from ..train.pretrain_corpus import BUFFER_DOCS
@@ -69,6 +71,9 @@ def add_cli(sub) -> None:
 
 def run(args) -> int:
     kw = corpus_kwargs(args, label=False)
+    # an --out that exists passed the checks only as a finished encoder with --resume: pretrain
+    # then says there is nothing to do (or refuses other settings) and trains nothing
+    finished = Path(args.out).exists()
     record = pretrain(
         args.corpus, args.out, args.model, objective=args.objective, epochs=args.epochs,
         max_steps=args.max_steps, max_length=args.max_length, mask_prob=args.mask_prob,
@@ -77,7 +82,7 @@ def run(args) -> int:
         head_steps=args.head_steps, buffer_docs=args.buffer_docs,
         resume=args.resume, device=args.device, quiet=args.quiet,
         text_col=kw["text_col"], id_col=kw["id_col"], fmt=kw["fmt"], quoting=kw["quoting"])
-    if not is_main_process():  # under torchrun: the main process reports
+    if finished or not is_main_process():  # under torchrun: the main process reports
         return 0
     before, after = record["valid_before"], record["valid_after"]
     ppl = (f", perplexity {before['perplexity']} -> {after['perplexity']}"

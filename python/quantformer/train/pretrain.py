@@ -144,6 +144,34 @@ def check_out(out, resume: bool) -> Path:
     return check_model_dir(p)
 
 
+# settings that follow from others (the step counts, a default lr, auto's objective); the
+# values asked for are kept in settings["requested"] and compared instead
+DERIVED = ("steps", "epochs", "head_steps", "lr", "objective")
+NAMES = {"world_size": "the number of processes", "corpus_sha256": "the corpus"}
+
+
+def _requested(settings: dict) -> dict:
+    """The settings as asked for: those that follow from others replaced by the values given
+    (``requested``; a record without it keeps only the settings given as they are)."""
+    given = {k: v for k, v in settings.items() if k not in (*DERIVED, "requested")}
+    return {**given, **settings.get("requested", {})}
+
+
+def _fields(settings: dict) -> list[str]:
+    """The parameters that :func:`changed_settings` may name as fields."""
+    return [k for k in _requested(settings) if k not in NAMES]
+
+
+def changed_settings(before: dict, now: dict) -> list[str]:
+    """The settings asked for ``now`` that differ from those of ``before`` (a record or a
+    checkpoint), each as ``"{batch_size} 16 vs 8 now"`` (fields: the parameters); what follows
+    from them (the epochs of a changed batch size, say) is not named."""
+    a, b = _requested(before.get("settings", {})), _requested(now)
+    return [("the corpus" if k == "corpus_sha256"
+             else f"{NAMES.get(k, '{' + k + '}')} {a[k]} vs {b[k]} now")
+            for k in sorted(k for k in b if k in a and a[k] != b[k])]
+
+
 def choose_objective(model: str, objective: str) -> tuple[str, str, object]:
     """``(objective, why, config)`` for a model: see the module docstring.
 
@@ -383,12 +411,11 @@ def _load_checkpoint(run: Run) -> dict | None:
         return None
     info = json.loads(meta.read_text(encoding="utf-8"))
     if info.get("settings") != run.settings:
-        theirs, ours = info.get("settings", {}), run.settings
-        differ = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        changed = ", ".join(changed_settings(info, run.settings)) or "the same ones asked for"
         raise InputError(f"the checkpoint beside {{out}} ('{run.checkpoint}') is of another "
-                         f"corpus or other settings ({', '.join(differ)} differ: the number of "
-                         "processes counts too); resume with the same ones, or delete the "
-                         "checkpoint to start again", params=["out", "resume"])
+                         f"corpus or other settings ({changed}); resume with the same ones, "
+                         "or delete the checkpoint to start again",
+                         params=["out", "resume", *_fields(run.settings)])
     return info
 
 
@@ -530,7 +557,10 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
         buffer_docs: documents read, shuffled and length-grouped together (10,000): memory
             grows with it, not with the corpus.
         resume: continue an interrupted run from its checkpoint (same corpus, settings and
-            number of processes).
+            number of processes); on a finished encoder of this corpus and these settings,
+            say that there is nothing to do and return its record. Settings are compared as
+            given (``requested`` in the record): what follows from them (the epochs of another
+            ``batch_size``) is not named.
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (several processes on CUDA
             each take ``cuda:LOCAL_RANK``).
         text_col, id_col, fmt, quoting: as :func:`quantformer.io.frames.read_frame`.
@@ -542,8 +572,8 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
         InputError: a setting out of range, fewer than 100 documents with text, a model
             without a masked-LM architecture, ``max_length`` above the model's limit, an
             ``out`` that exists (a finished encoder without ``resume``, or no encoder folder)
-            or cannot be written, a checkpoint beside it without ``resume``, a checkpoint of
-            another corpus or other settings.
+            or cannot be written, a checkpoint beside it without ``resume``, a checkpoint or
+            finished encoder of another corpus or other settings (the changed ones named).
     """
     check_settings(objective=objective, mask_prob=mask_prob, valid_fraction=valid_fraction,
                    epochs=epochs, max_steps=max_steps, batch_size=batch_size,
@@ -554,24 +584,42 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
     data = scan(corpus, {"text_col": text_col, "id_col": id_col, "fmt": fmt, "quoting": quoting},
                 lengths=token_counter(_tokenizer(model), max_length),
                 valid_fraction=valid_fraction, seed=seed, buffer_docs=int(buffer_docs))
-    done = encoder_record(out_path) if out_path.exists() else None
-    if done is not None:
-        if done.get("corpus", {}).get("sha256") != data.sha256:
-            raise InputError(f"{{out}} '{out}' is an encoder of another corpus; choose another "
-                             "{out}", params=["out", "resume"])
-        say(f"{out} is already an encoder of this corpus; nothing to do")
-        return done
+    settings = {"objective": chosen, "max_length": max_length, "mask_prob": mask_prob,
+                "whole_word": whole_word, "valid_fraction": valid_fraction, "seed": seed,
+                "lr": lr or LR[chosen], "batch_size": batch_size,
+                "checkpoint_every": checkpoint_every, "buffer_docs": int(buffer_docs),
+                "requested": {"objective": objective, "lr": lr, "epochs": epochs,
+                              "max_steps": max_steps, "head_steps": head_steps}}
+    if out_path.exists():
+        return _finished(out, out_path, data, settings, say)
     world, dev = join(resolve_device(device))
     try:
-        run = _new_run(data, model, chosen, dev, out_path, dict(
-            objective=chosen, max_length=max_length, mask_prob=mask_prob,
-            whole_word=whole_word, valid_fraction=valid_fraction, seed=seed,
-            lr=lr or LR[chosen], batch_size=batch_size, checkpoint_every=checkpoint_every,
-            buffer_docs=int(buffer_docs), world_size=world.size, corpus_sha256=data.sha256),
-            (epochs, max_steps, head_steps), say, world, quiet)
+        settings.update(world_size=world.size, corpus_sha256=data.sha256)
+        run = _new_run(data, model, chosen, dev, out_path, settings,
+                       (epochs, max_steps, head_steps), say, world, quiet)
         return _train_and_write(run, resume, why, model, out_path)
     finally:
         leave(world)
+
+
+def _finished(out, out_path: Path, data: Corpus, settings: dict, say) -> dict:
+    """The record of the finished encoder ``out`` (``resume``): nothing to do when it is of
+    this corpus and these settings.
+
+    Raises:
+        InputError: it is of another corpus or was made with other settings (named).
+    """
+    done = encoder_record(out_path)
+    if done.get("corpus", {}).get("sha256") != data.sha256:
+        raise InputError(f"{{out}} '{out}' is an encoder of another corpus; choose another "
+                         "{out}", params=["out", "resume"])
+    changed = changed_settings(done, settings)
+    if changed:  # refused, as a checkpoint of other settings is
+        raise InputError(f"{{out}} '{out}' is a finished encoder of this corpus made with other "
+                         f"settings ({', '.join(changed)}); to pretrain with these, choose "
+                         "another {out} or delete it", params=["out", *_fields(settings)])
+    say(f"{out} is already an encoder of this corpus; nothing to do")
+    return done
 
 
 def _tokenizer(model):

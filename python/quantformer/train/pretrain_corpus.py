@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -32,10 +33,25 @@ MIN_DOCS = 100
 BUFFER_DOCS = 10_000
 
 
-def _texts(corpus, corpus_kw: dict) -> Iterator[str]:
-    """Every document's text in file order ("" for a missing one)."""
-    chunks = [corpus] if isinstance(corpus, pd.DataFrame) else iter_frames(corpus, **corpus_kw)
-    for chunk in chunks:
+def _texts(corpus, corpus_kw: dict, quiet: bool = False) -> Iterator[str]:
+    """Every document's text in file order ("" for a missing one). A file without an id
+    column is read without the notice that its documents are named ``text1..N``: unlabelled
+    pretraining never uses the ids. ``quiet``: without the reader's warnings (an encoding, a
+    text column of numbers), for the reads after the first, which showed them once."""
+    if isinstance(corpus, pd.DataFrame):
+        chunks = iter([corpus])
+    else:
+        with warnings.catch_warnings():
+            if quiet:
+                warnings.simplefilter("ignore")
+            chunks = iter(iter_frames(corpus, **corpus_kw, warn_ids=False))
+    while True:
+        with warnings.catch_warnings():  # not held across a yield: only the reading is quiet
+            if quiet:
+                warnings.simplefilter("ignore")
+            chunk = next(chunks, None)
+        if chunk is None:
+            return
         for t in chunk["text"]:
             yield "" if t is None or (isinstance(t, float) and math.isnan(t)) else str(t)
 
@@ -77,7 +93,7 @@ class Corpus:
     def buffers(self, held_out: bool) -> Iterator[list[str]]:
         """The training (or held-out) texts in file order, ``buffer_docs`` at a time."""
         buf, i = [], 0
-        for t in _texts(self.source, self.corpus_kw):
+        for t in _texts(self.source, self.corpus_kw, quiet=True):
             if not t.strip():
                 continue
             if self.valid[i] == held_out:

@@ -194,3 +194,53 @@ def test_out_not_writable(corpus, tiny_bert_dir, tmp_path, capsys):
     assert main(["pretrain", "--corpus", str(corpus), "--model", str(tiny_bert_dir),
                  "--out", str(blocker / "enc"), "--quiet"]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_a_plain_text_corpus_warns_of_its_encoding_once_and_never_of_ids(tiny_bert_dir,
+                                                                         tmp_path, capsys):
+    texts = [f"Grüße number {i} of the corpus" for i in range(120)]
+    plain = tmp_path / "uncoded.txt"
+    plain.write_bytes("\n".join(texts).encode("cp1252"))
+    assert main(["pretrain", "--corpus", str(plain), "--model", str(tiny_bert_dir),
+                 "--max-steps", "1", "--head-steps", "0", "--batch-size", "16",
+                 "--max-length", "48", "--quiet", "--device", "cpu",
+                 "--out", str(tmp_path / "enc")]) == 0
+    err = capsys.readouterr().err
+    assert "no id column" not in err and "text1" not in err
+    assert err.count("is not valid UTF-8; read it as cp1252") == 1
+
+
+def test_resume_of_a_finished_encoder_says_only_that_there_is_nothing_to_do(
+        corpus, tiny_bert_dir, mlm_encoder, capsys):
+    # mlm_encoder: --max-steps 3 --head-steps 2 --batch-size 16 --max-length 48
+    same = ["pretrain", "--corpus", str(corpus), "--model", str(tiny_bert_dir), "--out",
+            str(mlm_encoder[0]), "--resume", "--max-steps", "3", "--head-steps", "2",
+            "--max-length", "48", "--device", "cpu"]
+    assert main([*same, "--batch-size", "16"]) == 0
+    said = capsys.readouterr().out
+    assert said.strip() == f"{mlm_encoder[0]} is already an encoder of this corpus; nothing to do"
+    # other settings: refused, the changed one named (as a checkpoint of other settings is)
+    assert main([*same, "--batch-size", "8"]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert "made with other settings (--batch-size 16 vs 8 now)" in said.err
+
+
+def test_a_checkpoint_of_other_settings_names_only_those_asked_for(corpus, tiny_bert_dir,
+                                                                   tmp_path, capsys):
+    out = tmp_path / "enc"
+    common = ["--corpus", str(corpus), "--model", str(tiny_bert_dir), "--out", str(out),
+              "--max-steps", "40", "--head-steps", "0", "--checkpoint-every", "5",
+              "--max-length", "48", "--quiet", "--device", "cpu"]
+    proc = subprocess.Popen(_cli(*common, "--batch-size", "16"),
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    mark = tmp_path / "enc.checkpoint" / "checkpoint.json"
+    while not mark.exists() and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert mark.exists() and not out.exists()
+    # epochs follows from --max-steps and --batch-size: not named, though it differs too
+    assert main(["pretrain", *common, "--batch-size", "8", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "other settings (--batch-size 16 vs 8 now)" in err and "epochs" not in err
