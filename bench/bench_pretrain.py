@@ -241,7 +241,7 @@ def accuracy(args) -> dict:
             train, test, corpus = train.head(40), test.head(40), corpus[:120]
         t0 = time.perf_counter()
         record = pretrain(pd.DataFrame({"text": corpus}), work / task, args.model,
-                          device=args.device, quiet=True,
+                          objective=args.objective, device=args.device, quiet=True,
                           **({"max_steps": 2} if args.smoke else {}))
         row = {"corpus_docs": len(corpus), "pretrain_seconds": round(time.perf_counter() - t0, 1),
                "objective": record["objective"], "valid_before": record["valid_before"],
@@ -320,6 +320,8 @@ EXTRA = ("pyreadr", "xgboost", "captum", "setfit", "krippendorff", "ppi_py", "St
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--accuracy", action="store_true", help="base vs adapted macro-F1")
+    p.add_argument("--objective", default="auto", choices=("auto", "mlm", "tsdae"),
+                   help="--accuracy: the pretraining objective (auto: pretrain's own choice)")
     p.add_argument("--memory", action="store_true", help="peak RSS, 10k vs 100k documents")
     p.add_argument("--memory-child", dest="corpus", default=None, help=argparse.SUPPRESS)
     p.add_argument("--buffer-docs", type=int, default=10_000, help=argparse.SUPPRESS)
