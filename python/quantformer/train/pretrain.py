@@ -19,9 +19,11 @@ fine-tuning (Gururangan et al. 2020, "Don't stop pretraining"). Two objectives:
     (the library's default noise needs NLTK data).
 
 ``objective="auto"`` picks ``tsdae`` for sentence-transformers bodies (a folder with
-``modules.json``: SetFit, embeddings and the bundled default are such models; measured on the
-bundled model and the SemEval-2016 Abortion task: masked LM lowered macro-F1 by 0.014-0.019,
-TSDAE raised it by 0.017) and ``mlm`` for every other masked-LM encoder.
+``modules.json``: SetFit, embeddings and the bundled default are such models; TSDAE is the
+domain adaptation sentence-transformers documents for them) and ``mlm`` for every other
+masked-LM encoder. Before standard fine-tuning, choose ``mlm``: on the Abortion task (3 seeds,
+bench/RESULTS.md "Further pretraining") TSDAE on the task's tweets lowered the fine-tuned
+macro-F1 by 0.023 and one epoch of masked LM left it level (-0.005).
 
 The corpus is streamed (:mod:`quantformer.train.pretrain_corpus`): read in chunks, held
 ``buffer_docs`` documents at a time, each buffer shuffled and length-grouped into batches with
