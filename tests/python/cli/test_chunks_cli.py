@@ -220,3 +220,17 @@ def test_explain_partitioned_input_with_window_flags(chunk_model, tmp_path, caps
     assert not got["attribution"].isna().any()
     assert got["n_windows"].tolist() == want["n_windows"].tolist()
     assert abs(got["attribution"] - want["attribution"]).max() < 1e-4
+
+
+def test_predict_warns_once_of_windows_over_max_chunks(chunk_model, tmp_path, capsys):
+    d = chunk_model
+    f = _long(3).drop(columns="label")
+    f.loc[1, "text"] = "short"
+    f.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "--model", str(d / "m"), "--input", str(tmp_path / "new.csv"),
+                 "--out", str(tmp_path / "p.csv"), "--max-chunks", "1", "--device", "cpu",
+                 "--quiet", "--precision", "fp32"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("need more than") == 1
+    assert ("2 of 3 document(s) need more than --max-chunks 1 windows; their windows after "
+            "the first 1 were dropped") in err
