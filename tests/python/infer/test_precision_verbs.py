@@ -216,7 +216,11 @@ def test_cli_explain_prints_the_precision(toy_model_dir, tmp_path, capsys):
     out = tmp_path / "w.parquet"
     assert cli.main(["explain", "--model", str(toy_model_dir), "--input", str(src), "--out",
                      str(out), "--steps", "4", "--device", "cpu", "--quiet"]) == 0
-    assert f"precision: fp32 ({AUTO_REASON})" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"precision: fp32 ({AUTO_REASON})" in printed
+    # the reason names no parameter: the same words on the command line and in R
+    assert ("precision: fp32 (fp32 for attributions: Integrated Gradients needs accurate "
+            "gradients; bf16 on request)\n") in printed
     assert set(pd.read_parquet(out)["backend"]) == {"torch"}
 
 
