@@ -26,6 +26,7 @@ from ._options import (
     add_precision_option,
     add_quiet_option,
     corpus_kwargs,
+    print_precision,
 )
 
 
@@ -111,8 +112,10 @@ def run(args) -> int:
         raise InputError(f"all texts of '{args.input}' are missing", params=["input"])
     clf = load_model(args.model, device=args.device, precision=args.precision)
     results = run_tests(clf, frame, tests, seed=args.seed, progress=not args.quiet)
+    used = precision_record(clf)
     write_json({"model": str(args.model), "input": args.input, "seed": args.seed,
-                "precision": precision_record(clf), "tests": results}, args.out)
+                "precision": used, "tests": results}, args.out)
     if not args.quiet:
         print_table(summary(results), title=f"behavioural tests (written to {args.out})")
+    print_precision(used)
     return 0

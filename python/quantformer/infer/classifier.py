@@ -32,9 +32,11 @@ from ..models.tasks import Classification, from_record
 from ..models.tokenize import (
     CHUNKS,
     Windows,
+    dropped_counted,
     encode,
     encode_windows,
     special_template,
+    warn_dropped,
     warn_truncated,
 )
 from .chunked import chunking_of, window_frame
@@ -378,7 +380,8 @@ class Classifier:
         """
         texts = self._texts(frame_or_texts)
         counts: dict = {}
-        probs, missing, _ = self.scored(texts, batch_size, progress, counts)
+        with dropped_counted():
+            probs, missing, _ = self.scored(texts, batch_size, progress, counts)
         warn_missing(int(missing.sum()), len(texts))
         self.warn_truncated(counts, len(texts))
         return probs
@@ -393,9 +396,9 @@ class Classifier:
                 in smaller batches, :data:`quantformer.models.batching.MAX_TOKENS`).
             keep_text: keep the ``text`` column in the output.
             progress: show a tqdm bar.
-            warn: warn when documents have missing or empty texts, or were truncated to
+            warn: warn when documents have missing or empty texts, were truncated to
                 :attr:`max_length` tokens (how many; :func:`quantformer.models.tokenize.token_stats`
-                says which).
+                says which) or, with chunks, had windows over ``max_chunks``.
 
         Returns:
             A frame in input row order: ``doc_id``, the docvars (a ``label`` column included),
@@ -410,14 +413,19 @@ class Classifier:
                                   "text": texts})
         counts: dict = {}
         texts = self._texts(frame)
-        probs, missing, rechecked = self.scored(texts, batch_size, progress, counts)
+        with dropped_counted():
+            probs, missing, rechecked = self.scored(texts, batch_size, progress, counts)
         if warn:
             warn_missing(int(missing.sum()), len(frame))
             self.warn_truncated(counts, len(frame))
         return self.output_frame(frame, probs, missing, keep_text, rechecked)
 
     def warn_truncated(self, counts: dict, n: int) -> None:
-        if self.truncation == CHUNKS:  # nothing cut; max_chunks warns as windows are made
+        """One warning for the ``n`` documents scored into ``counts``: those cut to
+        :attr:`max_length` tokens, or with chunks those with windows over ``max_chunks``."""
+        if self.truncation == CHUNKS:
+            if counts.get("dropped"):
+                warn_dropped(counts["dropped"], n, self.max_chunks, stacklevel=3)
             return
         warn_truncated(counts.get("truncated", 0), n, self.max_length, self.truncation)
 

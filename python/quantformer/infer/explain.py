@@ -128,9 +128,9 @@ TOKEN_BUDGET = 8192
 METHODS = ("standard", "nli", "setfit")
 
 #: why ``precision="auto"`` keeps explain in fp32 (the record's reason; bench/RESULTS.md,
-#: "Precision")
-AUTO_REASON = ("fp32 for attributions: Integrated Gradients needs accurate gradients "
-               "(bf16 is offered with precision bf16)")
+#: "Precision"); plain words, shown as they are on the command line and in R
+AUTO_REASON = ("fp32 for attributions: Integrated Gradients needs accurate gradients; "
+               "bf16 on request")
 
 
 def explain_precision(precision: str = "auto", device: str = "cpu") -> TorchPrecision:

@@ -14,7 +14,7 @@ from ..io.writable import check_output_file
 from ..io.frames import iter_frames
 from ..score.calibration import apply_temperature, stored_temperature
 from ..models.precision import record as precision_of
-from ..models.tokenize import CHUNKS
+from ..models.tokenize import CHUNKS, dropped_counted
 from .chunked import with_chunking
 from .classifier import CHUNK_ROWS, Classifier, warn_missing
 from .load import load_model
@@ -116,6 +116,7 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     bar = tqdm(desc="predicting", unit="doc", total=chunks.total, disable=quiet)
     with FrameWriter(out_path) as writer, contextlib.ExitStack() as stack:
         windows = stack.enter_context(FrameWriter(chunks_out)) if chunks_out else None
+        stack.enter_context(dropped_counted())  # warned once for the corpus, below
         # the next chunk read and tokenised while the model runs on this one (where a core is
         # free); the bar advances per batch (run_batches), missing documents once per chunk
         for chunk, probs, missing, rechecked in scored_chunks(clf, chunks, batch_size, bar,

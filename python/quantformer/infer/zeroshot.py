@@ -72,7 +72,7 @@ from ..models.hub import (
 from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
 from ..io.writing import write_frame
 from ..models.chunks import DEFAULT_AGGREGATE, aggregate_windows
-from ..models.precision import TorchPrecision, check_precision, check_with_backend
+from ..models.precision import Precision, TorchPrecision, check_precision, check_with_backend
 from ..models.precision import record as precision_of
 from ..models.precision import torch_precision
 from ..models.tokenize import (
@@ -366,7 +366,23 @@ def run_precision(precision: str, device: str, multi_label: bool,
     None with ONNX Runtime (``quantize`` sets it)."""
     if backend == "onnx":
         return None
-    return torch_precision(precision, device, "multilabel" if multi_label else "classification")
+    if multi_label:
+        return multi_label_precision(precision)
+    return torch_precision(precision, device)
+
+
+def multi_label_precision(precision: str) -> TorchPrecision:
+    """fp32 for multi-label scoring: each label's probability stands alone, with no top-two
+    margin whose near ties bf16 could have computed again in fp32.
+
+    Raises:
+        InputError: a bad ``precision``, or ``bf16`` (naming ``multi_label``).
+    """
+    if check_precision(precision) == "bf16":
+        raise InputError("{precision} bf16 with {multi_label} has no fp32 recheck: use auto "
+                         "or fp32", params=["precision", "multi_label"])
+    return TorchPrecision(Precision("fp32", precision,
+                                    "fp32 for multi-label scoring (no near-tie recheck)"))
 
 
 def _nli_scores(texts, present, labels, hypothesis, *, model, multi_label, batch_size,
@@ -650,7 +666,7 @@ def zeroshot(
     check_backend(backend, quantize, device)
     check_with_backend(check_precision(precision), backend, quantize)
     if multi_label:  # refused before any model loads
-        torch_precision(precision, "cpu", "multilabel")
+        multi_label_precision(precision)
     hypothesis = check_hypothesis(hypothesis)
     labels = check_labels(labels, multi_label)
     check_chunk_request(truncation, stride, max_chunks, aggregate, chunks_out)

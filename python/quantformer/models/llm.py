@@ -159,7 +159,9 @@ class LocalLM:
             with self._torch.no_grad():
                 out = self.model(self._torch.tensor([prefix_ids], device=self.device),
                                  use_cache=True)
-            self._prefix = (list(prefix_ids), out.past_key_values)
+            # read under the name it was passed as (``past_key_values`` is deprecated, and
+            # warned about, where the argument is ``cache``)
+            self._prefix = (list(prefix_ids), getattr(out, self._cache_arg))
         return self._prefix[1]
 
     def score(self, prefix_ids: list[int], doc_ids: list[int], label_ids: list[list[int]],

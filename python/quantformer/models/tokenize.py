@@ -25,6 +25,7 @@ a template read off the tokenizer once, so the per-document work in Python is li
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -570,6 +571,19 @@ def warn_dropped(n_dropped: int, n: int, max_chunks, stacklevel: int = 2) -> Non
         f"{n_dropped} of {n} document(s) need more than {{max_chunks}} {max_chunks} windows; "
         f"their windows after the first {max_chunks} were dropped", params=["max_chunks"]),
         stacklevel=stacklevel + 1)
+
+
+@contextlib.contextmanager
+def dropped_counted():
+    """Within: no :class:`ChunkWarning` from :func:`encode_windows` (the caller reads a corpus
+    in several calls, adds up :attr:`Windows.truncated` and warns once for all of its
+    documents with :func:`warn_dropped`). Filters are process-wide: the threads that tokenise
+    ahead of the forward passes are silenced too."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ChunkWarning)
+        yield
 
 
 def check_windows(budget: int, stride: int | None, max_chunks: int | None,

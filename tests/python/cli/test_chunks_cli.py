@@ -220,3 +220,30 @@ def test_explain_partitioned_input_with_window_flags(chunk_model, tmp_path, caps
     assert not got["attribution"].isna().any()
     assert got["n_windows"].tolist() == want["n_windows"].tolist()
     assert abs(got["attribution"] - want["attribution"]).max() < 1e-4
+
+
+def test_predict_warns_once_of_windows_over_max_chunks(chunk_model, tmp_path, capsys):
+    d = chunk_model
+    f = _long(3).drop(columns="label")
+    f.loc[1, "text"] = "short"
+    f.to_csv(tmp_path / "new.csv", index=False)
+    assert main(["predict", "--model", str(d / "m"), "--input", str(tmp_path / "new.csv"),
+                 "--out", str(tmp_path / "p.csv"), "--max-chunks", "1", "--device", "cpu",
+                 "--quiet", "--precision", "fp32"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("need more than") == 1
+    assert ("2 of 3 document(s) need more than --max-chunks 1 windows; their windows after "
+            "the first 1 were dropped") in err
+
+
+@pytest.mark.parametrize("stride", ["-1", "22"])
+def test_predict_bad_stride_names_the_window_as_the_other_verbs(chunk_model, tmp_path, capsys,
+                                                                stride):
+    _long(2).to_csv(tmp_path / "x.csv", index=False)
+    assert main(["predict", "--model", str(chunk_model / "m"), "--input",
+                 str(tmp_path / "x.csv"), "--out", str(tmp_path / "o.csv"), "--device", "cpu",
+                 "--quiet", "--truncation", "chunks", "--stride", stride]) == 2
+    assert (f"--stride {stride} must be at least 0 and smaller than the window (22 content "
+            "tokens at --max-length 24); the default is a quarter of it"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "o.csv").exists()

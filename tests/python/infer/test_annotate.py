@@ -93,6 +93,22 @@ def test_annotate_writes_codes_record_and_reuses_the_cache(llama_dir, files, cap
     pd.testing.assert_frame_equal(pd.read_parquet(out), codes)
 
 
+def test_annotate_prints_no_transformers_deprecation(llama_dir, files):
+    """A fresh process (transformers warns once per process): the key-value cache is passed
+    and read under the name the installed transformers uses."""
+    import subprocess
+
+    out = files / "codes.parquet"
+    run = subprocess.run(
+        [sys.executable, "-m", "quantformer.cli.main", "annotate", "--input",
+         str(files / "corpus.csv"), "--codebook", str(files / "codebook.json"), "--llm",
+         str(llama_dir), "--out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "deprecated" not in run.stderr and "[transformers]" not in run.stderr
+    assert len(pd.read_parquet(out)) == 6
+
+
 def _bad(files, llama_dir, *extra, llm=None, out="codes.parquet"):
     argv = ["annotate", "--input", str(files / "corpus.csv"), "--codebook",
             str(files / "codebook.json"), "--llm", str(llm or llama_dir),

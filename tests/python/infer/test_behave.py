@@ -127,7 +127,11 @@ def test_cli_runs_one_test_and_a_suite(tuned, tmp_path, capsys):
     res = json.loads((tmp_path / "r.json").read_text())["tests"]
     assert [t["name"] for t in res] == ["neg", "typo"]
     assert res[0]["n_fail"] == res[0]["n"] > 0 and res[1]["n"] == 10
-    assert "neg" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "neg" in out
+    # the precision line every verb that runs a model prints, as in the JSON
+    used = json.loads((tmp_path / "r.json").read_text())["precision"]
+    assert f"precision: {used['precision']} ({used['reason']})\n" in out
 
 
 @pytest.mark.parametrize("flags, corpus", [
@@ -275,6 +279,7 @@ def test_cli_quiet_hides_progress_and_the_table_not_warnings(tuned, tmp_path, ca
     assert err.count("warning: 1 of 6 document(s) truncated to 64 tokens") == 2
     assert ("predicting" in err) is not quiet and ("behavioural tests" in err) is not quiet
     assert ("typo" in out) is not quiet
+    assert "precision: " in out  # as predict prints it, --quiet or not
 
 
 def test_substitutions_errors_name_the_flag_the_r_argument_or_the_suite(tuned, tmp_path,

@@ -242,3 +242,20 @@ def test_partitioned_zeroshot_nli_chunks_equal_one_frame(tiny_roberta_nli_dir, t
     assert code == 2 and "--chunks-out is not supported with a partitioned --input" in \
         capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
+
+
+def test_predict_file_warns_once_for_the_corpus_of_windows_over_max_chunks(chunk_model,
+                                                                            tmp_path):
+    f = _long(5).drop(columns="label")
+    f.loc[2, "text"] = "short"
+    f.to_csv(tmp_path / "in.csv", index=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        predict_file(chunk_model, tmp_path / "in.csv", tmp_path / "out.csv", quiet=True,
+                     device="cpu", precision="fp32", chunk_rows=2,
+                     chunking={"max_chunks": 1})
+    # three chunks of the file, one warning counting all five documents
+    assert [str(w.message) for w in caught if issubclass(w.category, ChunkWarning)] == [
+        "4 of 5 document(s) need more than max_chunks 1 windows; their windows after the "
+        "first 1 were dropped"]
+    assert len(pd.read_csv(tmp_path / "out.csv")) == 5

@@ -163,11 +163,14 @@ def test_zeroshot_auto_follows_the_decision_and_multilabel_stays_fp32(tiny_bart_
     multi = zeroshot(docs, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), device="cpu",
                      quiet=True, multi_label=True)
     assert set(multi["backend"]) == {"torch"}
-    assert "multilabel" in multi.attrs["quantformer"]["precision"]["reason"]
-    with pytest.raises(InputError, match="bf16 is offered for classification") as e:
+    assert multi.attrs["quantformer"]["precision"]["reason"] == (
+        "fp32 for multi-label scoring (no near-tie recheck)")
+    with pytest.raises(InputError) as e:
         zeroshot(docs, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), device="cpu",
                  multi_label=True, precision="bf16")
-    assert tuple(e.value.params) == ("precision",)
+    assert e.value.args[0] == ("{precision} bf16 with {multi_label} has no fp32 recheck: use "
+                               "auto or fp32")
+    assert tuple(e.value.params) == ("precision", "multi_label")
     with pytest.raises(InputError, match="bf16 applies to the torch backend"):
         zeroshot(docs, LABELS, TEMPLATE, model=str(tiny_bart_nli_dir), backend="onnx",
                  precision="bf16")
@@ -184,6 +187,13 @@ def test_cli_zeroshot_prints_the_precision(tiny_roberta_nli_dir, tmp_path, capsy
                      "--precision", "bf16", "--out", str(out)]) == 0
     assert "precision: bf16 (bf16 asked for; " in capsys.readouterr().out
     assert set(pd.read_parquet(out)["backend"]) <= {"torch bf16", "torch fp32 recheck"}
+    assert cli.main(["zeroshot", "--input", str(src), "--labels", ",".join(LABELS),
+                     "--model", str(tiny_roberta_nli_dir), "--device", "cpu", "--quiet",
+                     "--precision", "bf16", "--multi-label", "--out",
+                     str(tmp_path / "m.parquet")]) == 2
+    assert ("zeroshot: error: --precision bf16 with --multi-label has no fp32 recheck: use "
+            "auto or fp32") in capsys.readouterr().err
+    assert not (tmp_path / "m.parquet").exists()
 
 
 # ------------------------------------------------------------------------------------------
@@ -216,7 +226,11 @@ def test_cli_explain_prints_the_precision(toy_model_dir, tmp_path, capsys):
     out = tmp_path / "w.parquet"
     assert cli.main(["explain", "--model", str(toy_model_dir), "--input", str(src), "--out",
                      str(out), "--steps", "4", "--device", "cpu", "--quiet"]) == 0
-    assert f"precision: fp32 ({AUTO_REASON})" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"precision: fp32 ({AUTO_REASON})" in printed
+    # the reason names no parameter: the same words on the command line and in R
+    assert ("precision: fp32 (fp32 for attributions: Integrated Gradients needs accurate "
+            "gradients; bf16 on request)\n") in printed
     assert set(pd.read_parquet(out)["backend"]) == {"torch"}
 
 
