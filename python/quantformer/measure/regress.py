@@ -36,9 +36,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._core.checks import check_level
 from .._core.errors import InputError
 from ..io.gold import GoldPair, join_gold, ppi_py
-from .prevalence import check_level, check_method, dsl_pseudo_outcomes
+from .prevalence import check_method, dsl_pseudo_outcomes
 
 FAMILIES = ("ols", "logistic")
 

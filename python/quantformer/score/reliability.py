@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._core.checks import check_level
 from .._core.errors import InputError
 
 N_BOOT = 1000
@@ -130,8 +131,10 @@ def coder_agreement(codes, documents: str = "common", level: float = 0.95,
 
     Raises:
         InputError: a missing column, fewer than two coders, a coder who coded a document
-            twice, an unknown ``documents``, or fewer than two documents for a pair.
+            twice, an unknown ``documents``, a ``level`` outside (0, 1), or fewer than two
+            documents for a pair.
     """
+    level = check_level(level)
     wide = _wide_codes(codes)
     if documents not in DOCUMENTS:
         raise InputError(f"{{documents}} must be one of {', '.join(DOCUMENTS)}, not "
