@@ -500,3 +500,11 @@ def test_keep_text_with_a_partitioned_input_is_refused_before_any_work(llama_dir
     err = capsys.readouterr().err
     assert "--keep-text is for a single --input file" in err
     assert not (files / "codes").exists() and not any(files.glob("*.sqlite"))
+    # from R's annotate_files(): its arguments, not flags
+    assert main(["--r-names", "files,codebook,model,output_dir,scheduler,...", "annotate",
+                 "--input", str(folder), "--out", str(files / "codes"),
+                 "--codebook", str(files / "codebook.json"), "--llm", str(llama_dir),
+                 "--keep-text"]) == 2
+    err = capsys.readouterr().err
+    assert "`keep_text = TRUE` is for a single `files` file; with a folder, glob or " \
+           "`scheduler`," in err
