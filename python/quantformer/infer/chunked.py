@@ -45,7 +45,8 @@ def with_chunking(clf, truncation: str | None = None, stride: int | None = None,
     check_chunk_options(use, stride, max_chunks, aggregate)
     if use == CHUNKS:
         _check_can_window(clf, aggregate)
-        check_windows(clf.window_budget(), stride, max_chunks, clf.max_length)
+        check_windows(clf.window_budget(), stride, max_chunks, clf.max_length,
+                      model_window=True)
     if use != trained:
         warnings.warn(ChunkingWarning(
             f"the model was fine-tuned with {{truncation}} {trained} and predicts with "
