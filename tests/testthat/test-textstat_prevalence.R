@@ -108,6 +108,9 @@ test_that("textstat_regression gives PPI coefficients for a docvar (issue 12)", 
   expect_error(textstat_regression(s$prob, s$gold, ~ party, data = s$data), "two-sided")
   expect_error(textstat_regression(s$prob, s$gold, econ ~ year, data = s$data),
                "no such docvar")
+  # one unknown docvar among known ones is named too (not the core's patsy error)
+  expect_error(textstat_regression(s$prob, s$gold, econ ~ party + nosuch, data = s$data),
+               "`formula` uses nosuch but `data` has no such docvar")
   bad <- s$gold
   names(bad)[1] <- "nope"
   err <- tryCatch(textstat_regression(s$prob, bad, econ ~ party, data = s$data),
