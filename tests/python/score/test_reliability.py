@@ -168,6 +168,9 @@ def test_reliability_names_coders_and_refuses_bad_codes(tmp_path, capsys):
         coder_agreement(twice)
     with pytest.raises(InputError, match=r"level must be in \(0, 1\)"):
         coder_agreement(export, level=1.5)
+    for n_boot in (0, 2.5):
+        with pytest.raises(InputError, match="n_boot must be a whole number of at least 1"):
+            coder_agreement(export, n_boot=n_boot)
     apart = pd.DataFrame({"doc_id": ["a", "b", "c", "d"], "coder": ["x", "x", "y", "y"],
                           "label": ["1", "2", "1", "2"]})
     with pytest.raises(InputError, match="share 0 coded document"):
