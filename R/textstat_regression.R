@@ -76,9 +76,11 @@ regression_docvars <- function(formula, data) {
                call. = FALSE)
   dv <- if (is.data.frame(data) && !"text" %in% names(data)) data
         else frame_docvars(as_frame(data, arg = "data"))
-  used <- intersect(all.vars(formula[[3]]), names(dv))
-  if (!length(used) && length(all.vars(formula[[3]])))
-    input_error("`formula` uses ", paste(all.vars(formula[[3]]), collapse = ", "), " but `data` has ",
+  wanted <- all.vars(formula[[3]])
+  used <- intersect(wanted, names(dv))
+  unknown <- setdiff(wanted, names(dv))
+  if (length(unknown))
+    input_error("`formula` uses ", paste(unknown, collapse = ", "), " but `data` has ",
                "no such docvar; its docvars are: ", paste(names(dv), collapse = ", "), call. = FALSE)
   out <- dv[used]
   for (i in seq_along(out)) if (is.factor(out[[i]])) out[[i]] <- as.character(out[[i]])

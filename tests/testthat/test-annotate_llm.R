@@ -34,6 +34,11 @@ test_that("annotate_llm codes each document from the codebook with label probabi
                             shots_from = data.frame(doc_id = "a", text = x[["a"]],
                                                     label = "pro")),
                "only 1")
+  # a shot that is a document being coded: counted once, worded for data frames
+  expect_error(annotate_llm(x, cb, model = llm, shots = 1,
+                            shots_from = data.frame(doc_id = "a", text = x[["a"]],
+                                                    label = "pro")),
+               "`shots_from` shares 1 documents with `x` .*remove them from one of the two")
 })
 
 test_that("textmodel_compare(llm =) adds the LLM's rows scored on the same test documents (issue 35)", {
@@ -86,4 +91,6 @@ test_that("annotate_files codes a partitioned corpus and resumes from the manife
   expect_equal(again$run, c(1L, 2L))
   expect_error(annotate_files(dir, cb[1, ], model = llm, output_dir = tempfile()),
                "at least two")
+  expect_error(annotate_files(dir, cb, model = llm, output_dir = tempfile(), keep_text = TRUE),
+               "`keep_text = TRUE` is for a single `files` file")
 })

@@ -32,6 +32,12 @@ test_that("textmodel_finetune with truncation = 'chunks' records it and predict(
   w <- testthat::capture_warnings(predict(fit, newdata = new, truncation = "head_tail"))
   expect_match(w, "fine-tuned with `truncation` chunks and predicts with head_tail", all = FALSE)
   expect_match(w, "truncated to 32 tokens \\(head_tail\\)", all = FALSE)
+  # neither takes a max_length: a stride too large names the model's window
+  err <- tryCatch(textstat_attributions(fit, new, truncation = "chunks", stride = 40),
+                  error = conditionMessage)
+  expect_match(err, "`stride` 40 must be .*30 content tokens at the model's window of 32 tokens")
+  expect_no_match(err, "max_length")
+  expect_error(predict(fit, newdata = new, stride = 40), "at the model's window of 32 tokens")
 })
 
 test_that("bad window settings are named as R arguments before training", {

@@ -54,7 +54,9 @@ test_that("textstat_prevalence refuses bad gold samples with the core's message"
   expect_error(textstat_prevalence(s$prob, s$gold[1:5]), "at least 10")
   bad <- s$gold
   names(bad)[1] <- "nope"
-  expect_error(textstat_prevalence(s$prob, bad), "not in the prediction file.*nope")
+  # in R's terms: the names of `gold` and the docnames of `x`, not a file and `id_col`
+  expect_error(textstat_prevalence(s$prob, bad),
+               "not in `x` .*nope.*check that the names of `gold` are docnames of `x`")
   bad <- s$gold
   bad[1] <- "sports"
   expect_error(textstat_prevalence(s$prob, bad), "does not know: sports")
@@ -106,6 +108,15 @@ test_that("textstat_regression gives PPI coefficients for a docvar (issue 12)", 
   expect_error(textstat_regression(s$prob, s$gold, ~ party, data = s$data), "two-sided")
   expect_error(textstat_regression(s$prob, s$gold, econ ~ year, data = s$data),
                "no such docvar")
+  # one unknown docvar among known ones is named too (not the core's patsy error)
+  expect_error(textstat_regression(s$prob, s$gold, econ ~ party + nosuch, data = s$data),
+               "`formula` uses nosuch but `data` has no such docvar")
+  bad <- s$gold
+  names(bad)[1] <- "nope"
+  err <- tryCatch(textstat_regression(s$prob, bad, econ ~ party, data = s$data),
+                  error = conditionMessage)
+  expect_match(err, "not in `x` .*nope.*the names of `gold` are docnames of `x`")
+  expect_no_match(err, "id_col|prediction file")
 })
 
 test_that("textstat_regression(method = 'dsl') regresses the design-based pseudo-outcomes (issue 35)", {

@@ -47,4 +47,6 @@ test_that("textstat_reliability gives each pair's alpha and kappa on the common 
   expect_error(textstat_reliability(list(machine)), "without a `coder` column")
   expect_error(textstat_reliability(machine["doc_id"]), "label")
   expect_error(textstat_reliability(room[room$coder == "ann", ]), "at least two")
+  expect_error(textstat_reliability(list(room = room, llm = machine), level = 1.5),
+               "`level` must be in \\(0, 1\\) such as 0.95, not 1.5")
 })

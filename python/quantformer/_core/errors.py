@@ -27,15 +27,21 @@ class InputError(QuantformerError, ValueError):
     Args:
         message: the text; each parameter it names is written ``{name}``.
         params: the parameter names written as fields in ``message`` (default: none).
+        r_message: the text when R called, for wording that is not a parameter (R's named
+            vectors instead of files); fields as in ``message`` (default: ``message``).
     """
 
-    def __init__(self, message: str = "", *, params: Iterable[str] = ()):
+    def __init__(self, message: str = "", *, params: Iterable[str] = (),
+                 r_message: str | None = None):
         super().__init__(message)
         self.params = tuple(params)
+        self.r_message = r_message
 
-    def render(self, name: Callable[[str], str]) -> str:
-        """The message with each parameter field written as ``name(parameter)``."""
-        text = str(self.args[0]) if self.args else ""
+    def render(self, name: Callable[[str], str], r: bool = False) -> str:
+        """The message (``r``: the R message, when there is one) with each parameter field
+        written as ``name(parameter)``."""
+        text = self.r_message if r and self.r_message is not None else \
+            (str(self.args[0]) if self.args else "")
         for p in self.params:
             text = text.replace("{" + p + "}", name(p))
         return text

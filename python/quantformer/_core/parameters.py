@@ -15,8 +15,8 @@ from collections.abc import Iterable
 PARAMETERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "out": ("--out", ("output_dir",)),
     "train": ("--train", ("x",)),
-    "input": ("--input", ("newdata", "x")),
-    "inputs": ("--input", ("newdata", "x")),
+    "input": ("--input", ("newdata", "x", "files")),
+    "inputs": ("--input", ("newdata", "x", "files")),
     "valid": ("--valid", ("validation",)),
     "valid_fraction": ("--valid-fraction", ("validation",)),
     "label_col": ("--label-col", ("y",)),

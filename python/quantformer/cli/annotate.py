@@ -99,9 +99,10 @@ def run(args) -> int:
     labels = check_codebook_labels(codebook)
     if partitioned(args):
         if args.keep_text:
-            raise InputError("--keep-text is for a single --input file; with a folder, glob or "
-                             "--scheduler, annotate each file, or join the texts to the "
-                             "partitions' codes by doc_id", params=["keep_text"])
+            raise InputError("{keep_text} is for a single {input} file; with a folder, glob or "
+                             "{scheduler}, annotate each file, or join the texts to the "
+                             "partitions' codes by doc_id",
+                             params=["keep_text", "input", "scheduler"])
         return _run_partitions(args, codebook)
     check_output_file(args.out)
     cache_path = args.cache or args.out + ".cache.sqlite"

@@ -258,7 +258,7 @@ def _message(exc: InputError, args) -> str:
     if args.r_names is None:
         return exc.render(cli_flag)
     r_args = [a for a in args.r_names.split(",") if a]
-    return r_flags(exc.render(lambda name: r_argument(name, r_args)), r_args)
+    return r_flags(exc.render(lambda name: r_argument(name, r_args), r=True), r_args)
 
 
 def _run(args, debug: bool) -> int:

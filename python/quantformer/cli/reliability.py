@@ -3,10 +3,12 @@ machine (:func:`quantformer.score.reliability.coder_agreement`), from their code
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
+from .._core.checks import check_level
 from .._core.errors import InputError
 from ..io.formats import read_table_file
 from ..io.writable import check_output_file
@@ -45,6 +47,7 @@ def add_cli(sub) -> None:
 
 
 def run(args) -> int:
+    check_level(args.level)
     if args.out:
         check_output_file(args.out)
     codes = read_codes(args.codes, label_col=args.label_col, id_col=args.id_col,
@@ -59,6 +62,11 @@ def run(args) -> int:
 def read_codes(paths: list[str], *, label_col: str, id_col: str, coder_col: str):
     """One long frame (doc_id, coder, label) of the code files; a coder named in two files
     gets the file's name added, so that, e.g., zero- and k-shot runs of one model differ."""
+    seen = Counter(Path(p).resolve() for p in paths)
+    same = [p for p in paths if seen[Path(p).resolve()] > 1]
+    if same:
+        raise InputError(f"{{codes}} names the file '{same[0]}' more than once; give each "
+                         "code file once", params=["codes"])
     parts = []
     for path in paths:
         frame = read_table_file(path)

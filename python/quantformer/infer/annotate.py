@@ -107,20 +107,31 @@ def draw_shots(human: pd.DataFrame | None, n: int, doc_ids, texts, labels: list[
     return list(zip(pick["text"].astype(str), pick["label"].astype(str)))
 
 
-def check_shots_overlap(human: pd.DataFrame, doc_ids, texts) -> None:
+def shots_overlap(human: pd.DataFrame, doc_ids, texts) -> pd.Series:
+    """Which human codes (``doc_id``, ``text``) are documents being coded (``doc_ids``,
+    ``texts``), by id or by text: a boolean Series over the rows of ``human``."""
+    return human["doc_id"].astype(str).isin(set(map(str, doc_ids))) | \
+        human["text"].isin(set(texts))
+
+
+def check_shots_overlap(human: pd.DataFrame, doc_ids=(), texts=(), *,
+                        shared: pd.Series | None = None) -> None:
     """Refuse human codes (``doc_id``, ``text``) that share a document, by id or by text, with
-    the documents being coded (``doc_ids``, ``texts``: one file, or one chunk at a time).
+    the documents being coded (``doc_ids``, ``texts``: one file; or ``shared``, the
+    :func:`shots_overlap` of every chunk combined). A document shared by id and by text counts
+    once.
 
     Raises:
-        InputError: names ``shots_from`` and ``input``, with up to three shared documents.
+        InputError: names ``shots_from`` and ``input``, the number of shared documents and up
+            to three of their ids.
     """
-    overlap = (set(human["doc_id"].astype(str)) & set(map(str, doc_ids))) | (
-        set(human["text"]) & set(texts))
-    if overlap:
-        raise InputError(f"{{shots_from}} shares {len(overlap)} documents with {{input}} (e.g. "
-                         f"{sorted(map(str, overlap))[:3]}); k-shot examples must never be "
-                         "documents being coded: remove them from one file",
-                         params=["shots_from", "input"])
+    if shared is None:
+        shared = shots_overlap(human, doc_ids, texts)
+    if shared.any():
+        ids = sorted(human.loc[shared, "doc_id"].astype(str).unique())
+        raise InputError(f"{{shots_from}} shares {int(shared.sum())} documents with {{input}} "
+                         f"(e.g. {ids[:3]}); k-shot examples must never be documents being "
+                         "coded: remove them from one of the two", params=["shots_from", "input"])
 
 
 def _local_code(llm, head_ids, label_ids, tail, text):

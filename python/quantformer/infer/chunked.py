@@ -43,7 +43,8 @@ def with_chunking(clf, truncation: str | None = None, stride: int | None = None,
     trained = clf.truncation
     use = trained if truncation is None else check_strategy(truncation, TRUNCATIONS)
     if use == CHUNKS:  # first: its message gives the window's size in tokens
-        check_windows(clf.window_budget(), stride, max_chunks, clf.max_length)
+        check_windows(clf.window_budget(), stride, max_chunks, clf.max_length,
+                      model_window=True)
     check_chunk_options(use, stride, max_chunks, aggregate)
     if use == CHUNKS:
         _check_can_window(clf, aggregate)

@@ -250,7 +250,7 @@ def check_chunking(path, record: dict, config, chunking: dict | None) -> None:
     max_length = int(hp.get("max_length", 512))
     n_special = special_template(load_tokenizer(str(path))).n_single
     check_windows(max_length - n_special, c.get("stride", stride),
-                  c.get("max_chunks", max_chunks), max_length)
+                  c.get("max_chunks", max_chunks), max_length, model_window=True)
 
 
 _NOT_STANDARD = ("explain reads documents in windows for models fine-tuned the standard way "

@@ -131,10 +131,11 @@ def _check_ids(pred: pd.DataFrame, gold: pd.DataFrame) -> None:
                          f"{', '.join(dup.head(3))}); keep one code per document")
     unknown = gold.loc[pd.Index(pred["doc_id"]).get_indexer(gold["doc_id"]) < 0, "doc_id"]
     if len(unknown):
-        raise InputError(
-            f"{len(unknown)} gold document(s) are not in the prediction file (e.g. "
-            f"{', '.join(unknown.head(5))}); the gold sample must be drawn from the predicted "
-            "corpus: predict those documents too, or check {id_col}", params=["id_col"])
+        some = f"{len(unknown)} gold document(s) are not in {{pred}} (e.g. " \
+            f"{', '.join(unknown.head(5))}); the gold sample must be drawn from the predicted " \
+            "corpus: predict those documents too, or check "
+        raise InputError(some + "{id_col}", params=["pred", "gold", "id_col"],
+                         r_message=some + "that the names of {gold} are docnames of {pred}")
 
 
 def _weights(gold: pd.DataFrame, weight_col: str | None) -> np.ndarray:

@@ -49,6 +49,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._core.checks import check_level
 from .._core.errors import InputError
 from ..io.gold import MIN_GOLD, GoldPair, GoldWarning, join_gold, ppi_py
 from .planner import add_gold_needed
@@ -59,18 +60,6 @@ POOLED = "no gold documents in this group: the PPI correction is pooled over all
 EXACT = ("its {n} gold document(s) agree ({k} of {n} in this class): the variance estimate is "
          "zero, so the interval is widened to the exact Clopper-Pearson interval of the gold "
          "share")
-
-
-def check_level(level: float) -> float:
-    """The confidence level as a float in (0, 1); raises InputError otherwise."""
-    try:
-        level = float(level)
-    except (TypeError, ValueError):
-        raise InputError(f"level must be a number in (0, 1) such as 0.95, not {level!r}") \
-            from None
-    if not 0 < level < 1:
-        raise InputError(f"level must be in (0, 1) such as 0.95, not {level}")
-    return level
 
 
 def check_method(method: str) -> str:

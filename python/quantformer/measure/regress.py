@@ -31,14 +31,16 @@ covariate is an error (never dropped silently).
 
 from __future__ import annotations
 
+import ast
 import warnings
 
 import numpy as np
 import pandas as pd
 
+from .._core.checks import check_level
 from .._core.errors import InputError
 from ..io.gold import GoldPair, join_gold, ppi_py
-from .prevalence import check_level, check_method, dsl_pseudo_outcomes
+from .prevalence import check_method, dsl_pseudo_outcomes
 
 FAMILIES = ("ols", "logistic")
 
@@ -58,12 +60,56 @@ def parse_formula(formula: str, classes: list) -> tuple[str, str]:
     return lhs, rhs
 
 
+# columns that predict (or a join) writes: never docvars
+WRITTEN = ("doc_id", "text", "predicted", "backend", "n_windows")
+WRITTEN_PREFIXES = ("prob_", "predicted_")
+
+
+def formula_variables(rhs: str) -> list[str]:
+    """The variables a patsy right-hand side reads (``C(party) + np.log(year)`` -> party,
+    year): the names in its factors that are neither called nor an attribute's base."""
+    import patsy
+
+    try:
+        factors = [f.code for t in patsy.ModelDesc.from_formula(rhs).rhs_termlist
+                   for f in t.factors]
+    except patsy.PatsyError as exc:
+        raise InputError(f"cannot read the covariates '{rhs}' of {{formula}}: {exc.message}",
+                         params=["formula"]) from None
+    names = []
+    for code in factors:
+        tree = ast.parse(code, mode="eval")
+        skip = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)} | \
+            {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        names += [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in skip]
+    return list(dict.fromkeys(names))
+
+
+def check_formula_docvars(frame: pd.DataFrame, rhs: str) -> pd.DataFrame:
+    """The docvars of ``frame`` (its columns less those predict writes), once every variable
+    of ``rhs`` is one.
+
+    Raises:
+        InputError: a variable of the formula that is no docvar, naming the docvars.
+    """
+    docvars = frame.drop(columns=[c for c in frame.columns if c in WRITTEN
+                                  or str(c).startswith(WRITTEN_PREFIXES)])
+    unknown = [v for v in formula_variables(rhs) if v not in docvars.columns]
+    if unknown:
+        have = ", ".join(map(str, docvars.columns)) or "none"
+        which = f"{{formula}} uses {', '.join(unknown)}, which " + \
+            ("is no docvar" if len(unknown) == 1 else "are no docvars") + " of "
+        raise InputError(which + f"{{pred}}; its docvars are: {have}",
+                         params=["formula", "pred", "data"],
+                         r_message=which + f"{{data}}; the docvars given are: {have}")
+    return docvars
+
+
 def design(frame: pd.DataFrame, rhs: str) -> tuple[np.ndarray, list]:
     """The model matrix of every document (patsy) and its column names."""
     import patsy
 
-    docvars = frame.drop(columns=[c for c in frame.columns
-                                  if c == "predicted" or c.startswith("prob_")])
+    docvars = check_formula_docvars(frame, rhs)
     try:
         x = patsy.dmatrix(rhs, docvars, NA_action="raise", return_type="dataframe")
     except patsy.PatsyError as exc:

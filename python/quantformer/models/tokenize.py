@@ -587,17 +587,23 @@ def dropped_counted():
 
 
 def check_windows(budget: int, stride: int | None, max_chunks: int | None,
-                  max_length: int) -> None:
+                  max_length: int, *, model_window: bool = False) -> None:
     """Refuse a ``stride`` not smaller than the window's content ``budget`` and a
     ``max_chunks`` below 1.
+
+    Args:
+        model_window: ``max_length`` is a trained model's, not the caller's argument: the
+            message names the model's window instead of ``max_length`` (default False).
 
     Raises:
         InputError: naming ``stride`` or ``max_chunks``.
     """
     if stride is not None and not 0 <= stride < budget:
+        window = (f"the model's window of {max_length} tokens" if model_window else
+                  f"{{max_length}} {max_length}")
         raise InputError(f"{{stride}} {stride} must be at least 0 and smaller than the window "
-                         f"({budget} content tokens at {{max_length}} {max_length}); the "
-                         f"default is a quarter of it", params=["stride", "max_length"])
+                         f"({budget} content tokens at {window}); the default is a quarter "
+                         "of it", params=["stride"] + ([] if model_window else ["max_length"]))
     check_max_chunks(max_chunks)
 
 

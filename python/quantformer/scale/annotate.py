@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..infer.annotate import annotate, check_codebook_labels, check_shots_overlap, draw_shots
+from ..infer.annotate import (annotate, check_codebook_labels, check_shots_overlap, draw_shots,
+                              shots_overlap)
 from ..infer.cache import MODELS
 from ..infer.classifier import CHUNK_ROWS
 from ..io.frames import iter_frames
@@ -105,9 +106,11 @@ def _check_overlap(inputs, corpus: dict, human) -> None:
     """Stream every partition once: no shot may be a document being coded."""
     parts = list_partitions(inputs)
     _, offsets = scan_partitions(parts, corpus)
+    shared = pd.Series(False, index=human.index)
     for part, offset in zip(parts, offsets):
         for chunk in iter_frames(part, chunk_rows=CHUNK_ROWS, id_offset=offset, **corpus):
-            check_shots_overlap(human, chunk["doc_id"], chunk["text"])
+            shared |= shots_overlap(human, chunk["doc_id"], chunk["text"])
+    check_shots_overlap(human, shared=shared)
 
 
 def annotate_partitions(inputs, out, codebook: list[dict], llm: str, *,

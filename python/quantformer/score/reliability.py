@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._core.checks import check_level
 from .._core.errors import InputError
 
 N_BOOT = 1000
@@ -130,8 +131,13 @@ def coder_agreement(codes, documents: str = "common", level: float = 0.95,
 
     Raises:
         InputError: a missing column, fewer than two coders, a coder who coded a document
-            twice, an unknown ``documents``, or fewer than two documents for a pair.
+            twice, an unknown ``documents``, a ``level`` outside (0, 1), an ``n_boot`` below 1, or fewer than two
+            documents for a pair.
     """
+    level = check_level(level)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise InputError(f"{{n_boot}} must be a whole number of at least 1, not {n_boot!r}",
+                         params=["n_boot"])
     wide = _wide_codes(codes)
     if documents not in DOCUMENTS:
         raise InputError(f"{{documents}} must be one of {', '.join(DOCUMENTS)}, not "

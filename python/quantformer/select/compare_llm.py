@@ -69,8 +69,11 @@ def check_llm_options(llm, codebook, shots, endpoint, api_key_env, *, classes, s
                                 ("api_key_env", api_key_env)) if v is not None]
         if given or shots:
             given += ["shots"] if shots else []
-            raise InputError(f"{', '.join('{' + g + '}' for g in given)} are for the language "
-                             "model's rows: add {llm} or leave them out", params=given + ["llm"])
+            one = len(given) == 1
+            raise InputError(f"{', '.join('{' + g + '}' for g in given)} "
+                             f"{'is' if one else 'are'} for the language model's rows: add "
+                             f"{{llm}} or leave {'it' if one else 'them'} out",
+                             params=given + ["llm"])
         return [], None
     if not codebook:
         raise InputError("{llm} needs {codebook}: the labels (with descriptions and examples) "

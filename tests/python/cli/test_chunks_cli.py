@@ -243,7 +243,8 @@ def test_predict_bad_stride_names_the_window_as_the_other_verbs(chunk_model, tmp
     assert main(["predict", "--model", str(chunk_model / "m"), "--input",
                  str(tmp_path / "x.csv"), "--out", str(tmp_path / "o.csv"), "--device", "cpu",
                  "--quiet", "--truncation", "chunks", "--stride", stride]) == 2
+    # predict has no --max-length: the window is the model's
     assert (f"--stride {stride} must be at least 0 and smaller than the window (22 content "
-            "tokens at --max-length 24); the default is a quarter of it"
+            "tokens at the model's window of 24 tokens); the default is a quarter of it"
             in capsys.readouterr().err)
     assert not (tmp_path / "o.csv").exists()

@@ -126,6 +126,11 @@ def test_bad_inputs_fail_before_any_work_and_write_nothing(llama_dir, tiny_bert_
         (["--codebook", str(files / "one.json")], "two", None),
         (["--shots", "5", "--shots-from", str(files / "human.csv")], "only 4", None),
         (["--shots", "1", "--shots-from", str(files / "overlap.csv")], "never", None),
+        # each shared document counts once, though it matches by id and by text
+        (["--shots", "1", "--shots-from", str(files / "overlap.csv")],
+         f"--shots-from shares {len(overlap)} documents with --input", None),
+        (["--shots", "1", "--shots-from", str(files / "overlap.csv")],
+         "remove them from one of the two", None),
         (["--api-key-env", "QF_TEST_KEY"], "QF_TEST_KEY", None),
         ([], "not a causal language model", tiny_bert_dir),
         ([], "not a causal language model", "default"),  # the bundled encoder
@@ -497,7 +502,9 @@ def test_partitioned_shots_overlapping_any_partition_are_refused_before_any_work
                  "--codebook", str(files / "codebook.json"), "--llm", str(llama_dir),
                  "--shots", "1", "--shots-from", str(files / "overlap.csv")]) == 2
     err = capsys.readouterr().err
-    assert "--shots-from shares 4 documents with --input" in err  # 2 by id, 2 by text
+    # each of part-2's 2 documents counts once, though it matches by id and by text
+    assert f"--shots-from shares {len(overlap)} documents with --input" in err
+    assert len(overlap) == 2
     assert not (files / "codes").exists() and not any(files.glob("*.sqlite"))
 
 
@@ -510,3 +517,11 @@ def test_keep_text_with_a_partitioned_input_is_refused_before_any_work(llama_dir
     err = capsys.readouterr().err
     assert "--keep-text is for a single --input file" in err
     assert not (files / "codes").exists() and not any(files.glob("*.sqlite"))
+    # from R's annotate_files(): its arguments, not flags
+    assert main(["--r-names", "files,codebook,model,output_dir,scheduler,...", "annotate",
+                 "--input", str(folder), "--out", str(files / "codes"),
+                 "--codebook", str(files / "codebook.json"), "--llm", str(llama_dir),
+                 "--keep-text"]) == 2
+    err = capsys.readouterr().err
+    assert "`keep_text = TRUE` is for a single `files` file; with a folder, glob or " \
+           "`scheduler`," in err

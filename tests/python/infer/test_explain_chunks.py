@@ -179,6 +179,9 @@ def test_a_head_tail_model_explained_in_windows_warns_naming_both(toy_model_dir)
 @pytest.mark.parametrize("chunking, msg", [
     ({"truncation": "chunks", "aggregate": "median"}, "unknown {aggregate} 'median'"),
     ({"truncation": "chunks", "stride": 62}, "{stride} 62 must be at least 0"),
+    # explain takes no max_length: the window is the model's
+    ({"truncation": "chunks", "stride": 62}, "62 content tokens at the model's window of 64 "
+                                             "tokens)"),
     ({"truncation": "chunks", "max_chunks": 0}, "{max_chunks} must be at least 1"),
     ({"stride": 3}, "apply to {truncation} chunks only"),
     ({"truncation": "middle"}, "unknown {truncation} 'middle'"),

@@ -212,7 +212,7 @@ def _gold(pred, truth, n=50):
 
 @pytest.mark.parametrize("change, message", [
     (lambda p, g: (p, g.assign(doc_id=["zz"] + g["doc_id"].tolist()[1:])),
-     "1 gold document.*not in the prediction file.*zz"),
+     "1 gold document.*not in pred .*zz.*or check id_col"),
     (lambda p, g: (p, g.assign(label=["spam"] + g["label"].tolist()[1:])),
      "label.*the model does not know: spam"),
     (lambda p, g: (p, g.head(9)), "9 usable.*at least 10"),

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import quantformer
+import quantformer.cli.main
 from quantformer._core.errors import InputError
 
 from toydata import biased_corpus
@@ -61,7 +62,12 @@ def test_regression_table_and_families():
     ({"formula": "spam ~ party"}, "outcome 'spam'.*not a class"),
     ({"formula": "toxic"}, "formula must look like"),
     ({"formula": "toxic ~ "}, "no right-hand side"),
-    ({"formula": "toxic ~ region"}, "cannot build the covariates"),
+    # the formula's variables are checked before patsy, against the docvars alone
+    ({"formula": "toxic ~ region"}, "formula uses region, which is no docvar of pred; its "
+                                    "docvars are: party$"),
+    ({"formula": "toxic ~ C(party) + np.log(nosuch) + a:b"},
+     "formula uses nosuch, a, b, which are no docvars of pred"),
+    ({"formula": "toxic ~ (party"}, "cannot read the covariates"),
     ({"formula": "toxic ~ party", "family": "probit"}, "family must be one of"),
     ({"formula": "toxic ~ party", "method": "plugin"}, "method must be one of"),
 ])
@@ -69,6 +75,22 @@ def test_bad_regression_arguments_are_refused(kwargs, message):
     pred, truth = biased_corpus(n=300)
     with pytest.raises(InputError, match=message):
         quantformer.regress(pred, _gold(pred, truth, np.arange(50)), **kwargs)
+
+
+def test_unknown_formula_variable_names_the_docvars_not_predicts_columns(capsys, tmp_path):
+    pred, truth = biased_corpus(n=300)
+    pred["backend"] = "torch"  # written by predict: no docvar
+    with pytest.raises(InputError, match="uses backend, which is no docvar of pred; its "
+                                         "docvars are: party$"):
+        quantformer.regress(pred, _gold(pred, truth, np.arange(50)), "toxic ~ backend")
+    pred.to_parquet(tmp_path / "pred.parquet")
+    _gold(pred, truth, np.arange(50)).to_csv(tmp_path / "gold.csv", index=False)
+    assert quantformer.cli.main.main(
+        ["regress", "--pred", str(tmp_path / "pred.parquet"), "--gold", str(tmp_path / "gold.csv"),
+         "--formula", "toxic ~ nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "--formula uses nosuch, which is no docvar of --pred; its docvars are: party\n" in err
+    assert "NameError" not in err
 
 
 def test_missing_covariate_is_an_error_not_a_dropped_document():

@@ -152,6 +152,13 @@ def test_reliability_names_coders_and_refuses_bad_codes(tmp_path, capsys):
     for argv, message in [
         (["--codes", str(tmp_path / "zero.csv")], "codes of 1 coder(s)"),
         (["--codes", str(tmp_path / "zero.csv"), "--label-col", "code"], "no column code"),
+        # the same file twice is refused as such, not as a coder coding a document twice
+        (["--codes", str(tmp_path / "zero.csv"), str(tmp_path / "zero.csv")],
+         f"--codes names the file '{tmp_path / 'zero.csv'}' more than once"),
+        # the level is checked first, in the flag's terms (not numpy's percentile error)
+        (["--codes", str(tmp_path / "zero.csv"), str(tmp_path / "five.csv"), "--level", "1.5"],
+         "--level must be in (0, 1) such as 0.95, not 1.5"),
+        (["--codes", str(tmp_path / "nosuch.csv"), "--level", "0"], "--level must be in (0, 1)"),
     ]:
         assert main(["reliability", *argv, "--out", str(tmp_path / "bad.csv")]) == 2
         assert message in capsys.readouterr().err
@@ -159,6 +166,11 @@ def test_reliability_names_coders_and_refuses_bad_codes(tmp_path, capsys):
     twice = pd.concat([export, export.iloc[:1]])
     with pytest.raises(InputError, match="coder 'ann' coded document 'd0' more than once"):
         coder_agreement(twice)
+    with pytest.raises(InputError, match=r"level must be in \(0, 1\)"):
+        coder_agreement(export, level=1.5)
+    for n_boot in (0, 2.5):
+        with pytest.raises(InputError, match="n_boot must be a whole number of at least 1"):
+            coder_agreement(export, n_boot=n_boot)
     apart = pd.DataFrame({"doc_id": ["a", "b", "c", "d"], "coder": ["x", "x", "y", "y"],
                           "label": ["1", "2", "1", "2"]})
     with pytest.raises(InputError, match="share 0 coded document"):

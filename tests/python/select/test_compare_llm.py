@@ -93,7 +93,10 @@ def test_cli_compare_with_llm_writes_its_rows(llama_dir, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--shots", "2"], "--shots are for the language model's rows: add --llm"),
+    (["--shots", "2"], "--shots is for the language model's rows: add --llm or leave it out"),
+    (["--codebook", "BOOK"], "--codebook is for the language model's rows"),
+    (["--codebook", "BOOK", "--shots", "2"],
+     "--codebook, --shots are for the language model's rows: add --llm or leave them out"),
     (["--llm", "LLM"], "--llm needs --codebook"),
     (["--llm", "LLM", "--codebook", "BOOK2"], "lacks the class"),
     (["--llm", "LLM", "--codebook", "BOOK", "--shots", "40"], "--shots is 40"),
