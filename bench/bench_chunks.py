@@ -117,7 +117,7 @@ def explain_figures(clf, docs: pd.DataFrame) -> dict:
 
 
 def run_one(train, test, long_mask, *, model, truncation, max_length, seed, epochs, device,
-            batch_size, explain_docs=None) -> dict:
+            batch_size, precision="fp32", explain_docs=None) -> dict:
     from sklearn.metrics import f1_score
 
     from quantformer.train.finetune import finetune
@@ -127,7 +127,7 @@ def run_one(train, test, long_mask, *, model, truncation, max_length, seed, epoc
         warnings.simplefilter("ignore")
         clf = finetune(train, model=model, epochs=epochs, max_length=max_length,
                        truncation=truncation, seed=seed, device=device, quiet=True,
-                       precision="fp32")
+                       precision=precision)
         trained = time.perf_counter() - started
         t = time.perf_counter()
         pred = clf.predict(test, batch_size=batch_size, warn=False)
@@ -174,6 +174,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=None, help="default: by model size")
     ap.add_argument("--batch-size", type=int, default=64, help="prediction batch size")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "auto"),
+                    help="fine-tuning precision (the same for every configuration; prediction in fp32)")
     ap.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
     ap.add_argument("--train-n", type=int, default=None,
                     help="fine-tune on a stratified sample of this many training speeches "
@@ -204,12 +206,13 @@ def main(argv=None) -> int:
         for seed in seeds:
             r = run_one(train, test, long_mask, model=args.model, truncation=truncation,
                         max_length=max_length, seed=seed, epochs=epochs, device=args.device,
-                        batch_size=args.batch_size,
+                        batch_size=args.batch_size, precision=args.precision,
                         explain_docs=long_docs if seed == seeds[0] else None)
             runs.setdefault(name, []).append({"seed": seed, **r})
             print(f"{name:14s} seed {seed}: {r}", flush=True)
     info["load_end"] = load()
     result = {"bench": "chunks", "data": "HanDeSeT manual speech", "smoke": args.smoke,
+              "precision": args.precision,
               "n_train": len(train), "n_test": len(test),
               "n_test_longer_than_128": int(long_mask.sum()), "seeds": seeds,
               "machine": info, "runs": runs, "summary": summarise(runs)}
