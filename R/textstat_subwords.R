@@ -20,13 +20,23 @@
 #'   model fitted by [textmodel_finetune()] (its tokenizer, limit and truncation strategy).
 #' @param max_length the token limit, special tokens included (integer). Default `NULL`: the
 #'   limit of a fitted `model` (the `max_length` it was trained with), else 512.
+#' @param truncation `NULL` (the default: a fitted `model`'s strategy, else `"head_tail"`) or
+#'   `"chunks"`, to count the windows of `max_length` tokens each document is read in when
+#'   `truncation = "chunks"` reads it whole (see [textmodel_finetune()]); `"head_tail"`,
+#'   `"head"` and `"tail"` count the same tokens and flag the same documents.
+#' @param stride,max_chunks `truncation = "chunks"` only: tokens neighbouring windows share
+#'   (integer, smaller than the window) and the first windows kept per document at most
+#'   (integer >= 1). `NULL` (the default): those a `model` fitted with chunks was trained
+#'   with, else a quarter of the window and all windows.
 #' @param docvars if `TRUE`, the docvars of `x` are added as further columns.
 #' @inheritParams textmodel_finetune
 #' @return A data frame with one row per document, in the order of `x`: `document`
 #'   (docnames;
 #'   every textstat_* frame names it `document`, as quanteda's do; frames that go back to the
 #'   core, such as `predict(type = "both")`, keep `doc_id`), `n_tokens` (integer; 0 for empty or `NA` texts), `truncated` (logical: more
-#'   than `max_length` tokens: cut by fine-tuning and prediction), then the docvars when
+#'   than `max_length` tokens: cut by fine-tuning and prediction; with chunks: more windows
+#'   than `max_chunks`, whose last windows are dropped), with chunks `n_windows` (integer: the
+#'   windows the document is read in, at most `max_chunks`), then the docvars when
 #'   `docvars = TRUE`.
 #' @examples
 #' \donttest{
@@ -36,15 +46,21 @@
 #' }
 #' }
 #' @export
-textstat_subwords <- function(x, model = NULL, max_length = NULL, docvars = FALSE,
+textstat_subwords <- function(x, model = NULL, max_length = NULL, truncation = NULL,
+                              stride = NULL, max_chunks = NULL, docvars = FALSE,
                               text_field = "text", docid_field = "doc_id", verbose = FALSE) {
   model <- model_dir_of(model, null_ok = TRUE)  # R/arguments.R
+  if (!is.null(truncation))
+    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
   frame <- as_frame(x, text_field, docid_field)
-  out <- call_verb("tokenize", cli_flags(model = model, max_length = max_length),
+  out <- call_verb("tokenize", cli_flags(model = model, max_length = max_length,
+                                         truncation = truncation, stride = stride,
+                                         max_chunks = max_chunks),
                    inputs = list("--input" = frame[c("doc_id", "text")]), output = "rds",
                    doc_id = frame$doc_id, verbose = verbose, r_args = names(formals()))$output
   res <- data.frame(document = frame$doc_id, n_tokens = as.integer(out$n_tokens),
                     truncated = as.logical(out$truncated), stringsAsFactors = FALSE)
+  if (!is.null(out$n_windows)) res$n_windows <- as.integer(out$n_windows)
   if (docvars) res <- cbind(res, frame_docvars(frame))
   class(res) <- c("textstat_subwords", "textstat", "data.frame")
   res

@@ -38,6 +38,16 @@ test_that("textmodel_finetune with truncation = 'chunks' records it and predict(
   expect_match(err, "`stride` 40 must be .*30 content tokens at the model's window of 32 tokens")
   expect_no_match(err, "max_length")
   expect_error(predict(fit, newdata = new, stride = 40), "at the model's window of 32 tokens")
+  # textstat_subwords counts the windows predict() reads, with the fitted model's stride
+  sw <- textstat_subwords(new, model = fit)
+  expect_equal(sw$document, new$doc_id)
+  expect_equal(sw$n_windows, as.integer(ceiling(pmax(sw$n_tokens - 2 - 30, 0) / 22) + 1))
+  expect_true(max(sw$n_windows) > 1)
+  expect_false(any(sw$truncated))
+  w <- testthat::capture_warnings(one <- textstat_subwords(new, model = fit, max_chunks = 1))
+  expect_match(w, "need more than `max_chunks` 1 windows", all = FALSE)
+  expect_equal(one$n_windows, pmin(sw$n_windows, 1L))
+  expect_equal(one$truncated, sw$n_windows > 1)
 })
 
 test_that("bad window settings are named as R arguments before training", {
@@ -89,6 +99,19 @@ test_that("textmodel_zeroshot with truncation = 'chunks' compares the mean windo
   z <- sweep(sweep(sims, 2, colMeans(sims)), 2, sd0, "/")
   want <- exp(z) / rowSums(exp(z))
   expect_equal(unname(p), unname(want), tolerance = 1e-5)
+})
+
+test_that("textstat_subwords: window settings are named as R arguments", {
+  skip_if_no_verb("tokenize")
+  expect_error(textstat_subwords("a text", stride = 4), "`stride` applies to `truncation`")
+  expect_error(textstat_subwords("a text", truncation = "chunks", max_chunks = 0),
+               "`max_chunks`", class = "quantformer_input_error")
+  expect_error(textstat_subwords("a text", truncation = "window"),
+               "`truncation` must be one of", class = "quantformer_input_error")
+  sw <- textstat_subwords(c(a = strrep("word ", 300), b = "short"), max_length = 128,
+                          truncation = "chunks")
+  expect_equal(sw$n_windows[2], 1L)
+  expect_true(sw$n_windows[1] >= 3)
 })
 
 test_that("window settings without chunks are named as R arguments before any work", {

@@ -17,7 +17,9 @@ from ..models.tokenize import (
     summarise,
     TRUNCATIONS,
 )
+from ..train.chunks import check_chunk_settings
 from ._options import (
+    add_chunk_options,
     add_corpus_options,
     add_labels_file_option,
     add_model_option,
@@ -47,7 +49,8 @@ def add_cli(sub) -> None:
     p.add_argument("--truncation", default=None, choices=TRUNCATIONS,
                    help="strategy applied to the ids written by --ids (default: a fine-tuned "
                         "--model's, else head_tail); chunks: an n_windows column counts the "
-                        "windows each document is read in (with the model's --stride)")
+                        "windows each document is read in (with --stride, else the model's)")
+    add_chunk_options(p, training=False, aggregate=False, chunks_out=False)
     p.add_argument("--ids", action="store_true",
                    help="also write the token ids after truncation as a list column")
     p.add_argument("--out", default=None,
@@ -61,13 +64,15 @@ def run(args) -> int:
     own_length, own_truncation = model_truncation(args.model)
     max_length = own_length if args.max_length is None else args.max_length
     truncation = own_truncation if args.truncation is None else args.truncation
+    check_chunk_settings(truncation, args.stride, args.max_chunks, "mean", "aggregate",
+                         max_length)
     frame = read_frame(args.input, labels_file=args.labels_file, **corpus_kwargs(args))
     check_max_length(max_length, load_config(args.model))
     tokenizer = load_tokenizer(args.model)
     stats = corpus_token_stats(frame, tokenizer, max_length=max_length, truncation=truncation,
                                with_ids=args.ids,
                                hypotheses=_nli_hypotheses(args.model, tokenizer),
-                               **_recorded_windows(args.model, truncation))
+                               **_windows(args, truncation))
     print_table(summarise(stats, max_length),
                 title=f"subword tokens per document ({model_label(args.model)}, "
                       f"{args.input})", floatfmt="{:.1f}")
@@ -77,12 +82,16 @@ def run(args) -> int:
     return 0
 
 
-def _recorded_windows(model: str | None, truncation: str) -> dict:
-    """``stride`` and ``max_chunks`` a model fine-tuned with chunks reads documents with."""
-    hp = model_record(model).get("hyperparameters", {})
-    if truncation != "chunks" or hp.get("truncation") != "chunks":
+def _windows(args, truncation: str) -> dict:
+    """``stride`` and ``max_chunks`` of the windows: the ones given, else those a model
+    fine-tuned with chunks reads documents with, else the defaults (None)."""
+    if truncation != "chunks":
         return {}
-    return {"stride": hp.get("stride"), "max_chunks": hp.get("max_chunks")}
+    hp = model_record(args.model).get("hyperparameters", {})
+    recorded = hp if hp.get("truncation") == "chunks" else {}
+    return {"stride": recorded.get("stride") if args.stride is None else args.stride,
+            "max_chunks": (recorded.get("max_chunks") if args.max_chunks is None
+                           else args.max_chunks)}
 
 
 def _nli_hypotheses(model: str | None, tokenizer) -> list[str] | None:

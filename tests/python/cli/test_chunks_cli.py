@@ -152,6 +152,35 @@ def test_tokenize_counts_windows_of_a_chunks_model(chunk_model, capsys):
     assert "windows" in capsys.readouterr().out
 
 
+def test_tokenize_windows_with_a_given_stride_and_max_chunks(tiny_bert_dir, tmp_path,
+                                                             capsys):
+    _long(3).to_csv(tmp_path / "t.csv", index=False)
+    assert main(["tokenize", "--model", str(tiny_bert_dir), "--input", str(tmp_path / "t.csv"),
+                 "--max-length", "16", "--truncation", "chunks", "--stride", "2",
+                 "--max-chunks", "2", "--out", str(tmp_path / "tok.csv")]) == 0
+    stats = pd.read_csv(tmp_path / "tok.csv")
+    from quantformer.models.tokenize import window_starts
+
+    # 14 tokens of content a window, stride 2 given; the first 2 windows at most are kept
+    full = [len(window_starts(n - 2, 14, 2)) for n in stats["n_tokens"]]
+    assert stats["n_windows"].tolist() == [min(k, 2) for k in full] and max(full) > 2
+    assert stats["truncated"].tolist() == [k > 2 for k in full]
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--stride", "4"], "--stride applies to --truncation chunks only"),
+    (["--truncation", "chunks", "--max-length", "16", "--stride", "14"], "--stride"),
+    (["--truncation", "chunks", "--max-chunks", "0"], "--max-chunks"),
+])
+def test_tokenize_bad_window_settings_exit_2_before_reading(tiny_bert_dir, tmp_path, capsys,
+                                                            extra, msg):
+    out = tmp_path / "tok.csv"
+    code = main(["tokenize", "--model", str(tiny_bert_dir), "--input",
+                 str(tmp_path / "absent.csv"), "--out", str(out), *extra])
+    assert code == 2 and msg in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_explain_a_chunks_model_every_word_with_page_figure_terms_and_checks(chunk_model,
                                                                            tmp_path, capsys):
     d = chunk_model
