@@ -117,23 +117,35 @@ FIX = ("start the processes with torchrun --nproc_per_node N or accelerate launc
        "--num_processes N (torchrun underneath; with {device} cpu they train on the CPU)")
 
 
-def check_launcher(env=None) -> None:
-    """Refuse a launch whose settings the training loop would not follow.
+def check_launcher(device: str = "auto", env=None) -> None:
+    """Refuse a launch whose settings the training loop would not follow (before any work).
 
     ``accelerate launch --mixed_precision bf16`` and the other settings in
     :data:`ACCELERATE_SETTINGS` are for accelerate's ``Accelerator``, which this loop does not
     use: training stays fp32 (pretrain has no precision setting of its own), so such a launch
     is refused rather than run otherwise than asked. Several processes asked for but one
     started (accelerate's CPU launcher without MPI sets ``MASTER_ADDR`` but no ``WORLD_SIZE``),
-    or processes started by MPI, which sets no ``WORLD_SIZE``, are refused too.
+    or processes started by MPI, which sets no ``WORLD_SIZE``, are refused too. So is a
+    ``device`` that several processes cannot share: one GPU named (``cuda:N``: each process
+    takes ``cuda:LOCAL_RANK``), or ``mps`` (no backend supports it).
 
     Args:
+        device: the device asked for (``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``).
         env: the environment (default ``os.environ``).
 
     Raises:
-        InputError: naming the variable, the launcher's option and the fix.
+        InputError: naming the variable, the launcher's option and the fix; or ``device``.
     """
     env = os.environ if env is None else env
+    size = world_size(env)
+    d = (device or "auto").lower()
+    if size > 1 and d.startswith("cuda:"):
+        raise InputError(f"{{device}} {d} names one GPU, but each of the {size} processes "
+                         "takes its own (cuda:LOCAL_RANK); pass {device} cuda or auto",
+                         params=["device"])
+    if size > 1 and d == "mps":
+        raise InputError("{device} mps cannot be shared by several processes; run one process "
+                         "or use {device} cpu", params=["device"])
     for name, unset, option in ACCELERATE_SETTINGS:
         value = env.get(name, "")
         if value.lower() not in unset:
@@ -154,10 +166,11 @@ def check_launcher(env=None) -> None:
             f"through MPI (--mpirun_hostfile); {FIX}", params=["device"])
 
 
-def world_size() -> int:
-    """The number of processes the launcher started (``WORLD_SIZE``; 1 without a launcher)."""
+def world_size(env=None) -> int:
+    """The number of processes the launcher started (``WORLD_SIZE`` in ``env``, default
+    ``os.environ``; 1 without a launcher)."""
     try:
-        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+        return max(1, int((os.environ if env is None else env).get("WORLD_SIZE", "1")))
     except ValueError:
         return 1
 
@@ -175,18 +188,22 @@ def join(device: str) -> tuple[World, str]:
         device: the resolved device of the run (``cpu``, ``cuda``, ``cuda:N``, ``mps``).
 
     Raises:
-        InputError: several processes on an Apple ``mps`` device (no backend supports it).
+        InputError: as :func:`check_launcher` (which callers run before any work); a
+            ``LOCAL_RANK`` without a GPU of its own (more processes than GPUs on a machine).
     """
+    check_launcher(device)
     size = world_size()
     if size == 1:
         return World(), device
     import torch
     import torch.distributed as dist
 
-    if device == "mps":
-        raise InputError("{device} mps cannot be shared by several processes; run one process "
-                         "or use {device} cpu", params=["device"])
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    if device.startswith("cuda") and local >= torch.cuda.device_count():
+        raise InputError(f"this machine has {torch.cuda.device_count()} GPU(s) and this "
+                         f"process is number {local + 1} on it (LOCAL_RANK {local}): start at "
+                         "most one process per GPU (torchrun --nproc_per_node, accelerate "
+                         "launch --num_processes), or use {device} cpu", params=["device"])
     if device.startswith("cuda"):
         device = f"cuda:{local}"
         torch.cuda.set_device(local)

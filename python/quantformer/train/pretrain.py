@@ -54,7 +54,7 @@ from ..io.writable import check_model_dir
 from ..io.modeldir import write_encoder_dir
 from ..models.hub import check_max_length, load_config, model_label, resolve_device, resolve_model
 from .data import set_seed
-from .ddp import World, check_launcher, join, leave, world_size
+from .ddp import World, check_launcher, is_main_process, join, leave, world_size
 from .pretrain_corpus import BUFFER_DOCS, Corpus, scan, token_counter
 
 OBJECTIVES = ("auto", "mlm", "tsdae")
@@ -628,7 +628,7 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
     check_settings(objective=objective, mask_prob=mask_prob, valid_fraction=valid_fraction,
                    epochs=epochs, max_steps=max_steps, batch_size=batch_size,
                    checkpoint_every=checkpoint_every, lr=lr, buffer_docs=buffer_docs)
-    check_launcher()
+    check_launcher(device)
     out_path = check_out(out, resume)
     chosen, why, config = choose_objective(model, objective)
     check_max_length(max_length, config)
@@ -641,8 +641,9 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
                 "checkpoint_every": checkpoint_every, "buffer_docs": int(buffer_docs),
                 "requested": {"objective": objective, "lr": lr, "epochs": epochs,
                               "max_steps": max_steps, "head_steps": head_steps}}
-    if out_path.exists():
-        return _finished(out, out_path, data, settings, say)
+    if out_path.exists():  # under a launcher, the main process alone says so
+        return _finished(out, out_path, data, settings,
+                         say if is_main_process() else _silent)
     settings.update(world_size=world_size(), corpus_sha256=data.sha256)
     if resume:  # before the model is loaded: what was asked for (the rest once it is)
         check_checkpoint(checkpoint_path(out_path), settings)
@@ -676,6 +677,10 @@ def _finished(out, out_path: Path, data: Corpus, settings: dict, say) -> dict:
     return done
 
 
+def _silent(*args, **kwargs) -> None:
+    """What the processes other than the main one say: nothing."""
+
+
 def _tokenizer(model):
     from transformers import AutoTokenizer
 
@@ -691,7 +696,7 @@ def _new_run(data: Corpus, model, objective, device, out_path, settings, length,
     settings["model"] = resolve_model(model)
     run = Run(settings=settings, corpus=data, device=device,
               checkpoint=checkpoint_path(out_path),
-              say=say if world.main else (lambda *a, **k: None), quiet=quiet, world=world)
+              say=say if world.main else _silent, quiet=quiet, world=world)
     set_seed(settings["seed"])
     with hf_quiet():
         run.parts = OBJECTIVE_FNS[objective][0](run)

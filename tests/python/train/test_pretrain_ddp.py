@@ -143,6 +143,10 @@ def test_two_processes_train_the_one_process_encoder_and_resume(
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("pretrained ") == 1  # the main process alone reports
     assert not (tmp_path / "two.checkpoint").exists()
+    again = subprocess.run(_torchrun(*common, "--batch-size", "8", "--out", str(two),
+                                     "--resume"), env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.count("already an encoder of this corpus; nothing to do") == 1
 
     one8 = tmp_path / "one8"
     assert main(["pretrain", *common, "--batch-size", "8", "--out", str(one8)]) == 0
@@ -238,14 +242,24 @@ def test_accelerate_launches_the_loop_would_not_follow_are_refused(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["accelerate.yaml"]
 
 
-def test_processes_started_by_mpi_are_refused(corpus, no_dropout_bert, tmp_path, monkeypatch,
-                                              capsys):
-    """mpirun sets its own process count but no WORLD_SIZE: each process would train alone."""
+@pytest.mark.parametrize("env, device, message", [
+    ({"OMPI_COMM_WORLD_SIZE": "2"}, "cpu",
+     "started by MPI (OMPI_COMM_WORLD_SIZE=2) without WORLD_SIZE and RANK, so each process "
+     "would train alone; start the processes with torchrun --nproc_per_node N"),
+    ({"WORLD_SIZE": "2"}, "cuda:1",
+     "--device cuda:1 names one GPU, but each of the 2 processes takes its own "
+     "(cuda:LOCAL_RANK); pass --device cuda or auto"),
+    ({"WORLD_SIZE": "2"}, "mps", "--device mps cannot be shared by several processes"),
+])
+def test_launches_refused_before_any_work(corpus, no_dropout_bert, tmp_path, monkeypatch,
+                                          capsys, env, device, message):
+    """mpirun sets its own process count but no WORLD_SIZE (each process would train alone);
+    a device several processes cannot share. Refused before a process group or a model."""
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
-    assert main(["pretrain", "--corpus", str(corpus), "--model", str(no_dropout_bert), *STEPS,
-                 "--out", str(tmp_path / "mpi")]) == 2
-    assert ("started by MPI (OMPI_COMM_WORLD_SIZE=2) without WORLD_SIZE and RANK, so each "
-            "process would train alone; start the processes with torchrun --nproc_per_node N"
-            in capsys.readouterr().err)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = [a for a in STEPS if a not in ("--device", "cpu")]
+    assert main(["pretrain", "--corpus", str(corpus), "--model", str(no_dropout_bert), *args,
+                 "--device", device, "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
