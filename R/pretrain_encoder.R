@@ -19,8 +19,9 @@
 #'
 #' The core reads the documents `buffer_docs` at a time. Pretraining on several
 #' GPUs is a job for the command line: `torchrun --nproc_per_node N -m quantformer pretrain
-#' ...` (see the command-line documentation); its encoder folder is then read here with
-#' `model = "path/to/encoder"`.
+#' ...` or `accelerate launch --multi_gpu --num_processes N -m quantformer pretrain ...` (NCCL
+#' between GPUs; several machines and what is tested: see the command-line documentation);
+#' its encoder folder is then read here with `model = "path/to/encoder"`.
 #'
 #' @param x unlabelled documents: a quanteda corpus, a character vector or a data frame with
 #'   a text column (`text_field`); at least 100 documents with text (thousands help).

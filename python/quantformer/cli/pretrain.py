@@ -3,7 +3,9 @@ domain-adaptive pretraining, Gururangan et al. 2020)."""
 
 from __future__ import annotations
 
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
+from textwrap import fill
 
 from ..train.ddp import is_main_process
 from ..train.pretrain import OBJECTIVES, pretrain
@@ -12,19 +14,38 @@ from ._options import add_corpus_options, add_device_option, add_model_option, a
 from ._options import corpus_kwargs, max_length_arg, positive
 
 
+EPILOG = """\
+several processes (one per GPU; NCCL between GPUs, Gloo with --device cpu):
+  one machine, N GPUs:
+    torchrun --standalone --nproc_per_node N -m quantformer pretrain ...
+    accelerate launch --multi_gpu --num_processes N -m quantformer pretrain ...
+  M machines with N GPUs each, machine I of 0..M-1, HOST0 the address of machine 0:
+    torchrun --nnodes M --node_rank I --nproc_per_node N --master_addr HOST0 \\
+        --master_port 29500 -m quantformer pretrain ...
+    accelerate launch --multi_gpu --num_machines M --machine_rank I --num_processes M*N \\
+        --main_process_ip HOST0 --main_process_port 29500 -m quantformer pretrain ...
+  --batch-size is per process; --resume needs the same number of processes; the corpus
+  the same file and --out on a file system all machines share. Training is fp32:
+  accelerate's --mixed_precision, --dynamo_backend, FSDP and DeepSpeed are refused.
+  Tested: 2 CPU processes (Gloo) under torchrun and accelerate launch give the encoder of
+  one process with the whole batch. Not measured here: NCCL on GPUs, several machines."""
+
+
 def add_cli(sub) -> None:
     p = sub.add_parser(
         "pretrain",
         help="pretrain an encoder further on your unlabelled texts (TAPT/DAPT)",
-        description="Continue the pretraining of an encoder on a corpus of unlabelled texts "
-                    "(task-adaptive pretraining on the task's own texts, domain-adaptive on a "
-                    "larger domain corpus; Gururangan et al. 2020) and write an encoder folder "
-                    "that finetune --model, tune, compare, embed, zeroshot and finetune "
-                    "--method setfit accept. Objective auto: TSDAE (Wang et al. 2021) for "
-                    "sentence-transformers bodies such as the default model, masked language "
-                    "modelling for other encoders. The corpus is streamed (memory grows "
-                    "with --buffer-docs, not with the corpus). Several processes (GPUs): "
-                    "torchrun --nproc_per_node N -m quantformer pretrain ...",
+        # raw (the epilog's command lines keep their lines), so wrapped here
+        description=fill(
+            "Continue the pretraining of an encoder on a corpus of unlabelled texts "
+            "(task-adaptive pretraining on the task's own texts, domain-adaptive on a larger "
+            "domain corpus; Gururangan et al. 2020) and write an encoder folder that finetune "
+            "--model, tune, compare, embed, zeroshot and finetune --method setfit accept. "
+            "Objective auto: TSDAE (Wang et al. 2021) for sentence-transformers bodies such as "
+            "the default model, masked language modelling for other encoders. The corpus is "
+            "streamed (memory grows with --buffer-docs, not with the corpus).", 79,
+            break_on_hyphens=False),
+        epilog=EPILOG, formatter_class=RawDescriptionHelpFormatter,
     )
     p.add_argument("--corpus", required=True,
                    help="unlabelled texts (.parquet, .csv, .tsv, .txt, .jsonl, .rds); at least "
@@ -82,7 +103,7 @@ def run(args) -> int:
         head_steps=args.head_steps, buffer_docs=args.buffer_docs,
         resume=args.resume, device=args.device, quiet=args.quiet,
         text_col=kw["text_col"], id_col=kw["id_col"], fmt=kw["fmt"], quoting=kw["quoting"])
-    if finished or not is_main_process():  # under torchrun: the main process reports
+    if finished or not is_main_process():  # under a launcher: the main process reports
         return 0
     before, after = record["valid_before"], record["valid_after"]
     ppl = (f", perplexity {before['perplexity']} -> {after['perplexity']}"

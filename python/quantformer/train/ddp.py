@@ -11,6 +11,14 @@ multi-process path testable on any machine).
 Every process reads the same data and builds the same global batch of ``size x batch``
 documents with the same seed; each then trains on its own contiguous share of the rows
 (:meth:`World.share`). Only the main process (rank 0) writes files and prints.
+
+``accelerate launch`` starts several processes through ``torchrun`` (its multi-GPU launcher,
+``--multi_gpu``, chosen by itself on a machine with several GPUs), which sets the variables
+above. Its other launchers are refused by :func:`check_launcher` rather than followed in part:
+its CPU launcher starts one process unless MPI starts them (``mpirun``: ``PMI_SIZE``,
+``OMPI_COMM_WORLD_SIZE``), and the settings it passes as ``ACCELERATE_*`` variables for its own
+``Accelerator`` (mixed precision, ``torch.compile``, FSDP, DeepSpeed, Megatron-LM) are not
+what this loop does (fp32 DistributedDataParallel).
 """
 
 from __future__ import annotations
@@ -57,6 +65,17 @@ class World:
         dist.all_reduce(t)
         return float(t[0]) / self.size
 
+    def gather(self, value) -> list:
+        """``value`` of every process, by rank (``[value]`` in a world of one); a picklable
+        value, sent once (not for tensors of a step)."""
+        if self.size == 1:
+            return [value]
+        import torch.distributed as dist
+
+        values = [None] * self.size
+        dist.all_gather_object(values, value)
+        return values
+
     def barrier(self) -> None:
         """Wait until every process gets here (nothing in a world of one)."""
         if self.size > 1:
@@ -83,10 +102,75 @@ class World:
         return {"world_size": self.size, "backend": self.backend}
 
 
-def world_size() -> int:
-    """The number of processes the launcher started (``WORLD_SIZE``; 1 without a launcher)."""
+#: accelerate launch's settings, as the variables it sets, that the loop does not follow:
+#: (variable, the values that mean "not asked for", accelerate's option)
+ACCELERATE_SETTINGS = (
+    ("ACCELERATE_MIXED_PRECISION", ("", "no"), "--mixed_precision"),
+    ("ACCELERATE_DYNAMO_BACKEND", ("", "no"), "--dynamo_backend"),
+    ("ACCELERATE_USE_FSDP", ("", "false"), "--use_fsdp"),
+    ("ACCELERATE_USE_DEEPSPEED", ("", "false"), "--use_deepspeed"),
+    ("ACCELERATE_USE_MEGATRON_LM", ("", "false"), "--use_megatron_lm"),
+)
+#: the process counts MPI launchers set (Intel MPI / MPICH, Open MPI, MVAPICH)
+MPI_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+FIX = ("start the processes with torchrun --nproc_per_node N or accelerate launch --multi_gpu "
+       "--num_processes N (torchrun underneath; with {device} cpu they train on the CPU)")
+
+
+def check_launcher(device: str = "auto", env=None) -> None:
+    """Refuse a launch whose settings the training loop would not follow (before any work).
+
+    ``accelerate launch --mixed_precision bf16`` and the other settings in
+    :data:`ACCELERATE_SETTINGS` are for accelerate's ``Accelerator``, which this loop does not
+    use: training stays fp32 (pretrain has no precision setting of its own), so such a launch
+    is refused rather than run otherwise than asked. Several processes asked for but one
+    started (accelerate's CPU launcher without MPI sets ``MASTER_ADDR`` but no ``WORLD_SIZE``),
+    or processes started by MPI, which sets no ``WORLD_SIZE``, are refused too. So is a
+    ``device`` that several processes cannot share: one GPU named (``cuda:N``: each process
+    takes ``cuda:LOCAL_RANK``), or ``mps`` (no backend supports it).
+
+    Args:
+        device: the device asked for (``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``).
+        env: the environment (default ``os.environ``).
+
+    Raises:
+        InputError: naming the variable, the launcher's option and the fix; or ``device``.
+    """
+    env = os.environ if env is None else env
+    size = world_size(env)
+    d = (device or "auto").lower()
+    if size > 1 and d.startswith("cuda:"):
+        raise InputError(f"{{device}} {d} names one GPU, but each of the {size} processes "
+                         "takes its own (cuda:LOCAL_RANK); pass {device} cuda or auto",
+                         params=["device"])
+    if size > 1 and d == "mps":
+        raise InputError("{device} mps cannot be shared by several processes; run one process "
+                         "or use {device} cpu", params=["device"])
+    for name, unset, option in ACCELERATE_SETTINGS:
+        value = env.get(name, "")
+        if value.lower() not in unset:
+            raise InputError(
+                f"accelerate launch {option} {value.lower()} ({name}={value}) is a setting of "
+                "accelerate's Accelerator, which pretrain does not use: it trains in fp32 with "
+                f"PyTorch's DistributedDataParallel; launch without {option}")
+    if "WORLD_SIZE" in env:
+        return
+    mpi = [f"{k}={env[k]}" for k in MPI_SIZES if env.get(k, "1") not in ("", "0", "1")]
+    if mpi:
+        raise InputError(f"started by MPI ({mpi[0]}) without WORLD_SIZE and RANK, so each "
+                         f"process would train alone; {FIX}", params=["device"])
+    if "ACCELERATE_USE_CPU" in env and env.get("MASTER_ADDR"):
+        raise InputError(
+            "accelerate launch was asked for several processes (it set MASTER_ADDR) but started "
+            "one (no WORLD_SIZE): without a GPU per process its launcher starts several only "
+            f"through MPI (--mpirun_hostfile); {FIX}", params=["device"])
+
+
+def world_size(env=None) -> int:
+    """The number of processes the launcher started (``WORLD_SIZE`` in ``env``, default
+    ``os.environ``; 1 without a launcher)."""
     try:
-        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+        return max(1, int((os.environ if env is None else env).get("WORLD_SIZE", "1")))
     except ValueError:
         return 1
 
@@ -104,18 +188,22 @@ def join(device: str) -> tuple[World, str]:
         device: the resolved device of the run (``cpu``, ``cuda``, ``cuda:N``, ``mps``).
 
     Raises:
-        InputError: several processes on an Apple ``mps`` device (no backend supports it).
+        InputError: as :func:`check_launcher` (which callers run before any work); a
+            ``LOCAL_RANK`` without a GPU of its own (more processes than GPUs on a machine).
     """
+    check_launcher(device)
     size = world_size()
     if size == 1:
         return World(), device
     import torch
     import torch.distributed as dist
 
-    if device == "mps":
-        raise InputError("{device} mps cannot be shared by several processes; run one process "
-                         "or use {device} cpu", params=["device"])
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    if device.startswith("cuda") and local >= torch.cuda.device_count():
+        raise InputError(f"this machine has {torch.cuda.device_count()} GPU(s) and this "
+                         f"process is number {local + 1} on it (LOCAL_RANK {local}): start at "
+                         "most one process per GPU (torchrun --nproc_per_node, accelerate "
+                         "launch --num_processes), or use {device} cpu", params=["device"])
     if device.startswith("cuda"):
         device = f"cuda:{local}"
         torch.cuda.set_device(local)

@@ -54,7 +54,7 @@ from ..io.writable import check_model_dir
 from ..io.modeldir import write_encoder_dir
 from ..models.hub import check_max_length, load_config, model_label, resolve_device, resolve_model
 from .data import set_seed
-from .ddp import World, join, leave
+from .ddp import World, check_launcher, is_main_process, join, leave, world_size
 from .pretrain_corpus import BUFFER_DOCS, Corpus, scan, token_counter
 
 OBJECTIVES = ("auto", "mlm", "tsdae")
@@ -120,6 +120,11 @@ def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, b
             raise InputError(f"{{{name}}} must be greater than 0, not {value}", params=[name])
 
 
+def checkpoint_path(out: Path) -> Path:
+    """Where the checkpoints of a run into ``out`` are kept: ``<out>.checkpoint``."""
+    return out.with_name(out.name + ".checkpoint")
+
+
 def check_out(out, resume: bool) -> Path:
     """An ``out`` that does not exist, or a finished encoder folder (with ``resume``: then
     there is nothing to do); no checkpoint of an interrupted run beside it unless ``resume``.
@@ -136,7 +141,7 @@ def check_out(out, resume: bool) -> Path:
     if p.exists() and not resume:
         raise InputError(f"{{out}} '{out}' is a finished encoder already; to pretrain again, "
                          "delete it or choose another {out}", params=["out"])
-    checkpoint = p.with_name(p.name + ".checkpoint")
+    checkpoint = checkpoint_path(p)
     if checkpoint.exists() and not resume:
         raise InputError(f"an interrupted run left a checkpoint in '{checkpoint}'; pass "
                          "{resume} to continue it, or delete that folder to start over",
@@ -406,19 +411,58 @@ def _save_checkpoint(run: Run, phase: str, step: int, opt, sched) -> None:
              "batch_in_epoch": step % per_epoch, "settings": run.settings}), encoding="utf-8")
 
 
-def _load_checkpoint(run: Run) -> dict | None:
-    """The checkpoint of this corpus and these settings, if there is one."""
-    meta = run.checkpoint / "checkpoint.json"
+def check_checkpoint(checkpoint: Path, settings: dict, exact: bool = False) -> dict | None:
+    """The checkpoint's record (None without one) when it is of this corpus, these settings
+    and this number of processes: the settings as asked for (before the model is loaded), or
+    all of them (``exact``: those that follow from the model too).
+
+    Raises:
+        InputError: it was written by another number of processes (both named, and how to
+            start as many), or is of another corpus or other settings (those named).
+    """
+    meta = checkpoint / "checkpoint.json"
     if not meta.is_file():
         return None
     info = json.loads(meta.read_text(encoding="utf-8"))
-    if info.get("settings") != run.settings:
-        changed = ", ".join(changed_settings(info, run.settings)) or "the same ones asked for"
-        raise InputError(f"the checkpoint beside {{out}} ('{run.checkpoint}') is of another "
-                         f"corpus or other settings ({changed}); resume with the same ones, "
-                         "or delete the checkpoint to start again",
-                         params=["out", "resume", *_fields(run.settings)])
+    then, now = info.get("settings", {}).get("world_size", 1), settings["world_size"]
+    if then != now:
+        how = (f"start {then} processes in all to resume it (torchrun --nproc_per_node, "
+               "accelerate launch --num_processes)" if then > 1
+               else "resume it in one process, without a launcher")
+        raise InputError(
+            f"the checkpoint beside {{out}} ('{checkpoint}') was written by {then} process"
+            f"{'es' * (then > 1)} and this run has {now} (WORLD_SIZE): every step's batch is "
+            f"{{batch_size}} times the processes, so {how}, or delete the checkpoint to start "
+            "again", params=["out", "batch_size"])
+    changed = ", ".join(changed_settings(info, settings))
+    if changed or (exact and info.get("settings") != settings):
+        raise InputError(f"the checkpoint beside {{out}} ('{checkpoint}') is of another "
+                         f"corpus or other settings ({changed or 'the same ones asked for'}); "
+                         "resume with the same ones, or delete the checkpoint to start again",
+                         params=["out", "resume", *_fields(settings)])
     return info
+
+
+def _same_everywhere(run: Run, info: dict | None) -> None:
+    """Every process reads the same corpus and resumes from the same checkpoint (on several
+    machines each reads its own copies).
+
+    Raises:
+        InputError: the corpus, or the checkpoint beside ``out``, differs between processes
+            (the values by rank named).
+    """
+    seen = run.world.gather([run.settings["corpus_sha256"][:12],
+                             info and f"{info['phase']} step {info['step']}"])
+    corpora, checkpoints = [s[0] for s in seen], [s[1] for s in seen]
+    if len(set(corpora)) > 1:
+        raise InputError(f"the processes read different corpora (SHA-256 by rank: {corpora}): "
+                         "on several machines {corpus} must be the same file on each",
+                         params=["corpus"])
+    if len(set(checkpoints)) > 1:
+        raise InputError(f"the processes see different checkpoints beside {{out}} "
+                         f"('{run.checkpoint}'; by rank: {checkpoints}): on several machines "
+                         "{out} must be on a file system that all of them share",
+                         params=["out", "resume"])
 
 
 def _restore(run: Run, opt, sched) -> None:
@@ -575,11 +619,16 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
             without a masked-LM architecture, ``max_length`` above the model's limit, an
             ``out`` that exists (a finished encoder without ``resume``, or no encoder folder)
             or cannot be written, a checkpoint beside it without ``resume``, a checkpoint or
-            finished encoder of another corpus or other settings (the changed ones named).
+            finished encoder of another corpus or other settings (the changed ones named), a
+            checkpoint of another number of processes (both named; before the model is
+            loaded), a launch whose settings training would not follow (``accelerate launch
+            --mixed_precision bf16``; :func:`quantformer.train.ddp.check_launcher`), processes
+            that read different corpora or see different checkpoints.
     """
     check_settings(objective=objective, mask_prob=mask_prob, valid_fraction=valid_fraction,
                    epochs=epochs, max_steps=max_steps, batch_size=batch_size,
                    checkpoint_every=checkpoint_every, lr=lr, buffer_docs=buffer_docs)
+    check_launcher(device)
     out_path = check_out(out, resume)
     chosen, why, config = choose_objective(model, objective)
     check_max_length(max_length, config)
@@ -592,11 +641,15 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
                 "checkpoint_every": checkpoint_every, "buffer_docs": int(buffer_docs),
                 "requested": {"objective": objective, "lr": lr, "epochs": epochs,
                               "max_steps": max_steps, "head_steps": head_steps}}
-    if out_path.exists():
-        return _finished(out, out_path, data, settings, say)
+    if out_path.exists():  # under a launcher, the main process alone says so
+        return _finished(out, out_path, data, settings,
+                         say if is_main_process() else _silent)
+    settings.update(world_size=world_size(), corpus_sha256=data.sha256)
+    if resume:  # before the model is loaded: what was asked for (the rest once it is)
+        check_checkpoint(checkpoint_path(out_path), settings)
     world, dev = join(resolve_device(device))
     try:
-        settings.update(world_size=world.size, corpus_sha256=data.sha256)
+        settings.update(world_size=world.size)
         run = _new_run(data, model, chosen, dev, out_path, settings,
                        (epochs, max_steps, head_steps), say, world, quiet)
         return _train_and_write(run, resume, why, model, out_path)
@@ -624,6 +677,10 @@ def _finished(out, out_path: Path, data: Corpus, settings: dict, say) -> dict:
     return done
 
 
+def _silent(*args, **kwargs) -> None:
+    """What the processes other than the main one say: nothing."""
+
+
 def _tokenizer(model):
     from transformers import AutoTokenizer
 
@@ -638,8 +695,8 @@ def _new_run(data: Corpus, model, objective, device, out_path, settings, length,
     epochs, max_steps, head_steps = length
     settings["model"] = resolve_model(model)
     run = Run(settings=settings, corpus=data, device=device,
-              checkpoint=out_path.with_name(out_path.name + ".checkpoint"),
-              say=say if world.main else (lambda *a, **k: None), quiet=quiet, world=world)
+              checkpoint=checkpoint_path(out_path),
+              say=say if world.main else _silent, quiet=quiet, world=world)
     set_seed(settings["seed"])
     with hf_quiet():
         run.parts = OBJECTIVE_FNS[objective][0](run)
@@ -655,7 +712,8 @@ def _new_run(data: Corpus, model, objective, device, out_path, settings, length,
 def _train_and_write(run: Run, resume: bool, why: str, model, out_path) -> dict:
     s = run.settings
     evaluate = OBJECTIVE_FNS[s["objective"]][2]
-    info = _load_checkpoint(run) if resume else None
+    info = check_checkpoint(run.checkpoint, s, exact=True) if resume else None
+    _same_everywhere(run, info)
     started = time.perf_counter()
     before = evaluate(run)
     run.say(f"held-out {s['objective']} loss before: {before['loss']}"
