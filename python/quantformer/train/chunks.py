@@ -6,6 +6,15 @@ head's loss (cross-entropy, MSE or BCE-with-logits, as the Hugging Face heads co
 taken on that aggregate, so the gradient reaches each window through the document's label
 (Pappagari et al. 2019). ``chunk_training="labels"``: each window is a training example with
 its document's label (simpletransformers' sliding window), the simpler alternative.
+
+Memory: one forward pass reads at most ``windows_per_pass`` windows (:data:`PASS_FACTOR` times
+the batch size: the memory of a few head+tail batches at the same window), however long the
+documents. A batch whose documents have more windows is trained in passes: the windows' logits
+are computed without a graph, the documents' loss is taken on their aggregate and its gradient
+with respect to each window's logits, then each pass recomputes its windows with the same
+dropout draws and back-propagates that gradient. The result is the gradient of the one-pass
+loss (activation checkpointing at the level of windows; Chen et al. 2016, "Training deep nets
+with sublinear memory cost"), for one more forward pass.
 """
 
 from __future__ import annotations
@@ -15,7 +24,9 @@ import numpy as np
 from .._core.errors import InputError
 from ..models.chunks import aggregate_torch, check_aggregate, check_chunk_training
 from ..models.tokenize import CHUNKS, check_windows
-from .loop import Batches
+from .loop import Batches, autocast
+
+PASS_FACTOR = 4
 
 
 def check_chunk_settings(truncation: str, stride, max_chunks, aggregate: str,
@@ -48,8 +59,9 @@ class WindowBatches(Batches):
     aggregate of each document's window logits."""
 
     def __init__(self, encodings, rows, targets, pad_id, hook=None, *, aggregate="mean",
-                 problem_type="single_label_classification"):
+                 problem_type="single_label_classification", windows_per_pass=None):
         self.aggregate, self.problem_type = aggregate, problem_type
+        self.windows_per_pass = windows_per_pass
         self.first = np.concatenate([[0], np.cumsum(encodings.n_windows)])
         super().__init__(encodings, rows, targets, pad_id, hook)
 
@@ -76,6 +88,60 @@ class WindowBatches(Batches):
         agg = aggregate_torch(logits, doc, len(target), self.aggregate)
         return head_loss(self.problem_type, agg, target)
 
+    def backward(self, network, batch, target, *, precision: str, device: str, scale):
+        """One pass when the batch has at most ``windows_per_pass`` windows, else the passes
+        of the module docstring (the same gradient, bounded memory)."""
+        n = int(batch["input_ids"].shape[0])
+        if self.windows_per_pass is None or n <= self.windows_per_pass:
+            return super().backward(network, batch, target, precision=precision,
+                                    device=device, scale=scale)
+        import torch
+
+        doc = batch.pop("_doc")
+        parts = [(s, min(s + self.windows_per_pass, n))
+                 for s in range(0, n, self.windows_per_pass)]
+        states, outs = [], []
+        with torch.no_grad():
+            for s, e in parts:
+                states.append(_rng_state(device))
+                with autocast(precision, device):
+                    outs.append(network(**_rows(batch, s, e)).logits.float())
+        logits = torch.cat(outs).requires_grad_()
+        full = head_loss(self.problem_type,
+                         aggregate_torch(logits, doc, len(target), self.aggregate), target)
+        scale(full).backward()  # only into ``logits``: no parameter is in this graph
+        for (s, e), state in zip(parts, states):
+            _set_rng_state(device, state)
+            with autocast(precision, device):
+                out = network(**_rows(batch, s, e)).logits.float()
+            (out * logits.grad[s:e]).sum().backward()
+        return full.detach()
+
+
+def _rows(batch: dict, start: int, end: int) -> dict:
+    """Windows ``start:end`` of a padded batch, cut to their longest window."""
+    mask = batch["attention_mask"][start:end]
+    width = int(mask.sum(dim=1).max())
+    return {k: v[start:end, :width] for k, v in batch.items()}
+
+
+def _rng_state(device: str):
+    """The generator state dropout draws from on ``device`` (replayed by the second pass)."""
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.get_rng_state(device)
+    return torch.get_rng_state()
+
+
+def _set_rng_state(device: str, state) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.set_rng_state(state, device)
+    else:
+        torch.set_rng_state(state)
+
 
 def head_loss(problem_type: str, logits, target):
     """The loss a Hugging Face sequence-classification head takes for ``problem_type``."""
@@ -89,13 +155,14 @@ def head_loss(problem_type: str, logits, target):
 
 
 def window_batches(enc, rows, targets, pad_id, hook, *, chunk_training: str, aggregate: str,
-                   problem_type: str) -> Batches:
+                   problem_type: str, batch_size: int) -> Batches:
     """The training batches of windowed documents ``enc`` (:class:`~quantformer.models.tokenize.Windows`):
     whole documents for ``aggregate``, single windows with their document's label for
     ``labels``. Documents without windows (empty texts are dropped before) cannot occur."""
     if chunk_training == "aggregate":
         return WindowBatches(enc, rows, targets, pad_id, hook, aggregate=aggregate,
-                             problem_type=problem_type)
+                             problem_type=problem_type,
+                             windows_per_pass=PASS_FACTOR * batch_size)
     first = np.concatenate([[0], np.cumsum(enc.n_windows)])
     windows = np.concatenate([np.arange(first[i], first[i + 1]) for i in rows])
     return Batches(enc, windows, np.asarray(targets)[enc.doc], pad_id, hook)

@@ -100,6 +100,14 @@ class Batches:
         """The loss of one batch (the head's own, from ``labels``)."""
         return network(**batch, labels=target).loss
 
+    def backward(self, network, batch, target, *, precision: str, device: str, scale):
+        """Back-propagate one batch's loss, ``scale(loss)`` (the accumulation divisor and the
+        fp16 gradient scaler), into the network's gradients; returns the unscaled loss."""
+        with autocast(precision, device):
+            full = self.loss(network, batch, target)
+        scale(full).backward()
+        return full.detach()
+
 
 @dataclass
 class LoopResult:
@@ -164,6 +172,13 @@ def train_loop(network, batches: Batches, *, epochs: int, lr: float, batch_size:
     return result
 
 
+def _scaled(loss, scaler, grad_accum: int):
+    """What is back-propagated of a batch's loss: divided by the accumulation steps, scaled by
+    the fp16 gradient scaler."""
+    loss = loss / grad_accum if grad_accum > 1 else loss
+    return scaler.scale(loss) if scaler else loss
+
+
 def _snapshot(network) -> dict:
     return {k: v.detach().clone() for k, v in network.state_dict().items()}
 
@@ -178,10 +193,8 @@ def _epoch(network, batches, opt, sched, scaler, rng, bar, result, *, epoch, epo
         batch, target = batches.tensors(b, device)
         result.real_tokens += int(batches.lengths[b].sum())
         result.padded_tokens += int(len(b) * batches.lengths[b].max())
-        with autocast(precision, device):
-            full = batches.loss(network, batch, target)
-        loss = full / grad_accum if grad_accum > 1 else full
-        (scaler.scale(loss) if scaler else loss).backward()
+        full = batches.backward(network, batch, target, precision=precision, device=device,
+                                scale=lambda loss: _scaled(loss, scaler, grad_accum))
         if (i + 1) % grad_accum == 0 or i + 1 == len(order):
             if scaler:
                 scaler.unscale_(opt)

@@ -155,7 +155,8 @@ def _setup(model, base_path, config, data, task, settings, device, rng, say):
         batches = window_batches(enc, rows, targets, pad, None,
                                  chunk_training=settings["chunk_training"],
                                  aggregate=settings["aggregate"],
-                                 problem_type=task.problem_type)
+                                 problem_type=task.problem_type,
+                                 batch_size=int(settings["batch_size"]))
     else:
         batches = Batches(enc, rows, targets, pad, global_attention_hook(network.config))
     return clf, batches, n_truncated
