@@ -23,8 +23,9 @@ def add_cli(sub) -> None:
                     "--method setfit accept. Objective auto: TSDAE (Wang et al. 2021) for "
                     "sentence-transformers bodies such as the default model, masked language "
                     "modelling for other encoders. The corpus is streamed (memory grows "
-                    "with --buffer-docs, not with the corpus). Several processes (GPUs): "
-                    "torchrun --nproc_per_node N -m quantformer pretrain ...",
+                    "with --buffer-docs, not with the corpus; only .rds is read whole). "
+                    "Several processes (GPUs): torchrun --nproc_per_node N -m quantformer "
+                    "pretrain ...",
     )
     p.add_argument("--corpus", required=True,
                    help="unlabelled texts (.parquet, .csv, .tsv, .txt, .jsonl, .rds); at least "
