@@ -458,16 +458,18 @@ def _streamed_chunks(p: Path, kind: str, chunk_rows: int, kw: dict, quoting: str
     column has numbers with a fraction anywhere (then every chunk's labels are written as
     :func:`as_str_series` writes the whole column: ``1.0``, not ``1``)."""
     tcol, lcol = kw["text_col"] or "text", kw["label_col"] or "label"
-    numbers: list = []  # per chunk of the text column: all numbers (None: no strings)
-    fraction = [False]
+    # the text column: strings that are all numbers, words; the label column: a fraction
+    seen = {"numbers": False, "words": False, "fraction": False}
 
     def visit(chunk: pd.DataFrame) -> None:
-        if tcol in chunk.columns and False not in numbers:  # a chunk of words decides it
-            numbers.append(_numeric_strings(chunk[tcol]))
+        if tcol in chunk.columns and not seen["words"]:  # a chunk of words decides it
+            numeric = _numeric_strings(chunk[tcol])
+            if numeric is not None:
+                seen["numbers" if numeric else "words"] = True
         if lcol in chunk.columns and pd.api.types.is_float_dtype(chunk[lcol].dtype):
             v = chunk[lcol].to_numpy(dtype="float64", na_value=np.nan)
             v = v[np.isfinite(v)]
-            fraction[0] = fraction[0] or bool((v != np.round(v)).any())
+            seen["fraction"] = seen["fraction"] or bool((v != np.round(v)).any())
 
     stream = TextChunks(p, kind, text_col=kw["text_col"], id_col=kw["id_col"],
                         quoting=quoting, chunk_rows=chunk_rows, visit=visit)
@@ -475,10 +477,10 @@ def _streamed_chunks(p: Path, kind: str, chunk_rows: int, kw: dict, quoting: str
     if dtype is not None and (pd.api.types.is_bool_dtype(dtype)
                               or pd.api.types.is_numeric_dtype(dtype)):
         _warn_text_type(f"{dtype} values", tcol, source)
-    elif dtype is not None and True in numbers and False not in numbers:
+    elif dtype is not None and seen["numbers"] and not seen["words"]:
         _warn_text_type("only numbers", tcol, source)
     chunks = iter(stream)
-    if fraction[0] and pd.api.types.is_float_dtype(stream.dtypes.get(lcol, object)):
+    if seen["fraction"] and pd.api.types.is_float_dtype(stream.dtypes.get(lcol, object)):
         chunks = (_labels_as_written(chunk, lcol) for chunk in chunks)
     return stream.total, chunks
 
