@@ -2,10 +2,11 @@
 with the file, giving the columns, values and dtypes that reading the file whole gives
 (:func:`quantformer.io.formats.read_raw`).
 
-A :class:`TextChunks` reads a file three times, each time holding one chunk at a time: the
-bytes are checked as UTF-8 (else the encoding is detected and warned about, as for a whole
-read); a counting pass parses every chunk (the quoting checks, the number of rows, the
-columns and what each column holds); the chunks are then parsed again as they are asked for.
+A :class:`TextChunks` reads a file several times, each time holding one block, line or chunk
+at a time: the bytes are checked as UTF-8 (else the encoding is detected and warned about, as
+for a whole read); a TSV's quoting is checked line by line; a counting pass parses every chunk
+(the number of rows, the columns and what each column holds); the chunks are then parsed
+again as they are asked for.
 Parsing is pandas' own (:func:`pandas.read_csv` with ``chunksize``, the C engine) for
 delimited text and :func:`json.loads` for JSON lines.
 
@@ -14,7 +15,10 @@ chunk, and every chunk gets it: from the dtypes the counting pass saw in the chu
 delimited file (numbers and missing values make ``float64``, numbers and words make text, read
 as written), and for JSON lines by building each chunk together with a few witness values of
 each column (one value of each kind the column holds anywhere, the smallest and largest whole
-number), so pandas' own inference sees what it would see in the whole file.
+number), so pandas' own inference sees what it would see in the whole file. One case may
+differ: a delimited column with whole numbers beyond the 64-bit range and missing values, which
+pandas reads whole as text with empty strings for the missing values (an inconsistency of its
+own); streamed, such a column is text with missing values.
 """
 
 from __future__ import annotations
