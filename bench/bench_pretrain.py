@@ -18,16 +18,18 @@ comments outside the training and test draws; HanDeSeT: the speeches outside the
 
 Memory (``--memory``): peak resident memory (the kernel's ``VmHWM``) of ``quantformer
 pretrain`` (bundled model, objective auto, a few steps, 1 % held out) in a fresh process per
-run, on Parquet corpora of 10,000 and 100,000 documents (the SemEval-2016 raw training tweets
-repeated, each copy numbered), streamed in buffers of 10,000 documents; the baseline is the
-100,000-document corpus read as one buffer (``--buffer-docs 100000``, as if it were held whole).
-Prints each peak and the ratios to the 10,000-document run.
+run, on corpora of 10,000 and 100,000 documents (the SemEval-2016 raw training tweets
+repeated, each copy numbered), written as Parquet (``--format parquet``, the default) or as CSV
+(``--format csv``, the same texts, read by pandas' chunked CSV reader), streamed in buffers of
+10,000 documents; the baseline is the 100,000-document corpus read as one buffer
+(``--buffer-docs 100000``, as if it were held whole). Prints each peak and the ratios to the
+10,000-document run.
 
     OMP_NUM_THREADS=2 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --steps 30
     PYTHONPATH=python python bench/bench_pretrain.py --accuracy --device cuda \\
         --data-dir DATA --out pretrain_accuracy.json
     OMP_NUM_THREADS=2 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --memory \\
-        --steps 3 --data-dir DATA
+        --steps 3 --data-dir DATA [--format csv]
 """
 
 from __future__ import annotations
@@ -293,10 +295,13 @@ def memory(args) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-pretrain-mem-"))
     runs = []
     for n, buffer in ((10_000, 10_000), (100_000, 10_000), (100_000, 100_000)):
-        corpus = work / f"corpus{n}.parquet"
+        corpus = work / f"corpus{n}.{args.format}"
         if not corpus.exists():
             texts = [f"{tweets[i % len(tweets)]} ({i // len(tweets) + 1})" for i in range(n)]
-            pd.DataFrame({"text": texts}).to_parquet(corpus, row_group_size=2048)
+            if args.format == "csv":
+                pd.DataFrame({"text": texts}).to_csv(corpus, index=False)
+            else:
+                pd.DataFrame({"text": texts}).to_parquet(corpus, row_group_size=2048)
         cmd = [sys.executable, __file__, "--memory-child", str(corpus), "--out",
                str(work / f"enc{n}-{buffer}"), "--buffer-docs", str(buffer),
                "--steps", str(args.steps), "--batch-size", str(args.batch_size),
@@ -305,6 +310,7 @@ def memory(args) -> dict:
         done = subprocess.run(cmd, capture_output=True, text=True, check=True)
         row = json.loads(done.stdout.strip().splitlines()[-1])
         row["load"] = os.getloadavg()[0]
+        row["format"] = args.format
         print(json.dumps(row), flush=True)
         runs.append(row)
     base = runs[0]["peak_rss_mib"]
@@ -323,6 +329,8 @@ def main(argv=None) -> int:
     p.add_argument("--objective", default="auto", choices=("auto", "mlm", "tsdae"),
                    help="--accuracy: the pretraining objective (auto: pretrain's own choice)")
     p.add_argument("--memory", action="store_true", help="peak RSS, 10k vs 100k documents")
+    p.add_argument("--format", default="parquet", choices=("parquet", "csv"),
+                   help="--memory: the corpora's file format")
     p.add_argument("--memory-child", dest="corpus", default=None, help=argparse.SUPPRESS)
     p.add_argument("--buffer-docs", type=int, default=10_000, help=argparse.SUPPRESS)
     p.add_argument("--smoke", action="store_true", help="one seed, few documents (a check)")

@@ -43,7 +43,8 @@ def add_cli(sub) -> None:
             "--model, tune, compare, embed, zeroshot and finetune --method setfit accept. "
             "Objective auto: TSDAE (Wang et al. 2021) for sentence-transformers bodies such as "
             "the default model, masked language modelling for other encoders. The corpus is "
-            "streamed (memory grows with --buffer-docs, not with the corpus).", 79,
+            "streamed (memory grows with --buffer-docs, not with the corpus; only .rds is read "
+            "whole).", 79,
             break_on_hyphens=False),
         epilog=EPILOG, formatter_class=RawDescriptionHelpFormatter,
     )

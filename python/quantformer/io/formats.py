@@ -6,13 +6,16 @@ no quoting. :mod:`quantformer.io.frames` turns what is read here into a corpus f
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
 import os
 import re
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 
@@ -152,30 +155,75 @@ def read_text_file(path: str | os.PathLike) -> str:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        encoding = _guess_legacy_encoding(raw)
-        try:
-            text = raw.decode(encoding)
-        except (UnicodeDecodeError, LookupError):
-            encoding = "latin-1"
-            text = raw.decode(encoding)
-        warnings.warn(
-            f"{path} is not valid UTF-8; read it as {encoding}. Save it as UTF-8 to silence this.",
-            FrameWarning,
-            stacklevel=3,
-        )
+        text = raw.decode(_legacy_encoding(path, raw))
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
 
 
-def _sniff_delimited_txt(text: str) -> str | None:
+def _legacy_encoding(path, raw: bytes) -> str:
+    """The encoding of bytes that are not UTF-8 (:func:`_guess_legacy_encoding`, latin-1 when
+    the guess does not decode them), with the warning that names it."""
+    encoding = _guess_legacy_encoding(raw)
+    try:
+        _check_decodes(raw, encoding)
+    except (UnicodeDecodeError, LookupError):
+        encoding = "latin-1"
+    warnings.warn(
+        f"{path} is not valid UTF-8; read it as {encoding}. Save it as UTF-8 to silence this.",
+        FrameWarning,
+        stacklevel=4,
+    )
+    return encoding
+
+
+_BLOCK = 1 << 20  # bytes decoded at a time by the streamed checks
+
+
+def _check_decodes(raw, encoding: str) -> None:
+    """Raise UnicodeDecodeError (LookupError: unknown encoding) unless ``raw`` (bytes, or a
+    binary file) decodes as ``encoding``; one block at a time, so no copy of a file is held."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    if isinstance(raw, (bytes, bytearray)):
+        view = memoryview(raw)
+        blocks = (view[i:i + _BLOCK] for i in range(0, len(view), _BLOCK))
+    else:
+        blocks = iter(lambda: raw.read(_BLOCK), b"")
+    for block in blocks:
+        decoder.decode(block)
+    decoder.decode(b"", final=True)
+
+
+def text_encoding(path: str | os.PathLike) -> str:
+    """The encoding :func:`read_text_file` reads ``path`` with, found without holding a UTF-8
+    file in memory: ``utf-8-sig`` when the bytes are UTF-8 (checked one block at a time), else
+    the encoding detected on the whole bytes, with the same warning (a file that is not UTF-8
+    is held once while its encoding is guessed). Open the file with
+    ``open(path, encoding=..., newline=None)`` to read the text :func:`read_text_file` gives.
+
+    Raises:
+        InputError: a binary or compressed file (:func:`check_text_bytes`).
+    """
+    with open(path, "rb") as f:
+        check_text_bytes(path, f.read(8192))
+        f.seek(0)
+        try:
+            _check_decodes(f, "utf-8")
+            return "utf-8-sig"
+        except UnicodeDecodeError:
+            pass
+    return _legacy_encoding(path, Path(path).read_bytes())
+
+
+def sniff_delimiter(open_text: Callable[[], TextIO]) -> str | None:
     """Return the delimiter when a .txt file is delimited text with a header, else None.
 
     Only tabs are sniffed: commas are common in plain one-document-a-line files. A file counts as
     tab-separated when its first line has a tab and most of the following lines have the same
-    number of fields.
+    number of fields. Only the first 60 lines are read.
     """
-    lines = [ln for ln in text.split("\n", 60)[:60] if ln.strip()]
+    with open_text() as f:
+        lines = [ln for ln in (_chomp(f.readline()) for _ in range(60)) if ln.strip()]
     if not lines or "\t" not in lines[0]:
         return None
     n = lines[0].count("\t")
@@ -184,6 +232,43 @@ def _sniff_delimited_txt(text: str) -> str | None:
         return "\t"
     same = sum(1 for ln in rest if ln.count("\t") == n)
     return "\t" if same >= 0.8 * len(rest) else None
+
+
+def json_rows(path, lines) -> Iterator[dict]:
+    """The objects of the JSON lines ``lines`` (an iterable of lines, with or without their
+    line end), blank lines skipped.
+
+    Raises:
+        InputError: a line that is not valid JSON or not an object (its number named).
+    """
+    for i, line in enumerate(lines, start=1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}, line {i}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(row, dict):
+                raise InputError(f"{path}, line {i}: a JSON {type(row).__name__}, not an "
+                                 'object; write one object a line, e.g. {"text": "..."}')
+            yield row
+
+
+def lines_frame(lines: list[str], text_col: str | None) -> pd.DataFrame:
+    """One document a line (an empty line is a missing text)."""
+    return pd.DataFrame({text_col or "text": [ln if ln != "" else None for ln in lines]})
+
+
+def check_not_blank(path, open_text: Callable[[], TextIO]) -> None:
+    """Refuse a file whose text is empty or only white space (read a block at a time).
+
+    Raises:
+        InputError: the file has no documents.
+    """
+    with open_text() as f:
+        for block in iter(lambda: f.read(1 << 16), ""):
+            if block.strip():
+                return
+    raise InputError(f"'{path}' is empty: it has no documents")
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,29 +306,17 @@ def read_raw(path: Path, fmt: str, text_col: str | None,
             )
         return obj
     if fmt == "jsonl":
-        rows = []
-        for i, line in enumerate(read_text_file(path).split("\n"), start=1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}, line {i}: not valid JSON ({exc.msg})") from exc
-                if not isinstance(row, dict):
-                    raise InputError(f"{path}, line {i}: a JSON {type(row).__name__}, not an "
-                                     'object; write one object a line, e.g. {"text": "..."}')
-                rows.append(row)
-        return pd.DataFrame(rows)
+        return pd.DataFrame(list(json_rows(path, read_text_file(path).split("\n"))))
     text = read_text_file(path)
-    if not text.strip():
-        raise InputError(f"'{path}' is empty: it has no documents")
+    check_not_blank(path, text_opener(text))
     sep = {"csv": ",", "tsv": "\t"}.get(fmt)
     if fmt == "txt":
-        sep = _sniff_delimited_txt(text)
+        sep = sniff_delimiter(text_opener(text))
     if fmt == "lines" or sep is None:
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines = lines[:-1]
-        return pd.DataFrame({text_col or "text": [ln if ln != "" else None for ln in lines]})
+        return lines_frame(lines, text_col)
     return _read_delimited(path, text, sep, fmt, text_col, id_col, quoting)
 
 
@@ -274,9 +347,25 @@ def check_quoting(quoting: str) -> str:
     return quoting
 
 
-def _data_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) of the non-blank lines after the header; numbers are 1-based."""
-    return [(i, ln) for i, ln in enumerate(text.split("\n")[1:], start=2) if ln.strip()]
+OpenText = Callable[[], TextIO]  # opens the text of a file (line ends normalised to \n)
+
+
+def text_opener(text: str) -> OpenText:
+    """The :data:`OpenText` of text in memory."""
+    return lambda: io.StringIO(text)
+
+
+def _chomp(line: str) -> str:
+    return line[:-1] if line.endswith("\n") else line
+
+
+def _data_lines(f: TextIO) -> Iterator[tuple[int, str]]:
+    """(line number, line) of the non-blank lines after the header of the open text ``f``
+    (its first line not yet read); numbers are 1-based."""
+    for i, ln in enumerate(f, start=2):
+        ln = _chomp(ln)
+        if ln.strip():
+            yield i, ln
 
 
 _WELL_QUOTED = re.compile(r'"(?:[^"]|"")*"\Z')
@@ -288,7 +377,7 @@ def _stray_quote(line: str, sep: str) -> bool:
     return any(f.startswith('"') and not _WELL_QUOTED.match(f) for f in line.split(sep))
 
 
-def _tsv_quoting(path: Path, text: str, sep: str) -> str:
+def _tsv_quoting(path: Path, open_text: OpenText, sep: str) -> str:
     """``auto`` quoting of a tab-separated file: ``csv`` unless reading quotes as CSV quoting
     would change or merge rows of a file whose lines are all complete without quoting.
 
@@ -296,25 +385,28 @@ def _tsv_quoting(path: Path, text: str, sep: str) -> str:
     them, read as CSV silently. In a file whose lines all have the header's number of fields,
     a field that begins with a stray ``"`` (as in unquoted exports and ``paste`` output) is
     refused when CSV quoting would merge lines into one row, and warned about when it would
-    only remove the quotes.
+    only remove the quotes. The text is read line by line (``open_text``), never held whole.
 
     Raises:
         InputError: a quoted field would span lines of an otherwise complete file.
     """
-    if '"' not in text:
-        return "csv"
-    n_sep = text.split("\n", 1)[0].count(sep)
-    lines = _data_lines(text)
-    if any(ln.count(sep) != n_sep for _, ln in lines):
-        return "csv"  # some lines are incomplete without quoting: the file is quoted
-    quoted = [(i, ln) for i, ln in lines if _stray_quote(ln, sep)]
-    if not quoted:
-        return "csv"  # quotes only inside fields, or well-formed quoted fields
-    n_rows = sum(1 for row in csv.reader(io.StringIO(text), delimiter=sep) if any(row)) - 1
-    first = quoted[0][0]
-    if n_rows != len(lines):
+    n_lines = n_quoted = first = 0
+    with open_text() as f:
+        n_sep = _chomp(f.readline()).count(sep)
+        for i, ln in _data_lines(f):
+            if ln.count(sep) != n_sep:
+                return "csv"  # some lines are incomplete without quoting: the file is quoted
+            n_lines += 1
+            if '"' in ln and _stray_quote(ln, sep):
+                n_quoted += 1
+                first = first or i
+    if not n_quoted:
+        return "csv"  # no quotes, quotes only inside fields, or well-formed quoted fields
+    with open_text() as f:
+        n_rows = sum(1 for row in csv.reader(f, delimiter=sep) if any(row)) - 1
+    if n_rows != n_lines:
         raise InputError(
-            f"'{path}' has {len(lines)} lines of data, but reading quotes as CSV quoting "
+            f"'{path}' has {n_lines} lines of data, but reading quotes as CSV quoting "
             f"would give {n_rows} rows: the quote opening a field on line {first} runs on into "
             "later lines and would merge them into one document. If the file has no quoting "
             "(made with paste or exported unquoted), pass {quoting} none to read every line as "
@@ -322,59 +414,80 @@ def _tsv_quoting(path: Path, text: str, sep: str) -> str:
             params=["quoting"]
         )
     warnings.warn(
-        f"{len(quoted)} line(s) of '{path}' have a field that begins with a quote (first: "
+        f"{n_quoted} line(s) of '{path}' have a field that begins with a quote (first: "
         f"line {first}); they are read as CSV quoting, which removes the quotes. If the quotes "
         "are part of the text, pass --quoting none; --quoting csv silences this",
         FrameWarning, stacklevel=5)
     return "csv"
 
 
-def _check_unquoted_fields(path: Path, text: str, sep: str, n_fields: int) -> None:
+def _check_unquoted_fields(path: Path, open_text: OpenText, sep: str, n_fields: int) -> None:
     """With quoting off, every line must have the header's number of fields."""
-    for i, ln in _data_lines(text):
-        if ln.count(sep) + 1 != n_fields:
-            raise InputError(
-                f"'{path}', line {i}: {ln.count(sep) + 1} field(s) where the header has "
-                f"{n_fields} (read with {{quoting}} none, so every line is one row); remove "
-                f"the extra delimiters {sep!r} or add the missing fields", params=["quoting"]
-            )
+    with open_text() as f:
+        f.readline()
+        for i, ln in _data_lines(f):
+            if ln.count(sep) + 1 != n_fields:
+                raise InputError(
+                    f"'{path}', line {i}: {ln.count(sep) + 1} field(s) where the header has "
+                    f"{n_fields} (read with {{quoting}} none, so every line is one row); "
+                    f"remove the extra delimiters {sep!r} or add the missing fields",
+                    params=["quoting"]
+                )
 
 
-def _read_delimited(path: Path, text: str, sep: str, fmt: str, text_col: str | None,
-                    id_col: str | None, quoting: str = "auto") -> pd.DataFrame:
-    """Parse delimited text. ``quoting``: ``csv`` (RFC 4180), ``none`` (every line one row,
-    quotes are text), ``auto`` (``csv``, with the checks of :func:`_tsv_quoting` for tabs)."""
+def delimited_options(path: Path, open_text: OpenText, sep: str, text_col: str | None,
+                      id_col: str | None, quoting: str = "auto") -> dict:
+    """The :func:`pandas.read_csv` options of delimited text, after the checks its quoting
+    needs. ``quoting``: ``csv`` (RFC 4180), ``none`` (every line one row, quotes are text),
+    ``auto`` (``csv``, with the checks of :func:`_tsv_quoting` for tabs). The options hold the
+    header (``names`` of the columns, not passed to pandas) under ``"header_names"``.
+
+    Raises:
+        InputError: an unknown ``quoting``, an ambiguous quoted TSV, a line with another
+            number of fields than the header (``quoting="none"``).
+    """
     if check_quoting(quoting) == "auto":
-        quoting = _tsv_quoting(path, text, sep) if sep == "\t" else "csv"
-    first_line = text.split("\n", 1)[0]
+        quoting = _tsv_quoting(path, open_text, sep) if sep == "\t" else "csv"
+    with open_text() as f:
+        first_line = _chomp(f.readline())
     if quoting == "none":
         header = first_line.split(sep)
-        _check_unquoted_fields(path, text, sep, len(header))
+        _check_unquoted_fields(path, open_text, sep, len(header))
     else:
         header = next(csv.reader(io.StringIO(first_line), delimiter=sep), [])
     tcol = text_col or "text"
     na_values = {c: ([""] if c == tcol else _NA_VALUES) for c in header}
     # the text and id columns stay text ("NA" is a tweet; id "007" keeps its zeros)
     as_text = {c: str for c in (tcol, id_col or "doc_id") if c in header}
-    try:
-        df = pd.read_csv(
-            io.StringIO(text),
-            sep=sep,
-            dtype=as_text or None,
-            keep_default_na=False,
-            na_values=na_values,
-            engine="c",
-            quoting=csv.QUOTE_NONE if quoting == "none" else csv.QUOTE_MINIMAL,
-        )
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise InputError(f"cannot parse '{path}' as {fmt.upper()}: {exc}") from exc
+    return {"sep": sep, "dtype": as_text or None, "keep_default_na": False,
+            "na_values": na_values, "engine": "c", "header_names": header,
+            "quoting": csv.QUOTE_NONE if quoting == "none" else csv.QUOTE_MINIMAL}
+
+
+def parse_error(path: Path, fmt: str, exc: Exception) -> InputError:
+    return InputError(f"cannot parse '{path}' as {fmt.upper()}: {exc}")
+
+
+def check_index(df: pd.DataFrame, path: Path, header: list, sep: str) -> None:
+    """Refuse rows with more fields than the header: pandas would quietly turn the first
+    field(s) into an index and shift the columns."""
     if not isinstance(df.index, pd.RangeIndex):
-        # every row has more fields than the header: pandas would quietly turn the first
-        # field(s) into an index and shift the columns
         raise InputError(
             f"the rows of '{path}' have more fields than its header ({len(header)}); quote "
             f"fields that contain the delimiter {sep!r}, or fix the header"
         )
+
+
+def _read_delimited(path: Path, text: str, sep: str, fmt: str, text_col: str | None,
+                    id_col: str | None, quoting: str = "auto") -> pd.DataFrame:
+    """Parse delimited text (:func:`delimited_options`)."""
+    opts = delimited_options(path, text_opener(text), sep, text_col, id_col, quoting)
+    header = opts.pop("header_names")
+    try:
+        df = pd.read_csv(io.StringIO(text), **opts)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise parse_error(path, fmt, exc) from exc
+    check_index(df, path, header, sep)
     return df
 
 

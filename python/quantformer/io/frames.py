@@ -59,6 +59,7 @@ from .writing import (  # noqa: F401  (re-exported: quantformer.io.frames stays 
     write_figure,
     write_frame,
 )
+from .streamed import STREAMED, TextChunks
 from .writable import check_output_file  # noqa: F401  (re-exported as above)
 
 
@@ -147,18 +148,26 @@ def _file_for_column_hint(given: str, what: str, param: str) -> tuple[str, list[
 def _check_text_type(s: pd.Series, column: str, source: str) -> None:
     """Warn when the text column holds numbers or booleans: usually a wrong ``--text-col``."""
     if pd.api.types.is_bool_dtype(s.dtype) or pd.api.types.is_numeric_dtype(s.dtype):
-        kind = f"{s.dtype} values"
-    else:
-        present = s.dropna()
-        present = present[[isinstance(v, str) for v in present]]
-        if present.empty or pd.to_numeric(present.head(1000), errors="coerce").isna().any() \
-                or pd.to_numeric(present, errors="coerce").isna().any():
-            return
-        kind = "only numbers"
+        _warn_text_type(f"{s.dtype} values", column, source)
+    elif _numeric_strings(s):
+        _warn_text_type("only numbers", column, source)
+
+
+def _numeric_strings(s: pd.Series) -> bool | None:
+    """Whether the strings of ``s`` are all numbers (None: it has no strings)."""
+    present = s.dropna()
+    present = present[[isinstance(v, str) for v in present]]
+    if present.empty:
+        return None
+    return not (pd.to_numeric(present.head(1000), errors="coerce").isna().any()
+                or pd.to_numeric(present, errors="coerce").isna().any())
+
+
+def _warn_text_type(kind: str, column: str, source: str) -> None:
     warnings.warn(
         f"the text column '{column}' of {source} holds {kind}, not text; they are used as "
         "strings. If it is not the text, name the text column with --text-col",
-        FrameWarning, stacklevel=4)
+        FrameWarning, stacklevel=5)
 
 
 def duplicate_ids_error(source: str, dups: list[str]) -> InputError:
@@ -388,30 +397,35 @@ def iter_frames(
 ) -> Iterator[pd.DataFrame]:
     """Yield a corpus file as corpus frames of at most ``chunk_rows`` rows, in file order.
 
-    Parquet files are read one record batch at a time, so memory does not grow with the file;
-    other formats are read whole and sliced. Default ids (``textN``) and the uniqueness check
-    run across chunks; ``id_offset`` starts default ids at ``text<id_offset + 1>`` (one
-    partition of a partitioned corpus). The returned iterator's ``total`` attribute is the
-    number of documents. ``quoting`` and ``labels_file`` as in :func:`read_frame`.
+    Memory does not grow with the file: Parquet files are read one record batch at a time,
+    CSV, TSV, text and JSON-lines files one chunk at a time (:class:`quantformer.io.streamed.
+    TextChunks`: pandas' chunked CSV reader, after a counting pass that also holds one chunk
+    at a time), with the ids, texts, labels, docvars and dtypes that :func:`read_frame` gives
+    (a column's dtype is inferred over the whole file) and its warnings (an encoding, a TSV's
+    quotes, a text column of numbers, checked over the whole file). A file that is not UTF-8
+    is held once while its encoding is detected. RDS files are read whole (pyreadr reads no
+    part of a file) and sliced. Default ids (``textN``) and the uniqueness check run across
+    chunks; ``id_offset`` starts default ids at ``text<id_offset + 1>`` (one partition of a
+    partitioned corpus). The returned iterator's ``total`` attribute is the number of
+    documents, known before the first chunk. ``quoting`` and ``labels_file`` as in
+    :func:`read_frame` (a labels file is read whole: one short line a document).
     ``warn_ids``: warn when the ids are ``text1..N`` (:func:`warn_numbered`; off for the
     partitions of a partitioned run, whose scan warns once for the run).
 
     Raises:
-        InputError: as :func:`read_frame`.
+        InputError: as :func:`read_frame`; errors about the file itself (missing, empty,
+            unparsable, its encoding or quoting) at the call, column and id errors (a missing
+            column, a missing or repeated id) when the chunk that has them is read.
     """
     p, kind = check_input(path, fmt)
+    source = f"'{path}'"
+    kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
+    checked = kind in STREAMED  # the text column checked over the whole file
     if kind == "parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            pf = pq.ParquetFile(p)
-        except Exception as exc:  # pyarrow raises several types for corrupt files
-            raise InputError(f"cannot read '{path}' as Parquet: {exc}") from exc
-        total = pf.metadata.num_rows
-        if total == 0:
-            raise _no_documents(p)
-        chunks = (batch.to_pandas() for batch in pf.iter_batches(batch_size=chunk_rows))
-    else:
+        total, chunks = _parquet_chunks(p, path, chunk_rows)
+    elif checked:
+        total, chunks = _streamed_chunks(p, kind, chunk_rows, kw, quoting, source)
+    else:  # RDS: read whole by pyreadr
         whole = read_whole(p, kind, text_col, id_col, quoting)
         total = len(whole)
         chunks = (whole.iloc[i:i + chunk_rows] for i in range(0, len(whole), chunk_rows))
@@ -419,9 +433,63 @@ def iter_frames(
         _check_labels_file_use(label_col)
         labels = read_labels_file(labels_file, total, path)
         chunks = _chunks_with_labels(chunks, labels)
-        label_col = _LABELS_FILE_COL
-    kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
-    return FrameChunks(_contract_chunks(chunks, f"'{path}'", kw, id_offset, warn_ids), total)
+        kw["label_col"] = _LABELS_FILE_COL
+    return FrameChunks(_contract_chunks(chunks, source, kw, id_offset, warn_ids, total,
+                                        check_text=not checked), total)
+
+
+def _parquet_chunks(p: Path, path, chunk_rows: int) -> tuple[int, Iterator[pd.DataFrame]]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(p)
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise InputError(f"cannot read '{path}' as Parquet: {exc}") from exc
+    total = pf.metadata.num_rows
+    if total == 0:
+        raise _no_documents(p)
+    return total, (batch.to_pandas() for batch in pf.iter_batches(batch_size=chunk_rows))
+
+
+def _streamed_chunks(p: Path, kind: str, chunk_rows: int, kw: dict, quoting: str,
+                     source: str) -> tuple[int, Iterator[pd.DataFrame]]:
+    """A text format's raw chunks (:class:`TextChunks`); the counting pass checks the text
+    column over the whole file, as :func:`read_frame` does, and notes whether the label
+    column has numbers with a fraction anywhere (then every chunk's labels are written as
+    :func:`as_str_series` writes the whole column: ``1.0``, not ``1``)."""
+    tcol, lcol = kw["text_col"] or "text", kw["label_col"] or "label"
+    # the text column: strings that are all numbers, words; the label column: a fraction
+    seen = {"numbers": False, "words": False, "fraction": False}
+
+    def visit(chunk: pd.DataFrame) -> None:
+        if tcol in chunk.columns and not seen["words"]:  # a chunk of words decides it
+            numeric = _numeric_strings(chunk[tcol])
+            if numeric is not None:
+                seen["numbers" if numeric else "words"] = True
+        if lcol in chunk.columns and pd.api.types.is_float_dtype(chunk[lcol].dtype):
+            v = chunk[lcol].to_numpy(dtype="float64", na_value=np.nan)
+            v = v[np.isfinite(v)]
+            seen["fraction"] = seen["fraction"] or bool((v != np.round(v)).any())
+
+    stream = TextChunks(p, kind, text_col=kw["text_col"], id_col=kw["id_col"],
+                        quoting=quoting, chunk_rows=chunk_rows, visit=visit)
+    dtype = stream.dtypes.get(tcol)
+    if dtype is not None and (pd.api.types.is_bool_dtype(dtype)
+                              or pd.api.types.is_numeric_dtype(dtype)):
+        _warn_text_type(f"{dtype} values", tcol, source)
+    elif dtype is not None and seen["numbers"] and not seen["words"]:
+        _warn_text_type("only numbers", tcol, source)
+    chunks = iter(stream)
+    if seen["fraction"] and pd.api.types.is_float_dtype(stream.dtypes.get(lcol, object)):
+        chunks = (_labels_as_written(chunk, lcol) for chunk in chunks)
+    return stream.total, chunks
+
+
+def _labels_as_written(chunk: pd.DataFrame, column: str) -> pd.DataFrame:
+    chunk = chunk.copy()
+    chunk[column] = pd.Series([None if pd.isna(v) else str(v) for v in chunk[column]],
+                              index=chunk.index, dtype=object)
+    return chunk
 
 
 class FrameChunks:
@@ -447,17 +515,22 @@ def _chunks_with_labels(chunks: Iterator[pd.DataFrame], labels: list) -> Iterato
 
 
 def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str, kw: dict,
-                     offset: int = 0, warn_ids: bool = True) -> Iterator[pd.DataFrame]:
-    """Apply :func:`to_frame` chunk by chunk, with default ids and uniqueness across chunks."""
+                     offset: int = 0, warn_ids: bool = True, total: int | None = None,
+                     check_text: bool = True) -> Iterator[pd.DataFrame]:
+    """Apply :func:`to_frame` chunk by chunk, with default ids and uniqueness across chunks.
+    ``check_text``: check the text column's type on the first chunk (off when the whole file
+    was checked)."""
     seen = SeenIds()
     first = True
     for raw in chunks:
         frame = to_frame(raw, source=source, id_offset=offset, warn_label=False, **kw)
         if first:
             first = False
-            _check_text_type(raw[kw["text_col"] or "text"], kw["text_col"] or "text", source)
+            if check_text:
+                _check_text_type(raw[kw["text_col"] or "text"], kw["text_col"] or "text",
+                                 source)
             if warn_ids and numbered(raw.columns, kw["id_col"]):
-                warn_numbered(source, columns=raw.columns)
+                warn_numbered(source, total, columns=raw.columns)
         offset += len(frame)
         dups = seen.add(frame["doc_id"])
         if dups:

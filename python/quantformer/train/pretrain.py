@@ -574,7 +574,8 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
     """Pretrain an encoder further on unlabelled texts and write an encoder folder.
 
     The corpus is streamed (:mod:`quantformer.train.pretrain_corpus`): a Parquet file is read
-    one record batch at a time and only ``buffer_docs`` documents are held at once. Started by
+    one record batch at a time, a CSV, TSV, text or JSON-lines file one chunk at a time (an
+    ``.rds`` file is read whole) and only ``buffer_docs`` documents are held at once. Started by
     ``torchrun`` or ``accelerate launch`` with several processes, each process trains on its
     share of every batch and ``DistributedDataParallel`` averages the gradients
     (:mod:`quantformer.train.ddp`); the main process alone writes and prints.

@@ -2,9 +2,11 @@
 memory can be used.
 
 The corpus is read in chunks (:func:`quantformer.io.frames.iter_frames`: a Parquet file one
-record batch at a time) every time it is needed, and never held whole: a first pass counts the
-documents with text, hashes every text in order and counts their tokens; the held-out
-documents are then drawn by the seed from their positions (one byte per document). Training
+record batch at a time, a CSV, TSV, text or JSON-lines file one chunk at a time; only an
+``.rds`` file, which pyreadr reads whole, is held) every time it is needed, and never held
+whole: a first pass counts the documents with text, hashes every text in order and counts
+their tokens; the held-out documents are then drawn by the seed from their positions (one byte
+per document). Training
 reads the other documents into buffers of ``buffer_docs`` (in file order), shuffles and
 length-groups each buffer with a generator seeded by (seed, epoch, buffer), and yields its
 batches; evaluation reads the held-out documents the same way, sorted by length within each
