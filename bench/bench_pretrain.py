@@ -9,12 +9,35 @@ length-grouped batches) against ``transformers.Trainer`` with ``DataCollatorForL
 tokens per second of each and the ratio, and the held-out masked-LM loss of both after the same
 steps (the same masks for both). Target: at least 2x, loss within 2 %.
 
-Accuracy (``--accuracy``): for each task, the adapted encoder (``quantformer pretrain``, its
-defaults: objective auto) on the task's unlabelled texts, then the unchanged default
-fine-tuning recipe on the base model and on the adapted encoder, 3 seeds, macro-F1 mean and
-spread on the test set. Unlabelled corpora: Abortion: the SemEval-2016 raw training tweets of
-all five targets plus the Abortion training tweets (never a test tweet); Toxic: the Jigsaw
-comments outside the training and test draws; HanDeSeT: the speeches outside the test fold.
+Accuracy (``--accuracy``): for each task, one adapted encoder per objective in
+``--objectives`` (``quantformer pretrain`` with its defaults: one epoch, 128 tokens, batch 32,
+seed 42; ``auto`` = pretrain's own choice, TSDAE for the bundled sentence transformer) on the
+task's unlabelled texts. Each encoder, the base model's included, is then scored on the test
+set (macro-F1) three ways:
+
+* the unchanged default fine-tuning recipe (``run_one("default")``, as ``quantformer
+  compare``), once per seed (``--seeds``, default 1,2,3), on the whole training set;
+  ``--finetune-max-length`` (default: the recipe's own, 512 tokens; null in the JSON) shortens
+  it, e.g. 128 for HanDeSeT's long speeches on a CPU;
+* SetFit with its default recipe (``finetune(method="setfit")``, the encoder's own window,
+  256 tokens for the bundled model) on ``--setfit-per-class`` training documents per class
+  (16), drawn per seed as bench_fewshot.py draws them (``per_class_sample``);
+* the embedding zero-shot (``zeroshot(method="embedding")``, its default standardised
+  calibration) with the label phrases of :data:`ZEROSHOT`: one value per encoder
+  (deterministic).
+
+The base model's scores are computed once per task and seed and shared by every objective.
+Unlabelled corpora: Abortion: the SemEval-2016 raw training tweets of all five targets plus
+the Abortion training tweets (never a test tweet); Toxic: the Jigsaw comments outside the
+training and test draws; HanDeSeT: the speeches outside the test fold (its training
+speeches). ``--out`` is rewritten after every encoder, so a run cut short keeps what finished;
+per task it holds the base's scores and, per objective, the adapted encoder's scores, the gain
+over the base (means), the pretraining seconds and steps and the held-out loss (masked LM:
+and perplexity) before and after. A table (task x encoder: fine-tune and SetFit mean (sd),
+zero-shot, gains) ends the run. ``--smoke`` checks the whole path in minutes (:data:`SMOKE`:
+10 training documents per class, 30 test documents, 120 unlabelled ones, 2 pretraining steps
+at 32 tokens, one fine-tuning epoch at 128 tokens, SetFit on 4 per class with one pair
+iteration, seed 1); its figures mean nothing. ``--no-setfit`` and ``--no-zeroshot`` skip those.
 
 Memory (``--memory``): peak resident memory (the kernel's ``VmHWM``) of ``quantformer
 pretrain`` (bundled model, objective auto, a few steps, 1 % held out) in a fresh process per
@@ -27,7 +50,12 @@ repeated, each copy numbered), written as Parquet (``--format parquet``, the def
 
     OMP_NUM_THREADS=2 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --steps 30
     PYTHONPATH=python python bench/bench_pretrain.py --accuracy --device cuda \\
-        --data-dir DATA --out pretrain_accuracy.json
+        --objectives mlm,tsdae --data-dir DATA --out pretrain_accuracy.json
+    OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --accuracy \\
+        --tasks handeset --objectives mlm,tsdae --finetune-max-length 128 --data-dir DATA \\
+        --out pretrain_accuracy_handeset.json
+    OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --accuracy \\
+        --smoke --objectives mlm,tsdae --data-dir DATA
     OMP_NUM_THREADS=2 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --memory \\
         --steps 3 --data-dir DATA [--format csv]
 """
@@ -49,6 +77,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_fewshot import per_class_sample  # noqa: E402  (the few-shot bench's draw)
 
 
 def machine() -> dict:
@@ -227,39 +258,163 @@ def speed(args) -> dict:
 # accuracy
 
 
-def accuracy(args) -> dict:
-    """Base vs adapted encoder under the default fine-tuning recipe, per task and seed."""
+# Embedding zero-shot (``zeroshot(method="embedding")``): per task the template and the label
+# phrase of each class, the same for every encoder. Abortion and Toxic: the content-describing
+# phrases of bench_zeroshot.py (its "default template" rows, bench/RESULTS.md "Zero-shot");
+# HanDeSeT's `manual speech` is the speaker's sentiment towards the motion (1 = positive),
+# phrased from that definition (not tuned on any test document).
+ZEROSHOT = {
+    "abortion": ("This text is about {}.",
+                 {"favor": "legal abortion and women's right to choose",
+                  "against": "protecting the unborn", "none": "something else"}),
+    "toxic": ("This text is about {}.",
+              {"0": "a normal discussion", "1": "insults and obscenities"}),
+    "handeset": ("This speech {} the motion.",
+                 {"1": "supports and welcomes", "0": "opposes and criticises"}),
+}
+SMOKE = {"train_per_class": 10, "test": 30, "corpus": 120, "pretrain_steps": 2,
+         "pretrain_max_length": 32, "pretrain_batch_size": 8, "finetune_epochs": 1,
+         "setfit_per_class": 4, "setfit_iterations": 1, "finetune_max_length": 128}
+
+
+def task_data(args, task: str):
+    """(train, test, unlabelled corpus) of ``task``, no test text in the corpus; --smoke: a
+    few documents of each (SMOKE)."""
+    train, test, corpus = TASKS[task](Path(args.data_dir))
+    held_out = set(test["text"])  # a test text that also appears elsewhere stays out
+    corpus = [t for t in corpus if t not in held_out]
+    if args.smoke:
+        train = per_class_sample(train, SMOKE["train_per_class"], 1)
+        test = test.sample(n=min(SMOKE["test"], len(test)), random_state=1)
+        corpus = corpus[:SMOKE["corpus"]]
+    return train.reset_index(drop=True), test.reset_index(drop=True), corpus
+
+
+def spread(scores: list[float]) -> dict:
+    """The seeds' macro-F1 values, their mean and sample standard deviation (0 for one)."""
+    return {"macro_f1": [round(x, 4) for x in scores], "mean": round(float(np.mean(scores)), 4),
+            "sd": round(float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0, 4)}
+
+
+def zeroshot_f1(args, model, task: str, test: pd.DataFrame) -> float:
+    """Macro-F1 of the embedding zero-shot with ZEROSHOT[task] on ``test`` (deterministic)."""
+    import quantformer
+    from quantformer.score.metrics import macro_f1
+
+    template, phrases = ZEROSHOT[task]
+    res = quantformer.zeroshot(test[["doc_id", "text"]], list(phrases.values()), template,
+                               model=model, method="embedding", device=args.device, quiet=True)
+    back = {phrase: label for label, phrase in phrases.items()}
+    truth = test["label"].astype(str).tolist()
+    return round(macro_f1(truth, [back[p] for p in res["predicted"]], sorted(set(truth))), 4)
+
+
+def evaluate(args, model, task: str, train: pd.DataFrame, test: pd.DataFrame) -> dict:
+    """One encoder (None: the base model): the default fine-tuning recipe and SetFit on a
+    per-class sample, once per seed, and the embedding zero-shot, each macro-F1 on ``test``."""
     from quantformer.select.compare import run_one
+
+    def score(name, sample, seed, kwargs):
+        return run_one(name, sample, test, repeat=0, seed=seed, folds=5, vectors=None,
+                       model=model, finetune_kwargs={"device": args.device, **kwargs},
+                       fitters=None, quiet=True)["macro_f1"]
+
+    out, t0 = {}, time.perf_counter()
+    ft = {"max_length": args.finetune_max_length} if args.finetune_max_length else {}
+    if args.smoke:
+        ft["epochs"] = SMOKE["finetune_epochs"]
+    out["finetune"] = spread([score("default", train, s, ft) for s in args.seed_list])
+    if not args.no_setfit:
+        sf = {"setfit_iterations": SMOKE["setfit_iterations"]} if args.smoke else {}
+        out["setfit"] = spread([score("setfit", per_class_sample(train, args.setfit_per_class, s),
+                                      s, sf) for s in args.seed_list])
+    if not args.no_zeroshot:
+        out["zeroshot"] = zeroshot_f1(args, model, task, test)
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    out["peak_rss_mib"] = _peak_rss_mb()  # of the whole run so far
+    out["load"] = round(os.getloadavg()[0], 2)  # the machine is shared
+    return out
+
+
+def adapt(args, task: str, objective: str, corpus: list[str], work: Path) -> tuple[str, dict]:
+    """Pretrain the base model further on ``corpus`` with ``objective``: (folder, record)."""
     from quantformer.train.pretrain import pretrain
 
-    seeds = [1] if args.smoke else [1, 2, 3]
-    out = {"machine": machine(), "device": args.device, "tasks": {}}
+    folder = work / f"{task}-{objective}"
+    t0 = time.perf_counter()
+    record = pretrain(pd.DataFrame({"text": corpus}), folder, args.model, objective=objective,
+                      device=args.device, quiet=True,
+                      **({"max_steps": SMOKE["pretrain_steps"], "batch_size":
+                          SMOKE["pretrain_batch_size"], "max_length": SMOKE["pretrain_max_length"]}
+                         if args.smoke else {}))
+    return str(folder), {"objective": record["objective"],
+                         "pretrain_seconds": round(time.perf_counter() - t0, 1),
+                         "pretrain_steps": record["settings"]["steps"],
+                         "valid_before": record["valid_before"],
+                         "valid_after": record["valid_after"]}
+
+
+def gains(adapted: dict, base: dict) -> dict:
+    """Adapted minus base: mean macro-F1 of fine-tuning and SetFit, the zero-shot value."""
+    out = {}
+    for kind in ("finetune", "setfit", "zeroshot"):
+        if kind in base and kind in adapted:
+            a, b = adapted[kind], base[kind]
+            out[kind] = round(a["mean"] - b["mean"] if isinstance(a, dict) else a - b, 4)
+    return out
+
+
+def write_json(path, result: dict) -> None:
+    """Write ``result`` to ``path`` (whole, replaced): a run cut short keeps what finished."""
+    if path:
+        tmp = Path(f"{path}.tmp")
+        tmp.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        tmp.replace(path)
+
+
+def accuracy(args) -> dict:
+    """Base vs adapted encoders per task: the base model's scores once per task and seed,
+    shared by every objective's adapted encoder."""
+    out = {"machine": machine(), "device": args.device, "seeds": args.seed_list,
+           "objectives": args.objective_list, "finetune_max_length": args.finetune_max_length,
+           "setfit_per_class": None if args.no_setfit else args.setfit_per_class,
+           "zeroshot": None if args.no_zeroshot else ZEROSHOT,
+           "smoke": SMOKE if args.smoke else None, "tasks": {}}
     work = Path(tempfile.mkdtemp(prefix="bench-pretrain-acc-"))
     for task in args.tasks.split(","):
-        train, test, corpus = TASKS[task](Path(args.data_dir))
-        held_out = set(test["text"])  # a test text that also appears elsewhere stays out
-        corpus = [t for t in corpus if t not in held_out]
-        if args.smoke:
-            train, test, corpus = train.head(40), test.head(40), corpus[:120]
-        t0 = time.perf_counter()
-        record = pretrain(pd.DataFrame({"text": corpus}), work / task, args.model,
-                          objective=args.objective, device=args.device, quiet=True,
-                          **({"max_steps": 2} if args.smoke else {}))
-        row = {"corpus_docs": len(corpus), "pretrain_seconds": round(time.perf_counter() - t0, 1),
-               "objective": record["objective"], "valid_before": record["valid_before"],
-               "valid_after": record["valid_after"], "n_train": len(train), "n_test": len(test)}
-        for name, model in (("base", args.model), ("adapted", str(work / task))):
-            scores = [run_one("default", train, test, repeat=0, seed=s, folds=5, vectors=None,
-                              model=model, finetune_kwargs={"device": args.device,
-                                                            **({"epochs": 1} if args.smoke
-                                                               else {})},
-                              fitters=None, quiet=True)["macro_f1"] for s in seeds]
-            row[name] = {"macro_f1": scores, "mean": round(float(np.mean(scores)), 4),
-                         "sd": round(float(np.std(scores, ddof=1)) if len(scores) > 1 else 0, 4)}
-        row["gain"] = round(row["adapted"]["mean"] - row["base"]["mean"], 4)
-        print(task, json.dumps(row), flush=True)
-        out["tasks"][task] = row
+        train, test, corpus = task_data(args, task)
+        row = out["tasks"][task] = {"n_train": len(train), "n_test": len(test),
+                                    "corpus_docs": len(corpus), "base": None, "adapted": {}}
+        row["base"] = evaluate(args, args.model, task, train, test)
+        print(task, "base", json.dumps(row["base"]), flush=True)
+        write_json(args.out, out)
+        for objective in args.objective_list:
+            folder, info = adapt(args, task, objective, corpus, work)
+            info.update(evaluate(args, folder, task, train, test))
+            info["gain"] = gains(info, row["base"])
+            row["adapted"][objective] = info
+            print(task, objective, json.dumps(info), flush=True)
+            write_json(args.out, out)
     return out
+
+
+def summary(result: dict) -> str:
+    """Task x encoder: fine-tune and SetFit mean (sd) over seeds, zero-shot macro-F1, gains."""
+    def cell(v):
+        if v is None:
+            return "-"
+        return f"{v['mean']:.4f} ({v['sd']:.4f})" if isinstance(v, dict) else f"{v:.4f}"
+
+    kinds = ("finetune", "setfit", "zeroshot")
+    rows = []
+    for task, row in result["tasks"].items():
+        for name, enc in [("base", row.get("base") or {}), *row.get("adapted", {}).items()]:
+            gain = enc.get("gain")
+            rows.append({"task": task, "encoder": name, "fine-tune": cell(enc.get("finetune")),
+                         "SetFit": cell(enc.get("setfit")), "zero-shot": cell(enc.get("zeroshot")),
+                         "gain (fine-tune, SetFit, zero-shot)": "" if gain is None else
+                         ", ".join(f"{gain[k]:+.4f}" if k in gain else "-" for k in kinds)})
+    return pd.DataFrame(rows).to_string(index=False)
 
 
 # ------------------------------------------------------------------------------------------
@@ -319,6 +474,33 @@ def memory(args) -> dict:
             "machine": machine()}
 
 
+OBJECTIVES = ("auto", "mlm", "tsdae")
+
+
+def accuracy_settings(p: argparse.ArgumentParser, args) -> None:
+    """``args.objective_list`` and ``args.seed_list`` from the flags; --smoke's defaults for
+    the flags not given (SMOKE); a bad value is refused before any work."""
+    objectives = (args.objectives or args.objective).split(",")
+    bad = [o for o in objectives if o not in OBJECTIVES]
+    if bad:
+        p.error(f"--objectives: unknown {', '.join(bad)}; choose among {', '.join(OBJECTIVES)}")
+    args.objective_list = list(dict.fromkeys(objectives))
+    try:
+        args.seed_list = ([int(x) for x in args.seeds.split(",")] if args.seeds
+                          else [1] if args.smoke else [1, 2, 3])
+    except ValueError:
+        p.error(f"--seeds: integers separated by commas, not {args.seeds!r}")
+    unknown = [t for t in args.tasks.split(",") if t not in TASKS]
+    if unknown:
+        p.error(f"--tasks: unknown {', '.join(unknown)}; choose among {', '.join(TASKS)}")
+    if args.setfit_per_class is None:
+        args.setfit_per_class = SMOKE["setfit_per_class"] if args.smoke else 16
+    if args.smoke and args.finetune_max_length is None:
+        args.finetune_max_length = SMOKE["finetune_max_length"]
+    if min(args.setfit_per_class, args.finetune_max_length or 8) < 1:
+        p.error("--setfit-per-class and --finetune-max-length: positive integers")
+
+
 EXTRA = ("pyreadr", "xgboost", "captum", "setfit", "krippendorff", "ppi_py", "Stemmer",
          "charset_normalizer", "yaml", "dask", "distributed", "onnxruntime", "matplotlib")
 
@@ -326,8 +508,19 @@ EXTRA = ("pyreadr", "xgboost", "captum", "setfit", "krippendorff", "ppi_py", "St
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--accuracy", action="store_true", help="base vs adapted macro-F1")
-    p.add_argument("--objective", default="auto", choices=("auto", "mlm", "tsdae"),
+    p.add_argument("--objective", default="auto", choices=OBJECTIVES,
                    help="--accuracy: the pretraining objective (auto: pretrain's own choice)")
+    p.add_argument("--objectives", default=None,
+                   help="--accuracy: several objectives, e.g. mlm,tsdae (replaces --objective)")
+    p.add_argument("--seeds", default=None, help="--accuracy: seeds (default 1,2,3; smoke 1)")
+    p.add_argument("--finetune-max-length", type=int, default=None,
+                   help="--accuracy: tokens per document of the fine-tuning (default: the "
+                        "recipe's 512; smoke 128)")
+    p.add_argument("--setfit-per-class", type=int, default=None,
+                   help="--accuracy: SetFit's training documents per class (16; smoke 4)")
+    p.add_argument("--no-setfit", action="store_true", help="--accuracy: skip SetFit")
+    p.add_argument("--no-zeroshot", action="store_true",
+                   help="--accuracy: skip the embedding zero-shot")
     p.add_argument("--memory", action="store_true", help="peak RSS, 10k vs 100k documents")
     p.add_argument("--format", default="parquet", choices=("parquet", "csv"),
                    help="--memory: the corpora's file format")
@@ -344,6 +537,7 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=str(DATA))
     p.add_argument("--out", default=None, help="write the result as JSON here")
     args = p.parse_args(argv)
+    accuracy_settings(p, args)
     if args.corpus:  # one run of --memory, in its own process
         print(json.dumps(memory_child(args)))
         return 0
@@ -351,8 +545,9 @@ def main(argv=None) -> int:
               else speed(args))
     result["imported_extras"] = sorted(m for m in EXTRA if m in sys.modules)
     print(json.dumps(result, indent=2))
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    write_json(args.out, result)
+    if args.accuracy:
+        print(summary(result))
     return 0
 
 

@@ -151,16 +151,26 @@ def _load_torch_encoder(path: str):
 def default_max_length(enc: Encoder) -> int:
     """The token limit used when none is given: the model's sentence-transformers
     ``max_seq_length`` (256 for all-MiniLM-L6-v2) when it has one, else 512, never above the
-    model's position limit."""
+    model's position limit. A folder written by sentence-transformers 6 keeps that
+    length as its tokenizer's ``model_max_length`` (``sentence_bert_config.json`` without
+    ``max_seq_length``), where sentence-transformers itself reads it."""
     limit = max_positions(enc.config) or DEFAULT_MAX_LENGTH
     want = 512
     st = Path(enc.path) / "sentence_bert_config.json"
     if st.is_file():
         try:
-            want = int(json.loads(st.read_text()).get("max_seq_length") or 512)
+            given = json.loads(st.read_text()).get("max_seq_length")
+            want = int(given) if given else _tokenizer_limit(enc.tokenizer)
         except (ValueError, OSError):
             pass
     return min(want, limit)
+
+
+def _tokenizer_limit(tokenizer) -> int:
+    """The tokenizer's ``model_max_length``, or 512 where it is unset (transformers' huge
+    placeholder)."""
+    value = getattr(tokenizer, "model_max_length", None)
+    return int(value) if isinstance(value, int) and 0 < value < 10 ** 6 else 512
 
 
 def check_length(enc: Encoder, max_length: int | None) -> int:

@@ -11,12 +11,16 @@ fine-tuning (Gururangan et al. 2020, "Don't stop pretraining"). Two objectives:
     masked positions: the encoder runs on the batch, its hidden states are gathered where the
     labels are not -100, and the MLM head is applied to those rows only. A checkpoint without
     an MLM head (a sentence-transformers body such as the bundled all-MiniLM-L6-v2) gets a new
-    head that is first warmed up with the encoder frozen; the record says so.
+    head that is first warmed up with the encoder frozen; the record says so. The base's
+    pooler, which the masked-LM classes leave out and standard fine-tuning reads, is written
+    into the encoder folder unchanged.
 ``tsdae``
     the transformer-based denoising auto-encoder (Wang et al. 2021) with sentence-transformers'
     own ``DenoisingAutoEncoderLoss``: the pooled sentence vector of a text with 60 % of its
     words deleted must let a tied decoder rebuild the text. Words are split at white space
-    (the library's default noise needs NLTK data).
+    (the library's default noise needs NLTK data). The encoder keeps its base's
+    ``max_seq_length`` (the window of embed, zeroshot and SetFit), whatever ``max_length`` it
+    was trained at.
 
 ``objective="auto"`` picks ``tsdae`` for sentence-transformers bodies (a folder with
 ``modules.json``: SetFit, embeddings and the bundled default are such models; TSDAE is the
@@ -345,11 +349,13 @@ def tsdae_parts(run: Run) -> dict:
 
     path = resolve_model(run.settings["model"])
     st = SentenceTransformer(path, device=run.device)
+    window = st.max_seq_length  # the base's own, written back with the encoder (_save)
     st.max_seq_length = run.settings["max_length"]
     # tied: the decoder is the encoder's own checkpoint (naming it again only logs a warning)
     loss = DenoisingAutoEncoderLoss(st, tie_encoder_decoder=True).to(run.device)
     # the loss never reads the encoder's pooler: unused parameters under several processes
-    return {"model": loss, "net": loss, "st": st, "new_head": False, "unused": True}
+    return {"model": loss, "net": loss, "st": st, "new_head": False, "unused": True,
+            "window": window}
 
 
 def _tsdae_loss(run: Run, net, clean: list[str], noisy: list[str]):
@@ -547,9 +553,15 @@ def _save(run: Run):
     """The function that writes the trained encoder into a folder."""
     parts, base = run.parts, Path(resolve_model(run.settings["model"]))
     if run.settings["objective"] == "tsdae":
-        return lambda tmp: parts["st"].save(str(tmp))
+        def save_st(tmp: Path) -> None:
+            # the training length is a setting of the run, not the encoder's window: embed,
+            # zeroshot and SetFit read the base's max_seq_length (256 for the default model)
+            parts["st"].max_seq_length = parts["window"]
+            parts["st"].save(str(tmp))
+        return save_st
 
     def save(tmp: Path) -> None:
+        keep_pooler(parts["model"], base)
         parts["model"].save_pretrained(tmp)
         parts["tokenizer"].save_pretrained(tmp)
         for name in ST_FILES:  # a sentence-transformers body stays one
@@ -561,6 +573,23 @@ def _save(run: Run):
             for normalize in base.glob("*_Normalize"):
                 shutil.copytree(normalize, tmp / normalize.name)
     return save
+
+
+def keep_pooler(model, base: Path) -> None:
+    """Give the trained masked-LM model the base checkpoint's pooler, unchanged, so that the
+    encoder folder keeps it: the masked-LM classes of BERT and RoBERTa build their encoder
+    without one, and the sequence classifier of standard fine-tuning reads it (a folder
+    without it would be fine-tuned from a random pooler where the base model has a trained
+    one). Nothing happens where the encoder has a pooler or the base has none."""
+    from transformers import AutoModel
+
+    encoder = model.base_model
+    if getattr(encoder, "pooler", False) is not None:
+        return
+    with hf_quiet():
+        pooler = getattr(AutoModel.from_pretrained(base), "pooler", None)
+    if pooler is not None:
+        encoder.pooler = pooler.to(next(encoder.parameters()).device)
 
 
 def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,

@@ -38,7 +38,7 @@ def mlm_encoder(corpus, tiny_bert_dir, tmp_path_factory) -> tuple[Path, dict]:
     return out, record
 
 
-def test_mlm_encoder_record_and_head_warmup(mlm_encoder, corpus):
+def test_mlm_encoder_record_and_head_warmup(mlm_encoder, corpus, tiny_bert_dir):
     out, record = mlm_encoder
     on_disk = encoder_record(out)
     assert on_disk["kind"] == "encoder" and on_disk["objective"] == "mlm"
@@ -52,6 +52,11 @@ def test_mlm_encoder_record_and_head_warmup(mlm_encoder, corpus):
     assert before["perplexity"] == pytest.approx(np.exp(before["loss"]), rel=1e-3)
     assert before["loss"] != after["loss"]
     assert "Gururangan" in on_disk["objective_reason"]
+    # the masked-LM class has no pooler: the folder keeps the base's, which fine-tuning reads
+    from transformers import AutoModel
+
+    pooler = AutoModel.from_pretrained(out).pooler.dense.weight
+    assert bool((pooler == AutoModel.from_pretrained(tiny_bert_dir).pooler.dense.weight).all())
     with pytest.raises(ModelDirError, match="encoder written by `quantformer pretrain`"):
         read_record(out)
 
@@ -244,3 +249,33 @@ def test_a_checkpoint_of_other_settings_names_only_those_asked_for(corpus, tiny_
     assert main(["pretrain", *common, "--batch-size", "8", "--resume"]) == 2
     err = capsys.readouterr().err
     assert "other settings (--batch-size 16 vs 8 now)" in err and "epochs" not in err
+
+
+def test_tsdae_encoder_keeps_the_base_window_and_pooling(corpus, tiny_bert_dir, tmp_path):
+    """Issue 33: the TSDAE encoder trained at 48 tokens keeps its base's max_seq_length (40)
+    for embed, zeroshot and SetFit, and its vectors are the sentence transformer's own (mean
+    pooling, as the base)."""
+    from sentence_transformers import SentenceTransformer
+
+    import quantformer
+    from quantformer.infer.embed import default_max_length, load_encoder
+
+    st = SentenceTransformer(str(tiny_bert_dir), device="cpu")
+    st.max_seq_length = 40
+    st.save(str(tmp_path / "base"))
+    out = tmp_path / "tsdae"
+    pretrain(corpus, out, str(tmp_path / "base"), objective="tsdae", max_steps=1, **TINY)
+    adapted = SentenceTransformer(str(out), device="cpu")
+    assert adapted.max_seq_length == 40
+    assert default_max_length(load_encoder(str(out), "cpu")) == 40
+    assert adapted[1].get_config_dict()["pooling_mode"] == "mean"
+    frame = toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4)
+    ours = quantformer.embed(frame, model=str(out), device="cpu", quiet=True, normalize=False)
+    theirs = adapted.encode(frame["text"].tolist())
+    assert np.allclose(ours, theirs, atol=1e-4)  # padding of other batch shapes
+    clf = quantformer.finetune(frame, model=str(out), method="setfit", setfit_iterations=1,
+                               quiet=True, device="cpu")
+    assert clf.record["hyperparameters"]["max_length"] == 40
+    shot = quantformer.zeroshot(frame, ["economy", "other"], model=str(out), method="embedding",
+                                device="cpu", quiet=True)
+    assert shot.attrs["quantformer"]["max_length"] == 40
