@@ -140,7 +140,7 @@ def _local_code(llm, head_ids, label_ids, tail, text):
 
 def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache | None = None,
              shots: list[tuple[str, str]] = (), keep_raw: bool = False,
-             concurrency: int = 4, progress=sys.stderr, gate=None) -> tuple[pd.DataFrame, dict]:
+             concurrency: int = 4, progress=True, gate=None) -> tuple[pd.DataFrame, dict]:
     """Code every document of ``frame`` (``doc_id``, ``text``) with ``llm``.
 
     Args:
@@ -152,7 +152,8 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
         shots: k-shot ``(text, label)`` pairs (:func:`draw_shots`).
         keep_raw: add the endpoint's raw answer as ``raw``.
         concurrency: requests in flight to an endpoint (default 4).
-        progress: stream for the documents-per-second line (None: silent).
+        progress: stream for the documents-per-second line (``True``, the default: the
+            standard error stream at the time of the call; None: silent).
         gate: None, or a context manager held around each endpoint request (a
             ``distributed.Semaphore`` bounds the requests in flight across Dask workers).
 
@@ -180,6 +181,7 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
         else:
             results[i] = (hit[1], hit[0], hit[2], hit[3])
     n_cached = len(texts) - len(todo)
+    progress = sys.stderr if progress is True else progress
     start = time.monotonic()
     for done, (i, res) in enumerate(_run(llm, messages, labels, texts, todo, concurrency,
                                          gate or contextlib.nullcontext()), 1):
