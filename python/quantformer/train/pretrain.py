@@ -11,9 +11,11 @@ fine-tuning (Gururangan et al. 2020, "Don't stop pretraining"). Two objectives:
     masked positions: the encoder runs on the batch, its hidden states are gathered where the
     labels are not -100, and the MLM head is applied to those rows only. A checkpoint without
     an MLM head (a sentence-transformers body such as the bundled all-MiniLM-L6-v2) gets a new
-    head that is first warmed up with the encoder frozen; the record says so. The base's
-    pooler, which the masked-LM classes leave out and standard fine-tuning reads, is written
-    into the encoder folder unchanged.
+    head that is first warmed up with the encoder frozen; the record says so. The masked-LM
+    classes of BERT and RoBERTa have no pooler, so the encoder folder has none and standard
+    fine-tuning starts from a new one, as after Hugging Face's ``run_mlm.py``: writing the
+    base's pooler into the folder instead measured lower on Abortion (macro-F1 0.592 against
+    0.609 over the same 3 seeds, bench/RESULTS.md "Further pretraining").
 ``tsdae``
     the transformer-based denoising auto-encoder (Wang et al. 2021) with sentence-transformers'
     own ``DenoisingAutoEncoderLoss``: the pooled sentence vector of a text with 60 % of its
@@ -561,7 +563,6 @@ def _save(run: Run):
         return save_st
 
     def save(tmp: Path) -> None:
-        keep_pooler(parts["model"], base)
         parts["model"].save_pretrained(tmp)
         parts["tokenizer"].save_pretrained(tmp)
         for name in ST_FILES:  # a sentence-transformers body stays one
@@ -573,23 +574,6 @@ def _save(run: Run):
             for normalize in base.glob("*_Normalize"):
                 shutil.copytree(normalize, tmp / normalize.name)
     return save
-
-
-def keep_pooler(model, base: Path) -> None:
-    """Give the trained masked-LM model the base checkpoint's pooler, unchanged, so that the
-    encoder folder keeps it: the masked-LM classes of BERT and RoBERTa build their encoder
-    without one, and the sequence classifier of standard fine-tuning reads it (a folder
-    without it would be fine-tuned from a random pooler where the base model has a trained
-    one). Nothing happens where the encoder has a pooler or the base has none."""
-    from transformers import AutoModel
-
-    encoder = model.base_model
-    if getattr(encoder, "pooler", False) is not None:
-        return
-    with hf_quiet():
-        pooler = getattr(AutoModel.from_pretrained(base), "pooler", None)
-    if pooler is not None:
-        encoder.pooler = pooler.to(next(encoder.parameters()).device)
 
 
 def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
