@@ -1,4 +1,4 @@
-# pretrain_encoder(): `quantformer pretrain` of the bundled all-MiniLM-L6-v2 (TSDAE, one step).
+# pretrain_encoder(): `quantformer pretrain` of the bundled all-MiniLM-L6-v2 (masked LM, one step).
 
 test_that("issue 33: pretrain_encoder() gives an encoder textmodel_finetune() takes", {
   skip_if_no_verb("pretrain")
@@ -6,11 +6,11 @@ test_that("issue 33: pretrain_encoder() gives an encoder textmodel_finetune() ta
   enc <- pretrain_encoder(texts, max_steps = 1, batch_size = 16, max_length = 32,
                           device = "cpu", verbose = FALSE)
   expect_s3_class(enc, "quantformer_encoder")
-  expect_equal(enc$objective, "tsdae")  # a sentence-transformers body: auto chooses TSDAE
-  expect_match(enc$objective_reason, "Wang et al. 2021")
+  expect_equal(enc$objective, "mlm")  # auto: masked LM, also for a sentence-transformers body
+  expect_match(enc$objective_reason, "Gururangan et al. \\(2020\\)")
   expect_equal(enc$corpus$n_docs, 110L)
   expect_equal(enc$corpus$n_valid, 6L)
-  expect_false(enc$record$head_warmup$new_head)
+  expect_true(enc$record$head_warmup$new_head)  # the bundled body has no masked-LM head
   expect_true(enc$valid_before$loss > 0 && enc$valid_after$loss != enc$valid_before$loss)
   expect_output(print(enc), "110 documents")
   expect_output(print(enc), "all-MiniLM-L6-v2")
