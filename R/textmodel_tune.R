@@ -23,8 +23,8 @@
 #'   overlapping windows, in training and in scoring the held-out fold (see
 #'   [textmodel_finetune()]; no time estimate is printed); `stride`, `max_chunks` and
 #'   `aggregate` as there.
-#' @param lr,epochs the grid: learning rates (numbers > 0) and numbers of epochs (whole numbers
-#'   >= 1). `NULL` takes the core's grid for the model's size: small models (such as the
+#' @param lr,epochs the grid: learning rates (numbers > 0) and numbers of epochs (whole
+#'   numbers >= 1). `NULL` takes the core's grid for the model's size: small models (such as the
 #'   bundled all-MiniLM-L6-v2) `c(5e-5, 8e-5, 1e-4)` x `3:5`, base models `c(1e-5, 2e-5, 3e-5)`
 #'   x `2:4`, large ones `c(5e-6, 1e-5, 2e-5)` x `2:4`; `method = "setfit"` `c(2e-5, 5e-5,
 #'   1e-4)` x `1:2`; `method = "nli"` `c(1e-5, 2e-5, 5e-5)` x `c(7, 10)`.

@@ -33,8 +33,8 @@
 #' @param steps `NULL` (adaptive: the trapezoid rule on 9 points of the integration path,
 #'   then 17, 33 and 65 points for documents whose completeness gap exceeds 5\%, each level
 #'   adding the midpoints of the previous one and reusing its gradients; chosen on the
-#'   TweetEval Abortion training tweets, see the package's bench/RESULTS.md) or a whole number
-#'   >= 1 of Gauss-Legendre steps for every document (Captum's default rule, as
+#'   TweetEval Abortion training tweets, see the package's bench/RESULTS.md) or a whole
+#'   number >= 1 of Gauss-Legendre steps for every document (Captum's default rule, as
 #'   transformers-interpret's `n_steps`).
 #' @param check if `TRUE`, also run the deletion test (AOPC of the 5 most attributed words vs
 #'   5 random words; Samek et al. 2017) and the model-randomisation check (Spearman rank

@@ -40,7 +40,7 @@
 #'   (hand-coded documents used), `n_total` (documents), `note` (why an estimate is pooled or
 #'   missing, e.g. a group without gold documents, whose PPI correction is pooled over all
 #'   groups; why an interval is the exact Clopper-Pearson one: the gold documents of a group
-#'   all agree, e.g. 3 of 3, and a zero-width interval such as [1, 1] would look certain; why
+#'   all agree, e.g. 3 of 3, and a zero-width interval such as `[1, 1]` would look certain; why
 #'   `n_gold_needed` exceeds the documents: coding all of them is the most one can do) and,
 #'   with `target_halfwidth`, `n_gold_needed`. Groups with fewer than 10 gold
 #'   documents give a warning; a gold sample of fewer than 10 documents, gold documents that
