@@ -101,6 +101,10 @@ load_encoder <- function(path) {
 #' @export
 print.quantformer_encoder <- function(x, ...) {
   cat("Encoder pretrained further (", x$objective, ")\n", sep = "")
+  if (!is.null(x$objective_reason))
+    cat(strwrap(paste0("Objective:  ", x$objective_reason), exdent = 12), sep = "\n")
+  if (isTRUE(x$record$head_warmup$new_head))
+    cat("MLM head:   new (the base had none), warmed up with the encoder frozen\n")
   cat("Base model: ", x$base_model, "\n", sep = "")
   cat("Corpus:     ", x$corpus$n_docs, " documents, ", x$corpus$n_tokens, " tokens\n", sep = "")
   ppl <- if (!is.null(x$valid_after$perplexity))

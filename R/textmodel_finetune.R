@@ -306,8 +306,15 @@ print.textmodel_finetune <- function(x, ...) {
   cat("Trained on ", format_or_na(s$n_train), " documents\n", sep = "")
   hp <- s$hyperparameters
   if (!is.null(hp$max_length))
-    cat("Documents: up to ", hp$max_length, " tokens",
-        if (!is.null(hp$truncation)) paste0(" (", hp$truncation, " truncation)"), "\n", sep = "")
+    if (identical(hp$truncation, "chunks"))
+      cat("Documents: read whole in windows of ", hp$max_length, " tokens (chunks, stride ",
+          if (is.null(hp$stride)) "a quarter of the window" else hp$stride,
+          if (!is.null(hp$max_chunks)) paste0(", at most ", hp$max_chunks, " windows"),
+          "; ", if (is.null(hp$aggregate)) "mean" else hp$aggregate, " of the window logits)\n",
+          sep = "")
+    else
+      cat("Documents: up to ", hp$max_length, " tokens",
+          if (!is.null(hp$truncation)) paste0(" (", hp$truncation, " truncation)"), "\n", sep = "")
   invisible(x)
 }
 

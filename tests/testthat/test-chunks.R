@@ -12,6 +12,7 @@ test_that("textmodel_finetune with truncation = 'chunks' records it and predict(
   expect_equal(hp$truncation, "chunks")
   expect_equal(hp$stride, 8)
   expect_equal(hp$aggregate, "max")
+  expect_output(print(fit), "read whole in windows of 32 tokens \\(chunks, stride 8; max of")
   new <- s[101:104, ]
   p <- predict(fit, newdata = new, type = "probability")
   expect_equal(dim(p), c(4L, 2L))

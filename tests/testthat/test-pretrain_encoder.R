@@ -14,6 +14,8 @@ test_that("issue 33: pretrain_encoder() gives an encoder textmodel_finetune() ta
   expect_true(enc$valid_before$loss > 0 && enc$valid_after$loss != enc$valid_before$loss)
   expect_output(print(enc), "110 documents")
   expect_output(print(enc), "all-MiniLM-L6-v2")
+  expect_output(print(enc), "Objective: +masked language modelling")
+  expect_output(print(enc), "MLM head: +new \\(the base had none\\)")
   emb <- textstat_embeddings(c(a = "taxes and schools", b = "energy"), model = enc,
                              device = "cpu", verbose = FALSE)
   expect_equal(dim(emb), c(2L, 384L))

@@ -73,10 +73,11 @@ ST_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transf
 
 REASONS = {
     "auto": "masked language modelling, the task-/domain-adaptive pretraining of Gururangan et "
-            "al. (2020), for every encoder: on Abortion (3 seeds) it did no worse than TSDAE "
-            "before fine-tuning (-0.005 against -0.023 macro-F1), SetFit and embedding "
-            "zero-shot (-0.016 against -0.053); choose tsdae to try the sentence-embedding "
-            "objective",
+            "al. (2020), for every encoder: on Abortion (3 seeds) the fine-tuned macro-F1 "
+            "changed by -0.005 after it against -0.023 after TSDAE, the embedding zero-shot "
+            "by -0.016 against -0.053 (SetFit within its seeds' spread with either); no gain "
+            "from further pretraining was shown there, so compare the encoder with its base "
+            "on your task; objective tsdae is the sentence-embedding alternative",
     "given": "asked for",
 }
 
