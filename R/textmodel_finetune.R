@@ -32,7 +32,7 @@
 #'   sentence-transformer body's own limit (256 for the default model). The value used is
 #'   shown by `print()` and `summary()` of the fitted model.
 #' @param truncation `NULL` or which tokens a long document keeps: `"head_tail"` (the first 128
-#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`; or `"chunks"`: nothing is
+#'   and the last 382 of 512, Wankmueller 2022, section 6.3), `"head"` or `"tail"`; or `"chunks"`: nothing is
 #'   cut, each document is read as overlapping windows of `max_length` tokens and the loss is
 #'   taken on the aggregate of its windows' logits (Pappagari et al. 2019). With
 #'   `method = "setfit"` or `"nli"` training cuts each document by head+tail (their recipes

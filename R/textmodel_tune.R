@@ -17,7 +17,7 @@
 #'
 #' @inheritParams textmodel_finetune
 #' @param truncation `NULL` or which tokens a long document keeps: `"head_tail"` (the first 128
-#'   and the last 382 of 512, section 6.3), `"head"` or `"tail"`. `NULL` (the default) leaves
+#'   and the last 382 of 512, Wankmueller 2022, section 6.3), `"head"` or `"tail"`. `NULL` (the default) leaves
 #'   it to the core: `"head_tail"`, and `"head"` for `method = "setfit"` (as
 #'   sentence-transformers cuts). `"chunks"`: every run reads each document whole as
 #'   overlapping windows, in training and in scoring the held-out fold (see

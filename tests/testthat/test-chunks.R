@@ -29,7 +29,8 @@ test_that("textmodel_finetune with truncation = 'chunks' records it and predict(
   w <- testthat::capture_warnings(predict(fit, newdata = new, max_chunks = 1))
   expect_equal(sum(grepl("need more than", w)), 1L)
   expect_match(w, paste0("3 of 4 document\\(s\\) need more than `max_chunks` 1 windows; ",
-                         "their windows after the first 1 were dropped"), all = FALSE)
+                         "only their first 1 are read \\(the later ones are dropped\\)"),
+               all = FALSE)
   w <- testthat::capture_warnings(predict(fit, newdata = new, truncation = "head_tail"))
   expect_match(w, "fine-tuned with `truncation` chunks and predicts with head_tail", all = FALSE)
   expect_match(w, "truncated to 32 tokens \\(head_tail\\)", all = FALSE)

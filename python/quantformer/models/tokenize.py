@@ -569,7 +569,8 @@ def warn_dropped(n_dropped: int, n: int, max_chunks, stacklevel: int = 2) -> Non
 
     warnings.warn(ChunkWarning(
         f"{n_dropped} of {n} document(s) need more than {{max_chunks}} {max_chunks} windows; "
-        f"their windows after the first {max_chunks} were dropped", params=["max_chunks"]),
+        f"only their first {max_chunks} are read (the later ones are dropped)",
+        params=["max_chunks"]),
         stacklevel=stacklevel + 1)
 
 

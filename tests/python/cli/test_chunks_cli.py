@@ -261,8 +261,8 @@ def test_predict_warns_once_of_windows_over_max_chunks(chunk_model, tmp_path, ca
                  "--quiet", "--precision", "fp32"]) == 0
     err = capsys.readouterr().err
     assert err.count("need more than") == 1
-    assert ("2 of 3 document(s) need more than --max-chunks 1 windows; their windows after "
-            "the first 1 were dropped") in err
+    assert ("2 of 3 document(s) need more than --max-chunks 1 windows; only their first 1 "
+            "are read (the later ones are dropped)") in err
 
 
 @pytest.mark.parametrize("stride", ["-1", "22"])

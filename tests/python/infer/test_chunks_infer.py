@@ -202,8 +202,8 @@ def test_partitioned_chunks_on_local_cluster_equal_one_file(chunk_model, tiny_be
     finally:
         lc.close()
     assert [str(w.message) for w in caught if issubclass(w.category, ChunkWarning)] == [
-        "29 of 30 document(s) need more than max_chunks 3 windows; their windows after the "
-        "first 3 were dropped"]
+        "29 of 30 document(s) need more than max_chunks 3 windows; only their first 3 are "
+        "read (the later ones are dropped)"]
     want = pd.read_parquet(tmp_path / "want.parquet")
     got = pd.concat([pd.read_parquet(p) for p in sorted((tmp_path / "out").glob("*.parquet"))],
                     ignore_index=True)
@@ -256,6 +256,6 @@ def test_predict_file_warns_once_for_the_corpus_of_windows_over_max_chunks(chunk
                      chunking={"max_chunks": 1})
     # three chunks of the file, one warning counting all five documents
     assert [str(w.message) for w in caught if issubclass(w.category, ChunkWarning)] == [
-        "4 of 5 document(s) need more than max_chunks 1 windows; their windows after the "
-        "first 1 were dropped"]
+        "4 of 5 document(s) need more than max_chunks 1 windows; only their first 1 are "
+        "read (the later ones are dropped)"]
     assert len(pd.read_csv(tmp_path / "out.csv")) == 5
