@@ -273,7 +273,8 @@ def test_tsdae_encoder_keeps_the_base_window_and_pooling(corpus, tiny_bert_dir, 
     assert default_max_length(load_encoder(str(out), "cpu")) == 40
     assert adapted[1].get_config_dict()["pooling_mode"] == "mean"
     frame = toy_frame(8).assign(label=["econ"] * 4 + ["other"] * 4)
-    ours = quantformer.embed(frame, model=str(out), device="cpu", quiet=True, normalize=False)
+    ours = quantformer.embed(frame, model=str(out), device="cpu", quiet=True, normalize=False,
+                            precision="fp32")  # auto is bf16 on CPUs with AVX-512 BF16
     theirs = adapted.encode(frame["text"].tolist())
     assert np.allclose(ours, theirs, atol=1e-4)  # padding of other batch shapes
     clf = quantformer.finetune(frame, model=str(out), method="setfit", setfit_iterations=1,
