@@ -10,11 +10,11 @@
 #' the weights or library versions change or when it is damaged. `quantize = "int8"` adds ONNX
 #' Runtime's dynamic int8 quantization (Zafrir et al. 2019, "Q8BERT"; the first encoder layer
 #' stays fp32), the fastest option on CPUs (about 1.2x fp32 ONNX on a 2-core CPU without
-#' VNNI), with labels that agreed with fp32 on 98.2-98.9 \% of the Abortion test tweets and
-#' 99.3-99.7 \% of Toxic comments (`bench/RESULTS.md`). For classifiers fine-tuned the standard
+#' VNNI), with labels that agreed with fp32 on 98.2-98.9 % of the Abortion test tweets and
+#' 99.3-99.7 % of Toxic comments (`bench/RESULTS.md`). For classifiers fine-tuned the standard
 #' way (not `method = "nli"` or `"setfit"`), documents whose int8 top-two probability margin is
-#' below 0.05 are predicted again in fp32 (2.5 \% of the Abortion test tweets; it halved the
-#' labels int8 changed there, and costs 6-25 \% of pure int8's speed), and `predict_files()`
+#' below 0.05 are predicted again in fp32 (2.5 % of the Abortion test tweets; it halved the
+#' labels int8 changed there, and costs 6-25 % of pure int8's speed), and `predict_files()`
 #' marks their rows `onnx fp32 recheck` in its `backend` column. The fp32 ONNX export is fused for ONNX
 #' Runtime's CPU kernels (outputs within 1e-4 of PyTorch).
 #' Longformer models are not supported with ONNX. Set defaults for a session with

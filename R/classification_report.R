@@ -20,7 +20,7 @@
 #'   (documents evaluated), `n_missing_truth` and `n_missing_pred` (left out), and
 #'   `agreement`, a data frame of intercoder reliability between the model and the human codes
 #'   (the model as one more coder): `statistic` (Krippendorff's alpha, nominal, from the
-#'   `krippendorff` package; Cohen's kappa), `estimate`, `ci_low`, `ci_high` (95 \% percentile
+#'   `krippendorff` package; Cohen's kappa), `estimate`, `ci_low`, `ci_high` (95 % percentile
 #'   bootstrap interval over documents, 1,000 resamples; Hayes & Krippendorff 2007). Classes
 #'   are in the level order of `predicted` (or `truth`) when they are factors. `print()` says
 #'   how many documents were left out and why (no prediction, no true class).

@@ -9,7 +9,7 @@
 #' Two objectives: `"mlm"`, masked language modelling (Devlin et al. 2019; the vocabulary
 #' projection computed at the masked positions only; a model without a masked-LM head gets a
 #' new head, warmed up with the encoder frozen), and `"tsdae"`, the denoising auto-encoder of
-#' Wang et al. (2021; 60 \% of the words deleted, the text rebuilt from the sentence vector).
+#' Wang et al. (2021; 60 % of the words deleted, the text rebuilt from the sentence vector).
 #' `"auto"` (default) chooses `"mlm"` for every encoder, the bundled all-MiniLM-L6-v2
 #' included: on the Abortion task (3 seeds) TSDAE on the task's tweets lowered the fine-tuned
 #' macro-F1 by 0.023 and the embedding zero-shot by 0.053, one epoch of masked language

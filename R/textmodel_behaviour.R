@@ -42,9 +42,9 @@
 #'   predictions (see [quantformer_precision]; near ties are predicted again in fp32).
 #' @return An object of class `textmodel_behaviour`: a list with `summary` (a data frame: one
 #'   row per test with `name`, `type`, `expect`, `n`, `n_fail`, `fail_rate`, `ci_lower`,
-#'   `ci_upper`: a Wilson 95\% interval; `n_skipped`: documents the perturbation left
+#'   `ci_upper`: a Wilson 95% interval; `n_skipped`: documents the perturbation left
 #'   unchanged; directional tests: `change_mean` with `change_ci_lower`, `change_ci_upper` (a
-#'   normal 95\% interval) and `share_unmoved`, the share of documents whose probability moved
+#'   normal 95% interval) and `share_unmoved`, the share of documents whose probability moved
 #'   less than 0.01, all on the probability scale) and `tests` (each test's failing examples: original,
 #'   perturbed, both predictions; for perturbation tests also `passed_examples`, up to 3 pairs
 #'   that passed, so that what the perturbation did shows when nothing failed).

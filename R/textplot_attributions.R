@@ -6,7 +6,7 @@
 #' `type = "terms"`: a keyness-style chart (as `quanteda.textplots::textplot_keyness()` users
 #' know) of the terms with the highest mean attribution across documents for one target
 #' class. When `x` has the `terms` attribute of [textstat_attributions()] (`terms = TRUE` or
-#' `bow_data`), the bars are the core's means with their 95\% bootstrap intervals and, when it
+#' `bow_data`), the bars are the core's means with their 95% bootstrap intervals and, when it
 #' was run with `bow_data`, a second panel beside them gives the same terms' bag-of-words
 #' logistic-regression coefficients (the class's top terms by coefficient added; each stem is
 #' labelled by its most frequent word in the texts, the `word` column), with the

@@ -7,7 +7,7 @@
 #' into the text, so `substr(text, start + 1, end)` is the word. Attributions are in logit
 #' units and not normalised per document, so documents compare; `completeness_gap` says how
 #' far a document's attributions fall short of adding up to its logit difference (raise
-#' `steps` when the core warns it is above 5\%). Long documents are explained in the window
+#' `steps` when the core warns it is above 5%). Long documents are explained in the window
 #' `predict()` uses (head+tail by default); words outside it have `NA` attributions. A model
 #' fine-tuned with `truncation = "chunks"` (or `truncation = "chunks"` here) reads every
 #' document whole as overlapping windows: every window is explained, and a word's attribution
@@ -31,7 +31,7 @@
 #' @param target `NULL` (each document's predicted class; every label of a multi-label
 #'   model) or the class (character) whose logit is explained.
 #' @param steps `NULL` (adaptive: the trapezoid rule on 9 points of the integration path,
-#'   then 17, 33 and 65 points for documents whose completeness gap exceeds 5\%, each level
+#'   then 17, 33 and 65 points for documents whose completeness gap exceeds 5%, each level
 #'   adding the midpoints of the previous one and reusing its gradients; chosen on the
 #'   TweetEval Abortion training tweets, see the package's bench/RESULTS.md) or a whole
 #'   number >= 1 of Gauss-Legendre steps for every document (Captum's default rule, as
@@ -55,7 +55,7 @@
 #' @param terms if `TRUE`, also summarise per class the `n` terms with the highest mean
 #'   attribution across documents (a term's attribution in a document is the sum over its
 #'   occurrences, case folded; the mean is over the documents it occurs in, terms in at least 2
-#'   documents; 95\% percentile bootstrap interval over documents, 1000 resamples), returned as
+#'   documents; 95% percentile bootstrap interval over documents, 1000 resamples), returned as
 #'   the `terms` attribute: a data frame `target`, `term` (a stem with `bow_data`), `word`
 #'   (the term's most frequent word in the texts), `mean_attribution`, `lower`, `upper`,
 #'   `n_docs`, `rank`. Default `FALSE`; `TRUE` when `bow_data` is given.
@@ -65,7 +65,7 @@
 #'   name>)`; its labels must be the model's classes. The core fits a logistic regression
 #'   (L2 penalty, C = 1) on the binary bag-of-words of the paper's baselines (Wankmueller 2022:
 #'   lowercased, Snowball-stemmed unigrams, punctuation and numbers removed, terms in >= 2
-#'   documents and <= 90\% of them) and maps the attributed words onto the same stemmed terms.
+#'   documents and <= 90% of them) and maps the attributed words onto the same stemmed terms.
 #'   The `terms` attribute then has per class the `n` terms by mean attribution and the `n`
 #'   terms by coefficient, with the columns `bow_coef` (log-odds), `bow_rank`, `in_top`,
 #'   `in_bow_top`, and the agreement of the two lists on each row of the class: `top_overlap`

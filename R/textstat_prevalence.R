@@ -2,7 +2,7 @@
 #'
 #' The share of documents in each class (per group of docvars), from a classifier's
 #' predictions for the whole corpus and a random sample of hand-coded ("gold") documents.
-#' Shares of predicted labels are biased even at 80-90\% accuracy and their textbook
+#' Shares of predicted labels are biased even at 80-90% accuracy and their textbook
 #' intervals do not cover the truth (Egami et al. 2023); prediction-powered inference
 #' (Angelopoulos et al. 2023, Science) corrects the predicted share by the classifier's mean
 #' error on the gold sample, and its power-tuned form PPI++ (Angelopoulos, Duchi & Zrnic 2023)
