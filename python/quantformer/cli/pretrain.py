@@ -107,9 +107,10 @@ def run(args) -> int:
     if finished or not is_main_process():  # under a launcher: the main process reports
         return 0
     before, after = record["valid_before"], record["valid_after"]
-    ppl = (f", perplexity {before['perplexity']} -> {after['perplexity']}"
+    # the record keeps the rounded figures; the message shows what a reader compares
+    ppl = (f", perplexity {before['perplexity']:.2f} -> {after['perplexity']:.2f}"
            if "perplexity" in after else "")
     print(f"pretrained {record['base_model']} further on {record['corpus']['n_docs']} "
           f"documents ({record['objective']}: {record['objective_reason']}); held-out loss "
-          f"{before['loss']} -> {after['loss']}{ppl}; wrote {args.out}")
+          f"{before['loss']:.4f} -> {after['loss']:.4f}{ppl}; wrote {args.out}")
     return 0

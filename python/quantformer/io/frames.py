@@ -90,12 +90,20 @@ def numbered(columns, id_col: str | None) -> bool:
 ID_LIKE = ("id", "docid", "doc_id", "docname", "docname_", "document", "document_id")
 
 
-def warn_numbered(source: str, n: int | None = None, columns=()) -> None:
+def warn_numbered(source: str, n: int | None = None, columns=(), lines: bool = False) -> None:
     """Say that the documents of ``source`` are named ``text1..N`` by position: one warning
     a run (Python's default filter shows a text once from this line; the CLI prints it as one
     line, and R as an R warning naming its argument). A column of ``columns`` whose name looks
-    like ids (``id``, ``docname``, ...) is named as the likely fix."""
+    like ids (``id``, ``docname``, ...) is named as the likely fix; ``lines``: a text file of
+    one document a line, which has no place for ids (the fix is a file with a ``doc_id``
+    column)."""
     count = f"its {n} documents are" if n is not None else "its documents are"
+    if lines:
+        warnings.warn(ParamWarning(
+            f"{source} is one document a line, without ids: {count} named text1..textN by "
+            "their line, as quanteda names them. To keep ids of your own, give a CSV or TSV "
+            f"file with a '{ID_COLUMN}' column and a 'text' column", params=[]), stacklevel=2)
+        return
     like = [str(c) for c in columns if str(c).lower() in ID_LIKE]
     fix = (f"; if the column '{like[0]}' holds them, pass it as {{id_col}}" if like else "")
     warnings.warn(ParamWarning(
@@ -296,6 +304,7 @@ def read_frame(
     """
     p, kind = check_input(path, fmt)
     df = read_whole(p, kind, text_col, id_col, quoting)
+    lines = _one_text_a_line(kind, df.columns)
     if labels_file is not None:
         _check_labels_file_use(label_col)
         df = _with_labels(df, read_labels_file(labels_file, len(df), path))
@@ -303,8 +312,14 @@ def read_frame(
     frame = to_frame(df, text_col=text_col, label_col=label_col, id_col=id_col,
                      source=f"'{path}'", require_label=require_label)
     if numbered(df.columns, id_col):
-        warn_numbered(f"'{path}'", len(frame), df.columns)
+        warn_numbered(f"'{path}'", len(frame), df.columns, lines=lines)
     return frame
+
+
+def _one_text_a_line(kind: str, columns) -> bool:
+    """Whether a file read as ``kind`` with ``columns`` is a text file of one document a line
+    (no place for ids: :func:`warn_numbered` gives the fix that fits it)."""
+    return kind in ("txt", "lines") and len(columns) == 1
 
 
 _LABELS_FILE_COL = "label"
@@ -421,10 +436,11 @@ def iter_frames(
     source = f"'{path}'"
     kw = {"text_col": text_col, "label_col": label_col, "id_col": id_col}
     checked = kind in STREAMED  # the text column checked over the whole file
+    lines = False
     if kind == "parquet":
         total, chunks = _parquet_chunks(p, path, chunk_rows)
     elif checked:
-        total, chunks = _streamed_chunks(p, kind, chunk_rows, kw, quoting, source)
+        total, chunks, lines = _streamed_chunks(p, kind, chunk_rows, kw, quoting, source)
     else:  # RDS: read whole by pyreadr
         whole = read_whole(p, kind, text_col, id_col, quoting)
         total = len(whole)
@@ -435,7 +451,7 @@ def iter_frames(
         chunks = _chunks_with_labels(chunks, labels)
         kw["label_col"] = _LABELS_FILE_COL
     return FrameChunks(_contract_chunks(chunks, source, kw, id_offset, warn_ids, total,
-                                        check_text=not checked), total)
+                                        check_text=not checked, lines=lines), total)
 
 
 def _parquet_chunks(p: Path, path, chunk_rows: int) -> tuple[int, Iterator[pd.DataFrame]]:
@@ -452,8 +468,9 @@ def _parquet_chunks(p: Path, path, chunk_rows: int) -> tuple[int, Iterator[pd.Da
 
 
 def _streamed_chunks(p: Path, kind: str, chunk_rows: int, kw: dict, quoting: str,
-                     source: str) -> tuple[int, Iterator[pd.DataFrame]]:
-    """A text format's raw chunks (:class:`TextChunks`); the counting pass checks the text
+                     source: str) -> tuple[int, Iterator[pd.DataFrame], bool]:
+    """A text format's number of rows, raw chunks (:class:`TextChunks`) and whether it is one
+    text a line (:func:`_one_text_a_line`); the counting pass checks the text
     column over the whole file, as :func:`read_frame` does, and notes whether the label
     column has numbers with a fraction anywhere (then every chunk's labels are written as
     :func:`as_str_series` writes the whole column: ``1.0``, not ``1``)."""
@@ -482,7 +499,7 @@ def _streamed_chunks(p: Path, kind: str, chunk_rows: int, kw: dict, quoting: str
     chunks = iter(stream)
     if seen["fraction"] and pd.api.types.is_float_dtype(stream.dtypes.get(lcol, object)):
         chunks = (_labels_as_written(chunk, lcol) for chunk in chunks)
-    return stream.total, chunks
+    return stream.total, chunks, _one_text_a_line(kind, stream.columns)
 
 
 def _labels_as_written(chunk: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -516,7 +533,8 @@ def _chunks_with_labels(chunks: Iterator[pd.DataFrame], labels: list) -> Iterato
 
 def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str, kw: dict,
                      offset: int = 0, warn_ids: bool = True, total: int | None = None,
-                     check_text: bool = True) -> Iterator[pd.DataFrame]:
+                     check_text: bool = True, lines: bool = False
+                     ) -> Iterator[pd.DataFrame]:
     """Apply :func:`to_frame` chunk by chunk, with default ids and uniqueness across chunks.
     ``check_text``: check the text column's type on the first chunk (off when the whole file
     was checked)."""
@@ -530,7 +548,7 @@ def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str, kw: dict,
                 _check_text_type(raw[kw["text_col"] or "text"], kw["text_col"] or "text",
                                  source)
             if warn_ids and numbered(raw.columns, kw["id_col"]):
-                warn_numbered(source, total, columns=raw.columns)
+                warn_numbered(source, total, columns=raw.columns, lines=lines)
         offset += len(frame)
         dups = seen.add(frame["doc_id"])
         if dups:

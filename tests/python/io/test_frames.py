@@ -604,3 +604,21 @@ def test_numbered_ids_are_said_once_across_chunks(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert read_frame(f, id_col="docname")["doc_id"].tolist() == ["x", "y", "z"]
+
+
+def test_numbered_lines_file_gives_the_fix_that_fits_it(tmp_path):
+    """A text file of one document a line has no place for ids: the notice says so and names
+    a file with a doc_id column as the fix, not --id-col (read whole and streamed alike)."""
+    from quantformer._core.errors import ParamWarning
+
+    f = tmp_path / "speeches.txt"
+    f.write_text("we will\nwe shall\n", encoding="utf-8")
+    for read in (lambda: read_frame(f), lambda: pd.concat(iter_frames(f, chunk_rows=1))):
+        with pytest.warns(ParamWarning) as seen:
+            frame = read()
+        assert frame["doc_id"].tolist() == ["text1", "text2"]
+        notices = [str(w.message) for w in seen if issubclass(w.category, ParamWarning)]
+        assert len(notices) == 1
+        assert "is one document a line, without ids: its 2 documents are named" in notices[0]
+        assert "a CSV or TSV file with a 'doc_id' column" in notices[0]
+        assert "{id_col}" not in notices[0] and "id_col" not in notices[0]
