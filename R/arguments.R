@@ -35,8 +35,10 @@ first_arguments <- function(x, old_value, second, old, fun, x_missing, old_missi
 # The folder of a fitted model: a textmodel_finetune object's (which must still exist), a
 # textmodel_tune object's refit model, or a path as it is (made absolute when it exists: the
 # worker may run in another working directory). `NULL` stays `NULL` when `null_ok`; a path must
-# be an existing folder when `exists` (a model that cannot be a hub id).
-model_dir_of <- function(model, arg = "model", null_ok = FALSE, exists = FALSE) {
+# be an existing folder when `exists` (a model that cannot be a hub id). `what` names the
+# other values the argument takes, for the error.
+model_dir_of <- function(model, arg = "model", null_ok = FALSE, exists = FALSE,
+                         what = "the folder of a fine-tuned model") {
   if (is.null(model) && null_ok) return(NULL)
   if (inherits(model, "textmodel_tune")) {
     if (is.null(model$model))
@@ -51,7 +53,7 @@ model_dir_of <- function(model, arg = "model", null_ok = FALSE, exists = FALSE) 
   one_path <- is.character(model) && length(model) == 1 && !is.na(model) && nzchar(model)
   if (one_path && (!exists || dir.exists(model))) return(normalizePath(model, mustWork = FALSE))
   input_error("`", arg, "` must be ", if (null_ok) "NULL, ",
-              "a textmodel_finetune object or the folder of a fine-tuned model",
+              "a textmodel_finetune object or ", what,
               if (one_path) paste0("; '", model, "' is no folder") else " (one path)")
 }
 

@@ -33,7 +33,8 @@
 #' @param epochs passes over the documents (numeric; `NULL`: 1).
 #' @param max_steps training steps instead of `epochs` (integer; `NULL`).
 #' @param max_length tokens per document, special tokens included (integer, 128; at most the
-#'   model's limit).
+#'   model's limit). A longer document is read up to it (its first `max_length` tokens); a
+#'   warning before training says how many were, and the encoder's `corpus$n_truncated`.
 #' @param mask_prob share of tokens masked by `"mlm"` (0.15), between 0 and 1.
 #' @param whole_word logical: mask all subwords of a word together (`FALSE`).
 #' @param validation share of documents held out for the loss before and after (0.05).
@@ -106,7 +107,12 @@ print.quantformer_encoder <- function(x, ...) {
   if (isTRUE(x$record$head_warmup$new_head))
     cat("MLM head:   new (the base had none), warmed up with the encoder frozen\n")
   cat("Base model: ", x$base_model, "\n", sep = "")
-  cat("Corpus:     ", x$corpus$n_docs, " documents, ", x$corpus$n_tokens, " tokens\n", sep = "")
+  cut <- x$corpus$n_truncated
+  cat("Corpus:     ", x$corpus$n_docs, " documents (", x$corpus$n_valid, " held out), ",
+      x$corpus$n_tokens, " tokens read",
+      if (!is.null(cut) && cut > 0)
+        paste0("; ", cut, " longer than ", x$record$settings$max_length, " tokens were read ",
+               "up to it"), "\n", sep = "")
   ppl <- if (!is.null(x$valid_after$perplexity))
     paste0("; perplexity ", format(x$valid_before$perplexity, digits = 5), " -> ",
            format(x$valid_after$perplexity, digits = 5))

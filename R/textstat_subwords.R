@@ -16,8 +16,9 @@
 #'
 #' @param x documents: a quanteda corpus, a character vector or a data frame with a `text`
 #'   column.
-#' @param model `NULL` (the bundled all-MiniLM-L6-v2), a hub id, a local model folder, or a
-#'   model fitted by [textmodel_finetune()] (its tokenizer, limit and truncation strategy).
+#' @param model `NULL` (the bundled all-MiniLM-L6-v2), a hub id, a local model folder, an
+#'   encoder from [pretrain_encoder()], or a model fitted by [textmodel_finetune()] (its
+#'   tokenizer, limit and truncation strategy).
 #' @param max_length the token limit, special tokens included (integer). Default `NULL`: the
 #'   limit of a fitted `model` (the `max_length` it was trained with), else 512.
 #' @param truncation `NULL` (the default: a fitted `model`'s strategy, else `"head_tail"`) or
@@ -49,7 +50,8 @@
 textstat_subwords <- function(x, model = NULL, max_length = NULL, truncation = NULL,
                               stride = NULL, max_chunks = NULL, docvars = FALSE,
                               text_field = "text", docid_field = "doc_id", verbose = FALSE) {
-  model <- model_dir_of(model, null_ok = TRUE)  # R/arguments.R
+  model <- model_dir_of(encoder_path(model), null_ok = TRUE,  # R/arguments.R
+                        what = "a pretrain_encoder() result, a model folder or a hub id")
   if (!is.null(truncation))
     truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
   frame <- as_frame(x, text_field, docid_field)

@@ -19,6 +19,11 @@ test_that("issue 33: pretrain_encoder() gives an encoder textmodel_finetune() ta
   emb <- textstat_embeddings(c(a = "taxes and schools", b = "energy"), model = enc,
                              device = "cpu", verbose = FALSE)
   expect_equal(dim(emb), c(2L, 384L))
+  # the encoder's own tokenizer counts the windows (a one-word document: [CLS], word, [SEP])
+  sw <- textstat_subwords(c(a = "taxes", b = strrep("taxes and schools ", 40)), model = enc,
+                          truncation = "chunks", max_length = 32)
+  expect_equal(sw$n_tokens[1], 3L)
+  expect_gt(sw$n_windows[2], 1L)
   train <- data.frame(text = c(paste("taxes", 1:8), paste("schools", 1:8)),
                       label = rep(c("econ", "edu"), each = 8))
   fit <- textmodel_finetune(train, y = "label", model = enc, epochs = 1, max_length = 32,
@@ -34,6 +39,7 @@ test_that("pretrain_encoder() refuses too few documents and a bad mask_prob befo
                "only 50 documents with text", class = "quantformer_input_error")
   expect_error(pretrain_encoder(paste("text", 1:150), out = out, mask_prob = 2,
                                 verbose = FALSE),
-               "`mask_prob` must be between 0 and 1", class = "quantformer_input_error")
+               "`mask_prob` must be between 0 and 1 \\(exclusive\\), not 2;",
+               class = "quantformer_input_error")
   expect_false(file.exists(out))
 })

@@ -110,7 +110,9 @@ def run(args) -> int:
     # the record keeps the rounded figures; the message shows what a reader compares
     ppl = (f", perplexity {before['perplexity']:.2f} -> {after['perplexity']:.2f}"
            if "perplexity" in after else "")
-    print(f"pretrained {record['base_model']} further on {record['corpus']['n_docs']} "
-          f"documents ({record['objective']}: {record['objective_reason']}); held-out loss "
+    corpus = record["corpus"]
+    print(f"pretrained {record['base_model']} further on {corpus['n_train']} documents "
+          f"({corpus['n_valid']} more held out for the loss; {record['objective']}: "
+          f"{record['objective_reason']}); held-out loss "
           f"{before['loss']:.4f} -> {after['loss']:.4f}{ppl}; wrote {args.out}")
     return 0

@@ -220,8 +220,17 @@ def check_length_value(max_length) -> int:
     return max_length
 
 
-def check_max_length(max_length: int, config, tokenizer=None) -> int:
+#: what the verbs that classify or embed do with a document longer than ``max_length``
+CUT_OR_WINDOWS = ("longer documents are cut head+tail, or read whole in windows with "
+                  "{truncation} chunks")
+
+
+def check_max_length(max_length: int, config, tokenizer=None, longer: str = CUT_OR_WINDOWS) -> int:
     """Validate ``max_length`` (:func:`check_length_value`) and against the model's position limit.
+
+    Args:
+        longer: what the caller does with longer documents, for the error (fields
+            ``{max_length}``, ``{truncation}``; default :data:`CUT_OR_WINDOWS`).
 
     Raises:
         InputError: ``max_length`` is below 8 or above the model's limit (the message names it).
@@ -231,7 +240,7 @@ def check_max_length(max_length: int, config, tokenizer=None) -> int:
     if limit is not None and max_length > limit:
         raise InputError(
             f"{{max_length}} {max_length} is above this model's limit of {limit} tokens; use "
-            f"{{max_length}} {limit} or less (long documents are truncated head+tail), or a "
-            "Longformer model for longer inputs", params=["max_length"]
+            f"{{max_length}} {limit} or less ({longer}), or a Longformer model for longer "
+            "inputs", params=["max_length", "truncation"]
         )
     return max_length

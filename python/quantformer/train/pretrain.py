@@ -48,17 +48,19 @@ import math
 import os
 import shutil
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .._core.atomic import atomic_dir
-from .._core.errors import InputError
+from .._core.errors import InputError, ParamWarning
 from ..io.modeldir import encoder_record, hf_quiet, now_utc, versions
 from ..io.writable import check_model_dir
 from ..io.modeldir import write_encoder_dir
-from ..models.hub import check_max_length, load_config, model_label, resolve_device, resolve_model
+from ..models.hub import (check_max_length, load_config, max_positions, model_label,
+                          resolve_device, resolve_model)
 from .data import set_seed
 from .ddp import World, check_launcher, is_main_process, join, leave, world_size
 from .pretrain_corpus import BUFFER_DOCS, Corpus, scan, token_counter
@@ -112,18 +114,18 @@ def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, b
         raise InputError(f"{{objective}} must be one of {', '.join(OBJECTIVES)}, not "
                          f"{objective!r}", params=["objective"])
     if not 0 < mask_prob < 1:
-        raise InputError(f"{{mask_prob}} must be between 0 and 1 (exclusive), not {mask_prob}; "
+        raise InputError(f"{{mask_prob}} must be between 0 and 1 (exclusive), not {mask_prob:g}; "
                          "BERT masks 0.15", params=["mask_prob"])
     if not 0 < valid_fraction < 0.5:
         raise InputError(f"{{valid_fraction}} must be above 0 and below 0.5, not "
-                         f"{valid_fraction}", params=["valid_fraction"])
+                         f"{valid_fraction:g}", params=["valid_fraction"])
     if epochs is not None and max_steps is not None:
         raise InputError("give {epochs} or {max_steps}, not both", params=["epochs", "max_steps"])
     for name, value in (("epochs", epochs), ("max_steps", max_steps), ("batch_size", batch_size),
                         ("checkpoint_every", checkpoint_every), ("lr", lr),
                         ("buffer_docs", buffer_docs)):
         if value is not None and not value > 0:
-            raise InputError(f"{{{name}}} must be greater than 0, not {value}", params=[name])
+            raise InputError(f"{{{name}}} must be greater than 0, not {value:g}", params=[name])
 
 
 def checkpoint_path(out: Path) -> Path:
@@ -602,7 +604,9 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
             docstring), ``mlm`` or ``tsdae``.
         epochs: passes over the training documents (default 1); or ``max_steps`` batches.
         max_length: tokens per document, special tokens included (128; at most the model's
-            limit).
+            limit). A longer document is read up to it (its first tokens); a
+            :class:`~quantformer._core.errors.ParamWarning` before training says how many
+            were, and the record's ``corpus.n_truncated``.
         mask_prob: share of tokens masked (0.15, Devlin et al. 2019), in (0, 1).
         whole_word: mask every subword of a word together (whole-word masking).
         valid_fraction: share of documents held out for the loss before and after (0.05).
@@ -644,7 +648,7 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
     check_launcher(device)
     out_path = check_out(out, resume)
     chosen, why, config = choose_objective(model, objective)
-    check_max_length(max_length, config)
+    check_max_length(max_length, config, longer=READ_FIRST)
     data = scan(corpus, {"text_col": text_col, "id_col": id_col, "fmt": fmt, "quoting": quoting},
                 lengths=token_counter(_tokenizer(model), max_length),
                 valid_fraction=valid_fraction, seed=seed, buffer_docs=int(buffer_docs))
@@ -657,6 +661,8 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
     if out_path.exists():  # under a launcher, the main process alone says so
         return _finished(out, out_path, data, settings,
                          say if is_main_process() else _silent)
+    if data.n_cut and is_main_process():
+        _warn_cut(data, max_length, max_positions(config))
     settings.update(world_size=world_size(), corpus_sha256=data.sha256)
     if resume:  # before the model is loaded: what was asked for (the rest once it is)
         check_checkpoint(checkpoint_path(out_path), settings)
@@ -668,6 +674,25 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
         return _train_and_write(run, resume, why, model, out_path)
     finally:
         leave(world)
+
+
+#: what pretraining does with a document longer than ``max_length`` (the tokenizer's own
+#: truncation, as ``run_mlm.py`` without ``--line_by_line`` grouping)
+READ_FIRST = "pretraining reads the first {max_length} tokens of each document"
+
+
+def _warn_cut(data: Corpus, max_length: int, limit: int | None) -> None:
+    """One warning, before any training, for the documents longer than ``max_length`` tokens:
+    how many, that only their first tokens are read, and the fix where there is one."""
+    share = 100 * data.n_cut / data.n_docs
+    fix = (f"; a larger {{max_length}} (up to the model's {limit}) reads more of them"
+           if limit is None or max_length < limit else
+           "; split longer documents into parts (paragraphs) to read all of them")
+    warnings.warn(ParamWarning(
+        f"{data.n_cut} of {data.n_docs} documents ({share:.{0 if share >= 1 else 1}f}%) are "
+        f"longer than {{max_length}} {max_length} tokens: "
+        + READ_FIRST.replace("{max_length}", str(max_length)) + " and leaves the rest" + fix,
+        params=["max_length"]), stacklevel=3)
 
 
 def _finished(out, out_path: Path, data: Corpus, settings: dict, say) -> dict:

@@ -77,6 +77,7 @@ class Corpus:
     valid: np.ndarray  # bool per document with text: held out
     buffer_docs: int
     lengths: Callable  # texts -> token counts (truncated)
+    n_cut: int = 0  # documents with text longer than the token limit (read up to it)
 
     @property
     def n_valid(self) -> int:
@@ -89,8 +90,8 @@ class Corpus:
     def describe(self) -> dict:
         return {"n_docs": self.n_docs, "n_empty": self.n_empty, "sha256": self.sha256,
                 "source": None if isinstance(self.source, pd.DataFrame) else str(self.source),
-                "n_tokens": self.n_tokens, "n_train": self.n_train, "n_valid": self.n_valid,
-                "buffer_docs": self.buffer_docs}
+                "n_tokens": self.n_tokens, "n_truncated": self.n_cut, "n_train": self.n_train,
+                "n_valid": self.n_valid, "buffer_docs": self.buffer_docs}
 
     def buffers(self, held_out: bool) -> Iterator[list[str]]:
         """The training (or held-out) texts in file order, ``buffer_docs`` at a time."""
@@ -132,13 +133,35 @@ class Corpus:
                 yield [buf[i] for i in order[s:s + batch_size]]
 
 
-def token_counter(tokenizer, max_length: int) -> Callable:
-    """A function giving the token counts (special tokens included, truncated at
-    ``max_length``) of a list of texts."""
-    def lengths(texts: list[str]) -> np.ndarray:
-        enc = tokenizer(texts, truncation=True, max_length=max_length)
-        return np.array([len(x) for x in enc["input_ids"]], dtype=np.int64)
-    return lengths
+@dataclass
+class TokenCounter:
+    """The token counts (special tokens included, truncated at ``max_length``) of a list of
+    texts when called; :meth:`counts` also says which texts were longer than ``max_length``
+    (tokenised to one token more, so in the same single pass)."""
+    tokenizer: object
+    max_length: int
+
+    def counts(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(counts truncated at max_length, longer than max_length)``, one each per text."""
+        enc = self.tokenizer(texts, truncation=True, max_length=self.max_length + 1)
+        n = np.array([len(x) for x in enc["input_ids"]], dtype=np.int64)
+        return np.minimum(n, self.max_length), n > self.max_length
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return self.counts(texts)[0]
+
+
+def token_counter(tokenizer, max_length: int) -> TokenCounter:
+    """The :class:`TokenCounter` of ``tokenizer`` at ``max_length`` tokens."""
+    return TokenCounter(tokenizer, max_length)
+
+
+def _count(lengths: Callable, texts: list[str]) -> tuple[int, int]:
+    """(tokens, documents cut) of ``texts``; a plain ``lengths`` function cuts none."""
+    if isinstance(lengths, TokenCounter):
+        n, cut = lengths.counts(texts)
+        return int(n.sum()), int(cut.sum())
+    return int(np.asarray(lengths(texts)).sum()), 0
 
 
 def scan(corpus, corpus_kw: dict, *, lengths: Callable, valid_fraction: float, seed: int,
@@ -147,12 +170,14 @@ def scan(corpus, corpus_kw: dict, *, lengths: Callable, valid_fraction: float, s
 
     Returns:
         A :class:`Corpus`; its hash covers every text in order (empty ones too), so it names
-        the corpus.
+        the corpus; with a :class:`TokenCounter` as ``lengths`` it counts the documents
+        longer than its ``max_length`` (``n_cut``).
 
     Raises:
         InputError: fewer than 100 documents with text (the count named).
     """
-    digest, n_docs, n_empty, n_tokens, pending = hashlib.sha256(), 0, 0, 0, []
+    digest, n_docs, n_empty, pending = hashlib.sha256(), 0, 0, []
+    n_tokens = n_cut = 0
     for t in _texts(corpus, corpus_kw):
         digest.update(t.encode("utf-8") + b"\0")
         if not t.strip():
@@ -161,9 +186,11 @@ def scan(corpus, corpus_kw: dict, *, lengths: Callable, valid_fraction: float, s
         n_docs += 1
         pending.append(t)
         if len(pending) == 1024:
-            n_tokens, pending = n_tokens + int(lengths(pending).sum()), []
+            tokens, cut = _count(lengths, pending)
+            n_tokens, n_cut, pending = n_tokens + tokens, n_cut + cut, []
     if pending:
-        n_tokens += int(lengths(pending).sum())
+        tokens, cut = _count(lengths, pending)
+        n_tokens, n_cut = n_tokens + tokens, n_cut + cut
     if n_docs < MIN_DOCS:
         n = n_docs + n_empty
         what = (f"has {n} documents and every text is empty" if not n_docs
@@ -173,7 +200,7 @@ def scan(corpus, corpus_kw: dict, *, lengths: Callable, valid_fraction: float, s
     return Corpus(source=corpus, corpus_kw=corpus_kw, n_docs=n_docs, n_empty=n_empty,
                   n_tokens=n_tokens, sha256=digest.hexdigest(),
                   valid=held_out_mask(n_docs, valid_fraction, seed), buffer_docs=buffer_docs,
-                  lengths=lengths)
+                  lengths=lengths, n_cut=n_cut)
 
 
 def held_out_mask(n: int, fraction: float, seed: int) -> np.ndarray:

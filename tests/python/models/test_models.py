@@ -123,7 +123,9 @@ def test_check_max_length():
     assert check_max_length(512, bert) == 512
     assert check_max_length(8, bert) == 8
     with pytest.raises(InputError, match=r"max_length 513 is above this model's limit of 512 "
-                                         r"tokens; use max_length 512 or less .*Longformer"):
+                                         r"tokens; use max_length 512 or less \(longer "
+                                         r"documents are cut head\+tail, or read whole in "
+                                         r"windows with truncation chunks\), or a Longformer"):
         check_max_length(513, bert)
     with pytest.raises(InputError, match=r"at least 8 \(special tokens included\), not 4"):
         check_max_length(4, bert)

@@ -161,7 +161,8 @@ def _gpt2(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("extra, message", [
     (["--mask-prob", "1.5"], "--mask-prob must be between 0 and 1"),
     (["--mask-prob", "0"], "--mask-prob must be between 0 and 1"),
-    (["--max-length", "1000"], "limit of 512 tokens"),
+    (["--max-length", "1000"], "limit of 512 tokens; use --max-length 512 or less (pretraining "
+                               "reads the first --max-length tokens of each document)"),
     (["--model", "GPT"], "has no masked-LM encoder architecture"),
     (["--corpus", "SMALL"], "has only 99 documents with text (of 99)"),
     (["--corpus", "EMPTY"], "has 150 documents and every text is empty"),
@@ -216,6 +217,28 @@ def test_a_plain_text_corpus_warns_of_its_encoding_once_and_never_of_ids(tiny_be
     err = capsys.readouterr().err
     assert "no id column" not in err and "text1" not in err
     assert err.count("is not valid UTF-8; read it as cp1252") == 1
+
+
+def test_documents_longer_than_max_length_are_counted_and_warned_of_once(tiny_bert_dir,
+                                                                          tmp_path, capsys):
+    texts = [f"item {i} " + "the committee met " * (1 + i % 3 * 6) for i in range(120)]
+    corpus = tmp_path / "long.parquet"
+    pd.DataFrame({"text": texts}).to_parquet(corpus)
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+    longer = sum(len(x) > 24 for x in tok(texts)["input_ids"])
+    assert 0 < longer < 120
+    assert main(["pretrain", "--corpus", str(corpus), "--model", str(tiny_bert_dir),
+                 "--max-steps", "1", "--head-steps", "0", "--batch-size", "16",
+                 "--max-length", "24", "--device", "cpu", "--out", str(tmp_path / "enc")]) == 0
+    said = capsys.readouterr()
+    share = round(100 * longer / 120)
+    assert said.err.count(f"{longer} of 120 documents ({share}%) are longer than --max-length "
+                          "24 tokens: pretraining reads the first 24 tokens of each document "
+                          "and leaves the rest; a larger --max-length (up to the model's") == 1
+    assert encoder_record(tmp_path / "enc")["corpus"]["n_truncated"] == longer
+    assert "further on 114 documents (6 more held out for the loss; mlm:" in said.out
 
 
 def test_resume_of_a_finished_encoder_says_only_that_there_is_nothing_to_do(

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from quantformer._core.errors import InputError
-from quantformer.train.pretrain_corpus import n_batches, scan
+from quantformer.train.pretrain_corpus import n_batches, scan, token_counter
 
 
 def _lengths(texts):
@@ -98,3 +98,23 @@ def test_a_text_corpus_is_streamed_like_parquet(corpus, tmp_path, ext):
     assert (c.valid == reference.valid).all()
     assert list(c.epoch(0, 16, seed=1)) == list(reference.epoch(0, 16, seed=1))
     assert list(c.held_out(16)) == list(reference.held_out(16))
+
+
+def test_token_counter_counts_as_the_tokenizer_truncates_and_names_the_longer(tiny_bert_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+    # 0 to 39 words: with [CLS] and [SEP], lengths 2..41 around the limit of 16 tokens
+    texts = [" ".join(["the"] * n) or "." for n in range(40)] * 3
+    exact = [len(x) for x in tok(texts)["input_ids"]]
+    cut_at = [len(x) for x in tok(texts, truncation=True, max_length=16)["input_ids"]]
+    counter = token_counter(tok, 16)
+    n, longer = counter.counts(texts)
+    assert n.tolist() == cut_at == counter(texts).tolist()
+    assert longer.tolist() == [e > 16 for e in exact]
+    assert 16 in exact  # a document of exactly the limit is read whole, not counted as cut
+    c = scan(pd.DataFrame({"text": texts}), {}, lengths=counter, valid_fraction=0.05, seed=3)
+    assert c.n_cut == sum(e > 16 for e in exact) == c.describe()["n_truncated"] > 0
+    assert c.n_tokens == sum(cut_at)
+    assert scan(pd.DataFrame({"text": texts}), {}, lengths=_lengths, valid_fraction=0.05,
+                seed=3).n_cut == 0  # a plain function cuts none
