@@ -11,9 +11,12 @@
 #' new head, warmed up with the encoder frozen), and `"tsdae"`, the denoising auto-encoder of
 #' Wang et al. (2021; 60 % of the words deleted, the text rebuilt from the sentence vector).
 #' `"auto"` (default) chooses `"mlm"` for every encoder, the bundled all-MiniLM-L6-v2
-#' included: on the Abortion task (3 seeds) TSDAE on the task's tweets lowered the fine-tuned
-#' macro-F1 by 0.023 and the embedding zero-shot by 0.053, one epoch of masked language
-#' modelling by 0.005 and 0.016 (SetFit moved within its seeds' spread with either).
+#' included: one epoch on the task's own texts, then the default recipe (3 seeds), moved the
+#' fine-tuned macro-F1 by -0.005, +0.001 and +0.028 with masked language modelling on
+#' Abortion tweets, Toxic comments and HanDeSeT speeches, and by -0.023 and -0.004 on the
+#' first two with TSDAE, which also lowered the embedding zero-shot (bench/RESULTS.md,
+#' "Further pretraining"). A gain is not assured: compare the base model and the encoder on
+#' your data.
 #' `"tsdae"`, the domain adaptation sentence-transformers documents for embedding models,
 #' stays available for sentence-transformers bodies.
 #'
