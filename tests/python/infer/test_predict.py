@@ -201,7 +201,8 @@ def test_cli_predict_with_labels_file(model_dir, tmp_path, capsys):
     # the documents are named text1..N, and the run says so once (issue 36)
     notices = [line for line in capsys.readouterr().err.splitlines() if "text1..textN" in line]
     assert len(notices) == 1 and notices[0].startswith(
-        f"quantformer: warning: '{tmp_path / 'text.txt'}' has no id column")
+        f"quantformer: warning: '{tmp_path / 'text.txt'}' is one document a line, without "
+        "ids: its 2 documents are named text1..textN by their line")
     assert pd.read_csv(out)["doc_id"].tolist() == ["text1", "text2"]
 
 
