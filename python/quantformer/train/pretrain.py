@@ -29,8 +29,9 @@ included. The measurements decided it (bench/RESULTS.md "Further pretraining"; A
 Toxic and HanDeSeT, 3 seeds each, one epoch on the task's own texts): the fine-tuned macro-F1
 changed by -0.005, +0.001 and +0.028 after masked LM and by -0.023, -0.004 and -0.004 after
 TSDAE, which also lowered the embedding zero-shot on Abortion and Toxic (by 0.053 and 0.042);
-SetFit moved within its seeds' spread with either. TSDAE, the domain adaptation sentence-transformers
-documents for embedding models, stays available as ``objective="tsdae"``.
+SetFit moved within its seeds' spread with either. TSDAE, the domain adaptation
+sentence-transformers documents for embedding models, stays available as
+``objective="tsdae"``.
 
 The corpus is streamed (:mod:`quantformer.train.pretrain_corpus`): read in chunks, held
 ``buffer_docs`` documents at a time, each buffer shuffled and length-grouped into batches with
@@ -678,7 +679,7 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
 
 
 #: what pretraining does with a document longer than ``max_length`` (the tokenizer's own
-#: truncation, as ``run_mlm.py`` without ``--line_by_line`` grouping)
+#: truncation, as ``run_mlm.py --line_by_line`` does)
 READ_FIRST = "pretraining reads the first {max_length} tokens of each document"
 
 
@@ -686,8 +687,9 @@ def _warn_cut(data: Corpus, max_length: int, limit: int | None) -> None:
     """One warning, before any training, for the documents longer than ``max_length`` tokens:
     how many, that only their first tokens are read, and the fix where there is one."""
     share = 100 * data.n_cut / data.n_docs
-    fix = (f"; a larger {{max_length}} (up to the model's {limit}) reads more of them"
-           if limit is None or max_length < limit else
+    fix = ("; a larger {max_length} reads more of them" if limit is None else
+           f"; a larger {{max_length}} (up to the model's {limit}) reads more of them"
+           if max_length < limit else
            "; split longer documents into parts (paragraphs) to read all of them")
     warnings.warn(ParamWarning(
         f"{data.n_cut} of {data.n_docs} documents ({share:.{0 if share >= 1 else 1}f}%) are "

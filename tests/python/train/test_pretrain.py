@@ -306,3 +306,20 @@ def test_tsdae_encoder_keeps_the_base_window_and_pooling(corpus, tiny_bert_dir, 
     shot = quantformer.zeroshot(frame, ["economy", "other"], model=str(out), method="embedding",
                                 device="cpu", quiet=True)
     assert shot.attrs["quantformer"]["max_length"] == 40
+
+
+def test_the_cut_warning_names_a_fix_that_fits_the_model_limit():
+    from types import SimpleNamespace
+
+    from quantformer.train.pretrain import _warn_cut
+
+    data = SimpleNamespace(n_cut=3, n_docs=200)
+    for limit, fix in ((None, "; a larger max_length reads more of them"),
+                       (512, "; a larger max_length (up to the model's 512) reads more"),
+                       (128, "; split longer documents into parts (paragraphs)")):
+        with pytest.warns(UserWarning) as seen:
+            _warn_cut(data, 128, limit)
+        text = str(seen[0].message)
+        assert text.startswith("3 of 200 documents (2%) are longer than max_length 128 "
+                               "tokens: pretraining reads the first 128 tokens")
+        assert fix in text and "None" not in text
