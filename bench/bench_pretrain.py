@@ -82,6 +82,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_fewshot import per_class_sample  # noqa: E402  (the few-shot bench's draw)
 
 
+def commit() -> str | None:
+    """The checkout's commit (None outside a git checkout)."""
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def machine() -> dict:
     """lscpu model name and vector flags, core count and load (the machine is shared)."""
     try:
@@ -346,10 +355,11 @@ def adapt(args, task: str, objective: str, corpus: list[str], work: Path) -> tup
                       device=args.device, quiet=True,
                       **({"max_steps": SMOKE["pretrain_steps"], "batch_size":
                           SMOKE["pretrain_batch_size"], "max_length": SMOKE["pretrain_max_length"]}
-                         if args.smoke else {}))
+                         if args.smoke else {"epochs": args.pretrain_epochs}))
     return str(folder), {"objective": record["objective"],
                          "pretrain_seconds": round(time.perf_counter() - t0, 1),
                          "pretrain_steps": record["settings"]["steps"],
+                         "pretrain_epochs": record["settings"].get("epochs"),
                          "valid_before": record["valid_before"],
                          "valid_after": record["valid_after"]}
 
@@ -372,20 +382,42 @@ def write_json(path, result: dict) -> None:
         tmp.replace(path)
 
 
+BASE_KEYS = ("seeds", "finetune_max_length", "setfit_per_class", "zeroshot", "smoke", "device")
+
+
+def base_from(path: str | None, out: dict) -> dict:
+    """The base model's scores per task from an earlier ``--out`` of this script (``{}``
+    without ``--base-from``). The fine-tuning recipe is deterministic for a seed on one
+    device, so an earlier run's base scores stand for this run's when its settings
+    (:data:`BASE_KEYS`) are this run's; a mismatch is refused before any work."""
+    if not path:
+        return {}
+    earlier = json.loads(Path(path).read_text(encoding="utf-8"))
+    differ = [k for k in BASE_KEYS  # compared as JSON holds them (tuples become lists)
+              if earlier.get(k) != json.loads(json.dumps(out.get(k)))]
+    if differ:
+        raise SystemExit(f"--base-from {path}: its {', '.join(differ)} differ from this run's; "
+                         "run the base again (drop --base-from) or match the flags")
+    return {task: row["base"] for task, row in earlier["tasks"].items() if row.get("base")}
+
+
 def accuracy(args) -> dict:
-    """Base vs adapted encoders per task: the base model's scores once per task and seed,
-    shared by every objective's adapted encoder."""
-    out = {"machine": machine(), "device": args.device, "seeds": args.seed_list,
+    """Base vs adapted encoders per task: the base model's scores once per task and seed
+    (or from ``--base-from``), shared by every objective's adapted encoder."""
+    out = {"machine": machine(), "commit": commit(), "device": args.device,
+           "seeds": args.seed_list, "pretrain_epochs": args.pretrain_epochs,
+           "base_from": args.base_from,
            "objectives": args.objective_list, "finetune_max_length": args.finetune_max_length,
            "setfit_per_class": None if args.no_setfit else args.setfit_per_class,
            "zeroshot": None if args.no_zeroshot else ZEROSHOT,
            "smoke": SMOKE if args.smoke else None, "tasks": {}}
+    earlier = base_from(args.base_from, out)
     work = Path(tempfile.mkdtemp(prefix="bench-pretrain-acc-"))
     for task in args.tasks.split(","):
         train, test, corpus = task_data(args, task)
         row = out["tasks"][task] = {"n_train": len(train), "n_test": len(test),
                                     "corpus_docs": len(corpus), "base": None, "adapted": {}}
-        row["base"] = evaluate(args, args.model, task, train, test)
+        row["base"] = earlier.get(task) or evaluate(args, args.model, task, train, test)
         print(task, "base", json.dumps(row["base"]), flush=True)
         write_json(args.out, out)
         for objective in args.objective_list:
@@ -497,6 +529,8 @@ def accuracy_settings(p: argparse.ArgumentParser, args) -> None:
         args.setfit_per_class = SMOKE["setfit_per_class"] if args.smoke else 16
     if args.smoke and args.finetune_max_length is None:
         args.finetune_max_length = SMOKE["finetune_max_length"]
+    if args.smoke and args.pretrain_epochs is not None:
+        p.error("--pretrain-epochs: --smoke pretrains 2 steps; drop one of the two")
     if min(args.setfit_per_class, args.finetune_max_length or 8) < 1:
         p.error("--setfit-per-class and --finetune-max-length: positive integers")
 
@@ -513,6 +547,10 @@ def main(argv=None) -> int:
     p.add_argument("--objectives", default=None,
                    help="--accuracy: several objectives, e.g. mlm,tsdae (replaces --objective)")
     p.add_argument("--seeds", default=None, help="--accuracy: seeds (default 1,2,3; smoke 1)")
+    p.add_argument("--pretrain-epochs", type=float, default=None,
+                   help="--accuracy: pretraining epochs (default: pretrain's own, 1)")
+    p.add_argument("--base-from", default=None,
+                   help="--accuracy: the base model's scores from an earlier --out JSON")
     p.add_argument("--finetune-max-length", type=int, default=None,
                    help="--accuracy: tokens per document of the fine-tuning (default: the "
                         "recipe's 512; smoke 128)")
