@@ -38,6 +38,11 @@ zero-shot, gains) ends the run. ``--smoke`` checks the whole path in minutes (:d
 10 training documents per class, 30 test documents, 120 unlabelled ones, 2 pretraining steps
 at 32 tokens, one fine-tuning epoch at 128 tokens, SetFit on 4 per class with one pair
 iteration, seed 1); its figures mean nothing. ``--no-setfit`` and ``--no-zeroshot`` skip those.
+``--pretrain-epochs N`` pretrains N epochs instead of pretrain's default (the epochs sweep:
+Gururangan et al. 2020 ran task-adaptive pretraining for 100). ``--base-from JSON`` takes the
+base model's scores from an earlier ``--out`` with the same seeds, fine-tuning length, SetFit
+size, zero-shot phrases and device (the recipe is deterministic for a seed on one device; a
+mismatch is refused), so a sweep does not score the base again.
 
 Memory (``--memory``): peak resident memory (the kernel's ``VmHWM``) of ``quantformer
 pretrain`` (bundled model, objective auto, a few steps, 1 % held out) in a fresh process per
@@ -54,6 +59,9 @@ repeated, each copy numbered), written as Parquet (``--format parquet``, the def
     OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --accuracy \\
         --tasks handeset --objectives mlm,tsdae --finetune-max-length 128 --data-dir DATA \\
         --out pretrain_accuracy_handeset.json
+    OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --accuracy \\
+        --tasks handeset --objectives mlm --pretrain-epochs 10 --finetune-max-length 128 \\
+        --base-from pretrain_accuracy_handeset.json --data-dir DATA --out handeset_e10.json
     OMP_NUM_THREADS=1 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --accuracy \\
         --smoke --objectives mlm,tsdae --data-dir DATA
     OMP_NUM_THREADS=2 PYTHONPATH=python .venv/bin/python bench/bench_pretrain.py --memory \\
