@@ -40,7 +40,8 @@ at 32 tokens, one fine-tuning epoch at 128 tokens, SetFit on 4 per class with on
 iteration, seed 1); its figures mean nothing. ``--no-setfit`` and ``--no-zeroshot`` skip those.
 ``--pretrain-epochs N`` pretrains N epochs instead of pretrain's default (the epochs sweep:
 Gururangan et al. 2020 ran task-adaptive pretraining for 100); ``--pretrain-batch-size N``
-changes pretrain's batch of 32 (Wang et al. 2021 trained TSDAE with batches of 8). ``--base-from JSON`` takes the
+changes pretrain's batch of 32 (Wang et al. 2021 trained TSDAE with batches of 8) and
+``--pretrain-lr`` its learning rate (Gururangan et al. 2020 pretrained at 1e-4). ``--base-from JSON`` takes the
 base model's scores from an earlier ``--out`` with the same seeds, fine-tuning length, SetFit
 size, zero-shot phrases and device (the recipe is deterministic for a seed on one device; a
 mismatch is refused), so a sweep does not score the base again.
@@ -365,6 +366,7 @@ def adapt(args, task: str, objective: str, corpus: list[str], work: Path) -> tup
                       **({"max_steps": SMOKE["pretrain_steps"], "batch_size":
                           SMOKE["pretrain_batch_size"], "max_length": SMOKE["pretrain_max_length"]}
                          if args.smoke else {"epochs": args.pretrain_epochs,
+                                             "lr": args.pretrain_lr,
                                              **({"batch_size": args.pretrain_batch_size}
                                                 if args.pretrain_batch_size else {})}))
     return str(folder), {"objective": record["objective"],
@@ -372,6 +374,7 @@ def adapt(args, task: str, objective: str, corpus: list[str], work: Path) -> tup
                          "pretrain_steps": record["settings"]["steps"],
                          "pretrain_epochs": record["settings"].get("epochs"),
                          "pretrain_batch_size": record["settings"]["batch_size"],
+                         "pretrain_lr": record["settings"]["lr"],
                          "valid_before": record["valid_before"],
                          "valid_after": record["valid_after"]}
 
@@ -541,9 +544,10 @@ def accuracy_settings(p: argparse.ArgumentParser, args) -> None:
         args.setfit_per_class = SMOKE["setfit_per_class"] if args.smoke else 16
     if args.smoke and args.finetune_max_length is None:
         args.finetune_max_length = SMOKE["finetune_max_length"]
-    if args.smoke and (args.pretrain_epochs or args.pretrain_batch_size) is not None:
-        p.error("--pretrain-epochs, --pretrain-batch-size: --smoke pretrains 2 steps of 8 "
-                "documents; drop one of the two")
+    if args.smoke and (args.pretrain_epochs or args.pretrain_batch_size
+                       or args.pretrain_lr) is not None:
+        p.error("--pretrain-epochs, --pretrain-batch-size, --pretrain-lr: --smoke pretrains 2 "
+                "steps of 8 documents with pretrain's defaults; drop one of the two")
     if min(args.setfit_per_class, args.finetune_max_length or 8) < 1:
         p.error("--setfit-per-class and --finetune-max-length: positive integers")
 
@@ -564,6 +568,8 @@ def main(argv=None) -> int:
                    help="--accuracy: pretraining epochs (default: pretrain's own, 1)")
     p.add_argument("--pretrain-batch-size", type=int, default=None,
                    help="--accuracy: pretraining batch size (default: pretrain's own, 32)")
+    p.add_argument("--pretrain-lr", type=float, default=None,
+                   help="--accuracy: pretraining learning rate (default: pretrain's own)")
     p.add_argument("--base-from", default=None,
                    help="--accuracy: the base model's scores from an earlier --out JSON")
     p.add_argument("--finetune-max-length", type=int, default=None,
