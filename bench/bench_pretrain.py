@@ -11,7 +11,7 @@ steps (the same masks for both). Target: at least 2x, loss within 2 %.
 
 Accuracy (``--accuracy``): for each task, one adapted encoder per objective in
 ``--objectives`` (``quantformer pretrain`` with its defaults: one epoch, 128 tokens, batch 32,
-seed 42; ``auto`` = pretrain's own choice, TSDAE for the bundled sentence transformer) on the
+seed 42; ``auto`` = pretrain's own choice, masked LM for every encoder) on the
 task's unlabelled texts. Each encoder, the base model's included, is then scored on the test
 set (macro-F1) three ways:
 
@@ -38,13 +38,14 @@ zero-shot, gains) ends the run. ``--smoke`` checks the whole path in minutes (:d
 10 training documents per class, 30 test documents, 120 unlabelled ones, 2 pretraining steps
 at 32 tokens, one fine-tuning epoch at 128 tokens, SetFit on 4 per class with one pair
 iteration, seed 1); its figures mean nothing. ``--no-setfit`` and ``--no-zeroshot`` skip those.
-``--pretrain-epochs N`` pretrains N epochs instead of pretrain's default (the epochs sweep:
-Gururangan et al. 2020 ran task-adaptive pretraining for 100); ``--pretrain-batch-size N``
-changes pretrain's batch of 32 (Wang et al. 2021 trained TSDAE with batches of 8) and
-``--pretrain-lr`` its learning rate (Gururangan et al. 2020 pretrained at 1e-4). ``--base-from JSON`` takes the
-base model's scores from an earlier ``--out`` with the same seeds, fine-tuning length, SetFit
-size, zero-shot phrases and device (the recipe is deterministic for a seed on one device; a
-mismatch is refused), so a sweep does not score the base again.
+``--pretrain-epochs N`` pretrains N epochs instead of pretrain's default of one (the epochs
+sweep: Gururangan et al. 2020 ran task-adaptive pretraining for 100), ``--pretrain-batch-size
+N`` instead of its batch of 32 (Wang et al. 2021 trained TSDAE with batches of 8) and
+``--pretrain-lr`` instead of its learning rate (5e-5 masked LM, 3e-5 TSDAE; Gururangan et al.
+pretrained at 1e-4). ``--base-from JSON`` takes the base model's scores from an earlier
+``--out`` with the same base model, seeds, fine-tuning length, SetFit size, zero-shot phrases
+and device (the recipe is deterministic for a seed on one device; a mismatch is refused
+before any work), so a sweep does not score the base again.
 
 Memory (``--memory``): peak resident memory (the kernel's ``VmHWM``) of ``quantformer
 pretrain`` (bundled model, objective auto, a few steps, 1 % held out) in a fresh process per
@@ -368,7 +369,8 @@ def adapt(args, task: str, objective: str, corpus: list[str], work: Path) -> tup
                          if args.smoke else {"epochs": args.pretrain_epochs,
                                              "lr": args.pretrain_lr,
                                              **({"batch_size": args.pretrain_batch_size}
-                                                if args.pretrain_batch_size else {})}))
+                                                if args.pretrain_batch_size is not None
+                                                else {})}))
     return str(folder), {"objective": record["objective"],
                          "pretrain_seconds": round(time.perf_counter() - t0, 1),
                          "pretrain_steps": record["settings"]["steps"],
@@ -397,7 +399,10 @@ def write_json(path, result: dict) -> None:
         tmp.replace(path)
 
 
-BASE_KEYS = ("seeds", "finetune_max_length", "setfit_per_class", "zeroshot", "smoke", "device")
+BASE_KEYS = {  # what the base's scores depend on: the JSON key and the flag that sets it
+    "model": "--model", "seeds": "--seeds", "finetune_max_length": "--finetune-max-length",
+    "setfit_per_class": "--setfit-per-class/--no-setfit",
+    "zeroshot": "--no-zeroshot (or the phrases)", "smoke": "--smoke", "device": "--device"}
 
 
 def base_from(path: str | None, out: dict) -> dict:
@@ -407,19 +412,25 @@ def base_from(path: str | None, out: dict) -> dict:
     (:data:`BASE_KEYS`) are this run's; a mismatch is refused before any work."""
     if not path:
         return {}
-    earlier = json.loads(Path(path).read_text(encoding="utf-8"))
-    differ = [k for k in BASE_KEYS  # compared as JSON holds them (tuples become lists)
+    try:
+        earlier = json.loads(Path(path).read_text(encoding="utf-8"))
+        tasks = earlier["tasks"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"--base-from {path}: not the --out JSON of an --accuracy run ({e})")
+    differ = [f"{flag} ({earlier.get(k)!r} there, {out.get(k)!r} here)"
+              for k, flag in BASE_KEYS.items()  # compared as JSON holds them (tuples: lists)
               if earlier.get(k) != json.loads(json.dumps(out.get(k)))]
     if differ:
-        raise SystemExit(f"--base-from {path}: its {', '.join(differ)} differ from this run's; "
-                         "run the base again (drop --base-from) or match the flags")
-    return {task: row["base"] for task, row in earlier["tasks"].items() if row.get("base")}
+        raise SystemExit(f"--base-from {path}: the base was scored with other settings: "
+                         f"{'; '.join(differ)}; run the base again (drop --base-from) or "
+                         "match the flags")
+    return {task: row["base"] for task, row in tasks.items() if row.get("base")}
 
 
 def accuracy(args) -> dict:
     """Base vs adapted encoders per task: the base model's scores once per task and seed
     (or from ``--base-from``), shared by every objective's adapted encoder."""
-    out = {"machine": machine(), "commit": commit(), "device": args.device,
+    out = {"machine": machine(), "commit": commit(), "device": args.device, "model": args.model,
            "seeds": args.seed_list, "pretrain_epochs": args.pretrain_epochs,
            "base_from": args.base_from,
            "objectives": args.objective_list, "finetune_max_length": args.finetune_max_length,
@@ -524,6 +535,16 @@ def memory(args) -> dict:
 OBJECTIVES = ("auto", "mlm", "tsdae")
 
 
+def positive(kind):
+    """An argparse type: ``kind`` of the value, refused unless above 0."""
+    def parse(text: str):
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
+        return value
+    return parse
+
+
 def accuracy_settings(p: argparse.ArgumentParser, args) -> None:
     """``args.objective_list`` and ``args.seed_list`` from the flags; --smoke's defaults for
     the flags not given (SMOKE); a bad value is refused before any work."""
@@ -544,10 +565,20 @@ def accuracy_settings(p: argparse.ArgumentParser, args) -> None:
         args.setfit_per_class = SMOKE["setfit_per_class"] if args.smoke else 16
     if args.smoke and args.finetune_max_length is None:
         args.finetune_max_length = SMOKE["finetune_max_length"]
-    if args.smoke and (args.pretrain_epochs or args.pretrain_batch_size
-                       or args.pretrain_lr) is not None:
-        p.error("--pretrain-epochs, --pretrain-batch-size, --pretrain-lr: --smoke pretrains 2 "
-                "steps of 8 documents with pretrain's defaults; drop one of the two")
+    pretrain_flags = [f"--{k.replace('_', '-')}" for k in ("pretrain_epochs",
+                      "pretrain_batch_size", "pretrain_lr") if getattr(args, k) is not None]
+    if args.smoke and pretrain_flags:
+        p.error(f"{', '.join(pretrain_flags)}: --smoke pretrains 2 steps of 8 documents with "
+                "pretrain's other defaults; drop --smoke or these")
+    given = [f"--{k.replace('_', '-')}" for k in ("pretrain_epochs", "pretrain_batch_size",
+                                                     "pretrain_lr", "base_from", "seeds",
+                                                     "objectives")
+             if getattr(args, k) is not None]
+    if given and not args.accuracy:
+        p.error(f"{', '.join(given)}: options of --accuracy; add --accuracy or drop them")
+    if args.base_from and not Path(args.base_from).is_file():
+        p.error(f"--base-from: no file {args.base_from!r}; give the --out JSON of an earlier "
+                "--accuracy run")
     if min(args.setfit_per_class, args.finetune_max_length or 8) < 1:
         p.error("--setfit-per-class and --finetune-max-length: positive integers")
 
@@ -564,12 +595,13 @@ def main(argv=None) -> int:
     p.add_argument("--objectives", default=None,
                    help="--accuracy: several objectives, e.g. mlm,tsdae (replaces --objective)")
     p.add_argument("--seeds", default=None, help="--accuracy: seeds (default 1,2,3; smoke 1)")
-    p.add_argument("--pretrain-epochs", type=float, default=None,
+    p.add_argument("--pretrain-epochs", type=positive(float), default=None,
                    help="--accuracy: pretraining epochs (default: pretrain's own, 1)")
-    p.add_argument("--pretrain-batch-size", type=int, default=None,
+    p.add_argument("--pretrain-batch-size", type=positive(int), default=None,
                    help="--accuracy: pretraining batch size (default: pretrain's own, 32)")
-    p.add_argument("--pretrain-lr", type=float, default=None,
-                   help="--accuracy: pretraining learning rate (default: pretrain's own)")
+    p.add_argument("--pretrain-lr", type=positive(float), default=None,
+                   help="--accuracy: pretraining learning rate (default: pretrain's own, "
+                        "5e-5 masked LM, 3e-5 TSDAE)")
     p.add_argument("--base-from", default=None,
                    help="--accuracy: the base model's scores from an earlier --out JSON")
     p.add_argument("--finetune-max-length", type=int, default=None,
@@ -587,9 +619,11 @@ def main(argv=None) -> int:
     p.add_argument("--buffer-docs", type=int, default=10_000, help=argparse.SUPPRESS)
     p.add_argument("--smoke", action="store_true", help="one seed, few documents (a check)")
     p.add_argument("--tasks", default="abortion,toxic,handeset")
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--max-length", type=int, default=64)
+    p.add_argument("--steps", type=int, default=30, help="speed and --memory: steps (30)")
+    p.add_argument("--batch-size", type=int, default=32,
+                   help="speed and --memory: batch size (32; --accuracy: --pretrain-batch-size)")
+    p.add_argument("--max-length", type=int, default=64,
+                   help="speed and --memory: tokens per document (64)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="cpu")
     p.add_argument("--model", default=None, help="base model folder (default: bundled)")
