@@ -13,10 +13,10 @@
 #' `"auto"` (default) chooses `"mlm"` for every encoder, the bundled all-MiniLM-L6-v2
 #' included: one epoch on the task's own texts, then the default recipe (3 seeds), moved the
 #' fine-tuned macro-F1 by -0.005, +0.001 and +0.028 with masked language modelling on
-#' Abortion tweets, Toxic comments and HanDeSeT speeches, and by -0.023 and -0.004 on the
-#' first two with TSDAE, which also lowered the embedding zero-shot (bench/RESULTS.md,
-#' "Further pretraining"). A gain is not assured: compare the base model and the encoder on
-#' your data.
+#' Abortion tweets, Toxic comments and HanDeSeT speeches, and by -0.023, -0.004 and -0.004
+#' with TSDAE, which also lowered the embedding zero-shot on the first two (the package
+#' repository's bench/RESULTS.md, "Further pretraining"). A gain is not assured: compare the
+#' base model and the encoder on your data.
 #' `"tsdae"`, the domain adaptation sentence-transformers documents for embedding models,
 #' stays available for sentence-transformers bodies.
 #'
@@ -35,7 +35,9 @@
 #' @param objective `"auto"` (default), `"mlm"` or `"tsdae"` (see Details).
 #' @param epochs passes over the documents (numeric; `NULL`: 1). Ten epochs measured no
 #'   better than one for fine-tuning on the three benchmark tasks (macro-F1 -0.0105, -0.0045,
-#'   +0.009 against the base; bench/RESULTS.md, "Further pretraining").
+#'   +0.009 against the base, within the seeds' spread; the package repository's
+#'   bench/RESULTS.md, "Further pretraining"); 100 epochs and models with a pretrained
+#'   masked-LM head were not measured.
 #' @param max_steps training steps instead of `epochs` (integer; `NULL`).
 #' @param max_length tokens per document, special tokens included (integer, 128; at most the
 #'   model's limit). A longer document is read up to it (its first `max_length` tokens); a

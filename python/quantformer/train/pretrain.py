@@ -33,11 +33,12 @@ SetFit moved within its seeds' spread with either. TSDAE, the domain adaptation
 sentence-transformers documents for embedding models, stays available as
 ``objective="tsdae"``.
 
-``epochs`` is 1 by default, also by measurement: ten epochs (ten times the cost) lowered the
-held-out perplexity but moved the fine-tuned macro-F1 by -0.0105, -0.0045 and +0.009 on the
-same three tasks, below one epoch on each (bench/RESULTS.md "Further pretraining", epochs
-sweep); Gururangan et al. (2020) ran 100 epochs on RoBERTa, whose masked-LM head is
-pretrained, where the bundled body's head is learnt from the corpus itself.
+``epochs`` is 1 by default, also by measurement: ten epochs (ten times the steps) lowered the
+held-out perplexity but were no better for fine-tuning, -0.0105, -0.0045 and +0.009 on the same
+three tasks, means below one epoch's within the seeds' spread (bench/RESULTS.md "Further
+pretraining", epochs sweep). Not measured: the 100 epochs of Gururangan et al. (2020), who
+pretrained RoBERTa, whose masked-LM head is pretrained (the bundled body's is learnt from the
+corpus itself), nor a larger domain corpus.
 
 The corpus is streamed (:mod:`quantformer.train.pretrain_corpus`): read in chunks, held
 ``buffer_docs`` documents at a time, each buffer shuffled and length-grouped into batches with
