@@ -8,6 +8,8 @@
 # the others. Parts: precision (predict fp32/bf16/fp16 against the pipeline, issue 37),
 # pretrain (base vs adapted encoder, 3 tasks x 3 seeds, issue 33), chunks (HanDeSeT head+tail
 # against chunks, issue 34), annotate (prefix-cached label scoring against generation, issue 35).
+# PRETRAIN_ARGS adds flags to the pretrain part, e.g. the epochs sweep of Gururangan et al.
+# (2020): PRETRAIN_ARGS="--objectives mlm --pretrain-epochs 100 --pretrain-lr 1e-4".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -42,7 +44,8 @@ PY
         --model /tmp/abortion-model --data-dir "$DATA" --out "$OUT/precision.json" ;;
     pretrain)
       [ -f bench/bench_pretrain.py ] && part pretrain 240 python3 bench/bench_pretrain.py \
-        --accuracy --device cuda --model "$MODEL" --data-dir "$DATA" --out "$OUT/pretrain.json" ;;
+        --accuracy --device cuda --model "$MODEL" --data-dir "$DATA" --out "$OUT/pretrain.json" \
+        ${PRETRAIN_ARGS:-} ;;
     chunks)
       [ -f bench/bench_chunks.py ] && part chunks 200 python3 bench/bench_chunks.py \
         --device cuda --model "$MODEL" --data-dir "$DATA" --out "$OUT/chunks.json" ;;
