@@ -535,14 +535,9 @@ def memory(args) -> dict:
 OBJECTIVES = ("auto", "mlm", "tsdae")
 
 
-def positive(kind):
-    """An argparse type: ``kind`` of the value, refused unless above 0."""
-    def parse(text: str):
-        value = kind(text)
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be greater than 0, not {text}")
-        return value
-    return parse
+def flags_given(args, *names: str) -> list[str]:
+    """The flags among ``names`` (argparse destinations) given on the command line."""
+    return [f"--{k.replace('_', '-')}" for k in names if getattr(args, k) is not None]
 
 
 def accuracy_settings(p: argparse.ArgumentParser, args) -> None:
@@ -565,15 +560,11 @@ def accuracy_settings(p: argparse.ArgumentParser, args) -> None:
         args.setfit_per_class = SMOKE["setfit_per_class"] if args.smoke else 16
     if args.smoke and args.finetune_max_length is None:
         args.finetune_max_length = SMOKE["finetune_max_length"]
-    pretrain_flags = [f"--{k.replace('_', '-')}" for k in ("pretrain_epochs",
-                      "pretrain_batch_size", "pretrain_lr") if getattr(args, k) is not None]
+    pretrain_flags = flags_given(args, "pretrain_epochs", "pretrain_batch_size", "pretrain_lr")
     if args.smoke and pretrain_flags:
         p.error(f"{', '.join(pretrain_flags)}: --smoke pretrains 2 steps of 8 documents with "
                 "pretrain's other defaults; drop --smoke or these")
-    given = [f"--{k.replace('_', '-')}" for k in ("pretrain_epochs", "pretrain_batch_size",
-                                                     "pretrain_lr", "base_from", "seeds",
-                                                     "objectives")
-             if getattr(args, k) is not None]
+    given = pretrain_flags + flags_given(args, "base_from", "seeds", "objectives")
     if given and not args.accuracy:
         p.error(f"{', '.join(given)}: options of --accuracy; add --accuracy or drop them")
     if args.base_from and not Path(args.base_from).is_file():
@@ -588,6 +579,8 @@ EXTRA = ("pyreadr", "xgboost", "captum", "setfit", "krippendorff", "ppi_py", "St
 
 
 def main(argv=None) -> int:
+    from quantformer.cli._options import positive  # the CLI's own check of a count
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--accuracy", action="store_true", help="base vs adapted macro-F1")
     p.add_argument("--objective", default="auto", choices=OBJECTIVES,
