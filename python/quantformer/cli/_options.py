@@ -384,9 +384,10 @@ def add_truncation_options(p, help_text: str) -> None:
 
 def training_chunk_kwargs(args) -> dict:
     """The window settings of :func:`add_truncation_options` that were given, as library
-    keywords (``chunk_training`` only with ``--truncation chunks``, where it applies)."""
+    keywords (``chunk_training`` with ``--truncation chunks``, where it applies, or when it is
+    not the default, for the library to refuse without chunks)."""
     out = {k: v for k, v in chunk_kwargs(args).items() if v is not None}
-    if args.truncation == "chunks":
+    if args.truncation == "chunks" or args.chunk_training != "aggregate":
         out["chunk_training"] = args.chunk_training
     return out
 

@@ -139,13 +139,18 @@ def chunk_kwargs(truncation: str | None, stride: int | None = None,
 
     Raises:
         InputError: an unknown ``truncation``, ``aggregate`` or ``chunk_training``; window
-            settings without chunks; ``stride`` < 0; ``max_chunks`` < 1.
+            settings (``chunk_training`` labels too) without chunks; ``stride`` < 0;
+            ``max_chunks`` < 1.
     """
     if truncation is not None:
         check_strategy(truncation, TRUNCATIONS)
     check_chunk_options(truncation, stride, max_chunks, aggregate)
     if chunk_training is not None:
         check_chunk_training(chunk_training)
+    if truncation != CHUNKS and chunk_training not in (None, "aggregate"):
+        raise InputError(f"{{chunk_training}} {chunk_training} applies to {{truncation}} chunks "
+                         "only; add it or leave {chunk_training} out",
+                         params=["chunk_training", "truncation"])
     if truncation != CHUNKS:
         return {}
     given = {"stride": stride, "max_chunks": max_chunks, "aggregate": aggregate,

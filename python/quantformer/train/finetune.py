@@ -186,7 +186,8 @@ def _windows_at_prediction(frame: pd.DataFrame, spec: TrainSpec, *, valid, sourc
     ``chunk_training`` ``head_tail``, and the validation scores are those of the head+tail
     inputs."""
     _check_stride(spec)
-    cut = replace(spec, truncation=DEFAULT_TRUNCATION, stride=None, max_chunks=None)
+    cut = replace(spec, truncation=DEFAULT_TRUNCATION, stride=None, max_chunks=None,
+                  aggregate=DEFAULT_AGGREGATE)
     clf = finetune_spec(frame, cut, valid=valid, source=source)
     aggregate = None if spec.method == "setfit" else spec.aggregate
     clf.record["hyperparameters"].update(

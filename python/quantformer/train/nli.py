@@ -293,7 +293,7 @@ def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **set
     for name, value in DEFAULTS.items():
         settings[name] = value if settings[name] is None else settings[name]
     settings = check_settings(model, **settings, oversample=None, task="classification")
-    check_needs_validation(has_valid, settings["early_stopping"], False, "classification")
+    check_needs_validation(has_valid, settings["early_stopping"], False)
     return hypothesis, phrases, outputs, settings
 
 

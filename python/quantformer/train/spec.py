@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, replace
 from .._core.errors import InputError
 from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION
 from .arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION
+from .chunks import check_chunk_settings
 from .nli import check_method_options
 
 METHODS = ("standard", "nli", "setfit")
@@ -26,6 +27,10 @@ _STANDARD = _COMMON + ("task", "label_cols", "label_sep", "tune_thresholds", "ea
                        "chunk_training")
 _NLI = _COMMON + ("hypothesis", "label_phrases", "early_stopping", "precision", "grad_accum")
 _SETFIT = _COMMON
+# options of the standard recipe that SetFit's does not take (its body trains in fp32 on pairs
+# for a fixed number of steps, its head by logistic regression), each with why
+_NOT_SETFIT = {"early_stopping": "it takes no validation data to stop on",
+               "grad_accum": "its body trains on batch_size pairs a step"}
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,11 @@ class TrainSpec:
             InputError: ``setfit_iterations`` without ``method="setfit"``; NLI options with
                 another method (:func:`quantformer.train.nli.check_method_options`);
                 ``chunk_training`` labels with NLI or SetFit, ``aggregate`` max with SetFit; a method
-                other than classification for SetFit/NLI with another task.
+                other than classification for SetFit/NLI with another task; ``tune_thresholds``
+                without ``task="multilabel"``; window settings (``stride``, ``max_chunks``,
+                ``aggregate``, ``chunk_training``) without ``truncation="chunks"``;
+                ``early_stopping``, ``grad_accum`` other than 1 or ``precision`` other than
+                auto/fp32 with SetFit, whose recipe has none of them.
         """
         if self.setfit_iterations is not None and self.method != "setfit":
             raise InputError("{setfit_iterations} is for {method} setfit only; add {method} "
@@ -88,7 +97,31 @@ class TrainSpec:
         if self.method != "standard" and self.task != "classification":
             raise InputError(f"method={self.method!r} trains classifiers only; use the standard "
                              f"method for task={self.task!r}", params=["method", "task"])
+        if self.tune_thresholds and self.task != "multilabel":
+            raise InputError("{tune_thresholds} is for {task} multilabel; leave it out",
+                             params=["tune_thresholds", "task"])
+        if self.method != "standard" and self.truncation != "chunks":
+            check_chunk_settings(self.truncation, self.stride, self.max_chunks, self.aggregate,
+                                 self.chunk_training, self.max_length or DEFAULT_MAX_LENGTH)
+        if self.method == "setfit":
+            self._check_setfit_options()
         return self
+
+    def _check_setfit_options(self) -> None:
+        """Options of the standard recipe given with ``method="setfit"`` refused, each with why
+        (:data:`_NOT_SETFIT`; ``precision`` other than auto or fp32: SetFit trains in fp32)."""
+        given = [n for n, left_out in (("early_stopping", None), ("grad_accum", 1))
+                 if getattr(self, n) != left_out]
+        if given:
+            why = "; ".join(f"{{{n}}}: {_NOT_SETFIT[n]}" for n in given)
+            raise InputError(f"{', '.join('{' + n + '}' for n in given)} "
+                             f"{'does' if len(given) == 1 else 'do'} not apply to {{method}} "
+                             f"setfit ({why}); leave {'it' if len(given) == 1 else 'them'} out",
+                             params=given + ["method"])
+        if self.precision not in ("auto", "fp32"):
+            raise InputError(f"{{precision}} {self.precision} does not apply to {{method}} "
+                             "setfit: SetFit trains and predicts in fp32; leave {precision} out",
+                             params=["precision", "method"])
 
     def with_defaults(self) -> TrainSpec:
         """The spec with its method's length and truncation filled in: the standard and NLI

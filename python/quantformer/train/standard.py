@@ -63,7 +63,7 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
     settings.update(stride=stride, max_chunks=max_chunks, aggregate=aggregate,
                     chunk_training=chunk_training)
     check_needs_validation(valid is not None or bool(valid_fraction), early_stopping,
-                            tune_thresholds, task)
+                           tune_thresholds)
     base_path, config = resolve_model(model), load_config(model)
     check_not_longformer(config, truncation)
     dev = resolve_device(device)
@@ -107,15 +107,13 @@ def check_settings(model, **settings) -> dict:
     return settings
 
 
-def check_needs_validation(has_valid: bool, early_stopping, tune_thresholds, task) -> None:
-    """Early stopping and tuned thresholds need validation data; thresholds, multilabel.
+def check_needs_validation(has_valid: bool, early_stopping, tune_thresholds) -> None:
+    """Early stopping and tuned thresholds need validation data (that thresholds are for
+    multilabel is checked with the other settings: :meth:`quantformer.train.spec.TrainSpec.check`).
 
     Raises:
         InputError: naming the parameter and the fix.
     """
-    if tune_thresholds and task != "multilabel":
-        raise InputError("{tune_thresholds} is for {task} multilabel; leave it out",
-                         params=["tune_thresholds", "task"])
     for name, used in (("early_stopping", early_stopping is not None),
                        ("tune_thresholds", tune_thresholds)):
         if used and not has_valid:
