@@ -65,9 +65,9 @@ def add_cli(sub) -> None:
     p.add_argument("--max-length", type=max_length_arg, default=128,
                    help="tokens per document, special tokens included (128)")
     p.add_argument("--mask-prob", type=float, default=0.15,
-                   help="share of tokens masked, between 0 and 1 (0.15)")
+                   help="mlm: share of tokens masked, between 0 and 1 (0.15)")
     p.add_argument("--whole-word", action="store_true",
-                   help="mask all subwords of a word together (whole-word masking)")
+                   help="mlm: mask all subwords of a word together (whole-word masking)")
     p.add_argument("--valid-fraction", type=float, default=0.05,
                    help="share of documents held out for the loss before and after (0.05)")
     p.add_argument("--seed", type=int, default=42, help="random seed (42)")
@@ -79,7 +79,7 @@ def add_cli(sub) -> None:
                    help="documents read, shuffled and length-grouped together; memory grows "
                         f"with it, not with the corpus ({BUFFER_DOCS})")
     p.add_argument("--head-steps", type=int, default=None,
-                   help="warm-up steps of a new masked-LM head with the encoder frozen "
+                   help="mlm: warm-up steps of a new masked-LM head with the encoder frozen "
                         "(default one epoch; 0: none)")
     p.add_argument("--checkpoint-every", type=positive(int), default=500,
                    help="steps between checkpoints, kept in OUT.checkpoint until the end (500)")

@@ -113,15 +113,32 @@ class Run:
 
 
 def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, batch_size,
-                   checkpoint_every, lr, buffer_docs) -> None:
+                   checkpoint_every, lr, buffer_docs, whole_word=False,
+                   head_steps=None) -> None:
     """The checks that need no model and no corpus.
 
     Raises:
-        InputError: naming the parameter out of range.
+        InputError: naming the parameter out of range, or the masked-LM settings
+            (``mask_prob`` other than 0.15, ``whole_word``, ``head_steps``) with
+            ``objective="tsdae"``, which deletes words instead of masking them.
     """
     if objective not in OBJECTIVES:
         raise InputError(f"{{objective}} must be one of {', '.join(OBJECTIVES)}, not "
                          f"{objective!r}", params=["objective"])
+    if objective == "tsdae":
+        given = [n for n, v, left_out in (("mask_prob", mask_prob, 0.15),
+                                          ("whole_word", whole_word, False),
+                                          ("head_steps", head_steps, None)) if v != left_out]
+        if given:
+            raise InputError(f"{', '.join('{' + n + '}' for n in given)} "
+                             f"{'is a setting' if len(given) == 1 else 'are settings'} of "
+                             "masked language modelling; {objective} tsdae deletes words "
+                             "instead (Wang et al. 2021): leave "
+                             f"{'it' if len(given) == 1 else 'them'} out or use {{objective}} "
+                             "mlm", params=given + ["objective"])
+    if head_steps is not None and not head_steps >= 0:
+        raise InputError(f"{{head_steps}} must be 0 (no warm-up) or more, not {head_steps:g}",
+                         params=["head_steps"])
     if not 0 < mask_prob < 1:
         raise InputError(f"{{mask_prob}} must be between 0 and 1 (exclusive), not {mask_prob:g}; "
                          "BERT masks 0.15", params=["mask_prob"])
@@ -617,8 +634,10 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
             limit). A longer document is read up to it (its first tokens); a
             :class:`~quantformer._core.errors.ParamWarning` before training says how many
             were, and the record's ``corpus.n_truncated``.
-        mask_prob: share of tokens masked (0.15, Devlin et al. 2019), in (0, 1).
-        whole_word: mask every subword of a word together (whole-word masking).
+        mask_prob: share of tokens masked (0.15, Devlin et al. 2019), in (0, 1); masked LM
+            only.
+        whole_word: mask every subword of a word together (whole-word masking); masked LM
+            only.
         valid_fraction: share of documents held out for the loss before and after (0.05).
         seed: seed of the split, batch order, masks, deletions and dropout (42).
         lr: learning rate (default 5e-5 for mlm, 3e-5 for tsdae, as Wang et al. 2021).
@@ -626,7 +645,9 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
             the number of processes).
         checkpoint_every: steps between checkpoints (500), written to ``<out>.checkpoint``.
         head_steps: warm-up steps of a new MLM head with the encoder frozen (default: one
-            epoch, at most the main phase's steps); 0 skips the warm-up.
+            epoch, at most the main phase's steps); 0 skips the warm-up. A model whose
+            masked-LM head is pretrained has no new head: a ``head_steps`` given then is not
+            used, and a ParamWarning says so. Masked LM only.
         buffer_docs: documents read, shuffled and length-grouped together (10,000): memory
             grows with it, not with the corpus.
         resume: continue an interrupted run from its checkpoint (same corpus, settings and
@@ -654,7 +675,8 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
     """
     check_settings(objective=objective, mask_prob=mask_prob, valid_fraction=valid_fraction,
                    epochs=epochs, max_steps=max_steps, batch_size=batch_size,
-                   checkpoint_every=checkpoint_every, lr=lr, buffer_docs=buffer_docs)
+                   checkpoint_every=checkpoint_every, lr=lr, buffer_docs=buffer_docs,
+                   whole_word=whole_word, head_steps=head_steps)
     check_launcher(device)
     out_path = check_out(out, resume)
     chosen, why, config = choose_objective(model, objective)
@@ -751,6 +773,10 @@ def _new_run(data: Corpus, model, objective, device, out_path, settings, length,
         run.parts = OBJECTIVE_FNS[objective][0](run)
     per_epoch = data.steps_per_epoch(run.global_batch)
     steps = int(max_steps) if max_steps else max(1, int(round((epochs or 1) * per_epoch)))
+    if head_steps and not run.parts["new_head"] and world.main:
+        warnings.warn(ParamWarning(
+            f"head_steps {head_steps} not used: '{model_label(model)}' has a pretrained "
+            "masked-LM head, so there is no new head to warm up"), stacklevel=3)
     if head_steps is None:
         head_steps = min(per_epoch, steps)
     settings.update(steps=steps, epochs=round(steps / per_epoch, 4),
