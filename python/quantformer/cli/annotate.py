@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from .._core.atomic import write_json
 from .._core.errors import InputError
-from ..infer.annotate import annotate, check_codebook_labels, draw_shots
+from ..infer.annotate import annotate, check_codebook_labels, check_shots, draw_shots
 from ..io.frames import read_frame
 from ..io.writable import check_output_file
 from ..io.writing import write_frame
 from ..io.llm_cache import CodeCache
 from ..io.writable import check_writable
 from ..label.room.codebook import make_codebook
-from ..models.llm import EndpointLM, LocalLM, check_api_key
+from ..models.llm import ENDPOINT_DEFAULTS, EndpointLM, LocalLM, check_api_key, coder_settings
 from ..scale.annotate import annotate_partitions
 from ..scale.dask import describe
 from ._options import (add_corpus_options, add_endpoint_options, add_partition_options,
@@ -47,19 +47,20 @@ def add_cli(sub) -> None:
                         "documents of --input")
     p.add_argument("--seed", type=int, default=0, help="seed of the shots' draw (default 0)")
     add_endpoint_options(p)
-    p.add_argument("--concurrency", type=int, default=4,
+    g = p.add_argument_group("an endpoint's settings (with --endpoint)")
+    g.add_argument("--concurrency", type=int, default=None,
                    help="requests in flight to the endpoint (default 4)")
-    p.add_argument("--timeout", type=float, default=60.0,
+    g.add_argument("--timeout", type=float, default=None,
                    help="seconds per endpoint request (default 60)")
-    p.add_argument("--retries", type=int, default=4,
+    g.add_argument("--retries", type=int, default=None,
                    help="retries of a request after a 429, 5xx, timeout or lost connection, "
                         "with exponential backoff (default 4)")
-    p.add_argument("--top-logprobs", type=int, default=20,
+    g.add_argument("--top-logprobs", type=int, default=None,
                    help="candidate tokens per answer token asked of the endpoint (logprobs; "
                         "default 20, the OpenAI maximum); the label probabilities come from "
                         "them where the server returns them, else they are missing and "
                         "OUT.json says why; 0 asks for none")
-    p.add_argument("--max-tokens", type=int, default=None,
+    g.add_argument("--max-tokens", type=int, default=None,
                    help="longest endpoint answer in tokens (default: the server's)")
     p.add_argument("--cache", default=None,
                    help="SQLite file of finished codes (default OUT.cache.sqlite); a rerun "
@@ -69,7 +70,8 @@ def add_cli(sub) -> None:
                    help="keep the text column (after doc_id), so that the codes are a "
                         "labelled corpus: finetune --train OUT trains an encoder on them "
                         "(distillation)")
-    p.add_argument("--device", default="cpu", help="torch device of a local model (cpu)")
+    p.add_argument("--device", default=None,
+                   help="torch device of a local model (cpu); not with --endpoint")
     p.set_defaults(func=run)
 
 
@@ -79,22 +81,28 @@ def _human(args):
     return read_frame(args.shots_from, require_label=True, **corpus_kwargs(args))
 
 
+def _settings(args) -> dict:
+    """The coder's settings as given (None: not given), for
+    :func:`quantformer.models.llm.coder_settings`."""
+    return {k: getattr(args, k) for k in ENDPOINT_DEFAULTS}
+
+
 def _run_partitions(args, codebook) -> int:
     """A folder, glob or several files as --input, or --scheduler/--resume: one Parquet of
     codes per partition (:func:`quantformer.scale.annotate.annotate_partitions`)."""
     cache_path = args.cache or args.out.rstrip("/\\") + ".cache.sqlite"
     check_writable(cache_path, "cache")
     print(describe(annotate_partitions(
-        args.input, args.out, codebook, args.llm, endpoint=args.endpoint,
-        api_key_env=args.api_key_env, shots=args.shots, human=_human(args), seed=args.seed,
-        cache=cache_path, scheduler=args.scheduler, resume=args.resume, keep_raw=args.raw,
-        concurrency=args.concurrency, timeout=args.timeout, retries=args.retries,
-        top_logprobs=args.top_logprobs, max_tokens=args.max_tokens, device=args.device,
-        corpus=corpus_kwargs(args, label=False))))
+        args.input, args.out, codebook, args.llm, endpoint=args.endpoint, shots=args.shots,
+        human=_human(args), seed=args.seed, cache=cache_path, scheduler=args.scheduler,
+        resume=args.resume, keep_raw=args.raw, device=args.device,
+        corpus=corpus_kwargs(args, label=False), **_settings(args))))
     return 0
 
 
 def run(args) -> int:
+    settings = coder_settings(args.endpoint, device=args.device, **_settings(args))
+    check_shots(args.shots, args.shots_from)
     codebook = make_codebook(path=args.codebook)
     labels = check_codebook_labels(codebook)
     if partitioned(args):
@@ -111,18 +119,17 @@ def run(args) -> int:
     human = _human(args)
     shots = draw_shots(human, args.shots, frame["doc_id"], frame["text"], labels, args.seed)
     if args.endpoint is not None:
-        llm = EndpointLM(args.endpoint, args.llm, check_api_key(args.api_key_env),
-                         timeout=args.timeout, retries=args.retries,
-                         top_logprobs=args.top_logprobs, max_tokens=args.max_tokens)
+        llm = EndpointLM(args.endpoint, args.llm, check_api_key(settings["api_key_env"]),
+                         timeout=settings["timeout"], retries=settings["retries"],
+                         top_logprobs=settings["top_logprobs"],
+                         max_tokens=settings["max_tokens"])
         llm.check()
     else:
-        if args.api_key_env is not None:
-            check_api_key(args.api_key_env)
-        llm = LocalLM(args.llm, device=args.device)
+        llm = LocalLM(args.llm, device=settings["device"])
     cache = CodeCache(cache_path)
     try:
         codes, record = annotate(frame, codebook, llm, cache=cache, shots=shots,
-                                 keep_raw=args.raw, concurrency=args.concurrency)
+                                 keep_raw=args.raw, concurrency=settings["concurrency"])
     finally:
         cache.close()
     if args.keep_text:

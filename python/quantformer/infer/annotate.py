@@ -79,16 +79,35 @@ def check_codebook_labels(codebook: list[dict]) -> list[str]:
     return labels
 
 
+def check_shots(n, shots_from=None) -> int:
+    """``n`` k-shot examples as a whole number, checked before any file is read: at least 0,
+    and human codes (``shots_from``, a file or frame) only with ``n`` above 0, where they are
+    used.
+
+    Raises:
+        InputError: ``n`` not a whole number of at least 0; ``shots_from`` with ``n`` 0.
+    """
+    if isinstance(n, bool) or not float(n) == int(n) or int(n) < 0:
+        raise InputError(f"{{shots}} must be a whole number of at least 0, not {n!r}",
+                         params=["shots"])
+    if int(n) == 0 and shots_from is not None:
+        raise InputError("{shots_from} gives the human codes the k-shot examples are drawn "
+                         "from, and {shots} is 0 (zero-shot): add {shots} K or leave "
+                         "{shots_from} out", params=["shots_from", "shots"])
+    return int(n)
+
+
 def draw_shots(human: pd.DataFrame | None, n: int, doc_ids, texts, labels: list[str],
                seed: int = 0) -> list[tuple[str, str]]:
     """``n`` k-shot examples from human codes (``doc_id``, ``text``, ``label``), drawn at
     random with ``seed``; none may be a document being coded (same id or same text).
 
     Raises:
-        InputError: ``n`` above the human codes given, shots without ``shots_from``, a human
-            code outside the codebook, or a human-coded document among those being coded.
+        InputError: ``n`` below 0 (:func:`check_shots`), ``human`` with ``n`` 0, ``n`` above
+            the human codes given, shots without ``shots_from``, a human code outside the
+            codebook, or a human-coded document among those being coded.
     """
-    if n <= 0:
+    if check_shots(n, human) == 0:
         return []
     if human is None:
         raise InputError("{shots} needs human codes given with {shots_from}",

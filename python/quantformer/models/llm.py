@@ -44,6 +44,66 @@ from .llm_probs import label_probs
 DOC_SLOT = "\u0000DOCUMENT\u0000"
 
 
+#: the settings of a coder behind an endpoint, with their defaults: the API key's variable,
+#: seconds per request, retries after a 429/5xx/timeout, candidate tokens per answer token
+#: (20, the OpenAI maximum), the longest answer (the server's) and requests in flight
+ENDPOINT_DEFAULTS = {"api_key_env": None, "timeout": 60.0, "retries": 4, "top_logprobs": 20,
+                     "max_tokens": None, "concurrency": 4}
+#: the device of a local coder
+LOCAL_DEFAULT_DEVICE = "cpu"
+# (setting, smallest value allowed, what it counts) of the numeric endpoint settings
+_ENDPOINT_RANGES = (("timeout", None, "seconds"), ("retries", 0, "retries"),
+                    ("top_logprobs", 0, "tokens"), ("max_tokens", 1, "tokens"),
+                    ("concurrency", 1, "requests"))
+
+
+def coder_settings(endpoint: str | None, *, device: str | None = None, **given) -> dict:
+    """The settings of a language-model coder, checked before any work, with the defaults
+    filled in: :data:`ENDPOINT_DEFAULTS` with an ``endpoint``, ``device`` without one.
+
+    Args:
+        endpoint: the server's base URL, or None for a local model.
+        device: a local model's torch device (None: ``cpu``).
+        **given: the endpoint settings of :data:`ENDPOINT_DEFAULTS`; None means not given.
+
+    Returns:
+        ``device`` and every key of :data:`ENDPOINT_DEFAULTS` (the defaults where not given).
+
+    Raises:
+        InputError: an endpoint setting without ``endpoint`` or ``device`` with one (the
+            setting would not be used), ``timeout`` not above 0, ``retries`` or
+            ``top_logprobs`` below 0, ``max_tokens`` or ``concurrency`` below 1, an unknown
+            setting.
+    """
+    unknown = sorted(set(given) - set(ENDPOINT_DEFAULTS))
+    if unknown:
+        raise TypeError(f"unknown coder settings: {unknown}")
+    named = [k for k in ENDPOINT_DEFAULTS if given.get(k) is not None]
+    if endpoint is None and named:
+        one = len(named) == 1
+        raise InputError(f"{', '.join('{' + k + '}' for k in named)} "
+                         f"{'is a setting' if one else 'are settings'} of an {{endpoint}}; "
+                         f"a local model does not use {'it' if one else 'them'}: add "
+                         f"{{endpoint}} or leave {'it' if one else 'them'} out",
+                         params=named + ["endpoint"])
+    if endpoint is not None and device is not None:
+        raise InputError("{device} is for a local model; with {endpoint} the server chooses "
+                         "its device: leave {device} out", params=["device", "endpoint"])
+    out = {**ENDPOINT_DEFAULTS, **{k: given[k] for k in named},
+           "device": device or LOCAL_DEFAULT_DEVICE}
+    for name, least, unit in _ENDPOINT_RANGES:
+        value, whole = out[name], least is not None
+        if value is None:
+            continue
+        ok = not isinstance(value, bool) and (value >= least and int(value) == value
+                                              if whole else value > 0)
+        if not ok:
+            what = f"a whole number of at least {least}" if whole else "greater than 0"
+            raise InputError(f"{{{name}}} must be {what} ({unit}), not {value!r}",
+                             params=[name])
+    return out
+
+
 def check_api_key(api_key_env: str | None) -> str | None:
     """The API key from the environment variable named ``api_key_env`` (None when not named).
 

@@ -38,7 +38,7 @@ from ..infer.classifier import CHUNK_ROWS
 from ..io.frames import iter_frames
 from ..io.llm_cache import CodeCache
 from ..io.writing import write_frame
-from ..models.llm import EndpointLM, LocalLM, check_api_key, check_causal_lm
+from ..models.llm import EndpointLM, LocalLM, check_api_key, check_causal_lm, coder_settings
 from .dask import WORKER_CACHE, run_partitions
 from .partitions import list_partitions, scan_partitions
 
@@ -117,9 +117,10 @@ def annotate_partitions(inputs, out, codebook: list[dict], llm: str, *,
                         endpoint: str | None = None, api_key_env: str | None = None,
                         shots: int = 0, human: pd.DataFrame | None = None, seed: int = 0,
                         cache=None, scheduler: str | None = None, resume: bool = False,
-                        keep_raw: bool = False, concurrency: int = 4, timeout: float = 60.0,
-                        retries: int = 4, top_logprobs: int = 20, max_tokens: int | None = None,
-                        device: str = "cpu", corpus: dict | None = None,
+                        keep_raw: bool = False, concurrency: int | None = None,
+                        timeout: float | None = None, retries: int | None = None,
+                        top_logprobs: int | None = None, max_tokens: int | None = None,
+                        device: str | None = None, corpus: dict | None = None,
                         quiet: bool = False) -> dict:
     """Code a partitioned corpus with a large language model, one Parquet of codes per
     partition (the CLI's ``annotate`` with a folder, glob or several files as ``--input``, or
@@ -130,7 +131,8 @@ def annotate_partitions(inputs, out, codebook: list[dict], llm: str, *,
         codebook, llm, endpoint, api_key_env, shots, human, seed, keep_raw, concurrency,
         timeout, retries, top_logprobs, max_tokens, device: as the one-file ``annotate``
             (``human``: the human codes the shots are drawn from; ``concurrency``: requests in
-            flight to the endpoint across all workers).
+            flight to the endpoint across all workers; None: the defaults of
+            :func:`quantformer.models.llm.coder_settings`, which checks them).
         cache: the SQLite cache (default: ``out`` + ``.cache.sqlite``, beside the folder).
         corpus: ``text_col``, ``id_col``, ``fmt``, ``quoting``.
 
@@ -141,6 +143,9 @@ def annotate_partitions(inputs, out, codebook: list[dict], llm: str, *,
         InputError: as the one-file run, before any work (the shots' overlap with every
             partition included).
     """
+    settings = coder_settings(endpoint, device=device, api_key_env=api_key_env,
+                              concurrency=concurrency, timeout=timeout, retries=retries,
+                              top_logprobs=top_logprobs, max_tokens=max_tokens)
     labels = check_codebook_labels(codebook)
     corpus = {k: v for k, v in (corpus or {}).items() if v is not None}
     picked = draw_shots(human, shots, [], [], labels, seed)
@@ -148,15 +153,13 @@ def annotate_partitions(inputs, out, codebook: list[dict], llm: str, *,
         _check_overlap(inputs, corpus, human)
     key = check_api_key(api_key_env)
     if endpoint is not None:
-        EndpointLM(endpoint, llm, key, timeout=timeout).check()
+        EndpointLM(endpoint, llm, key, timeout=settings["timeout"]).check()
         model = llm
     else:
         model = check_causal_lm(llm)[0]  # the checks of the model, its weights not loaded
     folder = Path(out).resolve()
     opts = {"codebook": codebook, "shots": [list(x) for x in picked], "endpoint": endpoint,
-            "api_key_env": api_key_env, "device": device, "keep_raw": bool(keep_raw),
-            "concurrency": int(concurrency), "timeout": float(timeout), "retries": int(retries),
-            "top_logprobs": int(top_logprobs), "max_tokens": max_tokens,
+            **settings, "keep_raw": bool(keep_raw),
             "cache": str(Path(cache).resolve()) if cache else str(folder) + ".cache.sqlite",
             "gate": "quantformer-annotate-" + hashlib.sha256(str(folder).encode()).hexdigest()[:16]}
     return run_partitions(VERB, model, inputs, out, options=opts, corpus=corpus,

@@ -131,7 +131,10 @@ def test_bad_inputs_fail_before_any_work_and_write_nothing(llama_dir, tiny_bert_
          f"--shots-from shares {len(overlap)} documents with --input", None),
         (["--shots", "1", "--shots-from", str(files / "overlap.csv")],
          "remove them from one of the two", None),
-        (["--api-key-env", "QF_TEST_KEY"], "QF_TEST_KEY", None),
+        (["--api-key-env", "QF_TEST_KEY"], "--api-key-env is a setting of an --endpoint; a "
+         "local model does not use it", None),
+        (["--endpoint", "http://127.0.0.1:9/v1", "--api-key-env", "QF_TEST_KEY"],
+         "--api-key-env: the environment variable 'QF_TEST_KEY' is unset", None),
         ([], "not a causal language model", tiny_bert_dir),
         ([], "not a causal language model", "default"),  # the bundled encoder
         ([], "model folder not found", "./no-such-folder/model"),
