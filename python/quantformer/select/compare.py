@@ -50,7 +50,7 @@ from .common import (
     margins,
 )
 from .compare_llm import check_llm_options, describe_llm, llm_names, llm_summary, open_llm
-from .compare_llm import run_llm
+from .compare_llm import options_given, run_llm
 from .compare_tasks import compare_task
 from .methods import compare_kwargs, sample_kwargs
 
@@ -270,9 +270,13 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
                          params=["repeats"])
     llm_options = llm_options or {}
     if task != "classification":
-        if llm_options.get("llm") is not None:
-            raise InputError("{llm} rows are for classification comparisons; leave {llm} out "
-                             "with {task} " + task, params=["llm", "task"])
+        given = options_given(llm_options)
+        if given:
+            one = len(given) == 1
+            raise InputError(f"{', '.join('{' + n + '}' for n in given)} "
+                             f"{'is' if one else 'are'} for the language model's rows of a "
+                             f"classification comparison; leave {'it' if one else 'them'} "
+                             f"out with {{task}} {task}", params=given + ["task"])
         return _compare_task(train, test, scoring=scoring, models=models, model=model,
                              train_sizes=train_sizes, repeats=repeats, seed=seed, folds=folds,
                              quiet=quiet, finetune_kwargs=finetune_kwargs, fitters=fitters,

@@ -51,6 +51,14 @@ def is_llm_row(name: str) -> bool:
     return name == ZERO_SHOT or (name.startswith("llm-") and name.endswith("shot"))
 
 
+def options_given(llm_options: dict) -> list[str]:
+    """The names of the language model's options that were given (``shots`` when not 0), in
+    the order ``llm``, ``codebook``, ``endpoint``, ``api_key_env``, ``shots``."""
+    given = [n for n in ("llm", "codebook", "endpoint", "api_key_env")
+             if llm_options.get(n) is not None]
+    return given + (["shots"] if llm_options.get("shots") else [])
+
+
 def check_llm_options(llm, codebook, shots, endpoint, api_key_env, *, classes, samples,
                       test) -> tuple[list[str], str | None]:
     """Every check of the LLM rows that needs no model, before any run.
@@ -65,10 +73,9 @@ def check_llm_options(llm, codebook, shots, endpoint, api_key_env, *, classes, s
             documents; ``api_key_env`` without ``endpoint``, or its variable unset or empty.
     """
     if llm is None:
-        given = [n for n, v in (("codebook", codebook), ("endpoint", endpoint),
-                                ("api_key_env", api_key_env)) if v is not None]
-        if given or shots:
-            given += ["shots"] if shots else []
+        given = options_given({"codebook": codebook, "shots": shots, "endpoint": endpoint,
+                               "api_key_env": api_key_env})
+        if given:
             one = len(given) == 1
             raise InputError(f"{', '.join('{' + g + '}' for g in given)} "
                              f"{'is' if one else 'are'} for the language model's rows: add "

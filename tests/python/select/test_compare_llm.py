@@ -107,7 +107,13 @@ def test_cli_compare_with_llm_writes_its_rows(llama_dir, tmp_path, capsys):
     (["--llm", "LLM", "--codebook", "BOOK", "--endpoint", "http://127.0.0.1:9/v1"],
      "does not answer"),
     (["--llm", "LLM", "--codebook", "BOOK", "--task", "regression", "--models", "ridge-bow"],
-     "--llm rows are for classification"),
+     "--llm, --codebook are for the language model's rows of a classification comparison; "
+     "leave them out with --task regression"),
+    (["--codebook", "BOOK", "--task", "regression", "--models", "ridge-bow"],
+     "--codebook is for the language model's rows of a classification comparison; leave it "
+     "out with --task regression"),
+    (["--shots", "3", "--endpoint", "http://127.0.0.1:9/v1", "--task", "regression",
+      "--models", "ridge-bow"], "--endpoint, --shots are for the language model's rows"),
 ])
 def test_bad_llm_options_fail_before_any_run(llama_dir, tmp_path, capsys, extra, message):
     (tmp_path / "book2.json").write_text(json.dumps(CODEBOOK[1:]))
