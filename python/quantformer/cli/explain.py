@@ -81,7 +81,7 @@ def add_cli(sub) -> None:
                         "across the documents they occur in (terms in at least 2 documents "
                         "are ranked), with document counts and 95%% bootstrap intervals over "
                         "documents (.parquet, .csv, .rds)")
-    p.add_argument("--top", type=positive(int), default=20,
+    p.add_argument("--top", type=positive(int), default=None,
                    help="with --by-term: terms per class (20)")
     _add_terms_and_figure(p)
     p.add_argument("--check", action="store_true",
@@ -110,6 +110,8 @@ def add_cli(sub) -> None:
 # --- partitioned corpora and Dask ---------------------------------------------------------
 
 #: the outputs that need every document at once, refused with a partitioned --input
+#: terms per class of --by-term when --top is not given
+TOP_TERMS = 20
 WHOLE_CORPUS_FLAGS = (("html", "--html"), ("by_term", "--by-term"), ("check", "--check"),
                       ("png", "--png"), ("docs", "--docs"), ("bow_data", "--bow-data"))
 
@@ -212,6 +214,9 @@ def _check_args(args) -> None:
         check_writable(args.html, "html")
     if args.by_term:
         check_output_file(args.by_term, param="by_term")
+    if args.top is not None and not args.by_term:
+        raise InputError("{top} is the number of terms per class of {by_term}; add {by_term} "
+                         "FILE or leave {top} out", params=["top", "by_term"])
     if args.bow_data and not args.by_term:
         raise InputError("{bow_data} is set beside the per-class terms; add {by_term} FILE",
                          params=["bow_data", "by_term"])
@@ -232,11 +237,12 @@ def _bow_terms(args, record):
 
 
 def _terms(args, ex, bow):
+    top = args.top or TOP_TERMS
     if bow is None:
-        return by_term(ex.words, top=args.top)
-    t = compare_terms(ex.words, bow.coefs, bow.analyzer, top=args.top)
+        return by_term(ex.words, top=top)
+    t = compare_terms(ex.words, bow.coefs, bow.analyzer, top=top)
     for target, g in t.groupby("target", sort=False):
-        print(f"{target}: top-{args.top} overlap with the bag-of-words "
+        print(f"{target}: top-{top} overlap with the bag-of-words "
               f"{_fmt(g['top_overlap'].iloc[0])}, Spearman {_fmt(g['spearman'].iloc[0])} "
               f"over {int(g['n_common'].iloc[0])} terms")
     return t

@@ -72,11 +72,12 @@ def add_cli(sub) -> None:
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token limit per input (NLI: 512 or the model's limit; embedding: the "
                         "model's sentence-transformers max_seq_length, 256 for the default)")
-    p.add_argument("--calibration", default="standardise", choices=CALIBRATIONS,
+    p.add_argument("--calibration", default=None, choices=CALIBRATIONS,
                    help="embedding method: per-label calibration of cosines over the corpus "
-                        "(standardise)")
+                        "(standardise); not with the NLI method")
     p.add_argument("--temperature", type=positive(float), default=None,
-                   help="embedding method: softmax temperature (1 when standardised, else 0.05)")
+                   help="embedding method: softmax temperature (1 when standardised, else 0.05); "
+                        "not with the NLI method")
     add_run_options(p)
     add_chunk_options(p, training=False)
     add_precision_option(p, detail=RECHECK.format(done="scored") + "; auto keeps --multi-label "

@@ -286,7 +286,7 @@ def calibrate_similarities(sims: np.ndarray, calibration: str = "standardise",
     ``reference``: the similarities the label means and deviations are taken from (default
     ``sims``; the documents' when ``sims`` are their windows', ``truncation="chunks"``).
     """
-    if calibration not in CALIBRATIONS:
+    if calibration is not None and calibration not in CALIBRATIONS:
         raise InputError(f"unknown calibration '{calibration}'; use one of: "
                          f"{', '.join(CALIBRATIONS)}")
     sims = np.asarray(sims, dtype=np.float64)
@@ -563,6 +563,26 @@ def _embedding_scores(texts, present, labels, hypothesis, *, model, multi_label,
     return probs, encoded.truncated, info
 
 
+def _check_method_settings(chosen: str, **given) -> None:
+    """Refuse the settings of the other method: ``aggregate`` (of the NLI method's window
+    logits) with the embedding method, which averages the windows' embeddings;
+    ``calibration`` and ``temperature`` (of the embedding method's similarities) with the NLI
+    method, whose probabilities are its entailment softmax.
+
+    Raises:
+        InputError: naming the settings and the method chosen.
+    """
+    other = ("aggregate",) if chosen == "embedding" else ("calibration", "temperature")
+    named = [k for k in other if given.get(k) is not None]
+    if named:
+        one = len(named) == 1
+        raise InputError(f"{', '.join('{' + k + '}' for k in named)} "
+                         f"{'applies' if one else 'apply'} to the "
+                         f"{'NLI' if chosen == 'embedding' else 'embedding'} method, and this "
+                         f"run uses the {METHOD_NAMES[chosen]} method: leave "
+                         f"{'it' if one else 'them'} out", params=named)
+
+
 def zeroshot(
     frame,
     labels,
@@ -576,7 +596,7 @@ def zeroshot(
     truncation: str = "head_tail",
     device: str = "auto",
     quiet: bool = False,
-    calibration: str = "standardise",
+    calibration: str | None = None,
     temperature: float | None = None,
     keep_text: bool = False,
     backend: str = "torch",
@@ -629,9 +649,11 @@ def zeroshot(
             documents' label means and deviations, at the same temperature).
         device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
         quiet: no progress bar.
-        calibration: embedding method only: ``standardise`` (default), ``centre`` or ``none``.
+        calibration: embedding method only: ``standardise`` (None, the default), ``centre``
+            or ``none``.
         temperature: embedding method only: softmax temperature (default 1 for
-            ``standardise``, 0.05 otherwise).
+            ``standardise``, 0.05 otherwise). With the NLI method, whose probabilities are
+            its entailment softmax, either one is an error.
         keep_text: keep the ``text`` column in the output.
         backend: ``torch`` (default) or ``onnx`` (ONNX Runtime on the CPU, both methods; the
             export is cached, see :mod:`quantformer.models.onnx.backend`).
@@ -670,7 +692,7 @@ def zeroshot(
     hypothesis = check_hypothesis(hypothesis)
     labels = check_labels(labels, multi_label)
     check_chunk_request(truncation, stride, max_chunks, aggregate, chunks_out)
-    if calibration not in CALIBRATIONS:
+    if calibration is not None and calibration not in CALIBRATIONS:
         raise InputError(f"unknown {{calibration}} '{calibration}'; use one of: "
                          f"{', '.join(CALIBRATIONS)}", params=["calibration"])
     if temperature is not None and not float(temperature) > 0:
@@ -682,10 +704,8 @@ def zeroshot(
     frame = as_frame(frame)
     config = _config(model, backend)
     chosen = choose_method(method, config)
-    if chosen == "embedding" and aggregate is not None:
-        raise InputError("{aggregate} applies to the NLI method; the embedding method "
-                         "averages the windows' embeddings: leave it out",
-                         params=["aggregate"])
+    _check_method_settings(chosen, aggregate=aggregate, calibration=calibration,
+                           temperature=temperature)
     texts = frame["text"].tolist()
     missing = np.array([is_missing(t) for t in texts], dtype=bool)
     present = np.flatnonzero(~missing)
@@ -700,7 +720,7 @@ def zeroshot(
                                              **common)
     else:
         probs, truncated, info = _embedding_scores(texts, present, labels, hypothesis,
-                                                   calibration=calibration,
+                                                   calibration=calibration or "standardise",
                                                    temperature=temperature, **common)
     missing_warning(int(missing.sum()), len(frame), "a missing prediction")
     if chunks_out is not None:
