@@ -29,11 +29,12 @@
 #'   key (never the key itself; the key is not printed, logged, cached or written).
 #' @param shots integer >= 0 (default 0, zero-shot): k-shot examples drawn from `shots_from`.
 #' @param shots_from `NULL` or human codes: a data frame with `doc_id`, `text` and `label`;
-#'   none of its documents may be among `x`'s (checked).
+#'   none of its documents may be among `x`'s (checked). Only with `shots` above 0.
 #' @param cache path of the SQLite cache of finished codes (default: one file in [tempdir()]).
 #' @param seed integer: the seed of the shots' draw.
-#' @param ... further flags of `quantformer annotate` (e.g. `concurrency = 8`, `timeout = 30`,
-#'   `retries = 4`, `raw = TRUE`, `top_logprobs = 20`, `max_tokens = 64`, `device = "cuda"`,
+#' @param ... further flags of `quantformer annotate` (with `endpoint`: `concurrency = 8`,
+#'   `timeout = 30`, `retries = 4`, `top_logprobs = 20`, `max_tokens = 64`; without it:
+#'   `device = "cuda"`; each is an error where it would not be used; `raw = TRUE`,
 #'   `keep_text = TRUE`: the text column after `doc_id`, so the codes can train
 #'   [textmodel_finetune()] as surrogate labels).
 #' @template verbose
@@ -62,7 +63,7 @@ annotate_llm <- function(x, codebook, model, endpoint = NULL, api_key_env = NULL
   on.exit(if (!is.null(attr(book, "temp"))) unlink(book), add = TRUE)
   frame <- as_frame(x)
   args <- cli_flags(codebook = book, llm = model, endpoint = endpoint,
-                    api_key_env = api_key_env, shots = if (shots > 0) shots, seed = seed,
+                    api_key_env = api_key_env, shots = shots, seed = seed,
                     cache = cache, ...)
   call_verb("annotate", args,
             inputs = list("--input" = frame[c("doc_id", "text")],
@@ -103,11 +104,13 @@ codebook_file <- function(codebook) {
 #' @param resume logical: continue the run recorded in `output_dir` (default `FALSE`).
 #' @param cache `NULL` (default: `output_dir` with `.cache.sqlite` appended) or the path of the
 #'   SQLite cache of finished codes.
-#' @param concurrency integer: endpoint requests in flight across all workers (default 4).
+#' @param concurrency `NULL` or an integer: endpoint requests in flight across all workers
+#'   (`NULL`: 4). With `endpoint` only (without it, an error: a local model does not use it).
 #' @param text_field,docid_field names of the text and document-id columns in the files
 #'   (defaults `text` and `doc_id`; without an id column ids are `textN`).
-#' @param ... further flags of `quantformer annotate` (e.g. `timeout = 30`, `retries = 4`,
-#'   `raw = TRUE`, `top_logprobs = 20`, `max_tokens = 64`, `device = "cuda"`).
+#' @param ... further flags of `quantformer annotate` (with `endpoint`: `timeout = 30`,
+#'   `retries = 4`, `top_logprobs = 20`, `max_tokens = 64`; without it: `device = "cuda"`; each
+#'   is an error where it would not be used; `raw = TRUE`).
 #' @template verbose
 #' @return A data frame with one row per partition, as [predict_files()]: `input`, `output`
 #'   (the Parquet path), `rows`, `seconds`, `worker`, `finished` and `run`; the manifest's
@@ -131,7 +134,7 @@ codebook_file <- function(codebook) {
 #' @export
 annotate_files <- function(files, codebook, model, output_dir, endpoint = NULL,
                            api_key_env = NULL, shots = 0, shots_from = NULL, seed = 0,
-                           scheduler = NULL, resume = FALSE, cache = NULL, concurrency = 4,
+                           scheduler = NULL, resume = FALSE, cache = NULL, concurrency = NULL,
                            text_field = NULL, docid_field = NULL, ...,
                            verbose = getOption("quantformer.verbose", TRUE)) {
   if (!is.character(model) || length(model) != 1 || !nzchar(model))
@@ -146,7 +149,7 @@ annotate_files <- function(files, codebook, model, output_dir, endpoint = NULL,
   on.exit(if (!is.null(attr(book, "temp"))) unlink(book), add = TRUE)
   args <- c("--input", path.expand(files), "--out", output_dir,
             cli_flags(codebook = book, llm = model, endpoint = endpoint,
-                      api_key_env = api_key_env, shots = if (shots > 0) shots, seed = seed,
+                      api_key_env = api_key_env, shots = shots, seed = seed,
                       cache = cache, scheduler = scheduler, resume = isTRUE(resume),
                       concurrency = concurrency, text_col = text_field, id_col = docid_field,
                       ...))

@@ -96,7 +96,7 @@
 #'   core says how many); doc_ids not in `x` and labels not in the codebook are errors, with
 #'   nothing written. Calling again with the same coder replaces their codes.
 #' @param llm_coder `NULL` (default: the codes' `coder` value, the model's name) or the
-#'   machine coder's name; it must not be a human coder's.
+#'   machine coder's name; it must not be a human coder's. Only with `llm_codes`.
 #' @param verbose logical: show the Python core's messages.
 #' @return With `wait = TRUE`, the codes as [read_codes()] returns them. With
 #'   `wait = FALSE`, the server's `processx::process`, with the page's address in its
@@ -133,6 +133,9 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
     input_error("give the labels with `labels` or a codebook with `codebook`, one of the two")
   check_room_args(coders, host, models, finetune_model, finetune_epochs,
                   finetune_valid_fraction, finetune_min_codes)
+  if (!is.null(llm_coder) && is.null(llm_codes))
+    input_error("`llm_coder` names the coder of `llm_codes`; give `llm_codes` or leave ",
+                "`llm_coder` out")
   if (!is.null(coders)) {
     # `coder` with `coders`: whose link opens here (listed first); the core gets the order
     if (!missing(coder)) {

@@ -43,15 +43,16 @@
 #'   model's limit). A longer document is read up to it (its first `max_length` tokens); a
 #'   warning before training says how many were, and the encoder's `corpus$n_truncated`.
 #' @param mask_prob share of tokens masked by `"mlm"` (0.15), between 0 and 1.
-#' @param whole_word logical: mask all subwords of a word together (`FALSE`).
+#' @param whole_word logical: mask all subwords of a word together (`FALSE`; `"mlm"` only).
 #' @param validation share of documents held out for the loss before and after (0.05).
 #' @param seed random seed (integer, 42): the same seed gives the same encoder.
 #' @param lr learning rate (`NULL`: 5e-5 for `"mlm"`, 3e-5 for `"tsdae"`).
 #' @param batch_size documents per step (32).
 #' @param resume logical: continue an interrupted run into `out` from its last checkpoint.
 #' @param device `"auto"` (default), `"cpu"`, `"cuda"`, `"cuda:N"` or `"mps"`.
-#' @param ... further flags of `quantformer pretrain` (`checkpoint_every`, `head_steps`,
-#'   `buffer_docs`: documents shuffled and length-grouped together, 10000).
+#' @param ... further flags of `quantformer pretrain` (`checkpoint_every`, `head_steps`:
+#'   warm-up steps of a new masked-LM head, 0 or more, `"mlm"` only; `buffer_docs`: documents
+#'   shuffled and length-grouped together, 10000).
 #' @inheritParams textmodel_finetune
 #' @template verbose
 #' @return A `quantformer_encoder` object: `path` (the folder), `base_model`, `objective`,
@@ -60,6 +61,7 @@
 #'   record). Give it as `model` to [textmodel_finetune()], [textmodel_tune()],
 #'   [textmodel_compare()], [textstat_embeddings()] or [textmodel_zeroshot()]. Bad input (too
 #'   few documents, a model without a masked-LM architecture, `mask_prob` outside (0, 1),
+#'   `mask_prob` other than 0.15 or `whole_word = TRUE` with `objective = "tsdae"`,
 #'   `max_length` above the model's limit, an existing `out`) is an error of class
 #'   `quantformer_input_error` before any work.
 #' @references Gururangan, S. et al. (2020). Don't Stop Pretraining: Adapt Language Models to

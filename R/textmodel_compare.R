@@ -109,7 +109,7 @@ textmodel_compare <- function(x, y, test, test_y = NULL,
             cli_flags(models = models, train_sizes = train_sizes, repeats = repeats,
                       seed = seed, folds = folds, model = model, epochs = epochs, lr = lr,
                       max_length = max_length, device = device, hypothesis = hypothesis,
-                      llm = llm, codebook = book, shots = if (shots > 0) shots,
+                      llm = llm, codebook = book, shots = shots,
                       endpoint = endpoint, api_key_env = api_key_env),
             "--out", output_dir, cli_flags(overwrite = isTRUE(overwrite), ...))
   call_verb("compare", args, inputs = c(labelled$inputs, nli_phrase_inputs(label_phrases)),

@@ -39,6 +39,17 @@ test_that("annotate_llm codes each document from the codebook with label probabi
                             shots_from = data.frame(doc_id = "a", text = x[["a"]],
                                                     label = "pro")),
                "`shots_from` shares 1 documents with `x` .*remove them from one of the two")
+  # settings that would not be used are errors in R's names, before the model loads
+  expect_error(annotate_llm(x, cb, model = llm, shots = -2),
+               "`shots` must be a whole number of at least 0, not -2",
+               class = "quantformer_input_error")
+  expect_error(annotate_llm(x, cb, model = llm,
+                            shots_from = data.frame(doc_id = "z", text = "t", label = "pro")),
+               "`shots_from` gives the human codes the k-shot examples are drawn from, and `shots` is 0",
+               fixed = TRUE, class = "quantformer_input_error")
+  expect_error(annotate_llm(x, cb, model = llm, timeout = 5, retries = 1),
+               "`timeout`, `retries` are settings of an `endpoint`; a local model does not use them",
+               fixed = TRUE, class = "quantformer_input_error")
 })
 
 test_that("textmodel_compare(llm =) adds the LLM's rows scored on the same test documents (issue 35)", {

@@ -204,6 +204,11 @@ test_that("code_documents adds a language model's codes as a machine coder (#35)
                               llm_codes = bad, browser = FALSE, verbose = FALSE),
                "llm_codes.*no-such-doc", class = "quantformer_input_error")
   expect_false(file.exists(project))  # refused before the project file was made
+  expect_error(code_documents(sotu, labels = c("Democratic", "Republican"), project = project,
+                              llm_coder = "gpt", browser = FALSE, verbose = FALSE),
+               "`llm_coder` names the coder of `llm_codes`; give `llm_codes` or leave",
+               fixed = TRUE, class = "quantformer_input_error")
+  expect_false(file.exists(project))
   proc <- code_documents(sotu, labels = c("Democratic", "Republican"), project = project,
                          llm_codes = llm, browser = FALSE, wait = FALSE, verbose = FALSE,
                          cache_dir = withr::local_tempdir())
