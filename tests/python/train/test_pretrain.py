@@ -64,6 +64,21 @@ def test_mlm_encoder_record_and_head_warmup(mlm_encoder, corpus, tiny_bert_dir):
         read_record(out)
 
 
+def test_head_steps_for_a_pretrained_head_are_not_used_and_said_so(mlm_encoder, corpus,
+                                                                    tmp_path):
+    """The encoder of a masked-LM run has its head: pretraining it again has no new head to
+    warm up, so the head_steps given are not used, and a warning says so."""
+    from quantformer._core.errors import ParamWarning
+
+    with pytest.warns(ParamWarning, match="head_steps 2 not used: '.*' has a pretrained "
+                                          "masked-LM head"):
+        record = pretrain(corpus, tmp_path / "again", str(mlm_encoder[0]), max_steps=1,
+                          head_steps=2, **TINY)
+    assert record["head_warmup"] == {"new_head": False}
+    assert record["settings"]["head_steps"] == 0
+    assert record["settings"]["requested"]["head_steps"] == 2
+
+
 def test_finetune_and_embed_accept_an_encoder(mlm_encoder, tmp_path, capsys):
     from transformers import AutoModelForSequenceClassification
 
