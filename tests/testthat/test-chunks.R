@@ -121,11 +121,12 @@ test_that("window settings without chunks are named as R arguments before any wo
   expect_error(textstat_embeddings(c(a = "text"), windows = TRUE),
                "`windows` writes one row per window; add `truncation` chunks")
   expect_error(textstat_embeddings(c(a = "text"), stride = 3),
-               "`stride`, `max_chunks` and `aggregate` apply to `truncation` chunks only")
+               "`stride` applies to `truncation` chunks only (documents read whole as windows): add `truncation` chunks or leave it out",
+               fixed = TRUE)
   s <- sotu_sample()[c(1:6, 181:186), ]
   expect_error(textmodel_tune(s, y = "party", lr = 1e-3, epochs = 1, folds = 2, stride = 4,
                               verbose = FALSE),
-               "`stride`, `max_chunks` and `aggregate` apply to `truncation` chunks only")
+               "`stride` applies to `truncation` chunks only")
 })
 
 test_that("textstat_attributions explains every window: no NA beyond the first window", {
@@ -156,5 +157,5 @@ test_that("textstat_attributions explains every window: no NA beyond the first w
   expect_equal(is.na(first$attribution), first$word_windows == 0L)
   expect_error(textstat_attributions(fit, new, stride = 40), "`stride` 40 must be")
   expect_error(textstat_attributions(fit, new, truncation = "head", aggregate = "max"),
-               "`aggregate` apply to `truncation` chunks only")
+               "`aggregate` applies to `truncation` chunks only")
 })

@@ -50,6 +50,16 @@ class InputError(QuantformerError, ValueError):
         return self.render(lambda p: p)
 
 
+def unused_error(names: Iterable[str], one: str, several: str, *,
+                 also: Iterable[str] = ()) -> InputError:
+    """The error for settings that would not be used: the parameters ``names`` as fields
+    (``{a}, {b}``), then ``one`` when there is one of them, ``several`` when there are more
+    (either may name other parameters as fields, listed in ``also``)."""
+    names = list(names)
+    return InputError(", ".join("{" + n + "}" for n in names) + " "
+                      + (one if len(names) == 1 else several), params=[*names, *also])
+
+
 class ModelDirError(InputError):
     """A model directory is missing, incomplete (no completion record) or not a classifier."""
 

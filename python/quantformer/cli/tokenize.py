@@ -64,7 +64,7 @@ def run(args) -> int:
     own_length, own_truncation = model_truncation(args.model)
     max_length = own_length if args.max_length is None else args.max_length
     truncation = own_truncation if args.truncation is None else args.truncation
-    check_chunk_settings(truncation, args.stride, args.max_chunks, "mean", "aggregate",
+    check_chunk_settings(truncation, args.stride, args.max_chunks, None, "aggregate",
                          max_length)
     frame = read_frame(args.input, labels_file=args.labels_file, **corpus_kwargs(args))
     check_max_length(max_length, load_config(args.model))

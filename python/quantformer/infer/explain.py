@@ -83,7 +83,8 @@ import pandas as pd
 from .._core.errors import InputError, ParamWarning
 from ..io.modeldir import read_record
 from ..models.batching import length_batches, pad_arrays
-from ..models.chunks import aggregate_windows, check_aggregate, check_not_longformer
+from ..models.chunks import (aggregate_windows, check_aggregate, check_not_longformer,
+                             refuse_without_chunks)
 from ..models.hub import load_tokenizer
 from ..models.precision import TorchPrecision, choose_precision, kept_fp32
 from ..models.precision import record as precision_of
@@ -236,10 +237,7 @@ def check_chunking(path, record: dict, config, chunking: dict | None) -> None:
         check_aggregate(c["aggregate"])
     use = c.get("truncation", hp.get("truncation", "head_tail"))
     if use != CHUNKS:
-        if set(c) - {"truncation"}:
-            raise InputError("{stride}, {max_chunks} and {aggregate} apply to {truncation} "
-                             "chunks only; add it or leave them out",
-                             params=["stride", "max_chunks", "aggregate", "truncation"])
+        refuse_without_chunks(use, **{k: v for k, v in c.items() if k != "truncation"})
         return
     if record.get("method", "standard") != "standard":
         raise InputError(_NOT_STANDARD.format(method=record.get("method")),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.errors import InputError
+from .._core.errors import InputError, unused_error
 from .tokenize import CHUNKS, check_max_chunks
 
 AGGREGATES = ("mean", "max")
@@ -31,6 +31,20 @@ def check_aggregate(aggregate: str) -> str:
     return aggregate
 
 
+def refuse_without_chunks(truncation: str | None, **settings) -> None:
+    """Window settings given (not None) without ``truncation="chunks"`` would not be used.
+
+    Raises:
+        InputError: naming the settings given and the fix.
+    """
+    given = [name for name, value in settings.items() if value is not None]
+    if truncation == CHUNKS or not given:
+        return
+    only = "to {truncation} chunks only (documents read whole as windows): add {truncation} chunks"
+    raise unused_error(given, f"applies {only} or leave it out",
+                       f"apply {only} or leave them out", also=["truncation"])
+
+
 def check_chunk_options(truncation: str | None, stride: int | None = None,
                         max_chunks: int | None = None, aggregate: str | None = None) -> None:
     """The checks of the window settings that need no model (run before any loads).
@@ -41,10 +55,7 @@ def check_chunk_options(truncation: str | None, stride: int | None = None,
             ``stride`` is smaller than the window needs the model's tokenizer
             (:func:`quantformer.models.tokenize.check_windows`).
     """
-    if truncation != CHUNKS and (stride, max_chunks, aggregate) != (None, None, None):
-        raise InputError("{stride}, {max_chunks} and {aggregate} apply to {truncation} chunks "
-                         "only; add it or leave them out",
-                         params=["stride", "max_chunks", "aggregate", "truncation"])
+    refuse_without_chunks(truncation, stride=stride, max_chunks=max_chunks, aggregate=aggregate)
     if aggregate is not None:
         check_aggregate(aggregate)
     if stride is not None and stride < 0:

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._core.errors import InputError
-from ..models.chunks import check_chunk_options, check_chunk_training
+from ..models.chunks import check_chunk_options, check_chunk_training, refuse_without_chunks
 from ..models.hub import check_length_value, load_config
 from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy
 
@@ -147,11 +147,9 @@ def chunk_kwargs(truncation: str | None, stride: int | None = None,
     check_chunk_options(truncation, stride, max_chunks, aggregate)
     if chunk_training is not None:
         check_chunk_training(chunk_training)
-    if truncation != CHUNKS and chunk_training not in (None, "aggregate"):
-        raise InputError(f"{{chunk_training}} {chunk_training} applies to {{truncation}} chunks "
-                         "only; add it or leave {chunk_training} out",
-                         params=["chunk_training", "truncation"])
-    if truncation != CHUNKS:
+    if truncation != CHUNKS:  # chunk_training's default, aggregate, is the same without chunks
+        refuse_without_chunks(truncation, chunk_training=(
+            None if chunk_training == "aggregate" else chunk_training))
         return {}
     given = {"stride": stride, "max_chunks": max_chunks, "aggregate": aggregate,
              "chunk_training": chunk_training}

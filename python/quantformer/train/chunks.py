@@ -22,33 +22,31 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.errors import InputError
-from ..models.chunks import aggregate_torch, check_aggregate, check_chunk_training
+from ..models.chunks import (aggregate_torch, check_aggregate, check_chunk_training,
+                             refuse_without_chunks)
 from ..models.tokenize import CHUNKS, check_windows
 from .loop import Batches, autocast
 
 PASS_FACTOR = 4
 
 
-def check_chunk_settings(truncation: str, stride, max_chunks, aggregate: str,
+def check_chunk_settings(truncation: str, stride, max_chunks, aggregate: str | None,
                          chunk_training: str, max_length: int) -> None:
-    """Refuse window settings without chunks, and bad ones with it (before any model loads;
+    """Refuse window settings without chunks (``aggregate`` None: not given), and bad ones
+    with it (before any model loads;
     the stride is checked against ``max_length`` less two special tokens here, against the
     tokenizer's own template when the windows are made).
 
     Raises:
         InputError: naming the parameter.
     """
-    check_aggregate(aggregate)
+    if aggregate is not None:
+        check_aggregate(aggregate)
     check_chunk_training(chunk_training)
-    if truncation != CHUNKS:
-        given = [p for p, v in (("stride", stride), ("max_chunks", max_chunks)) if v is not None]
-        given += ["aggregate"] if aggregate != "mean" else []
-        given += ["chunk_training"] if chunk_training != "aggregate" else []
-        if given:
-            names = ", ".join("{%s}" % p for p in given)
-            verb = "applies" if len(given) == 1 else "apply"
-            raise InputError(f"{names} {verb} to {{truncation}} chunks only; add it or leave "
-                             "it out", params=given + ["truncation"])
+    if truncation != CHUNKS:  # chunk_training's default, aggregate, is the same without chunks
+        refuse_without_chunks(truncation, stride=stride, max_chunks=max_chunks,
+                              aggregate=aggregate, chunk_training=(
+                                  None if chunk_training == "aggregate" else chunk_training))
         return
     check_windows(max_length - 2, stride, max_chunks, max_length)
 

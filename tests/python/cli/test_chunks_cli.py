@@ -121,7 +121,8 @@ def test_embed_chunks_is_the_mean_of_the_window_rows(tiny_bert_dir, tmp_path, ca
 
 
 @pytest.mark.parametrize("verb, extra, msg", [
-    ("embed", ["--stride", "3"], "--stride, --max-chunks and --aggregate apply to --truncation chunks"),
+    ("embed", ["--stride", "3"], "--stride applies to --truncation chunks only (documents read "
+                                 "whole as windows): add --truncation chunks or leave it out"),
     ("embed", ["--truncation", "chunks", "--max-chunks", "0"], "--max-chunks must be at least 1"),
     ("embed", ["--chunks-out", "w.csv"], "--chunks-out writes one row per window"),
     ("zeroshot", ["--truncation", "chunks", "--aggregate", "median", "--labels", "a,b"],
@@ -212,7 +213,7 @@ def test_explain_a_chunks_model_every_word_with_page_figure_terms_and_checks(chu
 @pytest.mark.parametrize("extra, msg", [
     (["--aggregate", "median"], "unknown --aggregate 'median'"),
     (["--truncation", "chunks", "--stride", "22"], "--stride 22 must be at least 0"),
-    (["--truncation", "head", "--max-chunks", "2"], "apply to --truncation chunks only"),
+    (["--truncation", "head", "--max-chunks", "2"], "--max-chunks applies to --truncation chunks only"),
 ])
 def test_explain_bad_window_flags_exit_2(chunk_model, tmp_path, capsys, monkeypatch, extra,
                                         msg):

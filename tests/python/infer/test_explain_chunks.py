@@ -183,7 +183,7 @@ def test_a_head_tail_model_explained_in_windows_warns_naming_both(toy_model_dir)
     ({"truncation": "chunks", "stride": 62}, "62 content tokens at the model's window of 64 "
                                              "tokens)"),
     ({"truncation": "chunks", "max_chunks": 0}, "{max_chunks} must be at least 1"),
-    ({"stride": 3}, "apply to {truncation} chunks only"),
+    ({"stride": 3}, "{stride} applies to {truncation} chunks only"),
     ({"truncation": "middle"}, "unknown {truncation} 'middle'"),
 ])
 def test_bad_window_settings_are_refused_before_the_model_loads(toy_model_dir, chunking, msg):

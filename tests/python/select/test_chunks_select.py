@@ -46,11 +46,11 @@ def test_compare_chunks_reach_the_transformer_and_leave_the_baseline(tiny_bert_d
 
 
 @pytest.mark.parametrize("verb, extra, msg", [
-    ("tune", ["--stride", "3"], "--stride, --max-chunks and --aggregate apply to --truncation"),
+    ("tune", ["--stride", "3"], "--stride applies to --truncation chunks only"),
     ("tune", ["--truncation", "chunks", "--max-chunks", "0"], "--max-chunks must be at least 1"),
     ("compare", ["--truncation", "chunks", "--aggregate", "median"],
      "unknown --aggregate 'median'"),
-    ("compare", ["--max-chunks", "2"], "apply to --truncation chunks only"),
+    ("compare", ["--max-chunks", "2"], "--max-chunks applies to --truncation chunks only"),
 ])
 def test_bad_window_flags_exit_2_before_any_run(tmp_path, capsys, verb, extra, msg):
     toy_frame(40).to_csv(tmp_path / "train.csv", index=False)
