@@ -78,5 +78,6 @@ test_that("textmodel_finetune(method = \"setfit\") writes a model that predict()
   expect_equal(names(p), sotu$doc_id[1:5])
   expect_equal(levels(p), c("Democratic", "Republican"))
   expect_error(textmodel_finetune(sotu[idx, ], y = "party", method = "setfit",
-                                  oversample = 0.5), "cannot be used with method 'setfit'")
+                                  oversample = 0.5),
+               "`oversample` cannot be used with `method` setfit (not yet)", fixed = TRUE)
 })

@@ -263,6 +263,19 @@ def from_record(record: dict):
     return Classification(record["labels"])
 
 
+def check_label_columns(task: str, label_cols=None, label_sep=None) -> None:
+    """``label_cols`` and ``label_sep`` name a multilabel task's labels; with another task they
+    would not be used.
+
+    Raises:
+        InputError: either given with a ``task`` other than multilabel.
+    """
+    if task != "multilabel" and (label_cols is not None or label_sep is not None):
+        raise InputError("{label_cols} and {label_sep} are for {task} multilabel; add "
+                         "{task} multilabel or leave them out",
+                         params=["label_cols", "label_sep", "task"])
+
+
 def make_task(task: str, labels=None, label_cols=None, label_sep=None):
     """A task object for training (see :data:`quantformer.train.arguments.TASKS`).
 
@@ -271,10 +284,7 @@ def make_task(task: str, labels=None, label_cols=None, label_sep=None):
     """
     if task == "multilabel":
         return Multilabel.for_training(labels, label_cols, label_sep)
-    if label_cols is not None or label_sep is not None:
-        raise InputError("{label_cols} and {label_sep} are for {task} multilabel; add "
-                         "{task} multilabel or leave them out",
-                         params=["label_cols", "label_sep", "task"])
+    check_label_columns(task, label_cols, label_sep)
     if task == "regression":
         if labels is not None:
             raise InputError("{labels} orders classes and has no meaning for {task} "

@@ -72,7 +72,7 @@ def finetune(
     setfit_iterations: int | None = None,
     stride: int | None = None,
     max_chunks: int | None = None,
-    aggregate: str = "mean",
+    aggregate: str | None = None,
     chunk_training: str = "aggregate",
 ):
     """Fine-tune a pretrained encoder on labelled documents (Wankmüller 2022, section 6.4).
@@ -132,8 +132,10 @@ def finetune(
             a quarter of the window's content); smaller than the window.
         max_chunks: ``truncation="chunks"``: the first windows kept per document at most
             (int >= 1; default all; a warning counts the documents that had more).
-        aggregate: ``truncation="chunks"``: ``mean`` (default) or ``max`` of the window
-            logits (regression: of the outputs); recorded, so prediction uses it.
+        aggregate: ``truncation="chunks"``: ``mean`` (None, the default) or ``max`` of the
+            window logits (regression: of the outputs); recorded, so prediction uses it.
+            Given without chunks, or with SetFit (which averages the windows' embeddings), it
+            is an error.
         chunk_training: ``truncation="chunks"``: ``aggregate`` (default: the loss on the
             document's aggregate) or ``labels`` (each window a training example with its
             document's label).
@@ -187,9 +189,9 @@ def _windows_at_prediction(frame: pd.DataFrame, spec: TrainSpec, *, valid, sourc
     inputs."""
     _check_stride(spec)
     cut = replace(spec, truncation=DEFAULT_TRUNCATION, stride=None, max_chunks=None,
-                  aggregate=DEFAULT_AGGREGATE)
+                  aggregate=None)
     clf = finetune_spec(frame, cut, valid=valid, source=source)
-    aggregate = None if spec.method == "setfit" else spec.aggregate
+    aggregate = None if spec.method == "setfit" else spec.aggregate or DEFAULT_AGGREGATE
     clf.record["hyperparameters"].update(
         truncation=CHUNKS, stride=spec.stride, max_chunks=spec.max_chunks,
         aggregate=aggregate, chunk_training=DEFAULT_TRUNCATION)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from ..models.tasks import make_task
+from ..models.tasks import check_label_columns, make_task
 from ..score.metrics import macro_f1, predicted_labels
 from .arguments import check_arguments
 from .baselines import check_folds, stratified_folds, training_rows
@@ -154,10 +154,7 @@ def make_scoring(task: str = "classification", label_cols=None, label_sep=None):
     """
     check_arguments(task=task)
     if task == "classification":
-        if label_cols is not None or label_sep is not None:
-            raise InputError("{label_cols} and {label_sep} are for {task} multilabel; add "
-                             "{task} multilabel or leave them out",
-                             params=["label_cols", "label_sep", "task"])
+        check_label_columns(task, label_cols, label_sep)
         return ClassificationScoring()
     return TaskScoring(task, label_cols, label_sep)
 

@@ -305,8 +305,10 @@ def finetune_fewshot(method: str, frame: pd.DataFrame, *, model=None, epochs=Non
     if ignored.get("valid_fraction"):
         unused.append("valid_fraction")
     if unused:
-        raise InputError(f"{', '.join(unused)} cannot be used with method '{method}' (not yet); "
-                         "leave it out, and evaluate on held-out documents with `evaluate`")
+        raise InputError(f"{', '.join('{' + k + '}' for k in unused)} cannot be used with "
+                         f"{{method}} {method} (not yet); leave "
+                         f"{'it' if len(unused) == 1 else 'them'} out, and evaluate on "
+                         "held-out documents with `evaluate`", params=unused + ["method"])
     return setfit_finetune(frame, model=model, labels=labels, epochs=epochs, lr=lr,
                            batch_size=batch_size, num_iterations=num_iterations, seed=seed,
                            device=device, quiet=quiet, source=source, max_length=max_length,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from .._core.errors import InputError
+from .._core.errors import InputError, unused_error
+from ..models.tasks import check_label_columns
 from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION
 from .arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION
 from .chunks import check_chunk_settings
@@ -65,7 +66,7 @@ class TrainSpec:
     setfit_iterations: int | None = None
     stride: int | None = None
     max_chunks: int | None = None
-    aggregate: str = "mean"
+    aggregate: str | None = None
     chunk_training: str = "aggregate"
 
     def check(self) -> TrainSpec:
@@ -74,10 +75,11 @@ class TrainSpec:
         Raises:
             InputError: ``setfit_iterations`` without ``method="setfit"``; NLI options with
                 another method (:func:`quantformer.train.nli.check_method_options`);
-                ``chunk_training`` labels with NLI or SetFit, ``aggregate`` max with SetFit; a method
-                other than classification for SetFit/NLI with another task; ``tune_thresholds``
-                without ``task="multilabel"``; window settings (``stride``, ``max_chunks``,
-                ``aggregate``, ``chunk_training``) without ``truncation="chunks"``;
+                ``chunk_training`` labels with NLI or SetFit, ``aggregate`` with SetFit; a method
+                other than classification for SetFit/NLI with another task; ``tune_thresholds``,
+                ``label_cols`` or ``label_sep`` without ``task="multilabel"``; window settings
+                (``stride``, ``max_chunks``, ``aggregate``, ``chunk_training``) without
+                ``truncation="chunks"``;
                 ``early_stopping``, ``grad_accum`` other than 1 or ``precision`` other than
                 auto/fp32 with SetFit, whose recipe has none of them.
         """
@@ -90,13 +92,14 @@ class TrainSpec:
             raise InputError(f"{{chunk_training}} applies to the standard method; {self.method} "
                              "trains on each document cut by head+tail and reads windows at "
                              "prediction: leave it out", params=["chunk_training", "method"])
-        if self.method == "setfit" and self.truncation == "chunks" and self.aggregate != "mean":
-            raise InputError("{aggregate} does not apply to setfit: the mean of the windows' "
-                             "embeddings goes into the logistic head; leave it out",
+        if self.method == "setfit" and self.truncation == "chunks" and self.aggregate is not None:
+            raise InputError("{aggregate} does not apply to {method} setfit: the mean of the "
+                             "windows' embeddings goes into the logistic head; leave it out",
                              params=["aggregate", "method"])
         if self.method != "standard" and self.task != "classification":
             raise InputError(f"method={self.method!r} trains classifiers only; use the standard "
                              f"method for task={self.task!r}", params=["method", "task"])
+        check_label_columns(self.task, self.label_cols, self.label_sep)
         if self.tune_thresholds and self.task != "multilabel":
             raise InputError("{tune_thresholds} is for {task} multilabel; leave it out",
                              params=["tune_thresholds", "task"])
@@ -114,10 +117,9 @@ class TrainSpec:
                  if getattr(self, n) != left_out]
         if given:
             why = "; ".join(f"{{{n}}}: {_NOT_SETFIT[n]}" for n in given)
-            raise InputError(f"{', '.join('{' + n + '}' for n in given)} "
-                             f"{'does' if len(given) == 1 else 'do'} not apply to {{method}} "
-                             f"setfit ({why}); leave {'it' if len(given) == 1 else 'them'} out",
-                             params=given + ["method"])
+            raise unused_error(given, f"does not apply to {{method}} setfit ({why}); leave it out",
+                               f"do not apply to {{method}} setfit ({why}); leave them out",
+                               also=["method"])
         if self.precision not in ("auto", "fp32"):
             raise InputError(f"{{precision}} {self.precision} does not apply to {{method}} "
                              "setfit: SetFit trains and predicts in fp32; leave {precision} out",

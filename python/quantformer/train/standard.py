@@ -32,7 +32,7 @@ from ..models.hub import (
     resolve_model,
 )
 from ..models.tasks import make_task
-from ..models.chunks import check_not_longformer
+from ..models.chunks import DEFAULT_AGGREGATE, check_not_longformer
 from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, encode, encode_windows
 from .chunks import check_chunk_settings, window_batches
 from .arguments import DROPOUT, check_arguments, default_hyperparameters
@@ -48,7 +48,7 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
                       quiet: bool, source: str | None, task: str, label_cols: list[str] | None,
                       label_sep: str | None, tune_thresholds: bool, early_stopping: int | None,
                       precision: str, grad_accum: int, stride: int | None = None,
-                      max_chunks: int | None = None, aggregate: str = "mean",
+                      max_chunks: int | None = None, aggregate: str | None = None,
                       chunk_training: str = "aggregate") -> Classifier:
     """The standard recipe (module docstring); arguments as
     :func:`quantformer.train.finetune.finetune`."""
@@ -60,8 +60,8 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
                       truncation=truncation, oversample=oversample, seed=seed,
                       valid_fraction=valid_fraction, task=task, early_stopping=early_stopping,
                       precision=precision, grad_accum=grad_accum)
-    settings.update(stride=stride, max_chunks=max_chunks, aggregate=aggregate,
-                    chunk_training=chunk_training)
+    settings.update(stride=stride, max_chunks=max_chunks,
+                    aggregate=aggregate or DEFAULT_AGGREGATE, chunk_training=chunk_training)
     check_needs_validation(valid is not None or bool(valid_fraction), early_stopping,
                            tune_thresholds)
     base_path, config = resolve_model(model), load_config(model)

@@ -73,7 +73,7 @@ def test_regression_with_chunks_predicts_the_mean_output(tiny_bert_dir):
     ({"truncation": "chunks", "aggregate": "median"}, "unknown aggregate 'median'"),
     ({"truncation": "chunks", "chunk_training": "x"}, "unknown chunk_training 'x'"),
     ({"truncation": "chunks", "method": "setfit", "aggregate": "max"},
-     "aggregate does not apply to setfit"),
+     "aggregate does not apply to method setfit"),
     ({"truncation": "chunks", "method": "nli", "chunk_training": "labels"},
      "chunk_training applies to the standard method"),
 ])
