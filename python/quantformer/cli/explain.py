@@ -109,9 +109,9 @@ def add_cli(sub) -> None:
 
 # --- partitioned corpora and Dask ---------------------------------------------------------
 
-#: the outputs that need every document at once, refused with a partitioned --input
 #: terms per class of --by-term when --top is not given
 TOP_TERMS = 20
+#: the outputs that need every document at once, refused with a partitioned --input
 WHOLE_CORPUS_FLAGS = (("html", "--html"), ("by_term", "--by-term"), ("check", "--check"),
                       ("png", "--png"), ("docs", "--docs"), ("bow_data", "--bow-data"))
 
@@ -214,9 +214,6 @@ def _check_args(args) -> None:
         check_writable(args.html, "html")
     if args.by_term:
         check_output_file(args.by_term, param="by_term")
-    if args.top is not None and not args.by_term:
-        raise InputError("{top} is the number of terms per class of {by_term}; add {by_term} "
-                         "FILE or leave {top} out", params=["top", "by_term"])
     if args.bow_data and not args.by_term:
         raise InputError("{bow_data} is set beside the per-class terms; add {by_term} FILE",
                          params=["bow_data", "by_term"])
@@ -249,6 +246,9 @@ def _terms(args, ex, bow):
 
 
 def run(args) -> int:
+    if args.top is not None and not args.by_term:  # one file or partitions: never used
+        raise InputError("{top} is the number of terms per class of {by_term}; add {by_term} "
+                         "FILE or leave {top} out", params=["top", "by_term"])
     if folder_input(args):
         return run_partitioned(args)
     record = _check_args(args)

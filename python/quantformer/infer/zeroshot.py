@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError
+from .._core.errors import InputError, unused_error
 from ..io.formats import read_text_file
 from ..io.modeldir import hf_quiet
 from ..models.batching import PerGroup, run_batches
@@ -575,12 +575,25 @@ def _check_method_settings(chosen: str, **given) -> None:
     other = ("aggregate",) if chosen == "embedding" else ("calibration", "temperature")
     named = [k for k in other if given.get(k) is not None]
     if named:
-        one = len(named) == 1
-        raise InputError(f"{', '.join('{' + k + '}' for k in named)} "
-                         f"{'applies' if one else 'apply'} to the "
-                         f"{'NLI' if chosen == 'embedding' else 'embedding'} method, and this "
-                         f"run uses the {METHOD_NAMES[chosen]} method: leave "
-                         f"{'it' if one else 'them'} out", params=named)
+        method = ("the NLI method" if chosen == "embedding" else "the embedding method") + \
+            f", and this run uses the {METHOD_NAMES[chosen]} method"
+        raise unused_error(named, f"applies to {method}: leave it out",
+                           f"apply to {method}: leave them out")
+
+
+def method_for(model: str | None, method: str = "auto", backend: str = "torch",
+               **given) -> tuple[str, object]:
+    """The method :func:`zeroshot` uses for ``model`` (``nli`` or ``embedding``) and the
+    model's config, read before any weights load; the other method's settings among ``given``
+    (``aggregate``, ``calibration``, ``temperature``; None: not given) are refused.
+
+    Raises:
+        InputError: as :func:`choose_method`; a setting of the other method.
+    """
+    config = _config(model, backend)
+    chosen = choose_method(method, config)
+    _check_method_settings(chosen, **given)
+    return chosen, config
 
 
 def zeroshot(
@@ -702,10 +715,8 @@ def zeroshot(
         raise InputError(f"{{batch_size}} must be a whole number of at least 1, not "
                          f"{batch_size}", params=["batch_size"])
     frame = as_frame(frame)
-    config = _config(model, backend)
-    chosen = choose_method(method, config)
-    _check_method_settings(chosen, aggregate=aggregate, calibration=calibration,
-                           temperature=temperature)
+    chosen, config = method_for(model, method, backend, aggregate=aggregate,
+                                calibration=calibration, temperature=temperature)
     texts = frame["text"].tolist()
     missing = np.array([is_missing(t) for t in texts], dtype=bool)
     present = np.flatnonzero(~missing)

@@ -36,7 +36,7 @@ import time
 import urllib.error
 import urllib.request
 
-from .._core.errors import InputError
+from .._core.errors import InputError, unused_error
 from .hub import resolve_model
 from .llm_probs import label_probs
 
@@ -80,12 +80,10 @@ def coder_settings(endpoint: str | None, *, device: str | None = None, **given) 
         raise TypeError(f"unknown coder settings: {unknown}")
     named = [k for k in ENDPOINT_DEFAULTS if given.get(k) is not None]
     if endpoint is None and named:
-        one = len(named) == 1
-        raise InputError(f"{', '.join('{' + k + '}' for k in named)} "
-                         f"{'is a setting' if one else 'are settings'} of an {{endpoint}}; "
-                         f"a local model does not use {'it' if one else 'them'}: add "
-                         f"{{endpoint}} or leave {'it' if one else 'them'} out",
-                         params=named + ["endpoint"])
+        raise unused_error(named, "is a setting of an {endpoint}; a local model does not use "
+                                  "it: add {endpoint} or leave it out",
+                           "are settings of an {endpoint}; a local model does not use them: "
+                           "add {endpoint} or leave them out", also=["endpoint"])
     if endpoint is not None and device is not None:
         raise InputError("{device} is for a local model; with {endpoint} the server chooses "
                          "its device: leave {device} out", params=["device", "endpoint"])

@@ -66,7 +66,8 @@ from ..infer.embed import (
     resolve_layout,
 )
 from ..infer.load import load_model
-from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis, check_labels, zeroshot
+from ..infer.zeroshot import (DEFAULT_HYPOTHESIS, check_hypothesis, check_labels, method_for,
+                              zeroshot)
 from ..io.writing import FrameWriter, write_frame
 from ..io.frames import (
     iter_frames,
@@ -481,6 +482,8 @@ def zeroshot_partitions(inputs, out, labels, hypothesis: str | None = None, *,
     temperature, keep_text, backend, quantize, precision). Embedding calibration is per partition (module docstring)."""
     opts = {"labels": check_labels(labels, options.get("multi_label", False)),
             "hypothesis": check_hypothesis(hypothesis or DEFAULT_HYPOTHESIS), **options}
+    method_for(model, options.get("method", "auto"), options.get("backend", "torch"),
+               **{k: options.get(k) for k in ("aggregate", "calibration", "temperature")})
     return run_partitions("zeroshot", model, inputs, out, options=opts, scheduler=scheduler,
                           resume=resume, quiet=quiet,
                           corpus={"text_col": text_col, "id_col": id_col, "fmt": fmt,

@@ -30,7 +30,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError
+from .._core.errors import InputError, unused_error
 from ..io.modeldir import hf_quiet
 from ..models.hub import model_label
 from ..scale.cluster import map_runs
@@ -272,16 +272,16 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     if task != "classification":
         given = options_given(llm_options)
         if given:
-            one = len(given) == 1
-            raise InputError(f"{', '.join('{' + n + '}' for n in given)} "
-                             f"{'is' if one else 'are'} for the language model's rows of a "
-                             f"classification comparison; leave {'it' if one else 'them'} "
-                             f"out with {{task}} {task}", params=given + ["task"])
+            rows = "for the language model's rows of a classification comparison"
+            raise unused_error(given, f"is {rows}; leave it out with {{task}} {task}",
+                               f"are {rows}; leave them out with {{task}} {task}",
+                               also=["task"])
         return _compare_task(train, test, scoring=scoring, models=models, model=model,
                              train_sizes=train_sizes, repeats=repeats, seed=seed, folds=folds,
                              quiet=quiet, finetune_kwargs=finetune_kwargs, fitters=fitters,
                              title=title, scheduler=scheduler, nli_options=nli_options)
     names = parse_models(MODELS if models is None else models)
+    _check_finetuned_among(names, finetune_kwargs)
     if fitters:
         names = names + [n for n in fitters if n not in names and n not in KNOWN]
     data, test, n_test_all, sizes, method_options, vec, samples = _prepare(
@@ -355,11 +355,28 @@ def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
     chunk_kwargs(**windows)  # the window settings (truncation="chunks"), before any run
 
 
+def _check_finetuned_among(names, finetune_kwargs: dict | None) -> None:
+    """Fine-tuning settings (``device`` aside, which every call sends) used only by the
+    fine-tuned candidates (``default``, ``setfit``, ``nli``) refused when ``names`` has none.
+
+    Raises:
+        InputError: naming the settings given and the fix.
+    """
+    if any(n in TRANSFORMERS for n in names):
+        return
+    given = [k for k, v in (finetune_kwargs or {}).items() if v is not None and k != "device"]
+    if given:
+        whose = f"of the fine-tuned candidates ({', '.join(TRANSFORMERS)}), and {{models}} has none"
+        raise unused_error(given, f"is a setting {whose}: add one or leave it out",
+                           f"are settings {whose}: add one or leave them out", also=["models"])
+
+
 def _compare_task(train, test, *, scoring, models, model, fitters, nli_options,
                   **kw) -> CompareResult:
     """A regression or multi-label comparison (:func:`quantformer.select.compare_tasks.
     compare_task`), after refusing the options that are for classification only."""
     names = task_model_names(models, scoring.task)
+    _check_finetuned_among(names, kw.get("finetune_kwargs"))
     compare_kwargs(names, model=model, labels=[], **(nli_options or {}))  # refused
     if fitters:
         raise InputError("fitters= (extra models) are for classification comparisons")

@@ -31,7 +31,7 @@ import time
 
 import pandas as pd
 
-from .._core.errors import InputError
+from .._core.errors import InputError, unused_error
 from ..infer.annotate import annotate, check_codebook_labels, draw_shots, prompt_hash
 from ..infer.annotate import build_messages
 from ..models.hub import resolve_device
@@ -76,11 +76,9 @@ def check_llm_options(llm, codebook, shots, endpoint, api_key_env, *, classes, s
         given = options_given({"codebook": codebook, "shots": shots, "endpoint": endpoint,
                                "api_key_env": api_key_env})
         if given:
-            one = len(given) == 1
-            raise InputError(f"{', '.join('{' + g + '}' for g in given)} "
-                             f"{'is' if one else 'are'} for the language model's rows: add "
-                             f"{{llm}} or leave {'it' if one else 'them'} out",
-                             params=given + ["llm"])
+            raise unused_error(given, "is for the language model's rows: add {llm} or leave it "
+                                      "out", "are for the language model's rows: add {llm} or "
+                                             "leave them out", also=["llm"])
         return [], None
     if not codebook:
         raise InputError("{llm} needs {codebook}: the labels (with descriptions and examples) "

@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from .._core.atomic import atomic_dir
-from .._core.errors import InputError, ParamWarning
+from .._core.errors import InputError, ParamWarning, unused_error
 from ..io.modeldir import encoder_record, hf_quiet, now_utc, versions
 from ..io.writable import check_model_dir
 from ..io.modeldir import write_encoder_dir
@@ -130,12 +130,11 @@ def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, b
                                           ("whole_word", whole_word, False),
                                           ("head_steps", head_steps, None)) if v != left_out]
         if given:
-            raise InputError(f"{', '.join('{' + n + '}' for n in given)} "
-                             f"{'is a setting' if len(given) == 1 else 'are settings'} of "
-                             "masked language modelling; {objective} tsdae deletes words "
-                             "instead (Wang et al. 2021): leave "
-                             f"{'it' if len(given) == 1 else 'them'} out or use {{objective}} "
-                             "mlm", params=given + ["objective"])
+            tsdae = "{objective} tsdae deletes words instead (Wang et al. 2021)"
+            raise unused_error(given, f"is a setting of masked language modelling; {tsdae}: "
+                                      "leave it out or use {objective} mlm",
+                               f"are settings of masked language modelling; {tsdae}: leave "
+                               "them out or use {objective} mlm", also=["objective"])
     if head_steps is not None and not head_steps >= 0:
         raise InputError(f"{{head_steps}} must be 0 (no warm-up) or more, not {head_steps:g}",
                          params=["head_steps"])
@@ -775,8 +774,9 @@ def _new_run(data: Corpus, model, objective, device, out_path, settings, length,
     steps = int(max_steps) if max_steps else max(1, int(round((epochs or 1) * per_epoch)))
     if head_steps and not run.parts["new_head"] and world.main:
         warnings.warn(ParamWarning(
-            f"head_steps {head_steps} not used: '{model_label(model)}' has a pretrained "
-            "masked-LM head, so there is no new head to warm up"), stacklevel=3)
+            f"{{head_steps}} {head_steps} not used: '{model_label(model)}' has a pretrained "
+            "masked-LM head, so there is no new head to warm up", params=["head_steps"]),
+            stacklevel=3)
     if head_steps is None:
         head_steps = min(per_epoch, steps)
     settings.update(steps=steps, epochs=round(steps / per_epoch, 4),

@@ -34,12 +34,26 @@ CASES = [
       "--tune-thresholds"], "--tune-thresholds is for --task multilabel; leave it out"),
     (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--tune-thresholds"],
      "--tune-thresholds is for --task multilabel; leave it out"),
+    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--aggregate", "mean"],
+     "--aggregate applies to --truncation chunks only (documents read whole as windows): add "
+     "--truncation chunks or leave it out"),
+    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+      "--truncation", "chunks", "--aggregate", "mean"],
+     "--aggregate does not apply to --method setfit: the mean of the windows' embeddings"),
+    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+      "--label-sep", ";"], "--label-cols and --label-sep are for --task multilabel"),
+    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "nli",
+      "--label-cols", "a,b"], "--label-cols and --label-sep are for --task multilabel"),
+    (["tune", "--train", "{docs}", "--out", "{tmp}/out", "--aggregate", "mean"],
+     "--aggregate applies to --truncation chunks only"),
     # tune and compare: the windows' training without windows
     (["tune", "--train", "{docs}", "--out", "{tmp}/out", "--chunk-training", "labels"],
-     "--chunk-training labels applies to --truncation chunks only"),
+     "--chunk-training applies to --truncation chunks only (documents read whole as windows): "
+     "add --truncation chunks or leave it out"),
     (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out",
       "--chunk-training", "labels"],
-     "--chunk-training labels applies to --truncation chunks only"),
+     "--chunk-training applies to --truncation chunks only (documents read whole as windows): "
+     "add --truncation chunks or leave it out"),
     # pretrain: masked-LM settings with TSDAE; a negative warm-up
     (["pretrain", "--corpus", "{docs}", "--out", "{tmp}/out", "--objective", "tsdae",
       "--mask-prob", "0.4", "--whole-word", "--head-steps", "7"],
@@ -70,6 +84,14 @@ CASES = [
      "--retries must be a whole number of at least 0 (retries), not -1"),
     (["annotate", "--input", "{tmp}", "--codebook", "{book}", "--llm", "x", "--out",
       "{tmp}/out", "--concurrency", "8"], "--concurrency is a setting of an --endpoint"),
+    # compare: fine-tuning settings without a fine-tuned candidate
+    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+      "svm-bow", "--truncation", "chunks", "--chunk-training", "labels", "--epochs", "2"],
+     "--truncation, --chunk-training, --epochs are settings of the fine-tuned candidates"),
+    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+      "svm-bow,xgb-bow", "--lr", "1e-4"],
+     "--lr is a setting of the fine-tuned candidates (default, setfit, nli), and --models has "
+     "none: add one or leave it out"),
     # compare: the language model's rows of another task
     (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--task",
       "regression", "--models", "ridge-bow", "--codebook", "{book}"],
@@ -113,11 +135,27 @@ def test_zeroshot_nli_refuses_the_embedding_methods_settings(tmp_path, capsys,
     assert not (tmp_path / "z.csv").exists()
 
 
-def test_explain_top_needs_by_term(tmp_path, capsys, toy_model_dir):
+def test_zeroshot_partitions_refuse_them_before_any_partition_runs(tmp_path, capsys,
+                                                                    tiny_roberta_nli_dir):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i in range(2):
+        toy_frame(4).to_csv(parts / f"p{i}.csv", index=False)
+    assert main(["zeroshot", "--input", str(parts), "--labels", "a,b", "--model",
+                 str(tiny_roberta_nli_dir), "--out", str(tmp_path / "z"),
+                 "--temperature", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "--temperature applies to the embedding method" in err and "partition" not in err
+    assert not (tmp_path / "z").exists()
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_explain_top_needs_by_term(tmp_path, capsys, toy_model_dir, partitioned):
     toy_frame(4).to_csv(tmp_path / "docs.csv", index=False)
+    out = tmp_path / ("x" if partitioned else "x.csv")
     assert main(["explain", "--model", str(toy_model_dir), "--input",
-                 str(tmp_path / "docs.csv"), "--out", str(tmp_path / "x.csv"),
+                 str(tmp_path if partitioned else tmp_path / "docs.csv"), "--out", str(out),
                  "--top", "5"]) == 2
     assert ("--top is the number of terms per class of --by-term; add --by-term FILE or leave "
             "--top out") in capsys.readouterr().err
-    assert not (tmp_path / "x.csv").exists()
+    assert not out.exists()
