@@ -20,6 +20,7 @@ from ..io.frames import read_frame
 from ..io.formats import read_table_file
 from ..io.modeldir import read_record
 from ..io.writable import check_writable
+from ..models.tasks import check_label_columns
 from ..score.calibration import calibration_summary
 from ..score.evaluate import apply_label_map, evaluate, parse_label_map
 from ..score.metrics import multilabel_metrics, regression_metrics, scatter_plot
@@ -106,9 +107,7 @@ def _check_outputs(args) -> None:
     for param in ("out", "plot", "calibration_plot"):
         if getattr(args, param):
             check_writable(getattr(args, param), param)
-    if args.task != "multilabel" and (args.label_cols or args.label_sep):
-        raise InputError("--label-cols and --label-sep are for --task multilabel; add --task "
-                         "multilabel or leave them out")
+    check_label_columns(args.task, args.label_cols or None, args.label_sep or None)
 
 
 def _check_png(path: str | None) -> None:

@@ -35,7 +35,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError, ParamWarning
+from .._core.errors import InputError, ParamWarning, unused_error
 from ..io.frames import as_str_series, zero_one
 from ..score.evaluate import evaluate
 from ..score.metrics import as_numbers, multilabel_metrics, regression_metrics
@@ -270,10 +270,12 @@ def check_label_columns(task: str, label_cols=None, label_sep=None) -> None:
     Raises:
         InputError: either given with a ``task`` other than multilabel.
     """
-    if task != "multilabel" and (label_cols is not None or label_sep is not None):
-        raise InputError("{label_cols} and {label_sep} are for {task} multilabel; add "
-                         "{task} multilabel or leave them out",
-                         params=["label_cols", "label_sep", "task"])
+    given = [k for k, v in (("label_cols", label_cols), ("label_sep", label_sep))
+             if v is not None]
+    if task != "multilabel" and given:
+        raise unused_error(given, "is for {task} multilabel; add {task} multilabel or leave "
+                                  "it out", "are for {task} multilabel; add {task} multilabel "
+                                            "or leave them out", also=["task"])
 
 
 def make_task(task: str, labels=None, label_cols=None, label_sep=None):

@@ -263,8 +263,11 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
              label_cols=None, label_sep=None, nli_options=None,
              llm_options=None) -> CompareResult:
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
-    _check_finetune_kwargs(finetune_kwargs)
     scoring = make_scoring(task, label_cols, label_sep)
+    _check_finetuned_among(task_model_names(models, task) if task != "classification"
+                           else parse_models(MODELS if models is None else models),
+                           finetune_kwargs)
+    _check_finetune_kwargs(finetune_kwargs)
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise InputError(f"{{repeats}} must be a whole number of at least 1, not {repeats!r}",
                          params=["repeats"])
@@ -281,7 +284,6 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
                              quiet=quiet, finetune_kwargs=finetune_kwargs, fitters=fitters,
                              title=title, scheduler=scheduler, nli_options=nli_options)
     names = parse_models(MODELS if models is None else models)
-    _check_finetuned_among(names, finetune_kwargs)
     if fitters:
         names = names + [n for n in fitters if n not in names and n not in KNOWN]
     data, test, n_test_all, sizes, method_options, vec, samples = _prepare(
@@ -356,15 +358,17 @@ def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
 
 
 def _check_finetuned_among(names, finetune_kwargs: dict | None) -> None:
-    """Fine-tuning settings (``device`` aside, which every call sends) used only by the
-    fine-tuned candidates (``default``, ``setfit``, ``nli``) refused when ``names`` has none.
+    """Fine-tuning settings used only by the fine-tuned candidates (``default``, ``setfit``,
+    ``nli``) refused when ``names`` has none (``device`` and the default ``chunk_training``
+    aside, which every call sends).
 
     Raises:
         InputError: naming the settings given and the fix.
     """
     if any(n in TRANSFORMERS for n in names):
         return
-    given = [k for k, v in (finetune_kwargs or {}).items() if v is not None and k != "device"]
+    given = [k for k, v in (finetune_kwargs or {}).items()
+             if v is not None and k != "device" and (k, v) != ("chunk_training", "aggregate")]
     if given:
         whose = f"of the fine-tuned candidates ({', '.join(TRANSFORMERS)}), and {{models}} has none"
         raise unused_error(given, f"is a setting {whose}: add one or leave it out",
@@ -376,7 +380,6 @@ def _compare_task(train, test, *, scoring, models, model, fitters, nli_options,
     """A regression or multi-label comparison (:func:`quantformer.select.compare_tasks.
     compare_task`), after refusing the options that are for classification only."""
     names = task_model_names(models, scoring.task)
-    _check_finetuned_among(names, kw.get("finetune_kwargs"))
     compare_kwargs(names, model=model, labels=[], **(nli_options or {}))  # refused
     if fitters:
         raise InputError("fitters= (extra models) are for classification comparisons")

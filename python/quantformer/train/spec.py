@@ -97,8 +97,8 @@ class TrainSpec:
                              "windows' embeddings goes into the logistic head; leave it out",
                              params=["aggregate", "method"])
         if self.method != "standard" and self.task != "classification":
-            raise InputError(f"method={self.method!r} trains classifiers only; use the standard "
-                             f"method for task={self.task!r}", params=["method", "task"])
+            raise InputError(f"{{method}} {self.method} trains classifiers only; use {{method}} "
+                             f"standard for {{task}} {self.task}", params=["method", "task"])
         check_label_columns(self.task, self.label_cols, self.label_sep)
         if self.tune_thresholds and self.task != "multilabel":
             raise InputError("{tune_thresholds} is for {task} multilabel; leave it out",

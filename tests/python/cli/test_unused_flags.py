@@ -41,9 +41,12 @@ CASES = [
       "--truncation", "chunks", "--aggregate", "mean"],
      "--aggregate does not apply to --method setfit: the mean of the windows' embeddings"),
     (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
-      "--label-sep", ";"], "--label-cols and --label-sep are for --task multilabel"),
+      "--label-sep", ";"], "--label-sep is for --task multilabel; add --task multilabel or leave "
+                           "it out"),
     (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "nli",
-      "--label-cols", "a,b"], "--label-cols and --label-sep are for --task multilabel"),
+      "--label-cols", "a,b", "--label-sep", ";"],
+     "--label-cols, --label-sep are for --task multilabel; add --task multilabel or leave them "
+     "out"),
     (["tune", "--train", "{docs}", "--out", "{tmp}/out", "--aggregate", "mean"],
      "--aggregate applies to --truncation chunks only"),
     # tune and compare: the windows' training without windows
@@ -88,6 +91,14 @@ CASES = [
     (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
       "svm-bow", "--truncation", "chunks", "--chunk-training", "labels", "--epochs", "2"],
      "--truncation, --chunk-training, --epochs are settings of the fine-tuned candidates"),
+    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+      "svm-bow", "--truncation", "chunks", "--stride", "8"],
+     "--truncation, --stride are settings of the fine-tuned candidates"),
+    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+      "svm-bow", "--stride", "8"], "--stride is a setting of the fine-tuned candidates"),
+    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+      "--task", "regression"],
+     "--method setfit trains classifiers only; use --method standard for --task regression"),
     (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
       "svm-bow,xgb-bow", "--lr", "1e-4"],
      "--lr is a setting of the fine-tuned candidates (default, setfit, nli), and --models has "

@@ -411,7 +411,7 @@ def test_cli_compare_nli_writes_its_settings(tiny_roberta_nli_dir, tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--models", "svm-bow", "--hypothesis", TEMPLATE],
+    (["--models", "default,svm-bow", "--hypothesis", TEMPLATE],
      "--hypothesis is for compare's nli model; add nli to --models"),
     (["--models", "default,svm-bow", "--label-phrases", "econ=x,other=y", "--nli-pairs", "all"],
      "--label-phrases, --nli-pairs is for compare's nli model"),
