@@ -429,14 +429,14 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
     Returns:
         The summary of :func:`run_partitions` (not the predictions: read them from ``out``).
     """
-    read_record(model)
-
+    trained = read_record(model).get("hyperparameters", {}).get("truncation")
     check_backend(backend, quantize, device)
     check_with_backend(check_precision(precision), backend, quantize)
     chunking = {k: v for k, v in (chunking or {}).items() if v is not None}
     if chunking.get("truncation") is not None:
         check_strategy(chunking["truncation"], TRUNCATIONS)
-    check_chunk_options(chunking.get("truncation", CHUNKS), chunking.get("stride"),
+    # as trained where not given (a model without a recorded truncation: let each task check)
+    check_chunk_options(chunking.get("truncation", trained or CHUNKS), chunking.get("stride"),
                         chunking.get("max_chunks"), chunking.get("aggregate"))
     opts = {"batch_size": int(batch_size), "keep_text": bool(keep_text), "device": device,
             "backend": backend, "quantize": quantize, "precision": precision,

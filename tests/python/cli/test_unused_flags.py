@@ -160,6 +160,21 @@ def test_zeroshot_partitions_refuse_them_before_any_partition_runs(tmp_path, cap
     assert not (tmp_path / "z").exists()
 
 
+def test_partitioned_predict_refuses_window_flags_of_a_model_that_reads_none(
+        tmp_path, capsys, toy_model_dir):
+    """The model's own truncation (head+tail) is read from its record before any partition
+    runs, as the one-file predict does."""
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i in range(2):
+        toy_frame(4).to_csv(parts / f"p{i}.csv", index=False)
+    assert main(["predict", "--model", str(toy_model_dir), "--input", str(parts), "--out",
+                 str(tmp_path / "p"), "--aggregate", "max"]) == 2
+    err = capsys.readouterr().err
+    assert "--aggregate applies to --truncation chunks only" in err and "partition" not in err
+    assert not (tmp_path / "p").exists()
+
+
 @pytest.mark.parametrize("partitioned", [False, True])
 def test_explain_top_needs_by_term(tmp_path, capsys, toy_model_dir, partitioned):
     toy_frame(4).to_csv(tmp_path / "docs.csv", index=False)
