@@ -76,7 +76,8 @@ def test_tune_multilabel_label_sep_uses_plain_folds_and_macro_f1(tiny_bert_dir):
      "not defined: leave it out"),
     ({"task": "multilabel", "label_cols": ["econ", "nope"]}, "no column 'nope'"),
     ({"task": "regression", "folds": 40}, "fewer than the 40 cross-validation folds"),
-    ({"task": "classification", "label_sep": "|"}, "are for task multilabel"),
+    ({"task": "classification", "label_sep": "|"},
+     "label_sep is for task multilabel; add task multilabel or leave it out"),
 ])
 def test_tune_task_bad_input_is_refused_before_any_run(kw, msg):
     frame = multilabel_frame(24).assign(label=[str(i) for i in range(24)])

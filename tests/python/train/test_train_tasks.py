@@ -59,7 +59,8 @@ def test_regression_bad_labels(tiny_bert_dir, change, msg):
     ({"oversample": 0.5}, "oversample balances classes and has no meaning for task "
                           "regression"),
     ({"labels": ["a", "b"]}, "labels orders classes"),
-    ({"label_cols": ["econ"]}, "label_cols and label_sep are for task multilabel"),
+    ({"label_cols": ["econ"]},
+     "label_cols is for task multilabel; add task multilabel or leave it out"),
     ({"tune_thresholds": True, "valid_fraction": 0.2}, "tune_thresholds is for task "
                                                         "multilabel"),
 ])
