@@ -266,7 +266,7 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     scoring = make_scoring(task, label_cols, label_sep)
     _check_finetuned_among(task_model_names(models, task) if task != "classification"
                            else parse_models(MODELS if models is None else models),
-                           finetune_kwargs)
+                           {"model": model, **(finetune_kwargs or {})})
     _check_finetune_kwargs(finetune_kwargs)
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
         raise InputError(f"{{repeats}} must be a whole number of at least 1, not {repeats!r}",
@@ -358,8 +358,8 @@ def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
 
 
 def _check_finetuned_among(names, finetune_kwargs: dict | None) -> None:
-    """Fine-tuning settings used only by the fine-tuned candidates (``default``, ``setfit``,
-    ``nli``) refused when ``names`` has none (``device`` and the default ``chunk_training``
+    """Fine-tuning settings (the ``model`` to fine-tune among them) used only by the
+    fine-tuned candidates (``default``, ``setfit``, ``nli``) refused when ``names`` has none (``device`` and the default ``chunk_training``
     aside, which every call sends).
 
     Raises:

@@ -96,6 +96,10 @@ CASES = [
      "--truncation, --stride are settings of the fine-tuned candidates"),
     (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
       "svm-bow", "--stride", "8"], "--stride is a setting of the fine-tuned candidates"),
+    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+      "svm-bow", "--model", "some-encoder"],
+     "--model is a setting of the fine-tuned candidates (default, setfit, nli), and --models "
+     "has none"),
     (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
       "--task", "regression"],
      "--method setfit trains classifiers only; use --method standard for --task regression"),
