@@ -13,37 +13,42 @@ from quantformer.cli.main import main
 
 ENDPOINT = "http://127.0.0.1:9/v1"  # nothing listens there: the checks come before any call
 FILES = {"docs": "{tmp}/docs.csv", "human": "{tmp}/human.csv", "book": "{tmp}/book.json"}
+#: the start of each command line: the verb, its input and an output never written
+FINETUNE = ["finetune", "--train", "{docs}", "--out", "{tmp}/out"]
+COMPARE = ["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out"]
+ANNOTATE = ["annotate", "--input", "{docs}", "--codebook", "{book}", "--llm", "x", "--out",
+            "{tmp}/out.csv"]
 CASES = [
     # finetune: options of the standard recipe with SetFit, window settings without chunks
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+    ([*FINETUNE, "--method", "setfit",
       "--precision", "bf16"],
      "--precision bf16 does not apply to --method setfit: SetFit trains and predicts in fp32"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+    ([*FINETUNE, "--method", "setfit",
       "--grad-accum", "4", "--early-stopping", "2"],
      "--early-stopping, --grad-accum do not apply to --method setfit (--early-stopping: it "
      "takes no validation data to stop on; --grad-accum: its body trains on batch_size pairs "
      "a step); leave them out"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+    ([*FINETUNE, "--method", "setfit",
       "--early-stopping", "1"], "--early-stopping does not apply to --method setfit"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+    ([*FINETUNE, "--method", "setfit",
       "--stride", "64"], "--stride applies to --truncation chunks only"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "nli",
+    ([*FINETUNE, "--method", "nli",
       "--max-chunks", "2", "--aggregate", "max"],
      "--max-chunks, --aggregate apply to --truncation chunks only"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "nli",
+    ([*FINETUNE, "--method", "nli",
       "--tune-thresholds"], "--tune-thresholds is for --task multilabel; leave it out"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--tune-thresholds"],
+    ([*FINETUNE, "--tune-thresholds"],
      "--tune-thresholds is for --task multilabel; leave it out"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--aggregate", "mean"],
+    ([*FINETUNE, "--aggregate", "mean"],
      "--aggregate applies to --truncation chunks only (documents read whole as windows): add "
      "--truncation chunks or leave it out"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+    ([*FINETUNE, "--method", "setfit",
       "--truncation", "chunks", "--aggregate", "mean"],
      "--aggregate does not apply to --method setfit: the mean of the windows' embeddings"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+    ([*FINETUNE, "--method", "setfit",
       "--label-sep", ";"], "--label-sep is for --task multilabel; add --task multilabel or leave "
                            "it out"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "nli",
+    ([*FINETUNE, "--method", "nli",
       "--label-cols", "a,b", "--label-sep", ";"],
      "--label-cols, --label-sep are for --task multilabel; add --task multilabel or leave them "
      "out"),
@@ -53,8 +58,7 @@ CASES = [
     (["tune", "--train", "{docs}", "--out", "{tmp}/out", "--chunk-training", "labels"],
      "--chunk-training applies to --truncation chunks only (documents read whole as windows): "
      "add --truncation chunks or leave it out"),
-    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out",
-      "--chunk-training", "labels"],
+    ([*COMPARE, "--chunk-training", "labels"],
      "--chunk-training applies to --truncation chunks only (documents read whole as windows): "
      "add --truncation chunks or leave it out"),
     # pretrain: masked-LM settings with TSDAE; a negative warm-up
@@ -66,49 +70,43 @@ CASES = [
     (["pretrain", "--corpus", "{docs}", "--out", "{tmp}/out", "--head-steps", "-3"],
      "--head-steps must be 0 (no warm-up) or more, not -3"),
     # annotate: shots, and the settings of the other kind of coder
-    (["annotate", "--input", "{docs}", "--codebook", "{book}", "--llm", "x", "--out",
-      "{tmp}/out.csv", "--shots", "-2"], "--shots must be a whole number of at least 0, not -2"),
-    (["annotate", "--input", "{docs}", "--codebook", "{book}", "--llm", "x", "--out",
-      "{tmp}/out.csv", "--shots-from", "{human}"],
+    ([*ANNOTATE, "--shots", "-2"], "--shots must be a whole number of at least 0, not -2"),
+    ([*ANNOTATE, "--shots-from", "{human}"],
      "--shots-from gives the human codes the k-shot examples are drawn from, and --shots is 0 "
      "(zero-shot): add --shots K or leave --shots-from out"),
-    (["annotate", "--input", "{docs}", "--codebook", "{book}", "--llm", "x", "--out",
-      "{tmp}/out.csv", "--timeout", "5", "--api-key-env", "HOME", "--top-logprobs", "3"],
+    ([*ANNOTATE, "--timeout", "5", "--api-key-env", "HOME", "--top-logprobs", "3"],
      "--api-key-env, --timeout, --top-logprobs are settings of an --endpoint; a local model "
      "does not use them: add --endpoint or leave them out"),
-    (["annotate", "--input", "{docs}", "--codebook", "{book}", "--llm", "x", "--out",
-      "{tmp}/out.csv", "--endpoint", ENDPOINT, "--device", "cuda:3"],
+    ([*ANNOTATE, "--endpoint", ENDPOINT, "--device", "cuda:3"],
      "--device is for a local model; with --endpoint the server chooses its device"),
-    (["annotate", "--input", "{docs}", "--codebook", "{book}", "--llm", "x", "--out",
-      "{tmp}/out.csv", "--endpoint", ENDPOINT, "--concurrency", "0"],
+    ([*ANNOTATE, "--endpoint", ENDPOINT, "--concurrency", "0"],
      "--concurrency must be a whole number of at least 1 (requests), not 0"),
-    (["annotate", "--input", "{docs}", "--codebook", "{book}", "--llm", "x", "--out",
-      "{tmp}/out.csv", "--endpoint", ENDPOINT, "--retries", "-1"],
+    ([*ANNOTATE, "--endpoint", ENDPOINT, "--retries", "-1"],
      "--retries must be a whole number of at least 0 (retries), not -1"),
     (["annotate", "--input", "{tmp}", "--codebook", "{book}", "--llm", "x", "--out",
       "{tmp}/out", "--concurrency", "8"], "--concurrency is a setting of an --endpoint"),
     # compare: fine-tuning settings without a fine-tuned candidate
-    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+    ([*COMPARE, "--models",
       "svm-bow", "--truncation", "chunks", "--chunk-training", "labels", "--epochs", "2"],
      "--truncation, --chunk-training, --epochs are settings of the fine-tuned candidates"),
-    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+    ([*COMPARE, "--models",
       "svm-bow", "--truncation", "chunks", "--stride", "8"],
      "--truncation, --stride are settings of the fine-tuned candidates"),
-    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+    ([*COMPARE, "--models",
       "svm-bow", "--stride", "8"], "--stride is a setting of the fine-tuned candidates"),
-    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+    ([*COMPARE, "--models",
       "svm-bow", "--model", "some-encoder"],
      "--model is a setting of the fine-tuned candidates (default, setfit, nli), and --models "
      "has none"),
-    (["finetune", "--train", "{docs}", "--out", "{tmp}/out", "--method", "setfit",
+    ([*FINETUNE, "--method", "setfit",
       "--task", "regression"],
      "--method setfit trains classifiers only; use --method standard for --task regression"),
-    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--models",
+    ([*COMPARE, "--models",
       "svm-bow,xgb-bow", "--lr", "1e-4"],
      "--lr is a setting of the fine-tuned candidates (default, setfit, nli), and --models has "
      "none: add one or leave it out"),
     # compare: the language model's rows of another task
-    (["compare", "--train", "{docs}", "--test", "{docs}", "--out", "{tmp}/out", "--task",
+    ([*COMPARE, "--task",
       "regression", "--models", "ridge-bow", "--codebook", "{book}"],
      "--codebook is for the language model's rows of a classification comparison"),
 ]
