@@ -359,8 +359,8 @@ def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
 
 def _check_finetuned_among(names, finetune_kwargs: dict | None) -> None:
     """Fine-tuning settings (the ``model`` to fine-tune among them) used only by the
-    fine-tuned candidates (``default``, ``setfit``, ``nli``) refused when ``names`` has none (``device`` and the default ``chunk_training``
-    aside, which every call sends).
+    fine-tuned candidates (``default``, ``setfit``, ``nli``) refused when ``names`` has none
+    (``device`` and the default ``chunk_training`` aside, which every call sends).
 
     Raises:
         InputError: naming the settings given and the fix.
@@ -370,7 +370,8 @@ def _check_finetuned_among(names, finetune_kwargs: dict | None) -> None:
     given = [k for k, v in (finetune_kwargs or {}).items()
              if v is not None and k != "device" and (k, v) != ("chunk_training", "aggregate")]
     if given:
-        whose = f"of the fine-tuned candidates ({', '.join(TRANSFORMERS)}), and {{models}} has none"
+        whose = (f"of the fine-tuned candidates ({', '.join(TRANSFORMERS)}), and {{models}} "
+                 "has none")
         raise unused_error(given, f"is a setting {whose}: add one or leave it out",
                            f"are settings {whose}: add one or leave them out", also=["models"])
 

@@ -32,7 +32,8 @@ import time
 import pandas as pd
 
 from .._core.errors import InputError, unused_error
-from ..infer.annotate import annotate, check_codebook_labels, draw_shots, prompt_hash
+from ..infer.annotate import (annotate, check_codebook_labels, check_shots, draw_shots,
+                              prompt_hash)
 from ..infer.annotate import build_messages
 from ..models.hub import resolve_device
 from ..models.llm import EndpointLM, LocalLM, check_api_key
@@ -89,9 +90,7 @@ def check_llm_options(llm, codebook, shots, endpoint, api_key_env, *, classes, s
         raise InputError(f"{{codebook}} lacks the class(es) {missing} of the labelled documents "
                          f"(its labels: {labels}); the codebook's labels must be the corpus's "
                          "codes", params=["codebook"])
-    if isinstance(shots, bool) or not float(shots) == int(shots) or int(shots) < 0:
-        raise InputError(f"{{shots}} must be a whole number of at least 0, not {shots!r}",
-                         params=["shots"])
+    check_shots(shots)
     fewest = min((len(shot_pool(s, test)) for s in samples.values()), default=0)
     if int(shots) > fewest:
         raise InputError(f"{{shots}} is {shots}, but a training sample has only {fewest} "
