@@ -15,53 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.errors import InputError, unused_error
-from .tokenize import CHUNKS, check_max_chunks
+from .._core.errors import InputError
+from .reading import (AGGREGATES, CHUNKS, DEFAULT_AGGREGATE, check_aggregate,  # noqa: F401
+                      check_chunk_options, refuse_without_chunks)
 
-AGGREGATES = ("mean", "max")
-DEFAULT_AGGREGATE = "mean"
 CHUNK_TRAINING = ("aggregate", "labels")
-
-
-def check_aggregate(aggregate: str) -> str:
-    """Raises: InputError: ``aggregate`` is not ``mean`` or ``max``."""
-    if aggregate not in AGGREGATES:
-        raise InputError(f"unknown {{aggregate}} '{aggregate}'; use mean or max",
-                         params=["aggregate"])
-    return aggregate
-
-
-def refuse_without_chunks(truncation: str | None, **settings) -> None:
-    """Window settings given (not None) without ``truncation="chunks"`` would not be used.
-
-    Raises:
-        InputError: naming the settings given and the fix.
-    """
-    given = [name for name, value in settings.items() if value is not None]
-    if truncation == CHUNKS or not given:
-        return
-    only = "to {truncation} chunks only (documents read whole as windows): add {truncation} chunks"
-    raise unused_error(given, f"applies {only} or leave it out",
-                       f"apply {only} or leave them out", also=["truncation"])
-
-
-def check_chunk_options(truncation: str | None, stride: int | None = None,
-                        max_chunks: int | None = None, aggregate: str | None = None) -> None:
-    """The checks of the window settings that need no model (run before any loads).
-
-    Raises:
-        InputError: ``stride``, ``max_chunks`` or ``aggregate`` without ``truncation``
-            ``chunks``; an unknown ``aggregate``; ``stride`` < 0; ``max_chunks`` < 1. Whether
-            ``stride`` is smaller than the window needs the model's tokenizer
-            (:func:`quantformer.models.tokenize.check_windows`).
-    """
-    refuse_without_chunks(truncation, stride=stride, max_chunks=max_chunks, aggregate=aggregate)
-    if aggregate is not None:
-        check_aggregate(aggregate)
-    if stride is not None and stride < 0:
-        raise InputError(f"{{stride}} {stride} must be at least 0 and smaller than the window",
-                         params=["stride"])
-    check_max_chunks(max_chunks)
 
 
 def check_chunk_training(chunk_training: str) -> str:

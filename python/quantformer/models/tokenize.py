@@ -33,19 +33,16 @@ import pandas as pd
 
 from .._core.errors import InputError, ParamWarning
 from ..io.modeldir import peek_record
+from .reading import (CHUNKS, DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, STRATEGIES,  # noqa: F401
+                      TRUNCATIONS, check_max_chunks, check_strategy, check_windows,
+                      default_stride)
 
-STRATEGIES = ("head_tail", "head", "tail")
-CHUNKS = "chunks"
-TRUNCATIONS = STRATEGIES + (CHUNKS,)  # what finetune and predict take
 PAPER_HEAD = 128  # first tokens kept at 512 (Wankmüller 2022, section 6.3)
 PAPER_BUDGET = 510  # 512 minus [CLS] and [SEP]
 
 
 class TruncationWarning(ParamWarning):
     """Documents longer than ``max_length`` were cut."""
-
-DEFAULT_MAX_LENGTH = 512  # tokens per document, special tokens included (BERT's limit)
-DEFAULT_TRUNCATION = "head_tail"  # the first 128 and last 382 of 512 (Sun et al. 2019)
 
 
 def warn_truncated(n_truncated: int, n: int, max_length: int, strategy: str) -> None:
@@ -65,26 +62,6 @@ def warn_truncated(n_truncated: int, n: int, max_length: int, strategy: str) -> 
         warnings.warn(TruncationWarning(
             f"{head}; `quantformer tokenize --model M --input F --out G` shows which",
             r_message=f"{head}; textstat_subwords(x, model = fit) shows which"), stacklevel=3)
-
-
-def check_strategy(strategy: str, allowed: tuple = STRATEGIES) -> str:
-    """Validate a truncation strategy name.
-
-    Args:
-        allowed: the names the caller offers (default the cutting strategies; ``chunks``
-            where windows are offered, :data:`TRUNCATIONS`).
-
-    Raises:
-        InputError: ``chunks`` where windows are not offered yet, or an unknown name.
-    """
-    if strategy == CHUNKS and CHUNKS not in allowed:
-        raise InputError("{truncation} chunks is not offered yet here (finetune, predict, "
-                         "embed, zeroshot, tune and compare offer it); use head_tail, head or "
-                         "tail", params=["truncation"])
-    if strategy not in allowed:
-        raise InputError(f"unknown {{truncation}} '{strategy}'; use one of: "
-                         f"{', '.join(allowed)}", params=["truncation"])
-    return strategy
 
 
 def head_size(budget: int) -> int:
@@ -452,11 +429,6 @@ class ChunkWarning(ParamWarning):
     """Documents had more windows than ``max_chunks``; their later windows were dropped."""
 
 
-def default_stride(max_length: int, n_special: int = 2) -> int:
-    """Tokens neighbouring windows share by default: a quarter of the window's content."""
-    return max(0, (max_length - n_special) // 4)
-
-
 @dataclass
 class Windows:
     """Documents cut into overlapping windows (``truncation="chunks"``), one row per window.
@@ -585,34 +557,6 @@ def dropped_counted():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ChunkWarning)
         yield
-
-
-def check_windows(budget: int, stride: int | None, max_chunks: int | None,
-                  max_length: int, *, model_window: bool = False) -> None:
-    """Refuse a ``stride`` not smaller than the window's content ``budget`` and a
-    ``max_chunks`` below 1.
-
-    Args:
-        model_window: ``max_length`` is a trained model's, not the caller's argument: the
-            message names the model's window instead of ``max_length`` (default False).
-
-    Raises:
-        InputError: naming ``stride`` or ``max_chunks``.
-    """
-    if stride is not None and not 0 <= stride < budget:
-        window = (f"the model's window of {max_length} tokens" if model_window else
-                  f"{{max_length}} {max_length}")
-        raise InputError(f"{{stride}} {stride} must be at least 0 and smaller than the window "
-                         f"({budget} content tokens at {window}); the default is a quarter "
-                         "of it", params=["stride"] + ([] if model_window else ["max_length"]))
-    check_max_chunks(max_chunks)
-
-
-def check_max_chunks(max_chunks: int | None) -> None:
-    """Raises: InputError: ``max_chunks`` below 1 (None: all windows)."""
-    if max_chunks is not None and max_chunks < 1:
-        raise InputError(f"{{max_chunks}} must be at least 1 (got {max_chunks}); leave it out "
-                         "for all windows", params=["max_chunks"])
 
 
 def encode_window_pairs(tokenizer, texts, hypotheses: list[str], *,
