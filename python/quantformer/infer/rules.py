@@ -3,15 +3,18 @@
 
 ``caller_rules()`` gives ``numeric_classes_max`` (more distinct numeric labels than this look
 like a numeric outcome: :data:`quantformer.models.tasks.NUMERIC_CLASSES_MAX`) and
-``zeroshot_labels`` (:func:`quantformer.infer.zeroshot.label_rules`).
+``zeroshot_labels`` (:func:`quantformer.infer.zeroshot.label_rules`) and ``reading``, the
+choices and defaults of how a document is read (:meth:`quantformer.models.reading.Reading.rules`).
 """
 
 from __future__ import annotations
 
+from ..models.reading import Reading
 from ..models.tasks import NUMERIC_CLASSES_MAX
 from .zeroshot import label_rules
 
 
 def caller_rules() -> dict:
     """The rules callers check before a run (see the module docstring); plain JSON types."""
-    return {"numeric_classes_max": NUMERIC_CLASSES_MAX, "zeroshot_labels": label_rules()}
+    return {"numeric_classes_max": NUMERIC_CLASSES_MAX, "zeroshot_labels": label_rules(),
+            "reading": Reading.rules()}

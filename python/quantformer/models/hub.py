@@ -182,6 +182,37 @@ def load_tokenizer(model: str | None):
     return tok
 
 
+#: the Hugging Face auto class of each kind of network :func:`load_network` loads
+NETWORK_CLASSES = {"base": "AutoModel", "classification": "AutoModelForSequenceClassification",
+                   "masked_lm": "AutoModelForMaskedLM", "causal_lm": "AutoModelForCausalLM"}
+
+
+def load_network(path, head: str = "base", **kwargs):
+    """A pretrained network from a folder or a resolved hub id: the one place outside the
+    tokenizer and config loaders where the core calls ``from_pretrained``.
+
+    Args:
+        path: a folder or a name already resolved (:func:`resolve_model`), str or os.PathLike.
+        head: ``"base"`` (the encoder alone, ``AutoModel``), ``"classification"``
+            (``AutoModelForSequenceClassification``), ``"masked_lm"`` or ``"causal_lm"``.
+        **kwargs: passed to ``from_pretrained`` (``num_labels``, ``output_loading_info``, ...).
+
+    Raises:
+        KeyError: an unknown ``head`` (a programming error, not a user's).
+    """
+    import transformers
+
+    return getattr(transformers, NETWORK_CLASSES[head]).from_pretrained(str(path), **kwargs)
+
+
+def load_setfit(path, **kwargs):
+    """A SetFit model (sentence-transformer body and head) from a folder or resolved hub id;
+    ``**kwargs`` go to ``SetFitModel.from_pretrained`` (Tunstall et al. 2022)."""
+    from setfit import SetFitModel
+
+    return SetFitModel.from_pretrained(str(path), **kwargs)
+
+
 _PADDING_OFFSET_TYPES = ("roberta", "xlm-roberta", "longformer", "camembert")
 
 
