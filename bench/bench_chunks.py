@@ -234,7 +234,8 @@ def windows_per_doc(model: str | None, texts, max_chunks: int | None,
 
 def explain_figures(clf, docs: pd.DataFrame) -> dict:
     """Completeness, coverage and time of explaining ``docs`` with ``clf`` (adaptive steps)."""
-    from quantformer.infer.explain import GAP_TOLERANCE, explain
+    from quantformer.audit.explain import explain
+    from quantformer.audit.integrate import GAP_TOLERANCE
 
     t = time.perf_counter()
     ex = explain(clf, docs)

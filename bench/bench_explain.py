@@ -134,7 +134,8 @@ def since(t0) -> tuple[float, float]:
 def agreement(clf, frame: pd.DataFrame, n: int) -> float:
     """Max absolute difference of token attributions, explain's batched integration vs the
     per-document computation, both at 50 steps, over the first ``n`` documents."""
-    from quantformer.infer.explain import Integrator, integrate, windows
+    from quantformer.audit.explain import windows
+    from quantformer.audit.integrate import Integrator, integrate
 
     wins, _ = windows(clf, frame["text"].iloc[:n].tolist())
     eng = Integrator(clf)
@@ -170,8 +171,8 @@ def speed(clf, frame: pd.DataFrame, label: str, check: bool, n_agree: int,
           with_package: bool = False) -> dict:
     """explain (adaptive) vs the per-document 50-step computation on the same documents (and
     ``with_package``: vs transformers-interpret itself)."""
-    from quantformer.infer.explain import explain, windows
-    from quantformer.infer.explain_check import check as faithfulness
+    from quantformer.audit.explain import explain, windows
+    from quantformer.audit.explain_check import check as faithfulness
 
     n = len(frame)
     res = {"task": label, "n_docs": n}

@@ -411,7 +411,7 @@ def part_explain(args, data: Path, cache: Path) -> dict:
     (Spearman per document and target, against fp32; the top word)."""
     from scipy.stats import spearmanr
 
-    from quantformer.infer.explain import explain
+    from quantformer.audit.explain import explain
 
     train, test = abortion(data)
     model = fine_tuned(cache, "abortion", train, epochs=4)

@@ -89,7 +89,8 @@ def sample(args) -> dict:
     import torch
 
     import bench_explain
-    from quantformer.infer.explain import Integrator, windows
+    from quantformer.audit.explain import windows
+    from quantformer.audit.integrate import Integrator
     from quantformer.infer.load import load_model
 
     torch.set_num_threads(1)
@@ -114,7 +115,7 @@ def sample(args) -> dict:
 
 def gap(est, diff) -> np.ndarray:
     """The completeness gap as ``explain`` computes it."""
-    from quantformer.infer.explain import completeness_gap
+    from quantformer.audit.integrate import completeness_gap
 
     return completeness_gap(est, np.asarray(diff), 0.0)
 

@@ -14,6 +14,11 @@ MOVED = {
     "quantformer.datasets": ("quantformer.io.datasets", "split_by_group"),
     "quantformer.frames": ("quantformer.io.frames", "to_frame"),
     "quantformer.onnx_recheck": ("quantformer.models.onnx.recheck", None),
+    "quantformer.infer.explain": ("quantformer.audit.explain", "explain"),
+    "quantformer.infer.explain_check": ("quantformer.audit.explain_check", "check"),
+    "quantformer.infer.explain_forward": ("quantformer.audit.explain_forward", "forward_for"),
+    "quantformer.infer.explain_words": ("quantformer.audit.explain_words", "words_of"),
+    "quantformer.infer.behave": ("quantformer.audit.behave", "run_tests"),
 }
 
 

@@ -1,13 +1,12 @@
 """``quantformer behave``: behavioural tests of a fine-tuned classifier
-(:mod:`quantformer.infer.behave`): invariance, directional and minimum-functionality tests."""
+(:mod:`quantformer.audit.behave`): invariance, directional and minimum-functionality tests."""
 
 from __future__ import annotations
 
 from .._core.atomic import write_json
 from .._core.errors import InputError
 from .._core.show import print_table
-from ..infer.behave import (
-    PERTURBATIONS,
+from ..audit.behave import (
     BehaviourTest,
     parse_fill,
     read_substitutions,
@@ -15,6 +14,7 @@ from ..infer.behave import (
     run_tests,
     summary,
 )
+from ..audit.perturb import PERTURBATIONS
 from ..infer.load import load_model
 from ..infer.predict import precision_record
 from ..io.frames import read_frame

@@ -1,5 +1,5 @@
 """``quantformer explain``: word attributions of a fine-tuned model's predictions
-(:mod:`quantformer.infer.explain`), an HTML page, a per-class term summary and faithfulness
+(:mod:`quantformer.audit.explain`), an HTML page, a per-class term summary and faithfulness
 checks."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from .._core.atomic import write_json
 from .._core.errors import InputError
-from ..infer.explain import check_model, check_steps, explain, load_explainable
-from ..infer.explain_check import check
+from ..audit.explain import check_model, check_steps, explain, load_explainable
+from ..audit.explain_check import check
 from ..io.writing import write_frame
 from ..io.writable import check_output_file
 from ..io.frames import read_frame
@@ -150,7 +150,7 @@ def run_partitioned(args) -> int:
 
 
 def chunking_of_args(args) -> dict:
-    """--truncation and the window options as :func:`quantformer.infer.explain.explain`'s
+    """--truncation and the window options as :func:`quantformer.audit.explain.explain`'s
     ``chunking``."""
     return {"truncation": args.truncation, **chunk_kwargs(args)}
 

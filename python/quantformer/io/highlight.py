@@ -69,7 +69,7 @@ def attribution_page(words: pd.DataFrame, documents: pd.DataFrame, texts: dict,
     """The HTML page (a string).
 
     Args:
-        words, documents: the frames of :func:`quantformer.infer.explain.explain`.
+        words, documents: the frames of :func:`quantformer.audit.explain.explain`.
         texts: ``doc_id -> text``.
     """
     vals = words["attribution"].to_numpy(dtype=np.float64)

@@ -113,7 +113,7 @@ def write_attribution_png(words: pd.DataFrame, documents: pd.DataFrame,
     pixels), as tall as the text needs; the first :data:`MAX_WORDS` words of each document.
 
     Args:
-        words, documents: the frames of :func:`quantformer.infer.explain.explain`.
+        words, documents: the frames of :func:`quantformer.audit.explain.explain`.
 
     Raises:
         InputError: a path not ending in ``.png``, an unknown document id.

@@ -1,8 +1,8 @@
-"""Word attributions (:mod:`quantformer.infer.explain`) over partitioned corpora and on Dask.
+"""Word attributions (:mod:`quantformer.audit.explain`) over partitioned corpora and on Dask.
 
 * :func:`explain_partitions`: a folder, glob or list of corpus files in, one Parquet file of
   word attributions per partition out (the words frame of
-  :class:`~quantformer.infer.explain.Explanation`: ``doc_id, word_id, word, start, end,
+  :class:`~quantformer.audit.explain.Explanation`: ``doc_id, word_id, word, start, end,
   attribution, target, completeness_gap``), named after its partition, with the
   ``manifest.json``, ``resume`` and schedulers of :mod:`quantformer.scale.dask`. Each
   document is explained as in one file: Integrated Gradients depend on the document and the
@@ -23,17 +23,11 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..audit.explain import check_model, check_steps, explain, warn_unknown_only
+from ..audit.explain_check import check
+from ..audit.integrate import GAP_TOLERANCE, warn_gaps
 from ..infer.chunked import with_chunking
 from ..infer.classifier import CHUNK_ROWS
-from ..infer.explain import (
-    GAP_TOLERANCE,
-    check_model,
-    check_steps,
-    explain,
-    warn_gaps,
-    warn_unknown_only,
-)
-from ..infer.explain_check import check
 from ..io.writing import FrameWriter
 from ..io.frames import iter_frames
 from ..models.precision import check_precision
@@ -48,7 +42,7 @@ WORD_COLUMNS = {"doc_id": "string", "word_id": "int64", "word": "string", "start
 
 
 def _options(opts: dict) -> dict:
-    """The keyword arguments of :func:`quantformer.infer.explain.explain` in ``opts``."""
+    """The keyword arguments of :func:`quantformer.audit.explain.explain` in ``opts``."""
     return {"target": opts["target"], "steps": opts["steps"], "batch_size": opts["batch_size"],
             "precision": opts.get("precision", "fp32")}
 
@@ -67,7 +61,7 @@ def explain_partition(spec: dict) -> dict:
     Returns:
         The counts of :func:`quantformer.scale.dask.run_partition`, with ``out_rows`` (word
         rows written), ``gap_above`` (explanations whose completeness gap exceeds
-        :data:`~quantformer.infer.explain.GAP_TOLERANCE`), ``items`` (explanations),
+        :data:`~quantformer.audit.integrate.GAP_TOLERANCE`), ``items`` (explanations),
         ``unknown_only`` (documents made only of tokens the model does not know) and
         ``id_offset`` (the partition's place in the input order).
     """
@@ -118,7 +112,7 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
         inputs, out, scheduler, resume, quiet: as :func:`quantformer.scale.dask.run_partitions`
             (``out``: a folder; ``scheduler``: None, ``"local:N"`` or ``"tcp://host:port"``).
         target, steps, batch_size, device, chunking, precision: as
-            :func:`quantformer.infer.explain.explain`.
+            :func:`quantformer.audit.explain.explain`.
         text_col, id_col, fmt, quoting: how the partitions are read.
 
     Returns:
@@ -165,7 +159,7 @@ def read_explanation(out) -> pd.DataFrame:
             --out OUT``).
 
     Returns:
-        The words frame (columns as :class:`~quantformer.infer.explain.Explanation`'s) of
+        The words frame (columns as :class:`~quantformer.audit.explain.Explanation`'s) of
         every partition the manifest records as finished.
 
     Raises:
@@ -202,13 +196,13 @@ def explain_on(scheduler: str, model, frame: pd.DataFrame, *, target: str | None
                steps: int | None = None, batch_size: int = 8, device: str = "auto",
                with_check: bool = False, chunking: dict | None = None,
                precision: str = "auto"):
-    """:func:`quantformer.infer.explain.explain` of ``frame`` in one task on ``scheduler``
+    """:func:`quantformer.audit.explain.explain` of ``frame`` in one task on ``scheduler``
     (``"local:N"`` or ``"tcp://host:port"``); its warnings are raised again here.
-    ``chunking``: as :func:`quantformer.infer.explain.explain`.
+    ``chunking``: as :func:`quantformer.audit.explain.explain`.
 
     Returns:
         ``(Explanation, the faithfulness checks of
-        :func:`quantformer.infer.explain_check.check` or None)``.
+        :func:`quantformer.audit.explain_check.check` or None)``.
     """
     opts = {"target": target, "steps": check_steps(steps), "batch_size": int(batch_size),
             "device": device, "chunking": chunking, "precision": check_precision(precision)}

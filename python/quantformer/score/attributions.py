@@ -22,7 +22,7 @@ def doc_terms(words: pd.DataFrame, lowercase: bool = True, analyzer=None) -> pd.
     """One row per (target, document, term): the term's summed attribution in the document.
 
     Args:
-        words: the words frame of :func:`quantformer.infer.explain.explain` (``doc_id``,
+        words: the words frame of :func:`quantformer.audit.explain.explain` (``doc_id``,
             ``word``, ``attribution``, ``target``); words not seen by the model are left out.
         lowercase: fold case (default True).
         analyzer: None (a term is the word) or a callable word -> list of terms (e.g. the
@@ -90,7 +90,7 @@ def by_term(words: pd.DataFrame, *, top: int = 20, min_docs: int = 2, n_boot: in
     documents (``n_boot`` resamples, seeded).
 
     Args:
-        words: the words frame of :func:`quantformer.infer.explain.explain`.
+        words: the words frame of :func:`quantformer.audit.explain.explain`.
         top: terms kept per class (20), highest mean first.
         min_docs: terms in fewer documents are left out (2).
         n_boot: bootstrap resamples (1000). level: interval coverage (0.95).
@@ -142,7 +142,7 @@ def compare_terms(words: pd.DataFrame, coefs: pd.DataFrame, analyzer, *, top: in
     document was explained for.
 
     Args:
-        words: the words frame of :func:`quantformer.infer.explain.explain`.
+        words: the words frame of :func:`quantformer.audit.explain.explain`.
         coefs: ``target, term, bow_coef, bow_rank`` (see
             :class:`quantformer.train.bow_terms.BowTerms`).
         analyzer: word -> list of bag-of-words terms.

@@ -217,7 +217,7 @@ def test_explain_a_chunks_model_every_word_with_page_figure_terms_and_checks(chu
 ])
 def test_explain_bad_window_flags_exit_2(chunk_model, tmp_path, capsys, monkeypatch, extra,
                                         msg):
-    import quantformer.infer.explain as explain_module
+    import quantformer.audit.explain as explain_module
 
     def no_load(*a, **k):
         raise AssertionError("the model was loaded before the flags were checked")

@@ -14,7 +14,7 @@ from toydata import toy_frame
 from quantformer._core.errors import InputError
 from quantformer.cli import main as cli
 from quantformer.infer.embed import embed
-from quantformer.infer.explain import AUTO_REASON, explain
+from quantformer.audit.explain import AUTO_REASON, explain
 from quantformer.infer.zeroshot import zeroshot
 from quantformer.label.suggest import suggest_round
 from quantformer.models import precision as prec

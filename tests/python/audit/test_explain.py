@@ -12,8 +12,8 @@ from toydata import toy_frame
 
 from quantformer._core.errors import InputError, ModelDirError
 from quantformer.cli.main import main
-from quantformer.infer import explain as ex_mod
-from quantformer.infer.explain import explain, words_of
+from quantformer.audit import integrate as ig
+from quantformer.audit.explain import explain, windows, words_of
 from quantformer.score.attributions import aopc, by_term, spearman
 from quantformer.train.finetune import finetune
 
@@ -96,7 +96,7 @@ def test_completeness_holds_and_logits_are_the_models(bert):
     d = res.documents
     diff = d["logit"] - d["baseline_logit"]
     np.testing.assert_allclose(d["attribution_sum"], diff, atol=1e-6 + 1e-3 * diff.abs().max())
-    gap = (d["attribution_sum"] - diff).abs() / np.maximum(diff.abs(), ex_mod.DIFF_FLOOR)
+    gap = (d["attribution_sum"] - diff).abs() / np.maximum(diff.abs(), ig.DIFF_FLOOR)
     np.testing.assert_allclose(d["completeness_gap"], gap, rtol=1e-9)
     # the probabilities beside the attributions are predict's
     probs = clf.predict_proba(frame)
@@ -113,8 +113,8 @@ def test_completeness_holds_and_logits_are_the_models(bert):
 
 
 def _engine_items(clf, n):
-    wins, _ = ex_mod.windows(clf, toy_frame(n)["text"].tolist())
-    eng = ex_mod.Integrator(clf)
+    wins, _ = windows(clf, toy_frame(n)["text"].tolist())
+    eng = ig.Integrator(clf)
     targets = eng.all_logits(wins, np.arange(n)).argmax(axis=1)
     return eng, wins, targets
 
@@ -122,23 +122,23 @@ def _engine_items(clf, n):
 def test_nested_trapezoid_reuses_points_and_equals_the_direct_rule(bert):
     clf, _ = bert
     eng, wins, targets = _engine_items(clf, 3)
-    t5, f_in, f_base = ex_mod.trapezoid_rule(eng, wins, targets, 5)
+    t5, f_in, f_base = ig.trapezoid_rule(eng, wins, targets, 5)
     # the logits read from Captum's own forward passes are the model's
     ids, base, mask, types = eng.tensors(wins)
     rows = np.arange(len(wins))
     np.testing.assert_allclose(f_in, eng.logits(ids, mask, types)[rows, targets], atol=1e-6)
     np.testing.assert_allclose(f_base, eng.logits(base, mask, types)[rows, targets], atol=1e-6)
-    t9 = ex_mod.refine_trapezoid(eng, wins, targets, t5, 5)  # 4 new midpoints only
-    direct9, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, 9)
+    t9 = ig.refine_trapezoid(eng, wins, targets, t5, 5)  # 4 new midpoints only
+    direct9, _, _ = ig.trapezoid_rule(eng, wins, targets, 9)
     np.testing.assert_allclose(t9, direct9, atol=1e-6)
-    t17 = ex_mod.refine_trapezoid(eng, wins, targets, t9, 9)
-    direct17, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, 17)
+    t17 = ig.refine_trapezoid(eng, wins, targets, t9, 9)
+    direct17, _, _ = ig.trapezoid_rule(eng, wins, targets, 17)
     np.testing.assert_allclose(t17, direct17, atol=1e-6)
     # the rescaled weights add up to 1: on many points the rule is complete
-    t65, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, 65)
-    assert ex_mod.completeness_gap(t65.sum(axis=1), f_in, f_base).max() < 1e-3
-    assert ex_mod.ADAPTIVE_STEPS == ex_mod.nested_schedule(ex_mod.ADAPTIVE_STEPS[0],
-                                                           len(ex_mod.ADAPTIVE_STEPS))
+    t65, _, _ = ig.trapezoid_rule(eng, wins, targets, 65)
+    assert ig.completeness_gap(t65.sum(axis=1), f_in, f_base).max() < 1e-3
+    assert ig.ADAPTIVE_STEPS == ig.nested_schedule(ig.ADAPTIVE_STEPS[0],
+                                                           len(ig.ADAPTIVE_STEPS))
 
 
 def test_adaptive_default_reaches_the_gap_tolerance(bert, monkeypatch):
@@ -147,22 +147,22 @@ def test_adaptive_default_reaches_the_gap_tolerance(bert, monkeypatch):
 
     frame = toy_frame(6)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ex_mod.CompletenessWarning)
+        warnings.simplefilter("error", ig.CompletenessWarning)
         res = explain(clf, frame)
     d = res.documents
-    assert (d["completeness_gap"] <= ex_mod.GAP_TOLERANCE).all()
-    assert d["steps"].isin(ex_mod.ADAPTIVE_STEPS).all()
+    assert (d["completeness_gap"] <= ig.GAP_TOLERANCE).all()
+    assert d["steps"].isin(ig.ADAPTIVE_STEPS).all()
     diff = d["logit"] - d["baseline_logit"]
-    gap = (d["attribution_sum"] - diff).abs() / np.maximum(diff.abs(), ex_mod.DIFF_FLOOR)
+    gap = (d["attribution_sum"] - diff).abs() / np.maximum(diff.abs(), ig.DIFF_FLOOR)
     np.testing.assert_allclose(d["completeness_gap"], gap, rtol=1e-9)
     # the tiny model's path is nearly straight: all meet 5 % at the first level; a tolerance
     # that half of them miss there sends those through the refinements, and they meet it
     tol = float(np.median(d["completeness_gap"]))
-    monkeypatch.setattr(ex_mod, "GAP_TOLERANCE", tol)
+    monkeypatch.setattr(ig, "GAP_TOLERANCE", tol)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ex_mod.CompletenessWarning)
+        warnings.simplefilter("error", ig.CompletenessWarning)
         again = explain(clf, frame).documents
-    refined = again["steps"] > ex_mod.ADAPTIVE_STEPS[0]
+    refined = again["steps"] > ig.ADAPTIVE_STEPS[0]
     assert refined.sum() == (d["completeness_gap"] > tol).sum() > 0
     assert (again["completeness_gap"] <= tol).all()
 
@@ -170,18 +170,18 @@ def test_adaptive_default_reaches_the_gap_tolerance(bert, monkeypatch):
 def test_adaptive_steps_integrate_again_only_above_the_tolerance(bert, monkeypatch):
     clf, _ = bert
     frame = toy_frame(4)
-    monkeypatch.setattr(ex_mod, "GAP_TOLERANCE", np.inf)  # every gap is small enough
+    monkeypatch.setattr(ig, "GAP_TOLERANCE", np.inf)  # every gap is small enough
     first = explain(clf, frame)
-    assert (first.documents["steps"] == ex_mod.ADAPTIVE_STEPS[0]).all()
-    monkeypatch.setattr(ex_mod, "GAP_TOLERANCE", -1.0)  # every gap is too large
-    with pytest.warns(ex_mod.CompletenessWarning, match="raise steps"):
+    assert (first.documents["steps"] == ig.ADAPTIVE_STEPS[0]).all()
+    monkeypatch.setattr(ig, "GAP_TOLERANCE", -1.0)  # every gap is too large
+    with pytest.warns(ig.CompletenessWarning, match="raise steps"):
         res = explain(clf, frame)
-    assert (res.documents["steps"] == ex_mod.ADAPTIVE_STEPS[-1]).all()
+    assert (res.documents["steps"] == ig.ADAPTIVE_STEPS[-1]).all()
     np.testing.assert_allclose(res.documents["logit"], first.documents["logit"], rtol=1e-9)
     # the last level, built level by level from the first, is the trapezoid rule on its points
     eng, wins, targets = _engine_items(clf, 4)
-    out = ex_mod.integrate(eng, wins, np.arange(4), targets, batch_size=3)
-    direct, _, _ = ex_mod.trapezoid_rule(eng, wins, targets, ex_mod.ADAPTIVE_STEPS[-1])
+    out = ig.integrate(eng, wins, np.arange(4), targets, batch_size=3)
+    direct, _, _ = ig.trapezoid_rule(eng, wins, targets, ig.ADAPTIVE_STEPS[-1])
     for i in range(4):
         np.testing.assert_allclose(out["attr"][i], direct[i, :len(wins[i].input_ids)],
                                    atol=1e-6)
@@ -360,7 +360,7 @@ def test_check_does_not_warn_about_its_own_emptied_copies(bert):
     import warnings
 
     from quantformer.infer.classifier import PredictionWarning
-    from quantformer.infer.explain_check import check
+    from quantformer.audit.explain_check import check
 
     clf, _ = bert
     frame = pd.DataFrame({"doc_id": ["a", "b"], "text": ["Taxes rise now", "War ends today"]})
@@ -389,7 +389,7 @@ def test_explain_warns_once_about_documents_of_unknown_tokens_only(bert):
     warning that counts such documents, and flagged in the documents frame."""
     import warnings
 
-    from quantformer.infer.explain import unknown_only
+    from quantformer.audit.explain import unknown_only
 
     clf, _ = bert
     frame = _with_emoji()
@@ -411,7 +411,7 @@ def test_check_leaves_out_documents_of_unknown_tokens_only(bert):
     a second warning; without them the randomisation Spearman is that of the word documents."""
     import warnings
 
-    from quantformer.infer.explain_check import check
+    from quantformer.audit.explain_check import check
 
     clf, _ = bert
     frame = _with_emoji()
@@ -435,7 +435,7 @@ def test_check_leaves_out_documents_of_unknown_tokens_only(bert):
 
 def test_check_of_documents_all_of_unknown_tokens(bert):
     clf, _ = bert
-    from quantformer.infer.explain_check import check
+    from quantformer.audit.explain_check import check
 
     frame = _with_emoji(0)
     with pytest.warns(UserWarning, match="2 of 2 document"):

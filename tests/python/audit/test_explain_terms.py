@@ -166,7 +166,7 @@ def test_wilson_interval_is_exact_at_the_ends():
 def test_png_keeps_the_texts_spacing():
     import pandas as pd
 
-    from quantformer.infer.explain import words_of
+    from quantformer.audit.explain import words_of
     from quantformer.io.highlight_png import _blocks
 
     ws = words_of("R.E. saw #SemST, yes")
@@ -182,7 +182,7 @@ def test_png_keeps_the_texts_spacing():
 
 def test_completeness_warning_names_steps_as_a_flag_and_as_an_r_argument():
     from quantformer._core.parameters import cli_setting, r_setting
-    from quantformer.infer.explain import CompletenessWarning, warn_gaps
+    from quantformer.audit.integrate import CompletenessWarning, warn_gaps
 
     with pytest.warns(CompletenessWarning) as got:
         warn_gaps(2, 5, " at 9 points")

@@ -15,7 +15,8 @@ from toydata import toy_frame
 
 from quantformer._core.errors import InputError
 from quantformer.infer.chunked import ChunkingWarning, with_chunking
-from quantformer.infer.explain import DIFF_FLOOR, check_model, explain, words_of
+from quantformer.audit.explain import check_model, explain, words_of
+from quantformer.audit.integrate import DIFF_FLOOR
 from quantformer.models.tokenize import ChunkWarning, window_starts
 from quantformer.train.finetune import finetune
 
@@ -233,7 +234,7 @@ def test_a_regression_model_in_windows_explains_its_mean_output(tiny_bert_dir):
 
 @pytest.mark.parametrize("method", ["nli", "setfit"])
 def test_windows_of_nli_and_setfit_models_are_refused_naming_head_tail(method):
-    from quantformer.infer.explain import check_chunking
+    from quantformer.audit.explain import check_chunking
 
     record = {"method": method, "hyperparameters": {"truncation": "chunks", "max_length": 64}}
     with pytest.raises(InputError) as err:

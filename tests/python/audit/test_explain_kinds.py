@@ -14,8 +14,9 @@ from toydata import toy_frame
 from quantformer._core.errors import InputError
 from quantformer.cli.main import main
 from quantformer.infer.embed import embed_texts
-from quantformer.infer.explain import Integrator, explain, windows, words_of
-from quantformer.infer.explain_forward import ClassifierForward, position_ids
+from quantformer.audit.explain import explain, windows, words_of
+from quantformer.audit.explain_forward import ClassifierForward, position_ids
+from quantformer.audit.integrate import Integrator
 from quantformer.infer.setfit import SetFitClassifier
 from quantformer.infer.zeroshot import nli_pair_logits
 from quantformer.train.finetune import finetune
@@ -60,7 +61,7 @@ def _randomisation_spearman(clf, frame, ex):
     correlation (scipy) of the two attributions, over the words both saw."""
     from scipy.stats import spearmanr
 
-    from quantformer.infer.explain_check import randomised
+    from quantformer.audit.explain_check import randomised
 
     import pandas as pd
 
@@ -113,7 +114,7 @@ def test_nli_explains_the_entailment_logit_of_the_targets_pair_over_the_premise(
 
 
 def test_nli_target_checks_and_errors(nli, tmp_path, capsys):
-    from quantformer.infer.explain_check import check
+    from quantformer.audit.explain_check import check
 
     clf, path = nli
     res = _explain(clf, TEXTS[:2], target="other", steps=8)

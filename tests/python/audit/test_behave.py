@@ -10,7 +10,8 @@ from toydata import toy_frame
 
 from quantformer._core.errors import InputError
 from quantformer.cli.main import main
-from quantformer.infer import behave as bh
+from quantformer.audit import behave as bh
+from quantformer.audit import perturb as pt
 from quantformer.score.proportion import wilson_interval
 from quantformer.train.finetune import finetune
 
@@ -27,25 +28,25 @@ def rng():
 
 
 def test_perturbations_on_known_texts():
-    assert bh.negate("The law is fair and can stay.", rng()) == "The law is not fair and can stay."
-    assert bh.negate("It IS fine", rng()) == "It IS not fine"
-    assert bh.negate("Nothing here", rng()) is None  # negative already
-    assert bh.unnegate("She can't go", rng()) == "She can go"
-    assert bh.unnegate("He is not here", rng()) == "He is here"
-    assert bh.unnegate("We never lie", rng()) == "We lie"
-    assert bh.punctuation("Stop it!!", rng()) == "Stop it"
-    assert bh.punctuation("Stop it", rng()) == "Stop it!"
-    t = bh.typo("abortion rights", rng())
+    assert pt.negate("The law is fair and can stay.", rng()) == "The law is not fair and can stay."
+    assert pt.negate("It IS fine", rng()) == "It IS not fine"
+    assert pt.negate("Nothing here", rng()) is None  # negative already
+    assert pt.unnegate("She can't go", rng()) == "She can go"
+    assert pt.unnegate("He is not here", rng()) == "He is here"
+    assert pt.unnegate("We never lie", rng()) == "We lie"
+    assert pt.punctuation("Stop it!!", rng()) == "Stop it"
+    assert pt.punctuation("Stop it", rng()) == "Stop it!"
+    t = pt.typo("abortion rights", rng())
     diff = [i for i, (a, b) in enumerate(zip(t, "abortion rights")) if a != b]
     assert sorted(t) == sorted("abortion rights") and len(diff) == 2 and diff[1] == diff[0] + 1
-    new = bh.perturbation("names")("John met Maryann", rng())
+    new = pt.perturbation("names")("John met Maryann", rng())
     assert new != "John met Maryann" and new.endswith(" met Maryann")
-    assert bh.perturbation("names")("Johnny", rng()) is None  # whole words only
-    assert bh.numbers("in 1999 and 7", rng()) != "in 1999 and 7"
-    sub = bh.perturbation("substitutions", [("Steuern", "Abgaben")])
+    assert pt.perturbation("names")("Johnny", rng()) is None  # whole words only
+    assert pt.numbers("in 1999 and 7", rng()) != "in 1999 and 7"
+    sub = pt.perturbation("substitutions", [("Steuern", "Abgaben")])
     assert sub("Die Steuern steigen; Steuern!", rng()) == "Die Abgaben steigen; Abgaben!"
     with pytest.raises(InputError, match="unknown"):
-        bh.perturbation("shout")
+        pt.perturbation("shout")
 
 
 def test_wilson_interval_known_values():
@@ -59,13 +60,13 @@ def test_invariance_counts_changed_predictions(tuned):
     clf, _ = tuned
     frame = toy_frame(16)
     res = bh.run_perturbation(clf, frame, bh.BehaviourTest("p", "same", "punctuation"))
-    perturbed = [bh.punctuation(t, None) for t in frame["text"]]
+    perturbed = [pt.punctuation(t, None) for t in frame["text"]]
     changed = (clf.predict_proba(frame["text"].tolist()).argmax(1)
                != clf.predict_proba(perturbed).argmax(1))
     assert res["n"] == 16 and res["n_fail"] == int(changed.sum())
     shown = res["passed_examples"]
     assert len(shown) == min(3, 16 - int(changed.sum()))
-    assert all(e["perturbed"] == bh.punctuation(e["original"], None) for e in shown)
+    assert all(e["perturbed"] == pt.punctuation(e["original"], None) for e in shown)
     assert all(e["original_prediction"]["predicted"] == e["perturbed_prediction"]["predicted"]
                for e in shown)
     assert res["fail_rate"] == pytest.approx(changed.mean())
@@ -75,7 +76,7 @@ def test_invariance_counts_changed_predictions(tuned):
 def test_directional_tolerance_and_examples(tuned):
     clf, _ = tuned
     frame = toy_frame(12)
-    n_applies = sum(bh.negate(t, None) is not None for t in frame["text"])
+    n_applies = sum(pt.negate(t, None) is not None for t in frame["text"])
     loose = bh.run_perturbation(clf, frame, bh.BehaviourTest("n", "down:econ", "negation",
                                                              tolerance=1.0))
     strict = bh.run_perturbation(clf, frame, bh.BehaviourTest("n", "down:econ", "negation",
@@ -83,7 +84,7 @@ def test_directional_tolerance_and_examples(tuned):
     assert loose["n"] == strict["n"] == n_applies > 0
     assert loose["n_fail"] == 0 and strict["n_fail"] == n_applies
     ex = strict["failures"][0]
-    assert ex["perturbed"] == bh.negate(ex["original"], None)
+    assert ex["perturbed"] == pt.negate(ex["original"], None)
     p = clf.predict_proba([ex["original"]])[0]
     assert ex["original_prediction"]["probabilities"]["econ"] == pytest.approx(p[0], abs=1e-6)
 
@@ -168,12 +169,12 @@ def test_truncation_is_counted_on_the_corpus_documents_not_their_copies(tuned):
 def test_substitutions_apply_every_pair_and_can_keep_case():
     """Issue 36, item 13: every pair, all matches, one pass; a case-preserving option."""
     pairs = [("God", "Allah"), ("Jesus", "Muhammad")]
-    sub = bh.perturbation("substitutions", pairs)
+    sub = pt.perturbation("substitutions", pairs)
     assert sub("God sent Jesus; Jesus wept", rng()) == "Allah sent Muhammad; Muhammad wept"
     assert sub("god sent jesus", rng()) is None  # case-sensitive without the option
-    swap = bh.perturbation("substitutions", [("he", "she"), ("she", "he")])
+    swap = pt.perturbation("substitutions", [("he", "she"), ("she", "he")])
     assert swap("he said she left", rng()) == "she said he left"  # one pass, no re-replacing
-    keep = bh.perturbation("substitutions", pairs, preserve_case=True)
+    keep = pt.perturbation("substitutions", pairs, preserve_case=True)
     assert keep("GOD sent jesus, God!", rng()) == "ALLAH sent muhammad, Allah!"
 
 
@@ -225,8 +226,8 @@ def test_a_perturbation_expectation_without_perturb_names_it():
 ])
 def test_negation_is_grammatical_or_skipped_with_a_reason(text, expected, reason):
     """Issue 36, item 11: one rule where it applies grammatically; otherwise a reason."""
-    assert bh.negation(text) == (expected, reason)
-    assert bh.negate(text, rng()) == expected
+    assert pt.negation(text) == (expected, reason)
+    assert pt.negate(text, rng()) == expected
 
 
 def test_directional_reports_skips_change_distribution_and_min_change(tuned):
@@ -234,12 +235,12 @@ def test_directional_reports_skips_change_distribution_and_min_change(tuned):
     an interval and the share that did not move; min_change fails a test where nothing moves."""
     clf, _ = tuned
     frame = toy_frame(12)
-    new = [bh.negate(t, None) for t in frame["text"]]
+    new = [pt.negate(t, None) for t in frame["text"]]
     keep = [i for i, x in enumerate(new) if x is not None]
     reasons = {}
     for i, x in enumerate(new):
         if x is None:
-            why = bh.NEGATION_SKIPS[bh.negation(frame["text"][i])[1]]
+            why = pt.NEGATION_SKIPS[pt.negation(frame["text"][i])[1]]
             reasons[why] = reasons.get(why, 0) + 1
     res = bh.run_perturbation(clf, frame, bh.BehaviourTest("n", "up:econ", "negation"))
     assert res["n"] == len(keep) and res["n_skipped"] == 12 - len(keep) > 0
