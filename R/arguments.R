@@ -16,6 +16,20 @@ renamed_argument <- function(value, old, new, fun,
   value
 }
 
+# A function renamed in this release: its old name still works for one release and warns
+# once a session (class `quantformer_deprecated`, a `deprecatedWarning` as .Deprecated() gives)
+# naming the new one; `why` says why it was renamed.
+renamed_function <- function(old, new, why) {
+  if (isTRUE(.qf$renamed_warned[[old]])) return(invisible(FALSE))
+  .qf$renamed_warned[[old]] <- TRUE
+  warning(structure(class = c("quantformer_deprecated", "deprecatedWarning", "warning",
+                              "condition"),
+                    list(message = paste0(old, "() is now ", new, "() (", why, "); ", old,
+                                          "() will be removed in the next release"),
+                         call = NULL, old = old, new = new, package = "quantformer")))
+  invisible(TRUE)
+}
+
 # The first two arguments of a function whose first argument was renamed, as a list (`x`,
 # `second`): `x` as given, or the value under its old name (with the warning of
 # renamed_argument()). A call such as `f(fit = m, d)` puts `d` into `x`: with the old name

@@ -2,7 +2,9 @@
 # files, run the CLI verb (in the worker, R/worker.R, or as one process), read its output and
 # delete the files, whatever happens. Every R function that calls the core goes through
 # call_verb(); run_cli() below it runs the verb and turns its output into R messages, warnings
-# and errors.
+# and errors. Every child that runs a verb starts from one command line, cli_command(): the
+# one-off process, the worker (`serve`, R/worker.R) and the coding room's server
+# (R/code_documents.R, the one verb R starts itself: it serves until the coder is done).
 
 #' Run a CLI verb on R inputs and read its output
 #'
@@ -36,7 +38,7 @@ call_verb <- function(verb, args = character(), inputs = list(),
                       output = c("none", "rds", "json", "stdout"), doc_id = NULL,
                       outputs = list(), beside = character(), simplify = TRUE,
                       compress = TRUE, verbose = getOption("quantformer.verbose", TRUE),
-                      r_args = NULL) {
+                      r_args = NULL, worker = TRUE) {
   output <- match.arg(output)
   inputs <- inputs[!vapply(inputs, is.null, TRUE)]
   files <- character()
@@ -52,7 +54,8 @@ call_verb <- function(verb, args = character(), inputs = list(),
   files <- c(files, out_file, beside_files, extra)
   out_args <- c(if (!is.null(out_file)) c("--out", out_file),
                 as.vector(rbind(names(outputs), extra)))
-  res <- run_cli(verb, c(input_args, args, out_args), verbose = verbose, r_args = r_args)
+  res <- run_cli(verb, c(input_args, args, out_args), verbose = verbose, r_args = r_args,
+                 worker = worker)
   res$output <- switch(output,
     none = NULL,
     rds = read_output(out_file, doc_id),  # R/frames.R
@@ -119,6 +122,8 @@ write_input <- function(x, compress = TRUE) {
 #' @param r_args the argument names of the calling R function (`names(formals())`), passed to
 #'   the core as `--r-names`: its error messages then name these R arguments instead of flags
 #'   (the core's one table of parameter names, `quantformer/_core/parameters.py`).
+#' @param worker `FALSE` runs the verb as its own process even where the worker is wanted
+#'   (core_rules(): whether the core has a worker is part of its answer).
 #' @return A list (`status`, `stdout`, `stderr`, `warnings`; `reply` from the worker),
 #'   invisibly.
 #' @keywords internal
@@ -126,15 +131,14 @@ write_input <- function(x, compress = TRUE) {
 run_cli <- function(verb, args = character(),
                     verbose = getOption("quantformer.verbose", TRUE),
                     debug = isTRUE(getOption("quantformer.debug", FALSE)),
-                    r_args = NULL) {
-  found <- find_python()
-  check_core_version(found)
+                    r_args = NULL, worker = TRUE) {
+  found <- core_python()
   # verbs with progress bars get --quiet when nothing is shown
   quiet_flag <- if (!isTRUE(verbose) && verb_takes_quiet(verb)) "--quiet"  # R/python.R
   stream <- new_stream(echo = isTRUE(verbose))
-  names_arg <- if (length(r_args)) paste(r_args, collapse = ",")
-  res <- if (worker_wanted(found)) worker_run(found, verb, c(quiet_flag, args), debug, stream,
-                                              names_arg)
+  names_arg <- r_names_arg(r_args)
+  res <- if (worker && worker_wanted(found)) worker_run(found, verb, c(quiet_flag, args), debug,
+                                                        stream, names_arg)
          else run_process(found, verb, c(quiet_flag, args), debug, stream, names_arg)
   stream_finish(stream)
   stream$warnings <- without_temp_files(stream$warnings)
@@ -147,13 +151,36 @@ run_cli <- function(verb, args = character(),
 # The one-off path (options(quantformer.worker = FALSE)): `python -m quantformer <verb>` as a
 # child process, killed with its children when R is interrupted.
 run_process <- function(found, verb, args, debug, stream, r_names = NULL) {
-  full <- c("-m", "quantformer", if (debug) "--debug", if (!is.null(r_names))
-    c("--r-names", r_names), verb, args)
-  processx::run(found$python, full, error_on_status = FALSE, echo = FALSE,
+  cmd <- cli_command(found, verb, args, debug, r_names)
+  processx::run(cmd$python, cmd$args, error_on_status = FALSE, echo = FALSE,
                 stdout_callback = function(x, proc) stream_stdout(stream, x),
                 stderr_callback = function(x, proc) stream_stderr(stream, x),
-                spinner = FALSE, env = child_env(), cleanup_tree = TRUE)
+                spinner = FALSE, env = cmd$env, cleanup_tree = TRUE)
 }
+
+# The Python that runs the core (find_python(), R/python.R), its version checked against this
+# package's (one warning per Python when they differ).
+core_python <- function() {
+  found <- find_python()
+  check_core_version(found)
+  found
+}
+
+# The command line of one verb as its own child process, in one place: `found`'s interpreter,
+# `-m quantformer`, the global flags before the verb (`--debug`; `--r-names`, the calling R
+# function's arguments: r_names_arg()), the verb and its arguments, and the child's environment
+# (child_env(), R/python.R). A list: `python`, `args`, `env`. The one-off process, the worker
+# (R/worker.R) and the coding room's server (R/code_documents.R) all start from it.
+cli_command <- function(found, verb, args = character(), debug = FALSE, r_names = NULL) {
+  list(python = found$python,
+       args = c("-m", "quantformer", if (isTRUE(debug)) "--debug",
+                if (!is.null(r_names)) c("--r-names", r_names), verb, args),
+       env = child_env())
+}
+
+# The value of `--r-names`: the calling function's argument names, comma-separated (NULL when
+# none).
+r_names_arg <- function(r_args) if (length(r_args)) paste(r_args, collapse = ",")
 
 # ------------------------------------------------------------------------------------------
 # the child's output, as it arrives: shown when `echo`, warnings collected, R's temporary file

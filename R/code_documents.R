@@ -153,7 +153,7 @@ code_documents <- function(x, labels = NULL, codebook = NULL, project = "coding.
   if (!is.null(llm_codes))
     add_llm_coder(corpus_file, book, project, llm_codes, llm_coder, verbose, names(formals()))
   dir.create(cache_dir, showWarnings = FALSE, recursive = TRUE)
-  args <- c("code", "--input", corpus_file, book,
+  args <- c("--input", corpus_file, book,
             cli_flags(project = normalizePath(project, mustWork = FALSE), coder = coder,
                       coders = coders, host = host,
                       strategy = strategy, random_share = random_share,
@@ -287,18 +287,21 @@ local_path <- function(path) {
   if (!is.null(path) && file.exists(path)) normalizePath(path) else path
 }
 
-# Start the server process and read its address from the first line of its stdout (and the
-# other coders' links from the next `n_links - 1` lines); a start that fails (bad input:
-# exit status 2) becomes an R error with the core's message.
-start_room <- function(args, r_args = NULL, timeout = 600, n_links = 1) {
-  found <- find_python()
-  check_core_version(found)
+# Start the server process (`quantformer code`, `args` its arguments) and read its address
+# from the first line of its stdout (and the other coders' links from the next `n_links - 1`
+# lines); a start that fails (bad input: exit status 2) becomes an R error with the core's
+# message. The one verb that does not go through call_verb() (R/call.R), as it serves until
+# the coder is done while R returns its process (`wait = FALSE`) or waits on it: neither a
+# round trip nor a request the worker could answer (docs/contract.md, "Between R and
+# Python"). Its command line is call_verb()'s (cli_command(): the same interpreter, version
+# check, `--debug`, `--r-names` and environment).
+start_room <- function(args, r_args = NULL, timeout = 600, n_links = 1,
+                       debug = isTRUE(getOption("quantformer.debug", FALSE))) {
+  cmd <- cli_command(core_python(), "code", args, debug, r_names_arg(r_args))  # R/call.R
   # stderr goes to a file: a pipe nobody reads would fill up and stall the server
   err_file <- tempfile("qf-code-", fileext = ".log")
-  names_arg <- if (length(r_args)) c("--r-names", paste(r_args, collapse = ","))
-  proc <- processx::process$new(found$python, c("-m", "quantformer", names_arg, args),
-                                stdout = "|",
-                                stderr = err_file, env = child_env(), cleanup_tree = TRUE)
+  proc <- processx::process$new(cmd$python, cmd$args, stdout = "|", stderr = err_file,
+                                env = cmd$env, cleanup_tree = TRUE)
   deadline <- Sys.time() + timeout
   line <- character()
   while (!length(line) && Sys.time() < deadline) {
@@ -312,7 +315,7 @@ start_room <- function(args, r_args = NULL, timeout = 600, n_links = 1) {
     if (proc$is_alive()) proc$kill_tree()
     status <- proc$get_exit_status()
     res <- list(status = if (is.null(status)) 1L else status, stdout = "", stderr = err)
-    stop(cli_error("code", res))  # R/python.R: a classed condition naming R's arguments
+    stop(cli_error("code", res, debug))  # R/python.R: a classed condition naming R's arguments
   }
   links <- line
   while (length(links) < n_links && Sys.time() < deadline && proc$is_alive()) {

@@ -23,7 +23,7 @@
 #' similarity above 0.99 with fp32's), [textstat_attributions()] (`"auto"` keeps fp32 there:
 #' Integrated Gradients needs accurate gradients), [suggest_documents()] and
 #' [code_documents()] (the embeddings of the light classifier, and `model`'s probabilities),
-#' and [textmodel_behaviour()].
+#' and [textstat_behaviour()].
 #'
 #' @param precision `"auto"`, `"fp32"` or `"bf16"` (default
 #'   `getOption("quantformer.precision", "auto")`).

@@ -58,12 +58,12 @@ python_candidates <- function() {
   Filter(function(c) length(c$path) == 1 && !is.na(c$path) && nzchar(c$path), cands)
 }
 
-# What a candidate Python says about its core: `quantformer <version> <serve|->`.
-HANDSHAKE <- paste0("import importlib.util, quantformer; print('quantformer', ",
-                    "quantformer.__version__, 'serve' if ",
-                    "importlib.util.find_spec('quantformer.cli.serve') else '-')")
+# What a candidate Python says about its core: `quantformer <version>`. It imports the
+# package and nothing under it: what the core can do (its verbs, `serve` among them) R asks
+# the CLI (core_rules()).
+HANDSHAKE <- "import quantformer; print('quantformer', quantformer.__version__)"
 
-# list(version, serve) when `python` runs and imports quantformer; else a one-line reason.
+# list(version) when `python` runs and imports quantformer; else a one-line reason.
 python_imports_quantformer <- function(python) {
   if (!file.exists(python)) return("file not found")
   marker <- file.path(dirname(dirname(python)), INSTALLING_MARKER)
@@ -75,9 +75,8 @@ python_imports_quantformer <- function(python) {
                   timeout = 60, env = child_env()),
     error = function(e) list(status = -1L, stderr = conditionMessage(e), stdout = "")
   )
-  m <- regmatches(res$stdout, regexec("quantformer ([0-9][^ \r\n]*) (serve|-)", res$stdout))[[1]]
-  if (identical(res$status, 0L) && length(m))
-    return(list(version = m[2], serve = m[3] == "serve"))
+  m <- regmatches(res$stdout, regexec("quantformer ([0-9][^ \r\n]*)", res$stdout))[[1]]
+  if (identical(res$status, 0L) && length(m)) return(list(version = m[2]))
   if (identical(res$status, 0L))
     return(paste0("it ran but did not report a quantformer version: it is not a Python that ",
                   "imports the quantformer package"))
@@ -101,15 +100,18 @@ check_core_version <- function(found) {
 
 # The core's rules that R checks before a run, read once a session per Python from
 # `quantformer info --verbs --json` (python/quantformer/infer/rules.py): `verbs` (each with
-# `quiet`: whether it takes --quiet), `numeric_classes_max`, `zeroshot_labels`. R keeps no copy
-# of them: a core that cannot answer (an older one) gives an empty list, and R then leaves
-# these checks to the core.
+# `quiet`: whether it takes --quiet; `serve` among them: whether R can keep a worker),
+# `numeric_classes_max`, `zeroshot_labels`, `reading` (how a document is read: R/reading.R).
+# R keeps no copy of them: a core that cannot answer (an older one) gives an empty list, and R
+# then leaves these checks to the core. The question runs as its own process, never in the
+# worker (whether there is one is part of the answer); its warnings are not the caller's news.
 core_rules <- function() {
-  found <- find_python()
+  found <- core_python()  # R/call.R: a core of another version is named here, once
   rules <- .qf$rules[[found$python]]
   if (!is.null(rules)) return(rules)
-  rules <- tryCatch(call_verb("info", c("--verbs", "--json"), output = "stdout",
-                              verbose = FALSE)$output,
+  rules <- tryCatch(suppressWarnings(call_verb("info", c("--verbs", "--json"),
+                                               output = "stdout", verbose = FALSE,
+                                               worker = FALSE)$output),
                     error = function(e) list())
   if (!is.list(rules)) rules <- list()
   .qf$rules[[found$python]] <- rules
@@ -120,6 +122,9 @@ core_rules <- function() {
 verb_takes_quiet <- function(verb) {
   verb != "info" && isTRUE(core_rules()$verbs[[verb]]$quiet)
 }
+
+# Whether the core has the CLI verb `verb` (`info --verbs`, core_rules()).
+core_has_verb <- function(verb) verb %in% names(core_rules()$verbs)
 
 #' Find the Python interpreter that runs the quantformer core
 #'
@@ -143,8 +148,7 @@ find_python <- function(error = TRUE) {
     ok <- python_imports_quantformer(c$path)
     if (is.list(ok)) {
       # not normalizePath(): resolving the symlink of a virtualenv's python leaves the venv
-      found <- list(python = absolute_path(c$path), source = c$source, version = ok$version,
-                    serve = ok$serve)
+      found <- list(python = absolute_path(c$path), source = c$source, version = ok$version)
       .qf$found <- found
       .qf$key <- key
       return(found)

@@ -135,8 +135,7 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                                output_dir = NULL, text_field = "text", docid_field = "doc_id",
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
-  if (!is.null(truncation))
-    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  truncation <- match_truncation(truncation)  # R/reading.R
   task <- match_choice(task)
   method <- match_choice(method)
   frame <- as_frame(x, text_field, docid_field)
@@ -251,8 +250,7 @@ predict.textmodel_finetune <- function(object, newdata = NULL,
                                        truncation = NULL, stride = NULL, aggregate = NULL,
                                        max_chunks = NULL, ...) {
   check_dots(..., fun = "predict.textmodel_finetune")
-  if (!is.null(truncation))
-    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  truncation <- match_truncation(truncation)  # R/reading.R
   type <- match_choice(type)
   check_model_dir(object)
   backend <- c(backend_flags(backend, quantize), precision_flags(precision))  # R/precision.R

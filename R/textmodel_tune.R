@@ -90,8 +90,7 @@ textmodel_tune <- function(x, y, lr = NULL, epochs = NULL, folds = 5, test = NUL
   call <- match.call()
   method <- match_choice(method)
   task <- match_choice(task)
-  if (!is.null(truncation))
-    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  truncation <- match_truncation(truncation)  # R/reading.R
   frame <- as_frame(x, text_field, docid_field)
   tframe <- if (!is.null(test)) as_frame(test, text_field, docid_field, arg = "test")
   labelled <- labelled_inputs(task, frame, y, tframe, test_y)  # R/tasks.R

@@ -58,8 +58,7 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
                                verbose = getOption("quantformer.verbose", TRUE)) {
   call <- match.call()
   method <- match_choice(method)
-  if (!is.null(truncation))
-    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  truncation <- match_truncation(truncation)  # R/reading.R
   if (missing(labels) || !is.character(labels) || anyNA(labels))
     input_error("`labels` must be a character vector of class labels, e.g. c(\"economy\", \"war\")",
                call. = FALSE)

@@ -1,5 +1,7 @@
 #' Word attributions of a fine-tuned model's predictions
 #'
+#' `x` is a fine-tuned model (or its folder) and `newdata` the documents whose predictions
+#' it explains.
 #' Attributes each document's prediction to the words of its text by Integrated Gradients
 #' (Sundararajan et al. 2017) through Captum's `LayerIntegratedGradients` over the input
 #' embeddings; the baseline is the document with every word replaced by the pad token
@@ -130,8 +132,7 @@ textstat_attributions <- function(x, newdata, target = NULL, steps = NULL, check
   newdata <- first$second
   if (!missing(top)) n <- renamed_argument(top, "top", "n", "textstat_attributions",
                                                  "the name textplot_attributions() uses")
-  if (!is.null(truncation))
-    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  truncation <- match_truncation(truncation)  # R/reading.R
   model <- model_dir_of(x, "x", exists = TRUE)
   frame <- as_frame(newdata, text_field, docid_field, arg = "newdata")
   terms <- isTRUE(terms) || !is.null(bow_data)

@@ -1,5 +1,6 @@
 #' Document embeddings
 #'
+#' `x` is the documents (a quanteda corpus, a character vector or a data frame).
 #' One vector per document: the mean of a Transformer encoder's last-layer token vectors over
 #' the document's tokens (the mean pooling of sentence-transformers models such as the bundled
 #' all-MiniLM-L6-v2, whose vectors, with `normalize = TRUE`, equal
@@ -18,8 +19,8 @@
 #' @param max_length the token limit per document, special tokens included (integer); `NULL`
 #'   (default) takes the model's sentence-transformers `max_seq_length` (256 for the default
 #'   model), else 512.
-#' @param truncation which tokens a long document keeps: `"head_tail"` (default), `"head"` or
-#'   `"tail"` (see [textmodel_finetune()]); or `"chunks"`: nothing is cut, every document is
+#' @param truncation which tokens a long document keeps: `NULL` (default: the core's
+#'   `"head_tail"`), `"head_tail"`, `"head"` or `"tail"` (see [textmodel_finetune()]); or `"chunks"`: nothing is cut, every document is
 #'   read whole as overlapping windows of `max_length` tokens and its vector is the mean of
 #'   its windows' vectors, each window weighing the same (the averaging the `text` package
 #'   does over sentences; with `normalize = TRUE` each window is scaled to unit length before
@@ -68,7 +69,7 @@
 #' }
 #' @export
 textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length = NULL,
-                                truncation = c("head_tail", "head", "tail", "chunks"),
+                                truncation = NULL,
                                 batch_size = 32, device = "auto", stride = NULL,
                                 max_chunks = NULL, windows = FALSE,
                                 backend = getOption("quantformer.backend", "torch"),
@@ -76,7 +77,7 @@ textstat_embeddings <- function(x, model = NULL, normalize = FALSE, max_length =
                                 precision = getOption("quantformer.precision", "auto"),
                                 text_field = "text", docid_field = "doc_id",
                                 verbose = getOption("quantformer.verbose", TRUE)) {
-  truncation <- match_choice(truncation)
+  truncation <- match_truncation(truncation)  # R/reading.R
   if (!is.logical(normalize) || length(normalize) != 1 || is.na(normalize))
     input_error("`normalize` must be TRUE or FALSE, not ", format(normalize), call. = FALSE)
   model <- encoder_path(model)  # R/arguments.R

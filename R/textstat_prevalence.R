@@ -1,5 +1,7 @@
 #' Prevalence of each class with valid confidence intervals
 #'
+#' `x` is a classifier's predictions for every document of the corpus (classes or class
+#' probabilities) and `gold` the hand codes of a random sample.
 #' The share of documents in each class (per group of docvars), from a classifier's
 #' predictions for the whole corpus and a random sample of hand-coded ("gold") documents.
 #' Shares of predicted labels are biased even at 80-90% accuracy and their textbook

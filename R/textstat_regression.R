@@ -1,5 +1,7 @@
 #' Regress a measured class on docvars with valid confidence intervals
 #'
+#' `x` is a classifier's predictions for every document of the corpus (classes or class
+#' probabilities), `gold` the hand codes of a random sample and `data` the docvars.
 #' A linear probability model (OLS) or a logistic regression of one class's indicator (1 when
 #' a document is in the class) on docvars, with prediction-powered inference: the classifier's
 #' predictions for the whole corpus corrected by a random sample of hand-coded documents

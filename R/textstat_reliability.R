@@ -1,5 +1,6 @@
 #' Intercoder reliability of every pair of coders, human or machine
 #'
+#' `x` is the codes of two or more coders (one data frame, or a named list of them).
 #' Krippendorff's alpha (nominal; the `krippendorff` package) and Cohen's kappa
 #' (scikit-learn), each with a percentile bootstrap interval over documents (Hayes &
 #' Krippendorff 2007), and the share of documents coded alike, for every pair of coders: human

@@ -1,5 +1,6 @@
 #' Subword token counts per document
 #'
+#' `x` is the documents (a quanteda corpus, a character vector or a data frame).
 #' Counts the subword tokens (special tokens included) a model's tokenizer makes of each
 #' document and flags the documents longer than `max_length`, which fine-tuning and
 #' prediction truncate (head+tail by default; Wankmueller 2022, section 6.3). Use it to choose
@@ -52,8 +53,7 @@ textstat_subwords <- function(x, model = NULL, max_length = NULL, truncation = N
                               text_field = "text", docid_field = "doc_id", verbose = FALSE) {
   model <- model_dir_of(encoder_path(model), null_ok = TRUE,  # R/arguments.R
                         what = "a pretrain_encoder() result, a model folder or a hub id")
-  if (!is.null(truncation))
-    truncation <- match_choice(truncation, c("head_tail", "head", "tail", "chunks"))
+  truncation <- match_truncation(truncation)  # R/reading.R
   frame <- as_frame(x, text_field, docid_field)
   out <- call_verb("tokenize", cli_flags(model = model, max_length = max_length,
                                          truncation = truncation, stride = stride,

@@ -12,10 +12,11 @@
 # processx's cleanup when the process object is collected. An interrupt (Ctrl-C) during a
 # request kills it; the next call starts a fresh one. Each R session starts its own.
 
-# Use the worker for this Python? Option quantformer.worker (default TRUE); a core without the
-# `serve` verb (older than this package) runs every verb as its own process.
+# Use the worker for this Python? Option quantformer.worker (default TRUE); a core whose verbs
+# (`info --verbs`, core_rules()) do not include `serve` (older than this package) runs every
+# verb as its own process.
 worker_wanted <- function(found) {
-  isTRUE(getOption("quantformer.worker", TRUE)) && isTRUE(found$serve)
+  isTRUE(getOption("quantformer.worker", TRUE)) && core_has_verb("serve")  # R/python.R
 }
 
 # The worker is tied to one Python and one environment: changing either (a test's
@@ -37,10 +38,10 @@ worker_get <- function(found) {
 }
 
 worker_start <- function(found, key) {
+  cmd <- cli_command(found, "serve", c("--reply-fd", "3"))  # R/call.R
   proc <- processx::process$new(
-    found$python, c("-m", "quantformer", "serve", "--reply-fd", "3"),
-    stdin = "|", stdout = "|", stderr = "|", poll_connection = TRUE, env = child_env(),
-    cleanup = TRUE, cleanup_tree = TRUE)
+    cmd$python, cmd$args, stdin = "|", stdout = "|", stderr = "|", poll_connection = TRUE,
+    env = cmd$env, cleanup = TRUE, cleanup_tree = TRUE)
   w <- new.env(parent = emptyenv())
   w$proc <- proc
   w$key <- key

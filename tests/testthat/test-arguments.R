@@ -33,7 +33,7 @@ test_that("issue 32: the old first-argument names still work, with a deprecation
   expect_warning(expect_error(textstat_attributions(fit = 1, "text"), "`x` must be",
                               class = "quantformer_input_error"),
                  "`fit` of textstat_attributions\\(\\) is now `x`")
-  expect_warning(expect_error(textmodel_behaviour(fit = NA), "`x` must be",
+  expect_warning(expect_error(textstat_behaviour(fit = NA), "`x` must be",
                               class = "quantformer_input_error"),
                  class = "quantformer_deprecated")
 })
@@ -41,8 +41,8 @@ test_that("issue 32: the old first-argument names still work, with a deprecation
 test_that("a model folder that does not exist is R's input error in R's words (issue 36)", {
   gone <- file.path(withr::local_tempdir(), "nope")
   for (f in list(function() textstat_attributions(gone, "a text"),
-                 function() textmodel_behaviour(gone, "a text", perturb = "typos",
-                                                expect = "same"))) {
+                 function() textstat_behaviour(gone, "a text", perturb = "typos",
+                                               expect = "same"))) {
     err <- expect_error(f(), "`x` must be .*'.*nope' is no folder",
                         class = "quantformer_input_error")
     expect_false(grepl("--out|quantformer finetune", conditionMessage(err)))
@@ -54,6 +54,9 @@ test_that("a model folder that does not exist is R's input error in R's words (i
   expect_identical(formals(textstat_attributions)$verbose,
                    formals(textmodel_finetune)$verbose)
   expect_identical(formals(textmodel_behaviour)$verbose, formals(textmodel_finetune)$verbose)
+  expect_identical(formals(textstat_behaviour)$verbose, formals(textmodel_finetune)$verbose)
+  # issue 44: the old name takes the new one's arguments
+  expect_identical(formals(textmodel_behaviour), formals(textstat_behaviour))
 })
 
 test_that("issue 32: every input error R raises itself is a quantformer_input_error", {
@@ -96,7 +99,7 @@ test_that("issue 36: a value that is not one of an argument's choices is an inpu
   expect_error(f(c("alpha", "beta")), "not c\\(\"alpha\", \"beta\"\\)",
                class = "quantformer_input_error")
   # a `substitutions` that is not a data frame is refused before any Python runs
-  expect_error(textmodel_behaviour(withr::local_tempdir(), "a text", perturb = "substitutions",
+  expect_error(textstat_behaviour(withr::local_tempdir(), "a text", perturb = "substitutions",
                                    expect = "same", substitutions = c(God = "Allah")),
                "`substitutions` must be a data frame with columns `from` and `to`",
                class = "quantformer_input_error")
@@ -192,4 +195,14 @@ test_that("issue 32: docnames() methods are registered on quanteda's generic whe
   sub <- structure(data.frame(document = c("p", "q"), n_tokens = 1:2),
                    class = c("textstat_subwords", "textstat", "data.frame"))
   expect_equal(quanteda::docnames(sub), c("p", "q"))
+})
+
+test_that("the truncation choices are the core's (core_rules()$reading), the default first (#44)", {
+  skip_if_no_python()
+  reading <- quantformer:::core_rules()$reading$truncation
+  expect_equal(quantformer:::truncation_choices()[1], reading$default)
+  expect_setequal(quantformer:::truncation_choices(), unlist(reading$choices))
+  expect_null(quantformer:::match_truncation(NULL))
+  expect_equal(quantformer:::match_truncation("head_"), "head_tail")
+  expect_equal(quantformer:::match_truncation(quantformer:::truncation_choices()), "head_tail")
 })

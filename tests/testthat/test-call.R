@@ -72,3 +72,35 @@ test_that("a folder that is not a model directory: the core's message, a classed
   expect_identical(err$status, 2L)
   expect_match(conditionMessage(err), "`output_dir`", fixed = TRUE)
 })
+
+test_that("every child starts from one command line: one-off, worker and coding room (#44)", {
+  skip_on_os("windows")
+  found <- list(python = "/opt/py/bin/python")
+  cmd <- quantformer:::cli_command(found, "predict", c("--model", "m"), debug = TRUE,
+                                   r_names = quantformer:::r_names_arg(c("object", "newdata")))
+  expect_equal(cmd$python, "/opt/py/bin/python")
+  expect_equal(cmd$args, c("-m", "quantformer", "--debug", "--r-names", "object,newdata",
+                           "predict", "--model", "m"))
+  expect_equal(cmd$env, quantformer:::child_env())
+  expect_null(quantformer:::r_names_arg(NULL))
+  # the coding room's server is started from it too: the same flags before the verb
+  fake <- fake_core(c("echo 'http://127.0.0.1:1/?token=t'", "sleep 30"))
+  withr::local_options(quantformer.python = fake)
+  proc <- quantformer:::start_room(c("--project", "p.sqlite"), r_args = c("x", "project"))
+  on.exit(proc$kill_tree(), add = TRUE)
+  expect_equal(attr(proc, "url"), "http://127.0.0.1:1/?token=t")
+  expect_equal(proc$get_cmdline()[-(1:2)],
+               c("-m", "quantformer", "--r-names", "x,project", "code", "--project", "p.sqlite"))
+})
+
+test_that("a core whose verbs do not include serve runs each verb as its own process (#44)", {
+  skip_on_os("windows")
+  # the handshake imports the package only; whether there is a worker the CLI says
+  withr::local_options(quantformer.python = fake_core(c(
+    "if [ \"$3\" = info ]; then echo '{\"verbs\": {\"predict\": {\"quiet\": true}}}'; exit 0; fi",
+    "echo \"args: $*\"", "exit 0")), quantformer.worker = TRUE)
+  expect_false(quantformer:::worker_wanted(quantformer:::find_python()))
+  res <- quantformer:::run_cli("predict", verbose = FALSE)
+  expect_match(res$stdout, "args: -m quantformer predict --quiet", fixed = TRUE)
+  expect_null(res$reply)
+})

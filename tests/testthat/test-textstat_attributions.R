@@ -25,21 +25,32 @@ test_that("textstat_attributions gives words with offsets into the texts, by doc
   expect_equal(on_dask$word, here$word)
   expect_equal(on_dask$attribution, here$attribution, tolerance = 1e-6)
   expect_error(textstat_attributions(fit, new, scheduler = "slurm"), "local:N")
-  beh <- textmodel_behaviour(fit, new, perturb = "punctuation", expect = "same")
+  beh <- textstat_behaviour(fit, new, perturb = "punctuation", expect = "same")
   expect_s3_class(beh, "textmodel_behaviour")
+  expect_s3_class(beh, c("textstat_behaviour", "textmodel_behaviour"), exact = TRUE)
+  expect_output(print(beh), "Behavioural tests")
+  # issue 44: the old name warns once a session (it fits nothing) and gives the same result
+  assign("renamed_warned", NULL, envir = quantformer:::.qf)
+  expect_warning(old <- textmodel_behaviour(fit, new, perturb = "punctuation", expect = "same"),
+                 "textmodel_behaviour\\(\\) is now textstat_behaviour\\(\\)",
+                 class = "quantformer_deprecated")
+  expect_equal(old, beh)
+  expect_silent(textmodel_behaviour(fit, new, perturb = "punctuation", expect = "same"))
+  expect_output(print(structure(unclass(beh), class = "textmodel_behaviour")),
+                "Behavioural tests")
   expect_equal(beh$summary$n, 2L)
   expect_equal(beh$summary$fail_rate, beh$summary$n_fail / 2)
-  expect_error(textmodel_behaviour(fit, new, perturb = "typos", expect = "up:nope"),
+  expect_error(textstat_behaviour(fit, new, perturb = "typos", expect = "up:nope"),
                "not a class")
   # issue 36: expect without perturb names `perturb`; min_change and preserve_case reach the core
-  err <- expect_error(textmodel_behaviour(fit, new, expect = "same"), "give `perturb`",
+  err <- expect_error(textstat_behaviour(fit, new, expect = "same"), "give `perturb`",
                       class = "quantformer_input_error")
   expect_false(grepl("''", conditionMessage(err), fixed = TRUE))
   up <- colnames(probs)[1]
   neg <- data.frame(doc_id = c("a", "b", "c"),
                     text = c("Taxes are high.", "I like the war.", "What do you think?"))
-  strict <- textmodel_behaviour(fit, neg, perturb = "negation", expect = paste0("up:", up),
-                                min_change = 1)
+  strict <- textstat_behaviour(fit, neg, perturb = "negation", expect = paste0("up:", up),
+                               min_change = 1)
   expect_equal(strict$summary$n, 2L)
   expect_equal(strict$summary$n_skipped, 1L)
   expect_equal(strict$summary$n_fail, 2L)  # no probability moves by 1
@@ -48,15 +59,15 @@ test_that("textstat_attributions gives words with offsets into the texts, by doc
                 type = "probability")[, up]
   expect_equal(strict$summary$change_mean, mean(p1 - p0), tolerance = 1e-4)
   subs <- data.frame(from = c("taxes", "nation"), to = c("levies", "country"))
-  kept <- textmodel_behaviour(fit, new, perturb = "substitutions", expect = "same",
-                              substitutions = subs, preserve_case = TRUE)
+  kept <- textstat_behaviour(fit, new, perturb = "substitutions", expect = "same",
+                             substitutions = subs, preserve_case = TRUE)
   shown <- c(kept$tests[[1]]$failures, kept$tests[[1]]$passed_examples)
   expect_setequal(vapply(shown, `[[`, "", "perturbed"),
                   c("Levies rose, café owners said.", "We will defend the country."))
   # issue 36: the core's message about the substitutions speaks of R's data frame
   for (bad in list(data.frame(old = "taxes", new = "levies"), subs[0, ])) {
-    err <- expect_error(textmodel_behaviour(fit, new, perturb = "substitutions",
-                                            expect = "same", substitutions = bad),
+    err <- expect_error(textstat_behaviour(fit, new, perturb = "substitutions",
+                                           expect = "same", substitutions = bad),
                         "^the `substitutions` data frame needs columns from and to",
                         class = "quantformer_input_error")
     expect_false(grepl("file|--substitutions|qf-input", conditionMessage(err)))

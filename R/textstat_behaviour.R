@@ -1,6 +1,6 @@
 #' Behavioural tests of a fine-tuned classifier
 #'
-#' Invariance, directional and minimum-functionality tests in the manner of CheckList
+#' `x` is a fitted model (or its folder); it is tested, nothing is fitted. Invariance, directional and minimum-functionality tests in the manner of CheckList
 #' (Ribeiro et al. 2020), without its package: perturb the documents of `newdata` and check
 #' that the predicted class stays the same (`expect = "same"`) or that the probability of a
 #' class moves up or down (`expect = "up:CLASS"`, `"down:CLASS"`, failing when it moves the
@@ -40,7 +40,8 @@
 #' @inheritParams textmodel_finetune
 #' @param precision `"auto"` (default), `"fp32"` or `"bf16"`: the numeric precision of the
 #'   predictions (see [quantformer_precision]; near ties are predicted again in fp32).
-#' @return An object of class `textmodel_behaviour`: a list with `summary` (a data frame: one
+#' @return An object of class `textstat_behaviour` (also `textmodel_behaviour`, its class
+#'   under its old name): a list with `summary` (a data frame: one
 #'   row per test with `name`, `type`, `expect`, `n`, `n_fail`, `fail_rate`, `ci_lower`,
 #'   `ci_upper`: a Wilson 95% interval; `n_skipped`: documents the perturbation left
 #'   unchanged; directional tests: `change_mean` with `change_ci_lower`, `change_ci_upper` (a
@@ -48,16 +49,17 @@
 #'   less than 0.01, all on the probability scale) and `tests` (each test's failing examples: original,
 #'   perturbed, both predictions; for perturbation tests also `passed_examples`, up to 3 pairs
 #'   that passed, so that what the perturbation did shows when nothing failed).
+#' @seealso [textstat_attributions()]; `textmodel_behaviour()`, its old name.
 #' @export
-textmodel_behaviour <- function(x, newdata = NULL, perturb = NULL, expect = NULL,
-                                suite = NULL, substitutions = NULL, template = NULL,
-                                fill = NULL, label = NULL, tolerance = 0.1, y = NULL,
-                                text_field = "text", docid_field = "doc_id",
-                                verbose = getOption("quantformer.verbose", TRUE),
-                                min_change = NULL, preserve_case = FALSE,
-                                precision = getOption("quantformer.precision", "auto"), fit) {
+textstat_behaviour <- function(x, newdata = NULL, perturb = NULL, expect = NULL,
+                               suite = NULL, substitutions = NULL, template = NULL,
+                               fill = NULL, label = NULL, tolerance = 0.1, y = NULL,
+                               text_field = "text", docid_field = "doc_id",
+                               verbose = getOption("quantformer.verbose", TRUE),
+                               min_change = NULL, preserve_case = FALSE,
+                               precision = getOption("quantformer.precision", "auto"), fit) {
   first <- first_arguments(if (!missing(x)) x, if (!missing(fit)) fit, newdata,  # R/arguments.R
-                           "fit", "textmodel_behaviour", missing(x), missing(fit),
+                           "fit", "textstat_behaviour", missing(x), missing(fit),
                            is.null(newdata))
   x <- first$x
   newdata <- first$second
@@ -92,8 +94,23 @@ textmodel_behaviour <- function(x, newdata = NULL, perturb = NULL, expect = NULL
                            change_ci_upper = ch$ci_upper, share_unmoved = ch$share_unmoved))
     as.data.frame(lapply(row, function(v) if (is.null(v)) NA else v), stringsAsFactors = FALSE)
   }))
-  structure(list(summary = summary, tests = res$tests), class = "textmodel_behaviour")
+  structure(list(summary = summary, tests = res$tests),
+            class = c("textstat_behaviour", "textmodel_behaviour"))
 }
+
+#' @rdname textstat_behaviour
+#' @description `textmodel_behaviour()` is its old name (it fits no model), kept for one
+#'   release: it warns once a session (class `quantformer_deprecated`) and calls
+#'   `textstat_behaviour()` with the same arguments.
+#' @export
+textmodel_behaviour <- function() {
+  renamed_function("textmodel_behaviour", "textstat_behaviour", "it fits no model: it tests one")
+  call <- match.call()
+  call[[1L]] <- quote(quantformer::textstat_behaviour)
+  eval(call, parent.frame())
+}
+# the same arguments as textstat_behaviour(), written once
+formals(textmodel_behaviour) <- formals(textstat_behaviour)
 
 # The `substitutions` data frame as the CSV input of `behave --substitutions` (R/call.R): its
 # `from` and `to` columns as text; the core checks them, and its messages about the file speak
@@ -108,8 +125,12 @@ substitutions_input <- function(substitutions) {
 }
 
 #' @export
-print.textmodel_behaviour <- function(x, ...) {
+print.textstat_behaviour <- function(x, ...) {
   cat("Behavioural tests (fail rates with Wilson 95% intervals)\n")
   print(x$summary, row.names = FALSE)
   invisible(x)
 }
+
+# objects made under the old name (class `textmodel_behaviour` alone) print the same
+#' @export
+print.textmodel_behaviour <- print.textstat_behaviour
