@@ -15,10 +15,11 @@ from ..models.hub import MAX_LENGTH_RULE, check_length_value
 from ..models.onnx import backend as onnx_backend
 from ..models.precision import PRECISIONS
 from ..models.tasks import Multilabel
-from ..models.tokenize import TRUNCATIONS
+from ..models.reading import CHUNKS, DEFAULT_TRUNCATION, TRUNCATIONS, WINDOW_FIELDS
 from ..scale.partitions import is_partitioned
 from ..train import nli
 from ..train.arguments import TASKS
+from ..train.chunks import DEFAULT_CHUNK_TRAINING
 
 
 def add_corpus_options(p: argparse.ArgumentParser, *, label: bool = True) -> None:
@@ -336,7 +337,7 @@ def show_and_write_table(table, out, title: str, shown=None) -> None:
 def add_run_options(p) -> None:
     """Options the ``embed`` and ``zeroshot`` verbs share: --truncation, --keep-text,
     --device, --quiet, --backend, --quantize and --out."""
-    p.add_argument("--truncation", default="head_tail", choices=TRUNCATIONS,
+    p.add_argument("--truncation", default=DEFAULT_TRUNCATION, choices=TRUNCATIONS,
                    help="how long documents are cut (head_tail); chunks: read whole as "
                         "overlapping windows of --max-length tokens, one row per document")
     p.add_argument("--keep-text", action="store_true", help="keep the text column")
@@ -364,7 +365,7 @@ def add_chunk_options(p, *, training: bool, aggregate: bool = True,
                        help="of the window logits into the document's (mean; regression: the "
                             "mean output)" + ("" if training else "; default: as trained"))
     if training:
-        g.add_argument("--chunk-training", default="aggregate",
+        g.add_argument("--chunk-training", default=DEFAULT_CHUNK_TRAINING,
                        metavar="{aggregate,labels}",
                        help="aggregate: the loss on each document's aggregate of its windows "
                             "(default); labels: each window with its document's label")
@@ -387,7 +388,7 @@ def training_chunk_kwargs(args) -> dict:
     keywords (``chunk_training`` with ``--truncation chunks``, where it applies, or when it is
     not the default, for the library to refuse without chunks)."""
     out = {k: v for k, v in chunk_kwargs(args).items() if v is not None}
-    if args.truncation == "chunks" or args.chunk_training != "aggregate":
+    if args.truncation == CHUNKS or args.chunk_training != DEFAULT_CHUNK_TRAINING:
         out["chunk_training"] = args.chunk_training
     return out
 
@@ -400,9 +401,16 @@ def refuse_partitioned_chunks_out(args) -> None:
 
 
 def chunk_kwargs(args) -> dict:
-    """The window settings of :func:`add_chunk_options` as library keywords (None: unset)."""
-    return {"stride": args.stride, "max_chunks": args.max_chunks,
-            "aggregate": getattr(args, "aggregate", None)}
+    """The window settings of :func:`add_chunk_options` as library keywords (None: unset):
+    the fields of :data:`~quantformer.models.reading.WINDOW_FIELDS`."""
+    return {k: getattr(args, k, None) for k in WINDOW_FIELDS}
+
+
+def chunking_args(args) -> dict:
+    """How a fine-tuned model is asked to read documents at prediction: ``--truncation`` and
+    the window options, None each for as trained (the ``chunking`` of
+    :func:`quantformer.infer.chunked.with_chunking`)."""
+    return {"truncation": args.truncation, **chunk_kwargs(args)}
 
 
 def add_embedding_cache_options(p) -> None:

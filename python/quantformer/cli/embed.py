@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..infer.embed import LAYOUTS, embed_file
+from ..infer.embed import embed_file
+from ..infer.embedding_table import LAYOUTS
+from ..models.reading import CHUNKS
 from ..models.hub import model_label
 from ..scale.dask import describe, embed_partitions
 from ._options import (
@@ -72,7 +74,7 @@ def run(args) -> int:
     counts = embed_file(args.input, args.out, args.model, chunks_out=args.chunks_out,
                         **options)
     cut = (f"{counts['n_windows']} windows of {counts['max_length']} tokens, "
-           f"{counts['n_truncated']} documents over --max-chunks" if args.truncation == "chunks"
+           f"{counts['n_truncated']} documents over --max-chunks" if args.truncation == CHUNKS
            else f"{counts['n_truncated']} truncated ({args.truncation})")
     print(f"embedded {counts['n_docs']} documents with {model_label(args.model)} (mean "
           f"pooling, {counts['hidden']} dimensions, max {counts['max_length']} tokens): "

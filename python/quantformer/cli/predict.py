@@ -5,7 +5,7 @@ from __future__ import annotations
 from .._core.errors import InputError
 from ..infer.predict import predict_file
 from ..scale.dask import describe, predict_partitions
-from ..models.tokenize import TRUNCATIONS
+from ..models.reading import TRUNCATIONS
 from ._options import (
     add_backend_options,
     add_chunk_options,
@@ -15,7 +15,7 @@ from ._options import (
     add_partition_options,
     add_precision_option,
     add_quiet_option,
-    chunk_kwargs,
+    chunking_args,
     corpus_kwargs,
     partitioned,
     positive,
@@ -61,7 +61,7 @@ def add_cli(sub) -> None:
 
 def run(args) -> int:
     kw = corpus_kwargs(args)
-    chunking = {"truncation": args.truncation, **chunk_kwargs(args)}
+    chunking = chunking_args(args)
     if partitioned(args):
         refuse_partitioned_chunks_out(args)
         if args.calibrated or args.labels_file:

@@ -8,16 +8,10 @@ from ..io.writable import check_output_file
 from ..io.frames import read_frame
 from ..io.modeldir import record_hypotheses
 from ..models.hub import check_max_length, load_config, load_tokenizer, model_label
-from ..models.tokenize import (
-    corpus_token_stats,
-    count_subwords,
-    longest_hypothesis,
-    model_record,
-    model_truncation,
-    summarise,
-    TRUNCATIONS,
-)
-from ..train.chunks import check_chunk_settings
+from ..models.reading import TRUNCATIONS, Reading
+from ..models.template import count_subwords, longest_hypothesis
+from ..models.tokenize import corpus_token_stats, model_record, summarise
+from ..train.chunks import DEFAULT_CHUNK_TRAINING, check_training_reading
 from ._options import (
     add_chunk_options,
     add_corpus_options,
@@ -61,19 +55,13 @@ def add_cli(sub) -> None:
 def run(args) -> int:
     if args.out:
         check_output_file(args.out)
-    own_length, own_truncation = model_truncation(args.model)
-    max_length = own_length if args.max_length is None else args.max_length
-    truncation = own_truncation if args.truncation is None else args.truncation
-    check_chunk_settings(truncation, args.stride, args.max_chunks, None, "aggregate",
-                         max_length)
+    reading = _reading(args)
     frame = read_frame(args.input, labels_file=args.labels_file, **corpus_kwargs(args))
-    check_max_length(max_length, load_config(args.model))
+    check_max_length(reading.max_length, load_config(args.model))
     tokenizer = load_tokenizer(args.model)
-    stats = corpus_token_stats(frame, tokenizer, max_length=max_length, truncation=truncation,
-                               with_ids=args.ids,
-                               hypotheses=_nli_hypotheses(args.model, tokenizer),
-                               **_windows(args, truncation))
-    print_table(summarise(stats, max_length),
+    stats = corpus_token_stats(frame, tokenizer, reading=reading, with_ids=args.ids,
+                               hypotheses=_nli_hypotheses(args.model, tokenizer))
+    print_table(summarise(stats, reading.max_length),
                 title=f"subword tokens per document ({model_label(args.model)}, "
                       f"{args.input})", floatfmt="{:.1f}")
     if args.out:
@@ -82,16 +70,24 @@ def run(args) -> int:
     return 0
 
 
-def _windows(args, truncation: str) -> dict:
-    """``stride`` and ``max_chunks`` of the windows: the ones given, else those a model
-    fine-tuned with chunks reads documents with, else the defaults (None)."""
-    if truncation != "chunks":
-        return {}
-    hp = model_record(args.model).get("hyperparameters", {})
-    recorded = hp if hp.get("truncation") == "chunks" else {}
-    return {"stride": recorded.get("stride") if args.stride is None else args.stride,
-            "max_chunks": (recorded.get("max_chunks") if args.max_chunks is None
-                           else args.max_chunks)}
+def _reading(args) -> Reading:
+    """How documents are counted: the options given, checked before any load, else as a
+    fine-tuned ``--model`` reads them (its record), else the defaults; with chunks the
+    ``stride`` and ``max_chunks`` not given are those of a model fine-tuned with chunks.
+
+    Raises:
+        InputError: window options without chunks, or a bad ``stride``/``max_chunks``.
+    """
+    recorded = Reading.from_record(model_record(args.model))
+    given = Reading(recorded.truncation if args.truncation is None else args.truncation,
+                    recorded.max_length if args.max_length is None else args.max_length,
+                    args.stride, args.max_chunks)
+    check_training_reading(given, DEFAULT_CHUNK_TRAINING)
+    if not given.chunks or not recorded.chunks:
+        return given
+    return given.replace(stride=recorded.stride if args.stride is None else args.stride,
+                         max_chunks=(recorded.max_chunks if args.max_chunks is None
+                                     else args.max_chunks))
 
 
 def _nli_hypotheses(model: str | None, tokenizer) -> list[str] | None:

@@ -1,7 +1,7 @@
 """Prediction settings of documents read in windows (``truncation="chunks"``): those a model
 was fine-tuned with (its record), those a caller asks for at prediction, and the
 one-row-per-window output (``chunks_out``). The windows and their aggregation are
-:mod:`quantformer.models.tokenize` and :mod:`quantformer.models.chunks`."""
+:mod:`quantformer.models.windows` and :mod:`quantformer.models.chunks`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pandas as pd
 
 from .._core.errors import InputError, ParamWarning
 from ..io.writable import check_output_file
-from ..models.chunks import DEFAULT_AGGREGATE, check_chunk_options, check_not_longformer
-from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, check_windows
+from ..models.chunks import check_not_longformer
+from ..models.reading import CHUNKS, DEFAULT_MAX_LENGTH, TRUNCATIONS, Reading, check_strategy
 
 
 class ChunkingWarning(ParamWarning):
@@ -23,13 +23,16 @@ class ChunkingWarning(ParamWarning):
 
 def chunking_of(hp: dict) -> tuple:
     """``(stride, max_chunks, aggregate)`` recorded in a model's hyperparameters (None,
-    None, ``mean`` when not recorded)."""
-    return hp.get("stride"), hp.get("max_chunks"), hp.get("aggregate") or DEFAULT_AGGREGATE
+    None, ``mean`` when not recorded): those of
+    :meth:`~quantformer.models.reading.Reading.from_record`."""
+    reading = Reading.from_record(hp)
+    return reading.stride, reading.max_chunks, reading.aggregate_or_default
 
 
 def with_chunking(clf, truncation: str | None = None, stride: int | None = None,
                   max_chunks: int | None = None, aggregate: str | None = None):
-    """A copy of classifier ``clf`` reading documents as asked (None: as trained).
+    """A copy of classifier ``clf`` reading documents as asked (None: as trained): its
+    :attr:`~quantformer.infer.classifier.Classifier.reading` replaced.
 
     A ``truncation`` other than the training one warns, naming both.
 
@@ -40,44 +43,59 @@ def with_chunking(clf, truncation: str | None = None, stride: int | None = None,
     """
     if truncation is None and stride is None and max_chunks is None and aggregate is None:
         return clf
-    trained = clf.truncation
-    use = trained if truncation is None else check_strategy(truncation, TRUNCATIONS)
-    if use == CHUNKS:  # first: its message gives the window's size in tokens
-        check_windows(clf.window_budget(), stride, max_chunks, clf.max_length,
-                      model_window=True)
-    check_chunk_options(use, stride, max_chunks, aggregate)
-    if use == CHUNKS:
+    trained = clf.reading
+    use = trained.truncation if truncation is None else check_strategy(truncation, TRUNCATIONS)
+    asked = trained.replace(truncation=use, stride=stride, max_chunks=max_chunks,
+                            aggregate=aggregate)
+    if asked.chunks:  # first: its message gives the window's size in tokens
+        asked.check_window(clf.window_budget(), model_window=True)
+    asked.check()
+    if asked.chunks:
         _check_can_window(clf, aggregate)
-    if use != trained:
+    same = use == trained.truncation
+    if not same:
         warnings.warn(ChunkingWarning(
-            f"the model was fine-tuned with {{truncation}} {trained} and predicts with "
-            f"{use}: its outputs may differ from what validation measured",
+            f"the model was fine-tuned with {{truncation}} {trained.truncation} and predicts "
+            f"with {use}: its outputs may differ from what validation measured",
             params=["truncation"]), stacklevel=2)
     out = copy.copy(clf)
-    out.truncation = use
-    out.stride = stride if stride is not None else (clf.stride if use == trained else None)
-    out.max_chunks = max_chunks if max_chunks is not None else (
-        clf.max_chunks if use == trained else None)
-    out.aggregate = aggregate or clf.aggregate
+    out.reading = asked.replace(
+        stride=stride if stride is not None else (trained.stride if same else None),
+        max_chunks=max_chunks if max_chunks is not None else (
+            trained.max_chunks if same else None),
+        aggregate=aggregate or clf.aggregate)
     return out
 
 
-def check_chunk_request(truncation: str, stride: int | None, max_chunks: int | None,
-                        aggregate: str | None, chunks_out) -> None:
-    """The window settings of ``embed`` and ``zeroshot`` checked before any model loads.
+def check_reading_request(reading: Reading, chunks_out=None) -> Reading:
+    """The reading of ``embed`` and ``zeroshot`` checked before any model loads
+    (:meth:`~quantformer.models.reading.Reading.check`), with ``chunks_out``; returns
+    ``reading``.
 
     Raises:
         InputError: an unknown ``truncation`` or ``aggregate``; window settings or
             ``chunks_out`` without chunks; ``stride`` < 0; ``max_chunks`` < 1; an unwritable
             ``chunks_out``.
     """
-    check_strategy(truncation, TRUNCATIONS)
-    check_chunk_options(truncation, stride, max_chunks, aggregate)
+    reading.check()
     if chunks_out is not None:
-        if truncation != CHUNKS:
+        if not reading.chunks:
             raise InputError("{chunks_out} writes one row per window; add {truncation} chunks",
                              params=["chunks_out", "truncation"])
         check_output_file(chunks_out, param="chunks_out")
+    return reading
+
+
+def check_chunk_request(truncation: str, stride: int | None, max_chunks: int | None,
+                        aggregate: str | None, chunks_out) -> None:
+    """:func:`check_reading_request` of the reading these settings make (for callers that
+    hold them loose).
+
+    Raises:
+        InputError: as :func:`check_reading_request`.
+    """
+    check_reading_request(Reading(truncation, DEFAULT_MAX_LENGTH, stride, max_chunks,
+                                  aggregate), chunks_out)
 
 
 def _check_can_window(clf, aggregate: str | None) -> None:

@@ -27,19 +27,13 @@ from ..models.onnx import recheck as onnx_recheck
 from ..models.onnx.backend import check_backend, open_model
 from ..models.onnx.recheck import RECHECK_LABEL, Recheck, check_margin
 from ..models.precision import TorchPrecision, check_with_backend, torch_precision
-from ..models.chunks import DEFAULT_AGGREGATE, aggregate_windows
+from ..models.chunks import aggregate_windows
+from ..models.reading import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, Reading
 from ..models.tasks import Classification, from_record
-from ..models.tokenize import (
-    CHUNKS,
-    Windows,
-    dropped_counted,
-    encode,
-    encode_windows,
-    special_template,
-    warn_dropped,
-    warn_truncated,
-)
-from .chunked import chunking_of, window_frame
+from ..models.template import special_template
+from ..models.tokenize import encode_reading, warn_truncated
+from ..models.windows import Windows, dropped_counted, warn_dropped
+from .chunked import window_frame
 
 CHUNK_ROWS = 4096
 
@@ -126,31 +120,51 @@ class Classifier:
         model: the ``transformers`` ``...ForSequenceClassification`` module (eval mode).
         tokenizer: its fast tokenizer.
         device: torch device string the model is on.
-        max_length, truncation: how documents are cut at prediction (as at training);
-            ``truncation="chunks"``: read whole in windows (:mod:`quantformer.models.chunks`).
-        stride, max_chunks, aggregate: the window settings with chunks (from the record;
-            :func:`quantformer.infer.chunked.with_chunking` changes them).
+        reading: how documents are read at prediction (as at training, from the record;
+            :func:`quantformer.infer.chunked.with_chunking` changes it), a
+            :class:`~quantformer.models.reading.Reading`: cut to ``max_length`` tokens by
+            ``truncation``, or with ``truncation="chunks"`` read whole in windows
+            (:mod:`quantformer.models.chunks`). ``max_length``, ``truncation``, ``stride``,
+            ``max_chunks`` and ``aggregate`` are its fields, read here as attributes too
+            (``aggregate``: ``mean`` when none was given).
         record: the ``quantformer.json`` record (training arguments, counts, versions).
     """
 
-    def __init__(self, model, tokenizer, labels, *, max_length: int = 512,
-                 truncation: str = "head_tail", device: str = "cpu",
-                 record: dict | None = None, task=None):
+    def __init__(self, model, tokenizer, labels, *, max_length: int = DEFAULT_MAX_LENGTH,
+                 truncation: str = DEFAULT_TRUNCATION, device: str = "cpu",
+                 record: dict | None = None, task=None, reading: Reading | None = None):
         self.task = task if task is not None else Classification(labels)
         self.model = model
         self.tokenizer = tokenizer
         self.labels = [str(x) for x in labels]
-        self.max_length = int(max_length)
-        self.truncation = truncation
+        # reading, when given, replaces max_length and truncation
+        self.reading = reading or Reading(truncation, int(max_length))
         self.device = device
         self.record = dict(record or {})
-        self.stride = self.max_chunks = None  # truncation="chunks": the window settings
-        self.aggregate = DEFAULT_AGGREGATE
         self.recheck = None  # int8: the fp32 recheck of near ties (from_dir sets it)
         self.open_logits = None  # onnx: quantize -> the export of the logits (windows)
         self._logits_nets: dict = {}
         self.precision = TorchPrecision.fp32()  # bf16 autocast + fp32 recheck: from_dir sets it
         self.model.eval()
+
+    # the reading's fields as attributes: assigning one replaces the reading
+    max_length = property(lambda self: self.reading.max_length,
+                          doc="Tokens per document or window, special tokens included.")
+    truncation = property(lambda self: self.reading.truncation,
+                          lambda self, v: self._read(truncation=v),
+                          doc="How long documents are read (``chunks``: in windows).")
+    stride = property(lambda self: self.reading.stride,
+                      lambda self, v: self._read(stride=v),
+                      doc="With chunks, tokens neighbouring windows share (None: default).")
+    max_chunks = property(lambda self: self.reading.max_chunks,
+                          lambda self, v: self._read(max_chunks=v),
+                          doc="With chunks, the most windows read per document (None: all).")
+    aggregate = property(lambda self: self.reading.aggregate_or_default,
+                         lambda self, v: self._read(aggregate=v),
+                         doc="With chunks, how window logits are combined (``mean``, ``max``).")
+
+    def _read(self, **changes) -> None:
+        self.reading = self.reading.replace(**changes)
 
     # ---------------------------------------------------------------------------------------
 
@@ -191,7 +205,7 @@ class Classifier:
                                  "out", params=["recheck_margin"])
             check_margin(recheck_margin)
         task = from_record(record)
-        hp = record.get("hyperparameters", {})
+        reading = Reading.from_record(record)
         if use_onnx:
             if task.name != "classification":
                 raise InputError(f"{{backend}} onnx supports classification models only; "
@@ -199,11 +213,10 @@ class Classifier:
                                  params=["backend"])
             net = open_model(str(path), use="proba", fn=softmax_logits, loader=_load_torch,
                              quantize=quantize)
-            clf = cls(net, net.tokenizer, record["labels"], max_length=hp.get("max_length", 512),
-                      truncation=hp.get("truncation", "head_tail"), device="cpu", record=record)
+            clf = cls(net, net.tokenizer, record["labels"], reading=reading, device="cpu",
+                      record=record)
             if quantize == "int8":
                 clf.recheck = _recheck(path, recheck_margin)
-            clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
             clf.open_logits = lambda q: open_model(str(path), use="logits", fn=window_logits,
                                                    loader=_load_torch, quantize=q)
             return clf
@@ -212,11 +225,9 @@ class Classifier:
         chosen = torch_precision(precision, dev, task.name)  # checked before the weights load
         model, tok = _load_torch(path)
         model = model.to(dev)
-        clf = cls(model, tok, record["labels"], max_length=hp.get("max_length", 512),
-                  truncation=hp.get("truncation", "head_tail"), device=dev, record=record,
+        clf = cls(model, tok, record["labels"], reading=reading, device=dev, record=record,
                   task=task)
         clf.precision = chosen
-        clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
         return clf
 
     def save(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
@@ -267,11 +278,7 @@ class Classifier:
         forward passes (:mod:`quantformer.infer.pipeline`)."""
         if type(self)._proba is not Classifier._proba:
             return None
-        if self.truncation == CHUNKS:
-            return encode_windows(self.tokenizer, texts, max_length=self.max_length,
-                                  stride=self.stride, max_chunks=self.max_chunks)
-        return encode(self.tokenizer, texts, max_length=self.max_length,
-                      truncation=self.truncation)
+        return encode_reading(self.tokenizer, texts, self.reading)
 
     def _proba(self, texts: list, batch_size: int, progress: bool,
                counts: dict | None = None, model=None,
@@ -423,7 +430,7 @@ class Classifier:
     def warn_truncated(self, counts: dict, n: int) -> None:
         """One warning for the ``n`` documents scored into ``counts``: those cut to
         :attr:`max_length` tokens, or with chunks those with windows over ``max_chunks``."""
-        if self.truncation == CHUNKS:
+        if self.reading.chunks:
             if counts.get("dropped"):
                 warn_dropped(counts["dropped"], n, self.max_chunks, stacklevel=3)
             return

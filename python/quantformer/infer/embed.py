@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from ..io.formats import FrameWarning, detect_format
+from ..io.formats import FrameWarning
 from ..io.writing import FrameWriter
 from ..io.writable import check_output_file
 from ..io.frames import iter_frames, to_frame
@@ -50,13 +50,13 @@ from ..models.precision import (
     choose_precision,
 )
 from ..models.precision import record as precision_of
-from ..models.tokenize import CHUNKS, DEFAULT_MAX_LENGTH, encode, encode_windows
+from ..models.reading import DEFAULT_AGGREGATE, DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, Reading
+from ..models.tokenize import encode, encode_windows
 from .cache import MODELS
-from .chunked import check_chunk_request
+from .chunked import check_reading_request
+from .embedding_table import (DIM_PREFIX, EMBEDDING_COL, LAYOUTS,  # noqa: F401 (re-exported)
+                              embedding_frame, resolve_layout, window_embedding_frame)
 
-LAYOUTS = ("auto", "list", "wide")
-EMBEDDING_COL = "embedding"
-DIM_PREFIX = "dim_"
 CHUNK_ROWS = 4096  # documents the embed verb reads, embeds and writes at a time
 
 
@@ -155,7 +155,7 @@ def default_max_length(enc: Encoder) -> int:
     length as its tokenizer's ``model_max_length`` (``sentence_bert_config.json`` without
     ``max_seq_length``), where sentence-transformers itself reads it."""
     limit = max_positions(enc.config) or DEFAULT_MAX_LENGTH
-    want = 512
+    want = DEFAULT_MAX_LENGTH
     st = Path(enc.path) / "sentence_bert_config.json"
     if st.is_file():
         try:
@@ -170,7 +170,7 @@ def _tokenizer_limit(tokenizer) -> int:
     """The tokenizer's ``model_max_length``, or 512 where it is unset (transformers' huge
     placeholder)."""
     value = getattr(tokenizer, "model_max_length", None)
-    return int(value) if isinstance(value, int) and 0 < value < 10 ** 6 else 512
+    return int(value) if isinstance(value, int) and 0 < value < 10 ** 6 else DEFAULT_MAX_LENGTH
 
 
 def check_length(enc: Encoder, max_length: int | None) -> int:
@@ -212,14 +212,18 @@ def backend_label(enc: Encoder, chosen: TorchPrecision | None) -> str:
     return chosen.label if chosen is not None else enc.model.label
 
 
-def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head_tail",
-                batch_size: int = 32, normalize: bool = False, progress: bool = False,
-                precision: TorchPrecision | None = None):
+def embed_texts(enc: Encoder, texts, *, max_length: int | None = None,
+                truncation: str = DEFAULT_TRUNCATION, batch_size: int = 32,
+                normalize: bool = False, progress: bool = False,
+                precision: TorchPrecision | None = None, reading: Reading | None = None):
     """Mean-pooled embeddings of a list of texts with a loaded encoder.
 
     Args:
         texts: sequence of n str or None.
         max_length: token limit, special tokens included.
+        truncation: ``head_tail`` (default), ``head`` or ``tail``.
+        reading: how documents are read; when given, it replaces ``max_length`` and
+            ``truncation`` (one of the two ways is needed).
         normalize: scale each vector to unit length (cosine similarity = dot product).
         precision: a torch encoder's precision (:func:`encoder_precision`; None: fp32): bf16
             runs the forward passes under bf16 autocast, the pooled vectors are fp32.
@@ -228,7 +232,8 @@ def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head
         ``(vectors, encoded)``: float32 array (n, hidden) with NaN rows for missing/empty
         texts, and the :class:`~quantformer.models.tokenize.Encoded` (``truncated``, ``missing``).
     """
-    encoded = encode(enc.tokenizer, texts, max_length=max_length, truncation=truncation)
+    reading = reading or Reading(truncation, max_length)
+    encoded = encode(enc.tokenizer, texts, reading=reading)
     hidden = int(getattr(enc.config, "hidden_size", 0) or getattr(enc.config, "d_model", 0))
     out = np.full((len(encoded.input_ids), hidden), np.nan, dtype=np.float32)
     keep = np.flatnonzero(~encoded.missing)
@@ -241,7 +246,7 @@ def embed_texts(enc: Encoder, texts, *, max_length: int, truncation: str = "head
                                device=enc.device, pad_id=pad, progress=progress,
                                desc="embedding")
         if normalize:
-            vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+            vecs = _unit(vecs)
         out = np.full((len(encoded.input_ids), vecs.shape[1]), np.nan, dtype=np.float32)
         out[keep] = vecs
     return out, encoded
@@ -256,10 +261,10 @@ def _unit(vecs: np.ndarray) -> np.ndarray:
     return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
 
-def embed_windows(enc: Encoder, texts, *, max_length: int, stride: int | None = None,
-                  max_chunks: int | None = None, batch_size: int = 32,
-                  normalize: bool = False, progress: bool = False,
-                  precision: TorchPrecision | None = None):
+def embed_windows(enc: Encoder, texts, *, max_length: int | None = None,
+                  stride: int | None = None, max_chunks: int | None = None,
+                  batch_size: int = 32, normalize: bool = False, progress: bool = False,
+                  precision: TorchPrecision | None = None, reading: Reading | None = None):
     """Document embeddings of texts read whole in windows (``truncation="chunks"``).
 
     Every window of every document (:func:`quantformer.models.tokenize.encode_windows`) is
@@ -272,7 +277,7 @@ def embed_windows(enc: Encoder, texts, *, max_length: int, stride: int | None = 
     Args:
         texts: sequence of n str or None.
         max_length: tokens per window, special tokens included.
-        stride, max_chunks: as in :func:`quantformer.models.tokenize.encode_windows`.
+        stride, max_chunks, reading: as in :func:`quantformer.models.windows.encode_windows`.
         precision: as in :func:`embed_texts` (every window's forward pass under it).
 
     Returns:
@@ -284,7 +289,7 @@ def embed_windows(enc: Encoder, texts, *, max_length: int, stride: int | None = 
         InputError: a ``stride`` not smaller than the window, ``max_chunks`` < 1.
     """
     win = encode_windows(enc.tokenizer, texts, max_length=max_length, stride=stride,
-                         max_chunks=max_chunks)
+                         max_chunks=max_chunks, reading=reading)
     hidden = int(getattr(enc.config, "hidden_size", 0) or getattr(enc.config, "d_model", 0))
     n = len(win.missing)
     if not len(win.input_ids):
@@ -297,41 +302,30 @@ def embed_windows(enc: Encoder, texts, *, max_length: int, stride: int | None = 
                            progress=progress, desc="embedding windows")
     if normalize:
         vecs = _unit(vecs)
-    docs = aggregate_windows(vecs, win.doc, n, "mean")
+    docs = aggregate_windows(vecs, win.doc, n, DEFAULT_AGGREGATE)
     if normalize:
         docs = _unit(docs)
     return docs.astype(np.float32), win, vecs
 
 
-def embed_any(enc: Encoder, texts, *, max_length: int, truncation: str = "head_tail",
-              stride: int | None = None, max_chunks: int | None = None,
-              batch_size: int = 32, normalize: bool = False, progress: bool = False,
-              precision: TorchPrecision | None = None):
+def embed_any(enc: Encoder, texts, *, max_length: int | None = None,
+              truncation: str = DEFAULT_TRUNCATION, stride: int | None = None,
+              max_chunks: int | None = None, batch_size: int = 32, normalize: bool = False,
+              progress: bool = False, precision: TorchPrecision | None = None,
+              reading: Reading | None = None):
     """:func:`embed_windows` with ``truncation="chunks"``, else :func:`embed_texts`, both in
     ``precision``; returns ``(vectors, encoded, window_vectors)`` (``window_vectors`` None
-    without chunks)."""
-    if truncation == CHUNKS:
-        return embed_windows(enc, texts, max_length=max_length, stride=stride,
-                             max_chunks=max_chunks, batch_size=batch_size,
-                             normalize=normalize, progress=progress, precision=precision)
-    vecs, encoded = embed_texts(enc, texts, max_length=max_length, truncation=truncation,
-                                batch_size=batch_size, normalize=normalize, progress=progress,
-                                precision=precision)
-    return vecs, encoded, None
-
-
-def window_embedding_frame(frame: pd.DataFrame, windows, vectors: np.ndarray,
-                           layout: str) -> pd.DataFrame:
-    """One row per window (``chunks_out``): ``doc_id``, ``chunk`` (from 0), ``start``,
-    ``end`` (characters of the document's text, ``text[start:end]``), then the window's own
-    embedding as in :func:`embedding_frame` (a list column or ``dim_`` columns)."""
-    rows = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy()[windows.doc],
-                         "chunk": windows.chunk, "start": windows.start, "end": windows.end})
-    return embedding_frame(rows, vectors, layout)
+    without chunks). ``reading``, when given, replaces the four settings before it."""
+    reading = reading or Reading(truncation, max_length, stride, max_chunks)
+    run = {"batch_size": batch_size, "normalize": normalize, "progress": progress,
+           "precision": precision, "reading": reading}
+    if reading.chunks:
+        return embed_windows(enc, texts, **run)
+    return (*embed_texts(enc, texts, **run), None)
 
 
 def embed(frame, model: str | None = None, *, batch_size: int = 32,
-          max_length: int | None = None, truncation: str = "head_tail",
+          max_length: int | None = None, truncation: str = DEFAULT_TRUNCATION,
           normalize: bool = False, device: str = "auto", quiet: bool = False,
           backend: str = "torch", quantize: str = "none", stride: int | None = None,
           max_chunks: int | None = None, precision: str = "auto") -> np.ndarray:
@@ -385,21 +379,20 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
 
 def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet,
            backend="torch", quantize="none", stride=None, max_chunks=None, precision="auto"):
-    check_chunk_request(truncation, stride, max_chunks, None, None)
+    asked = check_reading_request(Reading(truncation, DEFAULT_MAX_LENGTH, stride, max_chunks))
     check_with_backend(check_precision(precision), backend, quantize)
     if batch_size < 1:
         raise InputError(f"{{batch_size}} must be at least 1, not {batch_size}",
                          params=["batch_size"])
     frame = as_frame(frame)
     enc = load_encoder(model, device, backend, quantize)
-    length = check_length(enc, max_length)
+    reading = asked.replace(max_length=check_length(enc, max_length))
     chosen = encoder_precision(enc, precision)
-    vecs, encoded, _ = embed_any(enc, frame["text"].tolist(), max_length=length,
-                                 truncation=truncation, stride=stride, max_chunks=max_chunks,
+    vecs, encoded, _ = embed_any(enc, frame["text"].tolist(), reading=reading,
                                  batch_size=batch_size, normalize=normalize,
                                  progress=not quiet, precision=chosen)
     missing_warning(int(encoded.missing.sum()), len(frame), "an embedding of NaN")
-    info = {"model": model, "max_length": length, "truncation": truncation,
+    info = {"model": model, "max_length": reading.max_length, "truncation": truncation,
             "normalize": normalize, "n_docs": len(frame),
             "n_missing": int(encoded.missing.sum()),
             "n_truncated": int(encoded.truncated.sum()), "hidden": int(vecs.shape[1]),
@@ -407,50 +400,11 @@ def _embed(frame, model, *, batch_size, max_length, truncation, normalize, devic
     return vecs, info
 
 
-def embedding_frame(frame: pd.DataFrame, vectors: np.ndarray, layout: str = "list",
-                    keep_text: bool = False, backend: str | None = None) -> pd.DataFrame:
-    """A table of embeddings: ``doc_id``, [``text``], the other input columns, [``backend``
-    (``torch``, ``onnx fp32`` or ``onnx int8``; the CLI always gives it)], then either one
-    list column ``embedding`` (``layout="list"``; None for missing documents) or one float32
-    column per dimension ``dim_1 .. dim_<hidden>`` (``layout="wide"``; NaN for missing)."""
-    if layout not in ("list", "wide"):
-        raise InputError(f"unknown {{layout}} '{layout}'; use one of: {', '.join(LAYOUTS)}",
-                         params=["layout"])
-    cols = [c for c in frame.columns if keep_text or c != "text"]
-    out = frame[cols].copy()
-    if backend is not None:
-        out["backend"] = backend
-    if layout == "list":
-        out[EMBEDDING_COL] = [None if np.isnan(v).all() else v for v in vectors]
-    else:
-        wide = pd.DataFrame(vectors, columns=[f"{DIM_PREFIX}{j + 1}"
-                                              for j in range(vectors.shape[1])])
-        out = pd.concat([out.reset_index(drop=True), wide], axis=1)
-    return out
-
-
-def resolve_layout(layout: str, out_path) -> str:
-    """``auto``: a list column for Parquet and JSONL, one column per dimension for CSV, TSV and
-    RDS (which have no list columns R reads back as numbers)."""
-    if layout not in LAYOUTS:
-        raise InputError(f"unknown {{layout}} '{layout}'; use one of: {', '.join(LAYOUTS)}",
-                         params=["layout"])
-
-    kind = detect_format(out_path, write=True)
-    if layout == "list" and kind in ("csv", "tsv"):
-        raise InputError(f"{{layout}} list cannot be written to {kind.upper()} (no list "
-                         "columns); use {layout} wide (one column per dimension) or a .parquet "
-                         "output", params=["layout"])
-    if layout != "auto":
-        return layout
-    return "list" if kind in ("parquet", "jsonl") else "wide"
-
-
-
 def embed_file(input_path, out_path, model: str | None = None, *, text_col: str | None = None,
                id_col: str | None = None, fmt: str | None = None, quoting: str = "auto",
                batch_size: int = 32, max_length: int | None = None,
-               truncation: str = "head_tail", normalize: bool = False, layout: str = "auto",
+               truncation: str = DEFAULT_TRUNCATION, normalize: bool = False,
+               layout: str = "auto",
                keep_text: bool = False, device: str = "auto", quiet: bool = False,
                backend: str = "torch", quantize: str = "none", stride: int | None = None,
                max_chunks: int | None = None, chunks_out=None, precision: str = "auto") -> dict:
@@ -477,7 +431,8 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
             ``max_length`` or ``precision``.
     """
     check_output_file(out_path)
-    check_chunk_request(truncation, stride, max_chunks, None, chunks_out)
+    asked = check_reading_request(Reading(truncation, DEFAULT_MAX_LENGTH, stride, max_chunks),
+                                  chunks_out)
     win_layout = resolve_layout(layout, chunks_out) if chunks_out else None
     layout = resolve_layout(layout, out_path)
     check_with_backend(check_precision(precision), backend, quantize)
@@ -485,7 +440,7 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
                          fmt=fmt, quoting=quoting)
     first = next(chunks)  # input errors surface before the model loads
     enc = load_encoder(model, device, backend, quantize)
-    length = check_length(enc, max_length)
+    reading = asked.replace(max_length=check_length(enc, max_length))
     chosen = encoder_precision(enc, precision)
     label = backend_label(enc, chosen)
     counts = {"n_docs": 0, "n_missing": 0, "n_truncated": 0, "n_windows": 0}
@@ -493,8 +448,7 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
         windows = stack.enter_context(FrameWriter(chunks_out)) if chunks_out else None
         for chunk in itertools.chain([first], chunks):
             vecs, encoded, win_vecs = embed_any(
-                enc, chunk["text"].tolist(), max_length=length, truncation=truncation,
-                stride=stride, max_chunks=max_chunks, batch_size=batch_size,
+                enc, chunk["text"].tolist(), reading=reading, batch_size=batch_size,
                 normalize=normalize, progress=not quiet, precision=chosen)
             writer.write(embedding_frame(chunk, vecs, layout, keep_text=keep_text,
                                          backend=label))
@@ -503,7 +457,7 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
             _add_counts(counts, chunk, encoded, win_vecs)
     missing_warning(counts["n_missing"], counts["n_docs"], "a null embedding"
                     if layout == "list" else "NaN in every dim_ column")
-    return {**counts, "hidden": int(vecs.shape[1]), "max_length": length,
+    return {**counts, "hidden": int(vecs.shape[1]), "max_length": reading.max_length,
             "precision": precision_record(enc, chosen)}
 
 

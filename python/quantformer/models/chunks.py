@@ -1,7 +1,7 @@
 """One output per document from the outputs of its windows (``truncation="chunks"``).
 
 A document longer than the window is read as overlapping windows
-(:func:`quantformer.models.tokenize.encode_windows`); the model's logits for its windows are
+(:func:`quantformer.models.windows.encode_windows`); the model's logits for its windows are
 aggregated into the document's logits, then the task's activation applies (softmax, sigmoid,
 or for regression the mean output): ``mean`` (default, the mean of the window logits, as in
 Pappagari et al. 2019 and Sun et al. 2019's long-text experiments) or ``max`` (the largest
@@ -36,7 +36,7 @@ def check_not_longformer(config, truncation: str) -> None:
     Raises:
         InputError: ``truncation`` is ``chunks`` and the model is a Longformer or LED.
     """
-    if truncation == "chunks" and getattr(config, "model_type", "") in ("longformer", "led"):
+    if truncation == CHUNKS and getattr(config, "model_type", "") in ("longformer", "led"):
         raise InputError("{truncation} chunks does not go with a Longformer's global "
                          "attention; use {truncation} head_tail with {max_length} 4096 on this "
                          "model, or chunks with a BERT-size model", params=["truncation",

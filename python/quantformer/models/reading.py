@@ -30,6 +30,11 @@ AGGREGATES = ("mean", "max")
 DEFAULT_AGGREGATE = "mean"  # the mean of the window logits (Pappagari et al. 2019)
 #: the fields of a reading that only windows use
 WINDOW_FIELDS = ("stride", "max_chunks", "aggregate")
+#: special tokens of one window guessed where the tokenizer is not loaded yet (the checks
+#: before any load): BERT's and RoBERTa's two ([CLS] ... [SEP], <s> ... </s>). Once the
+#: tokenizer is at hand its own template counts them (models/template.py) and the window
+#: is checked again.
+GUESSED_SPECIAL_TOKENS = 2
 
 
 def check_strategy(strategy: str, allowed: tuple = STRATEGIES) -> str:
@@ -121,8 +126,9 @@ def check_windows(budget: int, stride: int | None, max_chunks: int | None,
     check_max_chunks(max_chunks)
 
 
-def default_stride(max_length: int, n_special: int = 2) -> int:
-    """Tokens neighbouring windows share by default: a quarter of the window's content."""
+def default_stride(max_length: int, n_special: int = GUESSED_SPECIAL_TOKENS) -> int:
+    """Tokens neighbouring windows share by default: a quarter of the window's content
+    (``n_special``: the special tokens of one window, the tokenizer's where it is loaded)."""
     return max(0, (max_length - n_special) // 4)
 
 

@@ -55,16 +55,9 @@ from pathlib import Path
 from .._core.errors import InputError
 from ..infer.cache import MODELS
 from ..infer.classifier import CHUNK_ROWS
-from ..infer.chunked import check_chunk_request, with_chunking
-from ..infer.embed import (
-    backend_label,
-    check_length,
-    embed_any,
-    embedding_frame,
-    encoder_precision,
-    load_encoder,
-    resolve_layout,
-)
+from ..infer.chunked import check_reading_request, with_chunking
+from ..infer.embed import backend_label, check_length, embed_any, encoder_precision, load_encoder
+from ..infer.embedding_table import embedding_frame, resolve_layout
 from ..infer.load import load_model
 from ..infer.zeroshot import (DEFAULT_HYPOTHESIS, check_hypothesis, check_labels, method_for,
                               zeroshot)
@@ -77,15 +70,9 @@ from ..io.writable import check_job_dir
 from ..models.hub import resolve_model
 from ..models.onnx.backend import check_backend
 from ..models.precision import check_precision, check_with_backend
-from ..models.chunks import check_chunk_options
-from ..models.tokenize import (
-    CHUNKS,
-    TRUNCATIONS,
-    ChunkWarning,
-    check_strategy,
-    warn_dropped,
-    warn_truncated,
-)
+from ..models.reading import CHUNKS, DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, Reading
+from ..models.tokenize import warn_truncated
+from ..models.windows import ChunkWarning, warn_dropped
 from .cluster import (  # noqa: F401  (re-exported: the engine's names stay importable here)
     TASK_RETRIES,
     attempts,
@@ -184,33 +171,33 @@ def _predict_partition(spec: dict) -> dict:
             writer.write(clf.output_frame(chunk, probs, missing, opts["keep_text"], rechecked))
             n += len(chunk)
             n_missing += int(missing.sum())
-    if clf.truncation == CHUNKS:
-        return {**_counts(n, n_missing, counts.get("dropped", 0), clf.max_length, CHUNKS),
-                "max_chunks": clf.max_chunks}
-    return _counts(n, n_missing, counts.get("truncated", 0), clf.max_length, clf.truncation)
+    read = clf.reading
+    if read.chunks:
+        return {**_counts(n, n_missing, counts.get("dropped", 0), read.max_length, CHUNKS),
+                "max_chunks": read.max_chunks}
+    return _counts(n, n_missing, counts.get("truncated", 0), read.max_length, read.truncation)
 
 
 def _embed_partition(spec: dict) -> dict:
     opts = spec["options"]
     enc = cached_model("embed", spec["model"], opts["device"], opts.get("backend", "torch"),
                        opts.get("quantize", "none"))
-    length = check_length(enc, opts["max_length"])
+    reading = Reading(opts["truncation"], check_length(enc, opts["max_length"]),
+                      opts.get("stride"), opts.get("max_chunks"))
     chosen = encoder_precision(enc, opts.get("precision", "fp32"))
     n = n_missing = n_truncated = 0
     with FrameWriter(spec["output"]) as writer:
         for chunk in _chunks(spec):
             vecs, encoded, _ = embed_any(
-                enc, chunk["text"].tolist(), max_length=length, truncation=opts["truncation"],
-                stride=opts.get("stride"), max_chunks=opts.get("max_chunks"),
-                batch_size=opts["batch_size"], normalize=opts["normalize"], progress=False,
-                precision=chosen)
+                enc, chunk["text"].tolist(), reading=reading, batch_size=opts["batch_size"],
+                normalize=opts["normalize"], progress=False, precision=chosen)
             writer.write(embedding_frame(chunk, vecs, opts["layout"], keep_text=opts["keep_text"],
                                          backend=backend_label(enc, chosen)))
             n += len(chunk)
             n_missing += int(encoded.missing.sum())
             n_truncated += int(encoded.truncated.sum())
-    return {**_counts(n, n_missing, n_truncated, length, opts["truncation"]),
-            **({"max_chunks": opts.get("max_chunks")} if opts["truncation"] == CHUNKS else {})}
+    return {**_counts(n, n_missing, n_truncated, reading.max_length, reading.truncation),
+            **({"max_chunks": reading.max_chunks} if reading.chunks else {})}
 
 
 def _zeroshot_partition(spec: dict) -> dict:
@@ -433,11 +420,8 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
     check_backend(backend, quantize, device)
     check_with_backend(check_precision(precision), backend, quantize)
     chunking = {k: v for k, v in (chunking or {}).items() if v is not None}
-    if chunking.get("truncation") is not None:
-        check_strategy(chunking["truncation"], TRUNCATIONS)
     # as trained where not given (a model without a recorded truncation: let each task check)
-    check_chunk_options(chunking.get("truncation", trained or CHUNKS), chunking.get("stride"),
-                        chunking.get("max_chunks"), chunking.get("aggregate"))
+    Reading(**{"truncation": trained or CHUNKS, **chunking}).check()
     opts = {"batch_size": int(batch_size), "keep_text": bool(keep_text), "device": device,
             "backend": backend, "quantize": quantize, "precision": precision,
             **({"chunking": chunking} if chunking else {})}
@@ -449,7 +433,7 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
 
 def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | None = None,
                      resume: bool = False, batch_size: int = 32, max_length: int | None = None,
-                     layout: str = "auto", truncation: str = "head_tail",
+                     layout: str = "auto", truncation: str = DEFAULT_TRUNCATION,
                      normalize: bool = False,
                      keep_text: bool = False, device: str = "auto", text_col: str | None = None,
                      id_col: str | None = None, fmt: str | None = None,
@@ -459,9 +443,9 @@ def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | 
     """Embed a partitioned corpus, one Parquet per partition with a list column ``embedding``
     (``layout="auto"`` or ``"list"``) or columns ``dim_1 ..`` (``"wide"``); other arguments as
     :func:`quantformer.infer.embed.embed` and :func:`run_partitions`."""
-    check_chunk_request(truncation, stride, max_chunks, None, None)
+    asked = check_reading_request(Reading(truncation, DEFAULT_MAX_LENGTH, stride, max_chunks))
     check_with_backend(check_precision(precision), backend, quantize)
-    chunks = {"stride": stride, "max_chunks": max_chunks} if truncation == CHUNKS else {}
+    chunks = {"stride": stride, "max_chunks": max_chunks} if asked.chunks else {}
     opts = {"layout": resolve_layout(layout, "x.parquet"), "batch_size": int(batch_size),
             "max_length": max_length, "truncation": truncation, **chunks,
             "normalize": bool(normalize), "keep_text": bool(keep_text), "device": device,

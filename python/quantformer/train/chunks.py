@@ -21,34 +21,47 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.errors import InputError
-from ..models.chunks import (aggregate_torch, check_aggregate, check_chunk_training,
-                             refuse_without_chunks)
-from ..models.tokenize import CHUNKS, check_windows
+from ..models.chunks import (CHUNK_TRAINING, aggregate_torch, check_aggregate,
+                             check_chunk_training, refuse_without_chunks)
+from ..models.reading import DEFAULT_AGGREGATE, GUESSED_SPECIAL_TOKENS, Reading
 from .loop import Batches, autocast
 
 PASS_FACTOR = 4
+#: ``chunk_training``'s default (the loss on each document's aggregate of its windows)
+DEFAULT_CHUNK_TRAINING = CHUNK_TRAINING[0]
 
 
-def check_chunk_settings(truncation: str, stride, max_chunks, aggregate: str | None,
-                         chunk_training: str, max_length: int) -> None:
+def check_training_reading(reading: Reading, chunk_training: str) -> Reading:
     """Refuse window settings without chunks (``aggregate`` None: not given), and bad ones
-    with it (before any model loads;
-    the stride is checked against ``max_length`` less two special tokens here, against the
-    tokenizer's own template when the windows are made).
+    with it, before any model loads; returns ``reading``. The tokenizer is not loaded yet, so
+    the stride is checked against ``max_length`` less
+    :data:`~quantformer.models.reading.GUESSED_SPECIAL_TOKENS` here, and against the
+    tokenizer's own template when the windows are made.
 
     Raises:
         InputError: naming the parameter.
     """
-    if aggregate is not None:
-        check_aggregate(aggregate)
+    if reading.aggregate is not None:
+        check_aggregate(reading.aggregate)
     check_chunk_training(chunk_training)
-    if truncation != CHUNKS:  # chunk_training's default, aggregate, is the same without chunks
-        refuse_without_chunks(truncation, stride=stride, max_chunks=max_chunks,
-                              aggregate=aggregate, chunk_training=(
-                                  None if chunk_training == "aggregate" else chunk_training))
-        return
-    check_windows(max_length - 2, stride, max_chunks, max_length)
+    if reading.chunks:
+        return reading.check_window(reading.max_length - GUESSED_SPECIAL_TOKENS)
+    # chunk_training's default, aggregate, is the same without chunks
+    refuse_without_chunks(reading.truncation, **reading.window_settings(), chunk_training=(
+        None if chunk_training == DEFAULT_CHUNK_TRAINING else chunk_training))
+    return reading
+
+
+def check_chunk_settings(truncation: str, stride, max_chunks, aggregate: str | None,
+                         chunk_training: str, max_length: int) -> None:
+    """:func:`check_training_reading` of the reading these settings make (for callers that
+    hold them loose).
+
+    Raises:
+        InputError: naming the parameter.
+    """
+    check_training_reading(Reading(truncation, max_length, stride, max_chunks, aggregate),
+                           chunk_training)
 
 
 class WindowBatches(Batches):
@@ -56,7 +69,8 @@ class WindowBatches(Batches):
     each batch holds every window of its documents, and the loss is the head's loss on the
     aggregate of each document's window logits."""
 
-    def __init__(self, encodings, rows, targets, pad_id, hook=None, *, aggregate="mean",
+    def __init__(self, encodings, rows, targets, pad_id, hook=None, *,
+                 aggregate=DEFAULT_AGGREGATE,
                  problem_type="single_label_classification", windows_per_pass=None):
         self.aggregate, self.problem_type = aggregate, problem_type
         self.windows_per_pass = windows_per_pass
@@ -154,10 +168,10 @@ def head_loss(problem_type: str, logits, target):
 
 def window_batches(enc, rows, targets, pad_id, hook, *, chunk_training: str, aggregate: str,
                    problem_type: str, batch_size: int) -> Batches:
-    """The training batches of windowed documents ``enc`` (:class:`~quantformer.models.tokenize.Windows`):
+    """The training batches of windowed documents ``enc`` (:class:`~quantformer.models.windows.Windows`):
     whole documents for ``aggregate``, single windows with their document's label for
     ``labels``. Documents without windows (empty texts are dropped before) cannot occur."""
-    if chunk_training == "aggregate":
+    if chunk_training == DEFAULT_CHUNK_TRAINING:
         return WindowBatches(enc, rows, targets, pad_id, hook, aggregate=aggregate,
                              problem_type=problem_type,
                              windows_per_pass=PASS_FACTOR * batch_size)

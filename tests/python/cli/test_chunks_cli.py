@@ -145,7 +145,7 @@ def test_tokenize_counts_windows_of_a_chunks_model(chunk_model, capsys):
     assert main(["tokenize", "--model", str(d / "m"), "--input", str(d / "t3.csv"),
                  "--out", str(d / "tok.csv")]) == 0
     stats = pd.read_csv(d / "tok.csv")
-    from quantformer.models.tokenize import window_starts
+    from quantformer.models.windows import window_starts
 
     # 24 tokens a window, 22 of content, stride 4 as trained
     expect = [len(window_starts(n - 2, 22, 4)) for n in stats["n_tokens"]]
@@ -160,7 +160,7 @@ def test_tokenize_windows_with_a_given_stride_and_max_chunks(tiny_bert_dir, tmp_
                  "--max-length", "16", "--truncation", "chunks", "--stride", "2",
                  "--max-chunks", "2", "--out", str(tmp_path / "tok.csv")]) == 0
     stats = pd.read_csv(tmp_path / "tok.csv")
-    from quantformer.models.tokenize import window_starts
+    from quantformer.models.windows import window_starts
 
     # 14 tokens of content a window, stride 2 given; the first 2 windows at most are kept
     full = [len(window_starts(n - 2, 14, 2)) for n in stats["n_tokens"]]

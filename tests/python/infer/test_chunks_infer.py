@@ -16,7 +16,7 @@ from quantformer.infer.embed import embed, embed_windows, load_encoder
 from quantformer.infer.load import load_model
 from quantformer.infer.predict import predict_file
 from quantformer.infer.zeroshot import zeroshot
-from quantformer.models.tokenize import ChunkWarning
+from quantformer.models.windows import ChunkWarning
 from quantformer.scale.dask import embed_partitions, local_cluster, predict_partitions
 from quantformer.train.finetune import finetune
 

@@ -9,7 +9,8 @@ import pytest
 from quantformer._core.errors import InputError
 from quantformer.models.chunks import (aggregate_torch, aggregate_windows, check_aggregate,
                                        check_not_longformer)
-from quantformer.models.tokenize import (ChunkWarning, encode, encode_windows, window_starts)
+from quantformer.models.tokenize import encode
+from quantformer.models.windows import ChunkWarning, encode_windows, window_starts
 
 LONG = " ".join(f"item {i} of the list, number{i}" for i in range(60))
 

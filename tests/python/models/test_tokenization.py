@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from quantformer._core.errors import InputError
-from quantformer.models.tokenize import (encode, head_size, special_template, summarise,
-                                      token_stats, truncate_ids)
+from quantformer.models.template import special_template
+from quantformer.models.tokenize import encode, head_size, summarise, token_stats, truncate_ids
 
 LONG = " ".join(f"item {i} of the list, number{i}" for i in range(400))
 
