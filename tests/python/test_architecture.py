@@ -276,8 +276,6 @@ NOT_A_READING = {
 PENDING = {
     "quantformer.cli.suggest": ["head_tail"],
     "quantformer.cli.zeroshot": ["chunks"],
-    "quantformer.infer.nli": ["head_tail", "head_tail"],
-    "quantformer.infer.setfit": ["head", "head"],
     "quantformer.infer.zeroshot": [512, 512, "head_tail", "head_tail"],
     "quantformer.label.suggest": ["head_tail", "head_tail"],
     "quantformer.train.record": ["chunks"],

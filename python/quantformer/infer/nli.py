@@ -12,6 +12,7 @@ from .._core.errors import ModelDirError
 from ..io.modeldir import read_record
 from ..models.hub import resolve_device
 from ..models.onnx.backend import open_model
+from ..models.reading import DEFAULT_TRUNCATION
 from ..models.tokenize import (
     CHUNKS,
     DEFAULT_MAX_LENGTH,
@@ -40,7 +41,7 @@ class NLIClassifier(Classifier):
 
     def __init__(self, model, tokenizer, labels, *, hypothesis: str, phrases: list,
                  entailment_id: int, contradiction_id: int, max_length: int = DEFAULT_MAX_LENGTH,
-                 truncation: str = "head_tail", device: str = "cpu",
+                 truncation: str = DEFAULT_TRUNCATION, device: str = "cpu",
                  record: dict | None = None):
         self.hypothesis = hypothesis
         self.phrases = [str(p) for p in phrases]
@@ -76,7 +77,7 @@ class NLIClassifier(Classifier):
                   entailment_id=record["entailment_id"],
                   contradiction_id=record["contradiction_id"],
                   max_length=hp.get("max_length", DEFAULT_MAX_LENGTH),
-                  truncation=hp.get("truncation", "head_tail"), device=dev, record=record)
+                  truncation=hp.get("truncation", DEFAULT_TRUNCATION), device=dev, record=record)
         clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
         return clf
 

@@ -15,7 +15,7 @@ from .._core.errors import ModelDirError
 from ..io.modeldir import RECORD, read_record, write_model_dir
 from .chunked import chunking_of
 from .classifier import Classifier
-from ..models.tokenize import CHUNKS
+from ..models.reading import BODY_TRUNCATION, CHUNKS
 from .embed import embed_any, load_encoder
 
 HEAD_FILE = "head.json"
@@ -32,7 +32,7 @@ class SetFitClassifier(Classifier):
     """
 
     def __init__(self, encoder, coef, intercept, labels, *, normalize: bool, max_length: int,
-                 truncation: str = "head", record: dict | None = None):
+                 truncation: str = BODY_TRUNCATION, record: dict | None = None):
         self.encoder = encoder
         self.coef = np.asarray(coef, dtype=np.float64)
         self.intercept = np.asarray(intercept, dtype=np.float64)
@@ -58,7 +58,7 @@ class SetFitClassifier(Classifier):
         hp = record.get("hyperparameters", {})
         clf = cls(encoder, head["coef"], head["intercept"], record["labels"],
                   normalize=head["normalize"], max_length=hp.get("max_length", 256),
-                  truncation=hp.get("truncation", "head"), record=record)
+                  truncation=hp.get("truncation", BODY_TRUNCATION), record=record)
         clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
         return clf
 

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from .._core.errors import InputError, unused_error
 
 STRATEGIES = ("head_tail", "head", "tail")  # cut on token ids
+#: where a sentence-transformer body (SetFit's) cuts a long document: at the head, as
+#: sentence-transformers does (Tunstall et al. 2022)
+BODY_TRUNCATION = "head"
 CHUNKS = "chunks"  # read whole in windows
 TRUNCATIONS = STRATEGIES + (CHUNKS,)  # what finetune, predict, embed, zeroshot take
 DEFAULT_TRUNCATION = "head_tail"  # the first 128 and last 382 of 512 (Sun et al. 2019)
