@@ -52,6 +52,10 @@ def render() -> str:
             lines.append("")
     lines.append(f"Entry points: `quantformer/__init__.py` ({first_line(PACKAGE / '__init__.py')})"
                  f" and `quantformer/__main__.py` ({first_line(PACKAGE / '__main__.py')}).")
+    lines.append("")
+    for f in sorted(PACKAGE.glob("*.py")):
+        if f.stem not in ("__init__", "__main__"):
+            lines.append(f"- `quantformer/{f.stem}`: {first_line(f) or '(no docstring)'}")
     lines += ["", END]
     return "\n".join(lines)
 

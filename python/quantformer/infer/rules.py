@@ -1,20 +1,7 @@
-"""The core's rules that a caller checks before a run, in one dict: R reads them once a session
-(``quantformer info --verbs --json``) instead of keeping copies that could drift.
+"""Deprecated: ``quantformer.infer.rules`` is now ``quantformer.cli.rules`` (the rules of the
+contract between R and the core sit with the contract); this path works for one release, with a
+DeprecationWarning."""
 
-``caller_rules()`` gives ``numeric_classes_max`` (more distinct numeric labels than this look
-like a numeric outcome: :data:`quantformer.models.tasks.NUMERIC_CLASSES_MAX`) and
-``zeroshot_labels`` (:func:`quantformer.infer.zeroshot.label_rules`) and ``reading``, the
-choices and defaults of how a document is read (:meth:`quantformer.models.reading.Reading.rules`).
-"""
+from .._core.moved import moved
 
-from __future__ import annotations
-
-from ..models.reading import Reading
-from ..models.tasks import NUMERIC_CLASSES_MAX
-from .zeroshot import label_rules
-
-
-def caller_rules() -> dict:
-    """The rules callers check before a run (see the module docstring); plain JSON types."""
-    return {"numeric_classes_max": NUMERIC_CLASSES_MAX, "zeroshot_labels": label_rules(),
-            "reading": Reading.rules()}
+__getattr__, __dir__ = moved(__name__, "quantformer.cli.rules")
