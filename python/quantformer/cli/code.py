@@ -19,9 +19,11 @@ from ..room.finetune_now import (
 from ..room.loop import Room
 from ..room.machine import add_machine_coder
 from ..room.server import RoomServer, check_coders, probe_port
-from ..room.store import Store, check_codebook_change, export_codes
+from ..room.export import export_codes
+from ..room.store import Store, check_codebook_change
 from ..io.writable import check_project_file
-from ..label.suggest import STRATEGIES, embed_corpus
+from ..label.strategies import STRATEGIES
+from ..label.suggest import embed_corpus
 from ._options import (
     add_corpus_options,
     add_device_option,

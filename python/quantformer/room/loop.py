@@ -6,23 +6,21 @@ start while fewer than two classes are coded, then the chosen uncertainty strate
 diversity guard and a random share, or random order), so showing the next document is a
 dictionary look-up, never a model fit. A cold start clusters a random sample of at most
 5,000 uncoded documents (k-means over a 100,000-document corpus takes minutes on two cores;
-the medoids of a random sample of that size are typical documents all the same). A background thread retrains the light classifier
-(logistic regression over the cached embeddings, :func:`~quantformer.label.suggest.light_classifier`)
-every ``retrain_every`` codes, refills the queue from its probabilities and records:
+the medoids of a random sample of that size are typical documents all the same). A background
+thread retrains the light classifier (logistic regression over the cached embeddings,
+:func:`~quantformer.label.strategies.light_classifier`) every ``retrain_every`` codes,
+refills the queue from its probabilities and records:
 
-* the cross-validated macro-F1 of the classifier on the codes so far (stratified k-fold,
-  k = min(5, smallest class count)): the page's learning curve;
+* the cross-validated macro-F1 of the classifier on the codes so far: the page's learning
+  curve;
 * the stability of its predictions: Cohen's kappa between this round's and the previous
-  round's predictions on a fixed random "stop set" of documents. Following Bloodgood &
-  Vijay-Shanker (2009, "A method for stopping active learning based on stabilizing
-  predictions and the need for user-adjustable stopping", CoNLL), the page says that coding
-  more is unlikely to change the model once the mean kappa of the last three rounds reaches
-  0.99.
+  round's predictions on a fixed random "stop set" of documents, and the stopping hint of
+  Bloodgood & Vijay-Shanker (2009) (:mod:`quantformer.room.progress`).
 
 Two coders: a share ``overlap`` of the documents (chosen by a hash of the doc_id, so the same
 at every start) is shown to every coder, blind (no coder sees another's code); every other
 document is coded once. Agreement on the overlap (Krippendorff's alpha and Cohen's kappa with
-bootstrap intervals, :func:`quantformer.score.reliability.agreement`) is computed on request,
+bootstrap intervals, :func:`quantformer.room.progress.pair_agreement`) is computed on request,
 once per state of the overlap, in a thread of its own for the server.
 
 A machine coder (a language model's codes imported with
@@ -42,12 +40,11 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from ..score.reliability import agreement
-from ..label.suggest import STRATEGIES, UNCERTAINTY, light_classifier, suggest
+from ..label.strategies import STRATEGIES, UNCERTAINTY, light_classifier
+from ..label.suggest import suggest
+from .progress import cv_macro_f1, pair_agreement, prediction_stability, stop_hint
 from .store import Store
 
-STOP_KAPPA = 0.99  # Bloodgood & Vijay-Shanker (2009): kappa threshold ...
-STOP_WINDOW = 3    # ... averaged over the last three comparisons
 STOP_SET = 2000    # documents in the stop set (at most)
 SWITCH_INTERVAL = 0.001  # seconds: how long the learner may hold the interpreter at a time
 COLD_SAMPLE = 5000  # a cold start clusters a random sample of at most this many documents
@@ -58,43 +55,6 @@ def in_overlap(doc_id: str, share: float) -> bool:
     the overlap is the same at every start and independent of coding order)."""
     h = int(hashlib.sha256(str(doc_id).encode()).hexdigest()[:8], 16)
     return h % 10000 < round(share * 10000)
-
-
-def cv_macro_f1(vectors: np.ndarray, codes: np.ndarray, seed: int) -> float | None:
-    """Macro-F1 of the light classifier's cross-validated predictions (stratified k-fold,
-    k = min(5, smallest class count)); None while a class has fewer than two codes."""
-    from sklearn.metrics import f1_score
-    from sklearn.model_selection import StratifiedKFold
-
-    _, counts = np.unique(codes, return_counts=True)
-    if len(counts) < 2 or counts.min() < 2:
-        return None
-    folds = StratifiedKFold(n_splits=int(min(5, counts.min())), shuffle=True,
-                            random_state=seed)
-    predicted = np.empty(len(codes), dtype=object)
-    for train, test in folds.split(vectors, codes):
-        predicted[test] = light_classifier(vectors[train], codes[train], seed).predict(
-            vectors[test])
-    return float(f1_score(codes.astype(str), predicted.astype(str), average="macro"))
-
-
-def prediction_stability(before: np.ndarray | None, after: np.ndarray) -> float | None:
-    """Cohen's kappa between two rounds' predictions on the stop set (1 when identical);
-    None for the first round."""
-    from sklearn.metrics import cohen_kappa_score
-
-    if before is None:
-        return None
-    if np.array_equal(before, after):
-        return 1.0
-    kappa = cohen_kappa_score(before.astype(str), after.astype(str))
-    return 0.0 if np.isnan(kappa) else float(kappa)
-
-
-def stop_hint(stability: list) -> bool:
-    """Bloodgood & Vijay-Shanker's rule: the last three rounds' kappas average >= 0.99."""
-    last = [s for s in stability if s is not None and s == s][-STOP_WINDOW:]
-    return len(last) == STOP_WINDOW and float(np.mean(last)) >= STOP_KAPPA
 
 
 class Room:
@@ -526,18 +486,6 @@ class Room:
         with self.lock:
             self.agreed = (key, result)
         return result
-
-
-def pair_agreement(coders, both, n_boot: int) -> dict:
-    """Alpha and kappa (:func:`quantformer.score.reliability.agreement`), ``n``, ``coders``
-    and percent agreement of two coders' codes ``both`` ((doc_id, code, code), ...)."""
-    if not both:
-        return {"n": 0, "coders": []}
-    x, y = [v for _, v, _ in both], [v for _, _, v in both]
-    result = agreement(x, y, n_boot=n_boot)
-    result.update({"n": len(both), "coders": list(coders),
-                   "percent": float(np.mean([a == b for a, b in zip(x, y)]))})
-    return result
 
 
 def _num(x) -> float | None:

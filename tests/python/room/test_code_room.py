@@ -20,9 +20,11 @@ import pytest
 from quantformer._core.errors import InputError
 from quantformer.cli.main import main
 from quantformer.io.codebook import make_codebook
-from quantformer.room.loop import Room, in_overlap, prediction_stability, stop_hint
+from quantformer.room.loop import Room, in_overlap
+from quantformer.room.progress import prediction_stability, stop_hint
 from quantformer.room.server import RoomServer
-from quantformer.room.store import Conflict, Store, export_codes, final_codes
+from quantformer.room.export import export_codes, final_codes
+from quantformer.room.store import Conflict, Store
 
 
 def blobs(n_per: int = 30, seed: int = 0):
