@@ -66,11 +66,11 @@ sys.path.insert(0, str(ROOT))
 from bench_compare import load_abortion, load_toxic  # noqa: E402
 from bench_suggest import embed_task, light_f1  # noqa: E402
 
-from quantformer.label.room.codebook import make_codebook  # noqa: E402
-from quantformer.label.room.finetune_now import FinetuneNow  # noqa: E402
-from quantformer.label.room.loop import Room  # noqa: E402
-from quantformer.label.room.server import RoomServer  # noqa: E402
-from quantformer.label.room.store import Store  # noqa: E402
+from quantformer.io.codebook import make_codebook  # noqa: E402
+from quantformer.room.finetune_now import FinetuneNow  # noqa: E402
+from quantformer.room.loop import Room  # noqa: E402
+from quantformer.room.server import RoomServer  # noqa: E402
+from quantformer.room.store import Store  # noqa: E402
 
 
 def new_room(frame, vecs, folder: Path, name: str, **kw) -> Room:

@@ -56,7 +56,7 @@ def embed_task(pool: pd.DataFrame, test: pd.DataFrame, cache_dir: Path):
 def light_f1(vecs, labels, test_vecs, test_labels, seed) -> float:
     from sklearn.metrics import f1_score
 
-    from quantformer.label.suggest import light_classifier
+    from quantformer.label.strategies import light_classifier
 
     if len(set(labels)) < 2:
         return float("nan")

@@ -13,6 +13,12 @@ import pytest
 MOVED = {
     "quantformer.datasets": ("quantformer.io.datasets", "split_by_group"),
     "quantformer.frames": ("quantformer.io.frames", "to_frame"),
+    "quantformer.label.room.codebook": ("quantformer.io.codebook", "make_codebook"),
+    "quantformer.label.room.finetune_now": ("quantformer.room.finetune_now", "FinetuneNow"),
+    "quantformer.label.room.loop": ("quantformer.room.loop", "Room"),
+    "quantformer.label.room.machine": ("quantformer.room.machine", "add_machine_coder"),
+    "quantformer.label.room.server": ("quantformer.room.server", "RoomServer"),
+    "quantformer.label.room.store": ("quantformer.room.store", "Store"),
     "quantformer.onnx_recheck": ("quantformer.models.onnx.recheck", None),
     "quantformer.infer.explain": ("quantformer.audit.explain", "explain"),
     "quantformer.infer.explain_check": ("quantformer.audit.explain_check", "check"),

@@ -41,7 +41,7 @@ def dist(tmp_path_factory) -> Path:
 
 def _modules() -> set[str]:
     """Every module, and the coding room's page (package data: HTML, script, style)."""
-    static = [p for p in (PACKAGE / "label" / "room" / "static").iterdir()]
+    static = [p for p in (PACKAGE / "room" / "static").iterdir()]
     assert {p.suffix for p in static} == {".html", ".js", ".css"}
     return {p.relative_to(PACKAGE.parent).as_posix() for p in [*PACKAGE.rglob("*.py"), *static]
             if "__pycache__" not in p.parts}

@@ -10,7 +10,7 @@ from ..io.writable import check_output_file
 from ..io.writing import write_frame
 from ..io.llm_cache import CodeCache
 from ..io.writable import check_writable
-from ..label.room.codebook import make_codebook
+from ..io.codebook import make_codebook
 from ..models.llm import ENDPOINT_DEFAULTS, EndpointLM, LocalLM, check_api_key, coder_settings
 from ..scale.annotate import annotate_partitions
 from ..scale.dask import describe

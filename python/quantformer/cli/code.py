@@ -1,5 +1,5 @@
 """``quantformer code``: the coding room (hand-coding in the browser with the model in the
-loop; see :mod:`quantformer.label.room`), ``--export`` of a project's codes, and
+loop; see :mod:`quantformer.room`), ``--export`` of a project's codes, and
 ``--add-coder`` of a machine coder's codes."""
 
 from __future__ import annotations
@@ -9,19 +9,21 @@ import warnings
 
 from .._core.errors import InputError
 from ..io.frames import read_frame
-from ..label.room.codebook import make_codebook
-from ..label.room.finetune_now import (
+from ..io.codebook import make_codebook
+from ..room.finetune_now import (
     DEFAULT_MIN_CODES,
     DEFAULT_VALID_FRACTION,
     FinetuneNow,
     check_options,
 )
-from ..label.room.loop import Room
-from ..label.room.machine import add_machine_coder
-from ..label.room.server import RoomServer, check_coders, probe_port
-from ..label.room.store import Store, check_codebook_change, export_codes
+from ..room.loop import Room
+from ..room.machine import add_machine_coder
+from ..room.server import RoomServer, check_coders, probe_port
+from ..room.export import export_codes
+from ..room.store import Store, check_codebook_change
 from ..io.writable import check_project_file
-from ..label.suggest import STRATEGIES, embed_corpus
+from ..label.strategies import STRATEGIES
+from ..label.suggest import embed_corpus
 from ._options import (
     add_corpus_options,
     add_device_option,

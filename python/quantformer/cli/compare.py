@@ -10,7 +10,7 @@ from .._core.show import print_table
 from ..select.common import METRIC_LABEL
 from ..select.compare import MODELS, compare, parse_models, task_model_names
 from ..io.writable import check_results_dir
-from ..label.room.codebook import make_codebook
+from ..io.codebook import make_codebook
 from ._options import (
     add_endpoint_options,
     add_labelled_corpora,

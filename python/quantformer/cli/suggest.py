@@ -6,8 +6,9 @@ from __future__ import annotations
 from ..io.writing import write_frame
 from ..io.writable import check_output_file
 from ..io.frames import read_frame
-from ..label.suggest import CODE_COL, STRATEGIES, suggest_round
-from ..models.tokenize import STRATEGIES as TRUNCATIONS
+from ..label.strategies import STRATEGIES
+from ..label.suggest import CODE_COL, suggest_round
+from ..models.reading import DEFAULT_TRUNCATION, STRATEGIES as TRUNCATIONS
 from ._options import (
     RECHECK,
     add_corpus_options,
@@ -61,8 +62,8 @@ def add_cli(sub) -> None:
                    help="model for the embeddings (default: the bundled all-MiniLM-L6-v2)")
     p.add_argument("--max-length", type=max_length_arg, default=None,
                    help="token limit of the embeddings (default: the model's, 256 for MiniLM)")
-    p.add_argument("--truncation", default="head_tail", choices=TRUNCATIONS,
-                   help="how long documents are cut for the embeddings (head_tail)")
+    p.add_argument("--truncation", default=DEFAULT_TRUNCATION, choices=TRUNCATIONS,
+                   help=f"how long documents are cut for the embeddings ({DEFAULT_TRUNCATION})")
     p.add_argument("--batch-size", type=positive(int), default=32,
                    help="documents per forward pass (32)")
     add_embedding_cache_options(p)

@@ -1,61 +1,33 @@
 """Active learning: which uncoded documents to code next (the ``suggest`` verb).
 
 One round: embed the corpus once (vectors cached beside the corpus file, keyed by the model
-and the file's content), fit a light classifier over the frozen embeddings (scikit-learn's
-logistic regression, milliseconds), and pick ``n`` uncoded documents by a query strategy:
-
-``cold``
-    no usable codes yet: the documents nearest the ``n`` k-means centres of the embeddings
-    (diverse, typical documents; the "cold start" of Zhu et al. 2008 and Yuan, Lin &
-    Boyd-Graber 2020), optionally allocated across the levels of a docvar (``stratify``).
-``margin`` (default)
-    smallest difference between the two most probable classes ("breaking ties", Scheffer et
-    al. 2001), the strongest simple strategy in Schröder, Niekler & Potthast (2022).
-``least_confidence``
-    lowest probability of the most probable class (Lewis & Gale 1994).
-``entropy``
-    highest entropy of the class probabilities (Settles 2009, section 3.1).
-``random``
-    a simple random sample of the uncoded documents (the comparison baseline).
-
-The uncertainty strategies carry a diversity guard (Zhdanov 2019, "Diverse mini-batch active
-learning"): the ``10 n`` most uncertain documents are clustered into ``n`` k-means clusters and
-the most uncertain document of each cluster is chosen, so a batch is not ``n`` near-duplicates.
-``random_share`` (0 by default) mixes exploration into an uncertainty batch: that share of
-the ``n`` documents is drawn at random from the rest of the pool ("epsilon-greedy" active
-learning, Osugi, Kim & Scott 2005; Bouneffouf et al. 2014), which keeps the coded sample
-partly representative where pure uncertainty sampling over-samples ambiguous, noisy documents
-(Karamcheti et al. 2021) or the budget is small for the task (Hacohen, Dekel & Weinshall 2022).
+and the file's content; :mod:`quantformer.io.embedding_cache`), fit a light classifier over
+the frozen embeddings (scikit-learn's logistic regression, milliseconds), and pick ``n``
+uncoded documents by a query strategy (:mod:`quantformer.label.strategies`): ``cold`` (k-means
+medoids, while fewer than two classes are coded), ``margin`` (default), ``least_confidence``,
+``entropy`` or ``random``, the uncertainty strategies with a diversity guard and an optional
+``random_share`` of exploration.
 
 Following Vysogorets & Gopal (2024), rounds run on the cheap classifier and the final model is
-fine-tuned once at the end. Measured (bench/RESULTS.md, 3 seeds): on Toxic (9.6 % toxic) the
-default model fine-tuned on 200 margin-chosen codes matched it fine-tuned on 300 random ones
-(macro-F1 0.84 vs 0.83), and with the classes oversampled to balance in the final fine-tuning
-(``finetune(oversample=1)``; random oversampling as in Wankmüller 2022, section 6.4, which used
-a ratio of 0.25) 175 codes did (0.836 vs 0.836, without oversampling 0.79): with few codes of
-the rare class, standard fine-tuning on the actively chosen codes is unstable, and
-oversampling steadies it (measured at 150-175 codes; from 200 codes margin's codes did as well
-without it). On Abortion (three-way stance, no rare class) it was
-below random on the TweetEval test set (0.53 vs 0.58 at 300 codes), whose tweets differ from
-the pool's, and level with it inside the pool (5-fold cross-validation, 15 curves: 0.620 vs
-0.626, difference not distinguishable from zero). Query strategies are written here with scikit-learn (a few lines
-each) rather than with small-text, which would add a dependency for four formulas.
+fine-tuned once at the end. Active learning pays when a class is rare; with few codes of the
+rare class, fine-tuning with the classes oversampled to balance (``finetune(oversample=1)``;
+random oversampling as in Wankmüller 2022, section 6.4) steadies the final model. The learning
+curves against random sampling: see bench/RESULTS.md, "Active learning".
 
 Already coded documents and documents with a missing or empty text are never suggested.
 
 Numeric precision (``precision``, :mod:`quantformer.models.precision`): the embeddings run in
 bf16 autocast under ``auto`` where the hardware computes it natively (their cache is keyed by
 the precision). The light classifier's uncertainty scores are *not* rechecked in fp32: they
-rank documents, no label is read from them as a measurement, and bf16 vectors keep a cosine
-similarity above 0.99 with fp32's, so bf16 can only reorder documents of nearly equal
-uncertainty. A fine-tuned ``model``'s probabilities are rechecked as ``predict``'s are
-(documents whose top-two margin is under 0.05 are scored again in fp32), which under the
-default ``margin`` strategy are exactly the documents suggested first.
+rank documents, no label is read from them as a measurement, and bf16 vectors stay close to
+fp32's, so bf16 can only reorder documents of nearly equal uncertainty. A fine-tuned
+``model``'s probabilities are rechecked as ``predict``'s are (documents whose top-two margin
+is under 0.05 are scored again in fp32), which under the default ``margin`` strategy are
+exactly the documents suggested first.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import warnings
 from pathlib import Path
@@ -64,7 +36,6 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from .._core.atomic import atomic_file
 from ..infer.embed import (
     Encoder,
     check_length,
@@ -76,15 +47,14 @@ from ..infer.embed import (
 from ..infer.load import load_model
 from ..models.precision import check_precision
 from ..infer.predict import precision_record as classifier_precision
+from ..io import embedding_cache
 from ..io.frames import as_str_series, check_input, read_whole
 from ..models.hub import load_config, resolve_device, resolve_model
+from ..models.reading import DEFAULT_TRUNCATION
 from ..models.tokenize import is_missing
+from .strategies import STRATEGIES, UNCERTAINTY, explore, light_classifier, pick, uncertainty
 
-STRATEGIES = ("margin", "least_confidence", "entropy", "random", "cold")
-UNCERTAINTY = ("margin", "least_confidence", "entropy")
-DIVERSITY_POOL = 10  # the diversity guard clusters the DIVERSITY_POOL * n most uncertain
 CODE_COL = "code"
-CACHE_VERSION = 1
 
 
 class SuggestWarning(UserWarning):
@@ -139,17 +109,9 @@ def merge_codes(frame: pd.DataFrame, coded: pd.DataFrame | None, source: str = "
     return codes
 
 
+
 # ------------------------------------------------------------------------------------------
 # embeddings, cached beside the corpus
-
-
-def file_digest(path: str | os.PathLike) -> str:
-    """SHA-256 of a file's bytes (hex)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def cache_path(corpus: str | os.PathLike, model: str | None, max_length: int,
@@ -158,48 +120,22 @@ def cache_path(corpus: str | os.PathLike, model: str | None, max_length: int,
     """Where the embeddings of ``corpus`` are cached: a hidden ``.npz`` beside it (or in
     ``cache_dir``), named by a hash of the file's content, the model, the token limit, the
     truncation and the resolved precision (``fp32`` or ``bf16``), so an edited corpus or
-    another model never reads stale vectors."""
-    p = Path(corpus)
-    key = "|".join([str(CACHE_VERSION), file_digest(p), str(model or "default"),
-                    str(resolve_model(model)), str(max_length), truncation, precision])
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    if cache_dir is not None:
-        return Path(cache_dir) / f"quantformer-embeddings-{digest}.npz"
-    return p.with_name(f".{p.name}.quantformer-embeddings-{digest}.npz")
+    another model never reads stale vectors (:func:`quantformer.io.embedding_cache.cache_file`)."""
+    return embedding_cache.cache_file(
+        corpus, [str(model or "default"), str(resolve_model(model)), str(max_length),
+                 truncation, precision], cache_dir)
 
 
 def read_cache(path: Path, doc_ids) -> np.ndarray | None:
     """Cached vectors when ``path`` holds them for exactly ``doc_ids``; None when absent,
-    and None with a warning when damaged or stale (the caller recomputes them)."""
-    if not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            ids, vecs = z["doc_id"], z["vectors"]
-        if list(ids) == list(map(str, doc_ids)) and vecs.ndim == 2 and len(vecs) == len(ids):
-            return vecs.astype(np.float32)
-    except Exception:  # a truncated or foreign file: zip, key and value errors alike
-        pass
-    warnings.warn(f"the embedding cache '{path}' is damaged or stale; embedding again",
-                  SuggestWarning, stacklevel=2)
-    return None
-
-
-def write_cache(path: Path, doc_ids, vectors: np.ndarray) -> None:
-    """Write the cache atomically (temporary file, then rename); a read-only folder only
-    warns (the round still runs)."""
-    try:
-        with atomic_file(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, doc_id=np.asarray(list(map(str, doc_ids)), dtype=str),
-                     vectors=vectors)
-    except OSError as exc:
-        warnings.warn(f"cannot cache embeddings beside the corpus ({exc})", SuggestWarning,
-                      stacklevel=2)
+    and None with a :class:`SuggestWarning` when damaged or stale (the caller recomputes
+    them; :func:`quantformer.io.embedding_cache.read_cache`)."""
+    return embedding_cache.read_cache(path, doc_ids, SuggestWarning, stacklevel=3)
 
 
 def embed_corpus(frame: pd.DataFrame, model: str | None = None, *, corpus_path=None,
                  cache: bool = True, cache_dir=None, max_length: int | None = None,
-                 truncation: str = "head_tail", batch_size: int = 32, device: str = "auto",
+                 truncation: str = DEFAULT_TRUNCATION, batch_size: int = 32, device: str = "auto",
                  quiet: bool = True, precision: str = "auto",
                  report: dict | None = None) -> np.ndarray:
     """Unit-length mean-pooled embeddings of ``frame`` (see :mod:`quantformer.infer.embed`), read
@@ -233,108 +169,10 @@ def embed_corpus(frame: pd.DataFrame, model: str | None = None, *, corpus_path=N
                               truncation=truncation, batch_size=batch_size, normalize=True,
                               progress=not quiet, precision=chosen)
         if where is not None:
-            write_cache(where, frame["doc_id"], vecs)
+            embedding_cache.write_cache(where, frame["doc_id"], vecs, SuggestWarning)
     if report is not None:
         report.update(precision_record(shell, chosen))
     return vecs
-
-
-# ------------------------------------------------------------------------------------------
-# scores
-
-
-def light_classifier(vectors: np.ndarray, codes: np.ndarray, seed: int = 1):
-    """Logistic regression (L2, C = 1, balanced class weights, so a rare class is not
-    ignored) over frozen embeddings; scikit-learn's ``LogisticRegression``."""
-    from sklearn.linear_model import LogisticRegression
-
-    clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000, random_state=seed)
-    return clf.fit(vectors, codes)
-
-
-def uncertainty(probs: np.ndarray, strategy: str) -> np.ndarray:
-    """How uncertain each row of class probabilities is, higher = more uncertain (so that
-    documents are picked by the highest score): ``1 - (p1 - p2)`` for margin, ``1 - p1`` for
-    least confidence, ``-sum p log p`` for entropy."""
-    top = np.sort(probs, axis=1)[:, ::-1]
-    if strategy == "margin":
-        return 1.0 - (top[:, 0] - top[:, 1])
-    if strategy == "least_confidence":
-        return 1.0 - top[:, 0]
-    if strategy == "entropy":
-        return -np.sum(probs * np.log(np.clip(probs, 1e-12, 1.0)), axis=1)
-    raise InputError(f"unknown strategy '{strategy}'; use one of: {', '.join(STRATEGIES)}")
-
-
-# ------------------------------------------------------------------------------------------
-# selection (positions into the candidate pool)
-
-
-def kmeans_medoids(vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """Positions of the ``k`` rows nearest the ``k`` k-means centres (distinct rows)."""
-    from sklearn.cluster import KMeans
-
-    if k >= len(vectors):
-        return np.arange(len(vectors))
-    km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(vectors)
-    dist = km.transform(vectors)  # (n, k) distance to each centre
-    chosen: list[int] = []
-    for c in np.argsort(np.bincount(km.labels_, minlength=k))[::-1]:  # big clusters first
-        order = np.argsort(dist[:, c], kind="stable")
-        chosen.append(next(int(i) for i in order if i not in chosen))
-    return np.asarray(chosen)
-
-
-def allocate(sizes: pd.Series, n: int, seed: int = 1) -> pd.Series:
-    """Split ``n`` over strata proportionally to ``sizes`` (largest remainders, ties broken at
-    random with ``seed``), at least one per stratum while ``n`` allows, never more than a
-    stratum holds."""
-    quota = sizes / sizes.sum() * n
-    take = np.minimum(np.floor(quota), sizes).astype(int)
-    if n >= len(sizes):
-        take = np.maximum(take, 1)
-    shuffled = (quota - np.floor(quota)).sample(frac=1.0, random_state=seed)
-    order = shuffled.sort_values(ascending=False, kind="stable").index
-    while take.sum() < n:
-        grew = False
-        for s in order:
-            if take.sum() < n and take[s] < sizes[s]:
-                take[s] += 1
-                grew = True
-        if not grew:
-            break
-    while take.sum() > n:
-        take[take.idxmax()] -= 1
-    return take
-
-
-def cold_start(vectors: np.ndarray, n: int, seed: int, strata=None) -> np.ndarray:
-    """Positions of ``n`` diverse documents: k-means medoids, per stratum when ``strata``."""
-    if strata is None:
-        return kmeans_medoids(vectors, n, seed)
-    strata = pd.Series(strata, dtype=object)
-    strata = strata.where(strata.notna(), "(missing)").astype(str).to_numpy()  # a level too
-    groups = pd.Series(np.arange(len(vectors))).groupby(strata)
-    sizes = groups.size()
-    take = allocate(sizes, n, seed)
-    out = [members.to_numpy()[kmeans_medoids(vectors[members.to_numpy()], int(take[key]), seed)]
-           for key, members in groups if take[key] > 0]
-    return np.concatenate(out) if out else np.arange(0)
-
-
-def diverse_top(vectors: np.ndarray, scores: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """The diversity guard: cluster the ``DIVERSITY_POOL * n`` highest-scoring rows into ``n``
-    clusters and take the highest-scoring row of each (Zhdanov 2019); highest score first."""
-    from sklearn.cluster import KMeans
-
-    order = np.argsort(-scores, kind="stable")
-    pool = order[:DIVERSITY_POOL * n]
-    if n >= len(pool):
-        return pool[:n]
-    km = KMeans(n_clusters=n, n_init=3, random_state=seed).fit(vectors[pool])
-    best = pd.Series(scores[pool]).groupby(km.labels_).idxmax().to_numpy()
-    picked = pool[best]
-    return picked[np.argsort(-scores[picked], kind="stable")]
 
 
 # ------------------------------------------------------------------------------------------
@@ -357,8 +195,8 @@ def suggest(frame: pd.DataFrame, vectors: np.ndarray, *, coded: pd.DataFrame | N
         n: documents to suggest (int > 0); more than the uncoded pool returns the whole pool
             with a warning.
         strategy: ``margin`` (default), ``least_confidence``, ``entropy``, ``random`` or
-            ``cold`` (see the module docstring). An uncertainty strategy with fewer than two
-            coded classes runs a cold start instead, with a warning.
+            ``cold`` (see :mod:`quantformer.label.strategies`). An uncertainty strategy with
+            fewer than two coded classes runs a cold start instead, with a warning.
         seed: fixes k-means and random sampling (same inputs and seed = same suggestions).
         stratify: a docvar over whose levels a cold start spreads the documents
             (proportionally to their size).
@@ -367,13 +205,14 @@ def suggest(frame: pd.DataFrame, vectors: np.ndarray, *, coded: pd.DataFrame | N
         diversity: the diversity guard of the uncertainty strategies (True).
         random_share: share of the ``n`` documents of an uncertainty round drawn at random
             from the rest of the pool (0 to 1, default 0; rounded to whole documents); their
-            ``strategy`` is ``random`` (see the module docstring).
+            ``strategy`` is ``random`` (see :mod:`quantformer.label.strategies`).
 
     Returns:
         The suggested documents, most informative first: ``doc_id``, ``text``, the docvars,
         ``rank`` (1..), ``score`` (higher = chosen first; uncertainty, or NaN for cold/random),
-        ``strategy`` (the one that chose the document), ``guess`` (the current model's most probable class,
-        missing without codes), ``guess_prob`` and an empty ``code`` column to fill in.
+        ``strategy`` (the one that chose the document), ``guess`` (the current model's most
+        probable class, missing without codes), ``guess_prob`` and an empty ``code`` column to
+        fill in.
 
     Raises:
         InputError: unknown strategy or stratify column, ``n`` < 1, ``random_share`` outside
@@ -484,33 +323,6 @@ def current_guess(vectors, codes, pool, strategy, seed, probs, prob_labels):
     return guess, probs[np.arange(len(pool)), best], scores
 
 
-def pick(strategy, vectors, scores, n, seed, strata, diversity) -> np.ndarray:
-    """Positions (into the pool) of the ``n`` documents the strategy chooses."""
-    if n == 0:
-        return np.arange(0)
-    if strategy == "random":
-        return np.random.default_rng(seed).choice(len(vectors), size=n, replace=False)
-    if strategy == "cold":
-        return cold_start(vectors, n, seed, strata)
-    if diversity:
-        return diverse_top(vectors, scores, n, seed)
-    return np.argsort(-scores, kind="stable")[:n]
-
-
-def explore(picked: np.ndarray, pool_size: int, strategy: str, random_share: float,
-            seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Replace the last ``round(random_share * n)`` uncertainty picks (the least uncertain of
-    the batch) by documents drawn at random from the rest of the pool ("epsilon-greedy",
-    Osugi, Kim & Scott 2005). Returns the positions and, per document, the strategy that
-    chose it."""
-    k = int(round(random_share * len(picked))) if strategy in UNCERTAINTY else 0
-    keep = picked[:len(picked) - k]
-    rest = np.setdiff1d(np.arange(pool_size), keep)
-    drawn = np.random.default_rng(seed).choice(rest, size=min(k, len(rest)), replace=False)
-    by = np.array([strategy] * len(keep) + ["random"] * len(drawn), dtype=object)
-    return np.concatenate([keep, drawn]).astype(int), by
-
-
 def output_frame(frame, rows, scores, strategy, guess, guess_prob) -> pd.DataFrame:
     """The suggestion table (see :func:`suggest`); the corpus' label column is left out (the
     documents are uncoded) and an empty ``code`` column is added last."""
@@ -591,7 +403,8 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
                   seed: int = 1, stratify: str | None = None, diversity: bool = True,
                   random_share: float = 0.0, model: str | None = None,
                   embed_model: str | None = None, max_length: int | None = None,
-                  truncation: str = "head_tail", batch_size: int = 32, cache: bool = True,
+                  truncation: str = DEFAULT_TRUNCATION, batch_size: int = 32,
+                  cache: bool = True,
                   cache_dir: str | os.PathLike | None = None, device: str = "auto",
                   quiet: bool = False, precision: str = "auto") -> pd.DataFrame:
     """One round of the ``suggest`` verb: the codes files read, the corpus embedded (cached

@@ -220,7 +220,7 @@ def compare(
             :func:`quantformer.infer.annotate.annotate`). Classification only; the LLM runs
             in this process after the other runs (on ``finetune_kwargs["device"]``).
         codebook: the codebook entries (``{"label", "description"?, "examples"?}``, as
-            :func:`quantformer.label.room.codebook.make_codebook` reads them); its labels
+            :func:`quantformer.io.codebook.make_codebook` reads them); its labels
             must include every class of the corpus.
         shots: k-shot examples drawn from each training sample's human codes (default 0:
             zero-shot only); never a test document.

@@ -269,7 +269,7 @@ def test_suggest_bf16_embeddings_choose_nearly_the_same_documents(tiny_bert_dir)
 
 def test_cli_suggest_and_code_room_record_the_precision(tiny_bert_dir, tmp_path, capsys):
     from quantformer.cli.code import open_room
-    from quantformer.label.room.codebook import make_codebook
+    from quantformer.io.codebook import make_codebook
 
     frame = toy_frame(12)
     frame.loc[4:, "label"] = None

@@ -12,8 +12,8 @@ from toydata import toy_frame
 
 from quantformer.cli.main import main
 from quantformer._core.errors import InputError
-from quantformer.label.suggest import (SuggestWarning, allocate, cache_path, read_cache, suggest,
-                                 uncertainty)
+from quantformer.label.strategies import allocate, uncertainty
+from quantformer.label.suggest import SuggestWarning, cache_path, read_cache, suggest
 
 
 def blobs(n_per: int = 30, seed: int = 0):

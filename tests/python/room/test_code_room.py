@@ -19,10 +19,12 @@ import pytest
 
 from quantformer._core.errors import InputError
 from quantformer.cli.main import main
-from quantformer.label.room.codebook import make_codebook
-from quantformer.label.room.loop import Room, in_overlap, prediction_stability, stop_hint
-from quantformer.label.room.server import RoomServer
-from quantformer.label.room.store import Conflict, Store, export_codes, final_codes
+from quantformer.io.codebook import make_codebook
+from quantformer.room.loop import Room, in_overlap
+from quantformer.room.progress import prediction_stability, stop_hint
+from quantformer.room.server import RoomServer
+from quantformer.room.export import export_codes, final_codes
+from quantformer.room.store import Conflict, Store
 
 
 def blobs(n_per: int = 30, seed: int = 0):
@@ -227,7 +229,7 @@ def test_two_coders_overlap_is_shown_to_both_blind_and_agreement(tmp_path):
 def test_blind_overlap_trains_nobody_until_two_coders_coded_it(tmp_path):
     """Issue 36: the second coder's guess on an overlap document came from a model trained on
     the first coder's code of it, and the page said the document was chosen by "overlap"."""
-    from quantformer.label.room.server import doc_state
+    from quantformer.room.server import doc_state
 
     room, truth = new_room(tmp_path, overlap=0.5, team=2)
     room.step()
@@ -508,7 +510,7 @@ def test_a_second_server_on_one_project_is_refused(tmp_path, capsys):
     project = tmp_path / "p.sqlite"
     Store(project).bind_corpus(frame, corpus)
     holder = subprocess.Popen(  # the first server's hold, in another process
-        [sys.executable, "-c", "import sys; from quantformer.label.room.store import Store; "
+        [sys.executable, "-c", "import sys; from quantformer.room.store import Store; "
          f"s = Store({str(project)!r}, exclusive=True); print('held', flush=True); "
          "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -628,7 +630,7 @@ def wait_state(server, states, timeout=300):
 
 
 def finetune_served(tmp_path, model_dir, min_codes=5):
-    from quantformer.label.room.finetune_now import FinetuneNow
+    from quantformer.room.finetune_now import FinetuneNow
 
     room, truth = new_room(tmp_path)
     runner = FinetuneNow(room.store, tmp_path / "models", model=str(model_dir), epochs=1,
@@ -677,7 +679,7 @@ def test_finetune_now_runs_a_child_409_while_running_and_a_restart_shows_it(
         runner.stop()
         room.store.close()
     # a restart shows the last run
-    from quantformer.label.room.finetune_now import FinetuneNow
+    from quantformer.room.finetune_now import FinetuneNow
 
     again = Store(tmp_path / "p.sqlite")
     assert FinetuneNow(again, tmp_path / "models").state()["state"] == "done"
@@ -685,7 +687,7 @@ def test_finetune_now_runs_a_child_409_while_running_and_a_restart_shows_it(
 
 
 def test_finetune_now_failed_and_stopped_states(tmp_path, tiny_bert_dir):
-    from quantformer.label.room.finetune_now import FinetuneNow
+    from quantformer.room.finetune_now import FinetuneNow
 
     room, truth = new_room(tmp_path)
     code_true(room, truth, 2)

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from quantformer._core.errors import InputError
 from quantformer.cli.main import main
-from quantformer.label.room.codebook import make_codebook
-from quantformer.label.room.loop import Room, in_overlap
-from quantformer.label.room.server import RoomServer
-from quantformer.label.room.store import Store
+from quantformer.io.codebook import make_codebook
+from quantformer.room.loop import Room, in_overlap
+from quantformer.room.server import RoomServer
+from quantformer.room.store import Store
 
 
 def blobs(n_per: int = 20, seed: int = 0):

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from toydata import toy_frame
 
-from quantformer.label.room.loop import in_overlap
+from quantformer.room.loop import in_overlap
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):

@@ -1,0 +1,72 @@
+"""A coding room project's codes as a table (``quantformer code --export``): every coder's
+current code with its status, time, strategy and comment, or one final code per document to
+train on (the reconciled code, else the code all its coders gave).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from ..io.writable import check_output_file
+from ..io.writing import write_frame
+from .store import Store
+
+EXPORT_COLUMNS = ["doc_id", "label", "coder", "status", "time", "strategy", "guess_accepted",
+                  "comment"]
+
+
+def final_codes(current: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
+    """One code per document, to train on: the reconciled code where there is one, else the
+    code all its coders gave; documents the coders disagree on without a reconciliation, and
+    skipped or not applicable ones, are left out.
+
+    Returns:
+        ``doc_id``, ``label``, ``n_coders``, ``source`` (``resolved``, ``agreed`` or
+        ``single``), in coding order.
+    """
+    codes = current[current["status"] == "code"]
+    fixed = dict(zip(resolved["doc_id"], resolved["label"]))
+    rows = []
+    for doc, group in codes.groupby("doc_id", sort=False):
+        labels = set(group["label"])
+        if doc in fixed:
+            rows.append((doc, fixed[doc], len(group), "resolved"))
+        elif len(labels) == 1:
+            rows.append((doc, labels.pop(), len(group), "single" if len(group) == 1
+                         else "agreed"))
+    return pd.DataFrame(rows, columns=["doc_id", "label", "n_coders", "source"])
+
+
+def export_codes(project: str | os.PathLike, out: str | os.PathLike,
+                 final: bool = False) -> pd.DataFrame:
+    """Write a project's codes to ``out`` (``.csv``, ``.parquet``, ``.rds``, ... by its
+    extension; atomically).
+
+    Args:
+        project: the project file.
+        out: the output file.
+        final: one code per document (:func:`final_codes`, from the human coders' codes
+            only) instead of every coder's current code with its status, time, strategy and
+            comment (``EXPORT_COLUMNS``; a machine coder's rows have strategy ``machine``).
+
+    Returns:
+        The frame written.
+
+    Raises:
+        InputError: a missing project file, an unknown output format.
+    """
+    check_output_file(out)
+    store = Store(project, create=False)
+    try:
+        current = store.current_codes()
+        if final:  # a machine coder's codes never make a final code
+            current = current[~current["coder"].isin(store.machine_coders())]
+        table = final_codes(current, store.resolutions()) if final else current
+    finally:
+        store.close()
+    if not final:
+        table["guess_accepted"] = table["guess_accepted"].astype(bool)
+    write_frame(table, out)
+    return table
