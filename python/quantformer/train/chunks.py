@@ -25,7 +25,8 @@ from .._core.errors import InputError
 from ..models.chunks import (aggregate_torch, check_aggregate, check_chunk_training,
                              refuse_without_chunks)
 from ..models.tokenize import CHUNKS, check_windows
-from .loop import Batches, autocast
+from ..models.precision import autocast
+from .loop import Batches
 
 PASS_FACTOR = 4
 
