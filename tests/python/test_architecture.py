@@ -331,6 +331,67 @@ def test_no_bare_truncation_name_or_window_length_outside_the_reading():
         "quantformer.infer._probe": ["head_tail", 512]}
 
 
+#: the resolved precisions (models/precision.PRECISION_USES lists them with ``auto``)
+PRECISION_NAMES = {"fp32", "bf16", "fp16"}
+
+
+def _names_precision(node) -> bool:
+    return any(isinstance(n, ast.Constant) and n.value in PRECISION_NAMES for n in ast.walk(node))
+
+
+def precision_resolvers(mods: dict[str, Path]) -> list[str]:
+    """Functions outside models/precision that map ``"auto"`` to a precision: they compare a
+    value with ``"auto"`` and return (or pick by a conditional expression) a precision's name."""
+    found = []
+    for name, path in mods.items():
+        if name == "quantformer.models.precision":
+            continue
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            inner = list(ast.walk(fn))
+            auto = any(isinstance(n, ast.Compare) and any(
+                isinstance(c, ast.Constant) and c.value == "auto"
+                for c in (n.left, *n.comparators)) for n in inner)
+            picks = any(isinstance(n, ast.Return) and n.value is not None
+                        and _names_precision(n.value)
+                        or isinstance(n, ast.IfExp) and _names_precision(n) for n in inner)
+            if auto and picks:
+                found.append(f"{name}:{fn.name}")
+    return sorted(set(found))
+
+
+def precision_lists(mods: dict[str, Path]) -> list[str]:
+    """Tuple, list or set constants outside models/precision holding both ``"fp32"`` and
+    ``"bf16"``: a second list of the precision choices."""
+    found = []
+    for name, path in mods.items():
+        if name == "quantformer.models.precision":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+                if {"fp32", "bf16"} <= words:
+                    found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_one_precision_choice_and_one_list():
+    mods = _modules()
+    assert precision_resolvers(mods) == []
+    assert precision_lists(mods) == []
+    # the checks can fail: a second resolver and a second list of choices are found
+    probe = _probe(PACKAGE / "train" / "_probe.py",
+                   'PRECISIONS = ("auto", "fp32", "bf16")\n\n\n'
+                   'def resolve(precision):\n'
+                   '    if precision == "auto":\n'
+                   '        return "bf16" if fast() else "fp32"\n'
+                   '    return precision\n')
+    assert precision_resolvers({"quantformer.train._probe": probe}) == [
+        "quantformer.train._probe:resolve"]
+    assert precision_lists({"quantformer.train._probe": probe}) == ["quantformer.train._probe:1"]
+
+
 def _probe(path: Path, text: str):
     """A stand-in for a module file whose text is ``text`` (nothing is written)."""
 

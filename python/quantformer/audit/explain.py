@@ -226,7 +226,8 @@ def load_explainable(path, device: str = "auto", backend: str = "torch",
     None: as fine-tuned)."""
     if record is None:
         record = check_model(path, backend, target, chunking)
-    return with_chunking(load_model(path, device=device, record=record), **(chunking or {}))
+    return with_chunking(load_model(path, device=device, precision="fp32", record=record),
+                         **(chunking or {}))
 
 
 def unknown_only_mask(clf: Classifier, wins: list) -> np.ndarray:

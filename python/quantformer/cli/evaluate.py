@@ -140,7 +140,7 @@ def _model_scores(args, mapping):
         return None
     frame = read_frame(args.input, require_label=True, labels_file=args.labels_file,
                        **corpus_kwargs(args))
-    clf = load_model(args.model, device=args.device)
+    clf = load_model(args.model, device=args.device, precision="fp32")
     preds = clf.predict(frame, batch_size=args.batch_size, progress=not args.quiet)
     return (frame["label"], apply_label_map(preds["predicted"], mapping), preds, clf.labels,
             f"{args.model} on {args.input}")
@@ -201,7 +201,7 @@ def _model_task_report(args) -> dict:
     Raises:
         InputError: ``--plot`` for a multi-label model; bad test data (as in training).
     """
-    clf = load_model(args.model, device=args.device)
+    clf = load_model(args.model, device=args.device, precision="fp32")
     if args.plot and clf.task.name == "multilabel":
         raise InputError("--plot draws a confusion matrix or a regression scatter; a "
                          "multi-label model has neither: leave --plot out")

@@ -22,11 +22,12 @@ import pandas as pd
 from .._core.errors import InputError, ModelDirError
 from ..io.modeldir import hf_quiet, read_record, write_model_dir
 from ..models.batching import run_batches
-from ..models.hub import resolve_device
+from ..models.hub import load_network, load_tokenizer, resolve_device
 from ..models.onnx import recheck as onnx_recheck
 from ..models.onnx.backend import check_backend, open_model
 from ..models.onnx.recheck import RECHECK_LABEL, Recheck, check_margin
-from ..models.precision import TorchPrecision, check_with_backend, torch_precision
+from ..models.precision import (DEFAULT_PRECISION, TorchPrecision, check_with_backend,
+                                 torch_precision)
 from ..models.chunks import aggregate_windows
 from ..models.reading import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, Reading
 from ..models.tasks import Classification, from_record
@@ -95,12 +96,10 @@ def _load_torch(path):
     Raises:
         ModelDirError: the weights or tokenizer files are missing or damaged.
     """
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
     try:
         with hf_quiet():
-            tok = AutoTokenizer.from_pretrained(str(path), use_fast=True)
-            model = AutoModelForSequenceClassification.from_pretrained(str(path))
+            tok = load_tokenizer(str(path))
+            model = load_network(path, "classification")
     except Exception as exc:  # weights or tokenizer files missing, truncated or damaged
         # (OSError, ValueError, safetensors' SafetensorError, tokenizers' exceptions...)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -171,7 +170,7 @@ class Classifier:
     @classmethod
     def from_dir(cls, path: str | os.PathLike, device: str = "auto", backend: str = "torch",
                  quantize: str = "none", recheck_margin: float | None = None,
-                 precision: str = "fp32", record: dict | None = None) -> Classifier:
+                 precision: str = DEFAULT_PRECISION, record: dict | None = None) -> Classifier:
         """Load a model directory fine-tuned the standard way (every method:
         :func:`quantformer.infer.load.load_model`, ``quantformer.load``).
 
@@ -182,8 +181,8 @@ class Classifier:
             recheck_margin: with ``int8``, documents whose int8 top-two probability margin is
                 below this are predicted again in fp32 (float in [0, 1); None:
                 :data:`quantformer.models.onnx.recheck.RECHECK_MARGIN`, 0.05; 0: pure int8).
-            precision: torch backend: ``fp32`` (default), ``bf16`` (autocast, near ties
-                predicted again in fp32) or ``auto`` (bf16 where the hardware has it natively;
+            precision: torch backend: ``auto`` (default: bf16 where the hardware has it
+                natively), ``fp32`` or ``bf16`` (autocast, near ties predicted again in fp32;
                 :mod:`quantformer.models.precision`).
 
         Raises:

@@ -36,6 +36,7 @@ from ..models.batching import mean_pool, run_batches
 from ..models.hub import (
     check_max_length,
     load_config,
+    load_network,
     load_tokenizer,
     max_positions,
     resolve_device,
@@ -44,6 +45,7 @@ from ..models.hub import (
 from ..models.onnx.backend import check_backend, open_model
 from ..models.chunks import aggregate_windows
 from ..models.precision import (
+    DEFAULT_PRECISION,
     TorchPrecision,
     check_precision,
     check_with_backend,
@@ -139,10 +141,8 @@ def _read_encoder(model, device: str, backend: str, quantize: str) -> Encoder:
 
 def _load_torch_encoder(path: str):
     """(encoder module in eval mode, fast tokenizer); encoder-decoders give their encoder."""
-    from transformers import AutoModel
-
     with hf_quiet():  # "unused weights of the head" is expected here
-        net = AutoModel.from_pretrained(path)
+        net = load_network(path)
     if getattr(net.config, "is_encoder_decoder", False) and hasattr(net, "get_encoder"):
         net = net.get_encoder()
     return net.eval(), load_tokenizer(path)
@@ -184,7 +184,7 @@ def _pool(model, batch):
     return mean_pool(model(**batch).last_hidden_state.float(), batch["attention_mask"])
 
 
-def encoder_precision(enc: Encoder, precision: str = "auto") -> TorchPrecision | None:
+def encoder_precision(enc: Encoder, precision: str = DEFAULT_PRECISION) -> TorchPrecision | None:
     """The precision an encoder runs in (:func:`quantformer.models.precision.choose_precision`
     on its device), or None for an ONNX Runtime encoder (``quantize`` sets its precision).
 
@@ -328,7 +328,7 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
           max_length: int | None = None, truncation: str = DEFAULT_TRUNCATION,
           normalize: bool = False, device: str = "auto", quiet: bool = False,
           backend: str = "torch", quantize: str = "none", stride: int | None = None,
-          max_chunks: int | None = None, precision: str = "auto") -> np.ndarray:
+          max_chunks: int | None = None, precision: str = DEFAULT_PRECISION) -> np.ndarray:
     """Mean-pooled document embeddings.
 
     Args:
@@ -378,7 +378,8 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
 
 
 def _embed(frame, model, *, batch_size, max_length, truncation, normalize, device, quiet,
-           backend="torch", quantize="none", stride=None, max_chunks=None, precision="auto"):
+           backend="torch", quantize="none", stride=None, max_chunks=None,
+           precision=DEFAULT_PRECISION):
     asked = check_reading_request(Reading(truncation, DEFAULT_MAX_LENGTH, stride, max_chunks))
     check_with_backend(check_precision(precision), backend, quantize)
     if batch_size < 1:
@@ -407,7 +408,8 @@ def embed_file(input_path, out_path, model: str | None = None, *, text_col: str 
                layout: str = "auto",
                keep_text: bool = False, device: str = "auto", quiet: bool = False,
                backend: str = "torch", quantize: str = "none", stride: int | None = None,
-               max_chunks: int | None = None, chunks_out=None, precision: str = "auto") -> dict:
+               max_chunks: int | None = None, chunks_out=None,
+               precision: str = DEFAULT_PRECISION) -> dict:
     """Embed a corpus file into an output file, :data:`CHUNK_ROWS` documents at a time (memory
     stays flat for large corpora), through one encoder.
 

@@ -15,7 +15,7 @@ import os
 from .._core.errors import InputError
 from ..io.modeldir import read_record
 from ..models.onnx.backend import check_backend
-from ..models.precision import check_precision, check_with_backend
+from ..models.precision import DEFAULT_PRECISION, check_precision, check_with_backend
 from .cache import MODELS
 from .classifier import Classifier
 from .nli import NLIClassifier
@@ -24,7 +24,7 @@ from .setfit import SetFitClassifier
 
 def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "torch",
                quantize: str = "none", recheck_margin: float | None = None,
-               precision: str = "fp32", record: dict | None = None) -> Classifier:
+               precision: str = DEFAULT_PRECISION, record: dict | None = None) -> Classifier:
     """Load a fine-tuned model directory of any method (``quantformer.load``).
 
     Args:
@@ -36,9 +36,11 @@ def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "to
         quantize: ``none`` (default) or ``int8`` (onnx only).
         recheck_margin: int8 of a standard model only: see
             :meth:`~quantformer.infer.classifier.Classifier.from_dir`.
-        precision: ``fp32`` (default), ``bf16`` or ``auto`` (bf16 where the hardware has it
-            natively; :mod:`quantformer.models.precision`): standard classifiers on the torch
-            backend; NLI and SetFit models run fp32 (``auto`` picks it, ``bf16`` is refused).
+        precision: ``auto`` (default, :data:`~quantformer.models.precision.DEFAULT_PRECISION`:
+            bf16 where the hardware has it natively, near ties predicted again in fp32),
+            ``fp32`` or ``bf16`` (:mod:`quantformer.models.precision`): standard classifiers on
+            the torch backend; NLI and SetFit models run fp32 (``auto`` picks it, ``bf16`` is
+            refused).
         record: the folder's checked record when the caller has read it already
             (:func:`quantformer.io.modeldir.read_record`), so it is read once per call.
 

@@ -13,6 +13,7 @@ from ..io.writing import FrameWriter
 from ..io.writable import check_output_file
 from ..io.frames import iter_frames
 from ..score.calibration import apply_temperature, stored_temperature
+from ..models.precision import DEFAULT_PRECISION
 from ..models.precision import record as precision_of
 from ..models.tokenize import CHUNKS, dropped_counted
 from .chunked import with_chunking
@@ -23,7 +24,7 @@ from .pipeline import scored_chunks
 
 def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
             device: str = "auto", quiet: bool = True, backend: str = "torch",
-            quantize: str = "none", precision: str = "auto",
+            quantize: str = "none", precision: str = DEFAULT_PRECISION,
             chunking: dict | None = None) -> pd.DataFrame:
     """Predict a corpus frame with a fine-tuned model (``quantformer.predict(model, frame)``).
 
@@ -59,7 +60,7 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
                  chunk_rows: int = CHUNK_ROWS, quoting: str = "auto",
                  labels_file: str | None = None, calibrated: bool = False,
                  backend: str = "torch", quantize: str = "none",
-                 precision: str = "auto", report: dict | None = None,
+                 precision: str = DEFAULT_PRECISION, report: dict | None = None,
                  chunking: dict | None = None, chunks_out: str | None = None) -> int:
     """Stream a corpus file through a classifier into an output file.
 

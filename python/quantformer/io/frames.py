@@ -28,6 +28,9 @@ Writers produce ``.parquet``, ``.csv``, ``.tsv``, ``.jsonl`` and ``.rds`` (a pla
 with ``doc_id``, ``text`` and docvars, so ``quanteda::corpus(readRDS(f))`` works). Every write
 is atomic: a temporary file in the target folder is renamed over the target at the end, so an
 interrupted run never leaves a half-written file.
+
+The columns' names and the checks of what they hold live in :mod:`quantformer.io.columns`
+(re-exported here).
 """
 
 from __future__ import annotations
@@ -40,7 +43,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._core.errors import InputError, ParamWarning
+from .._core.errors import InputError
+from .columns import (  # noqa: F401  (re-exported: quantformer.io.frames stays importable)
+    ID_COLUMN,
+    ID_LIKE,
+    LABEL_COLUMN,
+    TEXT_COLUMN,
+    SeenIds,
+    as_str_series,
+    check_text_type,
+    choose_column,
+    duplicate_ids_error,
+    looks_like_file,
+    numbered,
+    numeric_strings,
+    warn_numbered,
+    warn_text_type,
+    zero_one,
+)
 from .formats import (  # noqa: F401  (re-exported: quantformer.io.frames stays importable)
     EXTENSIONS,
     QUOTINGS,
@@ -61,130 +81,6 @@ from .writing import (  # noqa: F401  (re-exported: quantformer.io.frames stays 
 )
 from .streamed import STREAMED, TextChunks
 from .writable import check_output_file  # noqa: F401  (re-exported as above)
-
-
-def as_str_series(s: pd.Series) -> pd.Series:
-    """Strings, with missing values as None; integral floats lose their '.0' (1.0 -> '1')."""
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        s = s.astype(object)
-    if pd.api.types.is_float_dtype(s.dtype):
-        vals = s.to_numpy(dtype="float64", na_value=np.nan)
-        finite = vals[~np.isnan(vals)]
-        if finite.size and np.all(finite == np.round(finite)):
-            s = pd.Series(pd.array(vals, dtype="Int64"), index=s.index)
-    out = [None if (v is None or (not isinstance(v, str) and pd.isna(v))) else str(v) for v in s]
-    return pd.Series(out, index=s.index, dtype=object)
-
-
-
-
-ID_COLUMN = "doc_id"  # the column read as ids unless ``id_col`` names another
-
-
-def numbered(columns, id_col: str | None) -> bool:
-    """Whether a table with ``columns`` gets the default ids ``text1..N`` (no ``id_col`` given
-    and no ``doc_id`` column)."""
-    return id_col is None and ID_COLUMN not in [str(c) for c in columns]
-
-
-ID_LIKE = ("id", "docid", "doc_id", "docname", "docname_", "document", "document_id")
-
-
-def warn_numbered(source: str, n: int | None = None, columns=(), lines: bool = False) -> None:
-    """Say that the documents of ``source`` are named ``text1..N`` by position: one warning
-    a run (Python's default filter shows a text once from this line; the CLI prints it as one
-    line, and R as an R warning naming its argument). A column of ``columns`` whose name looks
-    like ids (``id``, ``docname``, ...) is named as the likely fix; ``lines``: a text file of
-    one document a line, which has no place for ids (the fix is a file with a ``doc_id``
-    column)."""
-    count = f"its {n} documents are" if n is not None else "its documents are"
-    if lines:
-        warnings.warn(ParamWarning(
-            f"{source} is one document a line, without ids: {count} named text1..textN by "
-            "their line, as quanteda names them. To keep ids of your own, give a CSV or TSV "
-            f"file with a '{ID_COLUMN}' column and a 'text' column", params=[]), stacklevel=2)
-        return
-    like = [str(c) for c in columns if str(c).lower() in ID_LIKE]
-    fix = (f"; if the column '{like[0]}' holds them, pass it as {{id_col}}" if like else "")
-    warnings.warn(ParamWarning(
-        f"{source} has no id column ('{ID_COLUMN}', the column read as document ids unless "
-        f"{{id_col}} names another): {count} named text1..textN by their position, as "
-        "quanteda names them. To keep ids of your own, name their column with {id_col}" + fix,
-        params=["id_col"]), stacklevel=2)
-
-
-def _choose(columns: list[str], given: str | None, default: str, what: str, param: str,
-            path, required: bool) -> str | None:
-    if given is not None:
-        if given not in columns:
-            hint, hint_params = _file_for_column_hint(given, what, param)
-            raise InputError(
-                f"{what} column '{given}' is not in {path}; its columns are: "
-                f"{', '.join(map(str, columns))}. Pass the right name with {{{param}}}" + hint,
-                params=[param, *hint_params]
-            )
-        return given
-    if default in columns:
-        return default
-    if required:
-        raise InputError(
-            f"{path} has no '{default}' column; its columns are: "
-            f"{', '.join(map(str, columns))}. Name the {what} column with {{{param}}}",
-            params=[param]
-        )
-    return None
-
-
-def _looks_like_file(name: str) -> bool:
-    return Path(name).suffix.lower() in EXTENSIONS or Path(name).is_file()
-
-
-def _file_for_column_hint(given: str, what: str, param: str) -> tuple[str, list[str]]:
-    """The fix when a file name was given to a column parameter (e.g. ``label_col =
-    "labels.txt"``): the text (parameters as fields) and the parameters it names."""
-    if not _looks_like_file(given):
-        return "", []
-    if what == "label":
-        return ((f". '{given}' looks like a file: {{{param}}} takes a column name; for labels "
-                 "in a file of their own (one a line, in document order) pass {labels_file} "
-                 f"{given}"), ["labels_file"])
-    return ((f". '{given}' looks like a file: {{{param}}} takes a column name; give the corpus "
-             "file with {input} (or {train}), and labels in a file of their own with "
-             "{labels_file}"), ["input", "train", "labels_file"])
-
-
-def _check_text_type(s: pd.Series, column: str, source: str) -> None:
-    """Warn when the text column holds numbers or booleans: usually a wrong ``--text-col``."""
-    if pd.api.types.is_bool_dtype(s.dtype) or pd.api.types.is_numeric_dtype(s.dtype):
-        _warn_text_type(f"{s.dtype} values", column, source)
-    elif _numeric_strings(s):
-        _warn_text_type("only numbers", column, source)
-
-
-def _numeric_strings(s: pd.Series) -> bool | None:
-    """Whether the strings of ``s`` are all numbers (None: it has no strings)."""
-    present = s.dropna()
-    present = present[[isinstance(v, str) for v in present]]
-    if present.empty:
-        return None
-    return not (pd.to_numeric(present.head(1000), errors="coerce").isna().any()
-                or pd.to_numeric(present, errors="coerce").isna().any())
-
-
-def _warn_text_type(kind: str, column: str, source: str) -> None:
-    warnings.warn(
-        f"the text column '{column}' of {source} holds {kind}, not text; they are used as "
-        "strings. If it is not the text, name the text column with --text-col",
-        FrameWarning, stacklevel=5)
-
-
-def duplicate_ids_error(source: str, dups: list[str]) -> InputError:
-    shown = list(dict.fromkeys(dups))[:5]
-    return InputError(
-        f"doc_ids must be unique, but {source} repeats {len(dups)} id(s), first: "
-        f"{', '.join(map(repr, shown))}. Make them unique or pass another {{id_col}}",
-        params=["id_col"]
-    )
 
 
 def to_frame(
@@ -220,10 +116,10 @@ def to_frame(
     columns = [str(c) for c in df.columns]
     df = df.copy()
     df.columns = columns
-    tcol = _choose(columns, text_col, "text", "text", "text_col", source, required=True)
-    lcol = _choose(columns, label_col, "label", "label", "label_col", source,
+    tcol = choose_column(columns, text_col, TEXT_COLUMN, "text", "text_col", source, required=True)
+    lcol = choose_column(columns, label_col, LABEL_COLUMN, "label", "label_col", source,
                    required=require_label)
-    icol = _choose(columns, id_col, ID_COLUMN, "id", "id_col", source, required=False)
+    icol = choose_column(columns, id_col, ID_COLUMN, "id", "id_col", source, required=False)
     n = len(df)
     if icol is not None:
         ids = as_str_series(df[icol])
@@ -242,8 +138,8 @@ def to_frame(
     if len(dup):
         raise duplicate_ids_error(source, dup.tolist())
     if warn_label and n:
-        _check_text_type(df[tcol], tcol, source)
-    out = {"doc_id": ids, "text": as_str_series(df[tcol])}
+        check_text_type(df[tcol], tcol, source)
+    out = {ID_COLUMN: ids, TEXT_COLUMN: as_str_series(df[tcol])}
     if lcol is not None:
         labels = as_str_series(df[lcol])
         if labels.isna().all():
@@ -254,9 +150,9 @@ def to_frame(
             if label_col is not None and n and warn_label:
                 warnings.warn(msg.replace("{label_col}", "--label-col"), FrameWarning,
                               stacklevel=3)
-        out["label"] = labels
+        out[LABEL_COLUMN] = labels
     used = {tcol, lcol, icol}
-    reserved = {"doc_id", "text", "label"}
+    reserved = {ID_COLUMN, TEXT_COLUMN, LABEL_COLUMN}
     for c in columns:
         if c in used:
             continue
@@ -322,7 +218,7 @@ def _one_text_a_line(kind: str, columns) -> bool:
     return kind in ("txt", "lines") and len(columns) == 1
 
 
-_LABELS_FILE_COL = "label"
+_LABELS_FILE_COL = LABEL_COLUMN
 
 
 def read_labels_file(path: str | os.PathLike, n_docs: int, corpus) -> list[str | None]:
@@ -341,7 +237,7 @@ def read_labels_file(path: str | os.PathLike, n_docs: int, corpus) -> list[str |
         raise InputError(
             f"{{labels_file}} '{path}' is not a file; it takes a text file with one label a "
             "line" + (f". To use the column '{path}' of the corpus, pass {{label_col}} {path}"
-                      if not _looks_like_file(str(path)) else ""),
+                      if not looks_like_file(str(path)) else ""),
             params=["labels_file", "label_col"])
     lines = read_text_file(p).split("\n")
     if lines and lines[-1] == "":
@@ -474,13 +370,13 @@ def _streamed_chunks(p: Path, kind: str, chunk_rows: int, kw: dict, quoting: str
     column over the whole file, as :func:`read_frame` does, and notes whether the label
     column has numbers with a fraction anywhere (then every chunk's labels are written as
     :func:`as_str_series` writes the whole column: ``1.0``, not ``1``)."""
-    tcol, lcol = kw["text_col"] or "text", kw["label_col"] or "label"
+    tcol, lcol = kw["text_col"] or TEXT_COLUMN, kw["label_col"] or LABEL_COLUMN
     # the text column: strings that are all numbers, words; the label column: a fraction
     seen = {"numbers": False, "words": False, "fraction": False}
 
     def visit(chunk: pd.DataFrame) -> None:
         if tcol in chunk.columns and not seen["words"]:  # a chunk of words decides it
-            numeric = _numeric_strings(chunk[tcol])
+            numeric = numeric_strings(chunk[tcol])
             if numeric is not None:
                 seen["numbers" if numeric else "words"] = True
         if lcol in chunk.columns and pd.api.types.is_float_dtype(chunk[lcol].dtype):
@@ -493,9 +389,9 @@ def _streamed_chunks(p: Path, kind: str, chunk_rows: int, kw: dict, quoting: str
     dtype = stream.dtypes.get(tcol)
     if dtype is not None and (pd.api.types.is_bool_dtype(dtype)
                               or pd.api.types.is_numeric_dtype(dtype)):
-        _warn_text_type(f"{dtype} values", tcol, source)
+        warn_text_type(f"{dtype} values", tcol, source)
     elif dtype is not None and seen["numbers"] and not seen["words"]:
-        _warn_text_type("only numbers", tcol, source)
+        warn_text_type("only numbers", tcol, source)
     chunks = iter(stream)
     if seen["fraction"] and pd.api.types.is_float_dtype(stream.dtypes.get(lcol, object)):
         chunks = (_labels_as_written(chunk, lcol) for chunk in chunks)
@@ -545,68 +441,12 @@ def _contract_chunks(chunks: Iterator[pd.DataFrame], source: str, kw: dict,
         if first:
             first = False
             if check_text:
-                _check_text_type(raw[kw["text_col"] or "text"], kw["text_col"] or "text",
-                                 source)
+                tcol = kw["text_col"] or TEXT_COLUMN
+                check_text_type(raw[tcol], tcol, source)
             if warn_ids and numbered(raw.columns, kw["id_col"]):
                 warn_numbered(source, total, columns=raw.columns, lines=lines)
         offset += len(frame)
-        dups = seen.add(frame["doc_id"])
+        dups = seen.add(frame[ID_COLUMN])
         if dups:
             raise duplicate_ids_error(source, dups)
         yield frame
-
-
-class SeenIds:
-    """The doc_ids of the chunks read so far, for the uniqueness check across chunks.
-
-    Stored as 64-bit hashes in sorted NumPy runs: 8 bytes per document instead of about 120
-    for a set of strings, so that streaming a corpus of millions of documents does not make
-    memory grow with it. A run is merged with the previous one while that one is no longer
-    (a binary counter), so there are at most log2(n) runs. Two different ids share a hash with
-    probability about n^2 / 2^65 (1e-8 for a million documents); such a pair would be
-    reported as a duplicate.
-    """
-
-    def __init__(self) -> None:
-        self._runs: list[np.ndarray] = []
-
-    def add(self, ids: pd.Series) -> list[str]:
-        """Record ``ids`` (unique among themselves); return those seen in an earlier call."""
-        h = pd.util.hash_array(np.asarray(ids, dtype=object))
-        hit = np.zeros(len(h), dtype=bool)
-        for run in self._runs:
-            pos = np.minimum(np.searchsorted(run, h), len(run) - 1)
-            hit |= run[pos] == h
-        if hit.any():
-            return [ids.iloc[i] for i in np.flatnonzero(hit)]
-        new = np.sort(h)
-        while self._runs and len(self._runs[-1]) <= len(new):
-            new = np.sort(np.concatenate([self._runs.pop(), new]), kind="mergesort")
-        if len(new):
-            self._runs.append(new)
-        return []
-
-
-def zero_one(values: pd.Series, column: str, checked: np.ndarray | None = None) -> np.ndarray:
-    """Booleans from a 0/1 (or true/false) column; InputError naming the first other value
-    among the ``checked`` rows (default: all) and its row, counted 1-based in the whole column
-    (the file's row; in R, the document's number)."""
-    text = values.astype(str).str.strip().str.lower()
-    ok = text.isin(["0", "1", "0.0", "1.0", "true", "false"]).to_numpy()
-    if checked is not None:
-        ok = ok | ~np.asarray(checked, dtype=bool)
-    if not ok.all():
-        row = int(np.flatnonzero(~ok)[0])
-        raise InputError(f"label column {column!r} ({{label_cols}}) must hold 0/1 values, but "
-                         f"it has {_show_cell(values.iloc[row])} (row {row + 1}); recode it as 0/1",
-                         params=["label_cols"])
-    return text.isin(["1", "1.0", "true"]).to_numpy()
-
-
-def _show_cell(value) -> str:
-    """A cell as the user wrote it: ``2`` for a whole number read as a float (R's numeric
-    vectors, or a column with missing values, arrive as floats), ``'yes'`` for text."""
-    value = value.item() if hasattr(value, "item") else value  # 2, not np.int64(2)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value)

@@ -45,7 +45,7 @@ from ..infer.embed import (
     precision_record,
 )
 from ..infer.load import load_model
-from ..models.precision import check_precision
+from ..models.precision import DEFAULT_PRECISION, check_precision
 from ..infer.predict import precision_record as classifier_precision
 from ..io import embedding_cache
 from ..io.frames import as_str_series, check_input, read_whole
@@ -136,7 +136,7 @@ def read_cache(path: Path, doc_ids) -> np.ndarray | None:
 def embed_corpus(frame: pd.DataFrame, model: str | None = None, *, corpus_path=None,
                  cache: bool = True, cache_dir=None, max_length: int | None = None,
                  truncation: str = DEFAULT_TRUNCATION, batch_size: int = 32, device: str = "auto",
-                 quiet: bool = True, precision: str = "auto",
+                 quiet: bool = True, precision: str = DEFAULT_PRECISION,
                  report: dict | None = None) -> np.ndarray:
     """Unit-length mean-pooled embeddings of ``frame`` (see :mod:`quantformer.infer.embed`), read
     from / written to the cache beside ``corpus_path`` (or in ``cache_dir``) when
@@ -379,7 +379,7 @@ def combine_codes(frames: list[pd.DataFrame], sources: list[str]) -> pd.DataFram
 
 
 def model_probs(model_dir: str, frame: pd.DataFrame, device: str = "auto",
-                quiet: bool = True, precision: str = "auto",
+                quiet: bool = True, precision: str = DEFAULT_PRECISION,
                 report: dict | None = None) -> tuple[np.ndarray, list[str]]:
     """Class probabilities of every document from a fine-tuned model directory, in
     ``precision`` as ``predict`` runs it (bf16 near ties scored again in fp32); ``report``
@@ -406,7 +406,7 @@ def suggest_round(frame: pd.DataFrame, *, corpus_path: str | os.PathLike | None 
                   truncation: str = DEFAULT_TRUNCATION, batch_size: int = 32,
                   cache: bool = True,
                   cache_dir: str | os.PathLike | None = None, device: str = "auto",
-                  quiet: bool = False, precision: str = "auto") -> pd.DataFrame:
+                  quiet: bool = False, precision: str = DEFAULT_PRECISION) -> pd.DataFrame:
     """One round of the ``suggest`` verb: the codes files read, the corpus embedded (cached
     beside ``corpus_path``), the documents to code next chosen (:func:`suggest`).
 

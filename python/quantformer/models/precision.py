@@ -1,4 +1,4 @@
-"""The one choice of numeric precision for running a model: fp32 or bf16, from the hardware.
+"""The one choice of numeric precision for running or training a model, from the hardware.
 
 ``precision="auto"`` picks **bf16** (bfloat16 autocast: matrix products in bfloat16, weights,
 softmax and layer norms kept in fp32; Kalamkar et al. 2019, "A study of BFLOAT16 for deep
@@ -15,6 +15,10 @@ on such a machine is allowed with a :class:`PrecisionWarning` naming the expecte
 bf16 keeps 8 bits of mantissa, so probabilities move a little; callers that return labels
 predict the near ties again in fp32 (:data:`BF16_RECHECK_MARGIN`, the confidence cascade of
 :mod:`quantformer.models.onnx.recheck`), so no label changes silently.
+
+Training (``use="train"``) has one choice more: **fp16** autocast with a gradient scaler, on
+CUDA only, which ``auto`` picks on CUDA devices without bf16 (Micikevicius et al. 2018, "Mixed
+precision training"). :data:`PRECISION_USES` says where each value applies.
 """
 
 from __future__ import annotations
@@ -29,13 +33,22 @@ import numpy as np
 from .._core.errors import InputError
 from .onnx.recheck import near_ties
 
-__all__ = ["PRECISIONS", "BF16_RECHECK_MARGIN", "Precision", "PrecisionWarning", "cpu_flags",
+__all__ = ["PRECISION_USES", "PRECISIONS", "TRAIN_PRECISIONS", "DEFAULT_PRECISION",
+           "BF16_RECHECK_MARGIN", "Precision", "PrecisionWarning", "cpu_flags",
            "cpu_model", "bf16_support", "check_precision", "choose_precision", "autocast",
            "check_with_backend", "describe_hardware", "TorchPrecision", "torch_precision",
            "kept_fp32", "record"]
 
+#: every value of ``precision`` and the runs it applies to: ``infer`` (the verbs that run a
+#: model) and ``train`` (fine-tuning); fp16 needs a gradient scaler on a CUDA GPU, so it trains only
+PRECISION_USES = {"auto": ("infer", "train"), "fp32": ("infer", "train"),
+                  "bf16": ("infer", "train"), "fp16": ("train",)}
 #: the values of ``precision`` on the inference verbs
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = tuple(name for name, uses in PRECISION_USES.items() if "infer" in uses)
+#: the values of ``precision`` in training (finetune, tune, compare)
+TRAIN_PRECISIONS = tuple(name for name, uses in PRECISION_USES.items() if "train" in uses)
+#: the library's default ``precision`` everywhere (the CLI's ``--precision`` default too)
+DEFAULT_PRECISION = "auto"
 #: bf16 top-two probability margin under which a document is predicted again in fp32: the
 #: int8 recheck's margin. On the 653 Abortion training tweets pure bf16 moved no probability by
 #: more than 0.0057 and changed no label, so a label can flip only under a margin of about
@@ -114,42 +127,58 @@ def bf16_support(device: str = "cpu") -> tuple[bool, str]:
     return False, f"CPU has {isa} but neither AMX nor AVX-512 BF16 (bf16 would be emulated)"
 
 
-def check_precision(precision) -> str:
-    """``precision`` when it is ``auto``, ``fp32`` or ``bf16``.
+def check_precision(precision, use: str = "infer") -> str:
+    """``precision`` when it is one of the values of ``use`` (``infer``: ``auto``, ``fp32`` or
+    ``bf16``; ``train``: those and ``fp16``; :data:`PRECISION_USES`).
 
     Raises:
         InputError: any other value.
     """
-    if precision not in PRECISIONS:
-        raise InputError(f"{{precision}} must be one of {', '.join(PRECISIONS)}, not "
+    choices = PRECISIONS if use == "infer" else TRAIN_PRECISIONS
+    if precision not in choices:
+        raise InputError(f"{{precision}} must be one of {', '.join(choices)}, not "
                          f"{precision!r}", params=["precision"])
     return precision
 
 
-def choose_precision(precision: str = "auto", device: str = "cpu") -> Precision:
-    """Resolve ``precision`` (``auto``, ``fp32`` or ``bf16``) on a resolved ``device``.
+def choose_precision(precision: str = DEFAULT_PRECISION, device: str = "cpu",
+                     use: str = "infer") -> Precision:
+    """Resolve ``precision`` on a resolved ``device`` for ``use`` (``infer`` or ``train``).
+
+    ``auto`` is bf16 where the hardware computes it natively, else fp32; in training on a CUDA
+    GPU without bf16 it is fp16. ``fp16`` (training only) needs a CUDA GPU.
 
     Raises:
-        InputError: a value other than auto, fp32 or bf16.
+        InputError: a value not offered for ``use`` (:data:`PRECISION_USES`); fp16 off CUDA.
 
     Warns:
-        PrecisionWarning: ``bf16`` on hardware without native bf16 (allowed; slower).
+        PrecisionWarning: ``bf16`` for inference on hardware without native bf16 (allowed;
+        slower).
     """
-    check_precision(precision)
+    check_precision(precision, use)
+    kind = str(device).split(":")[0]
     ok, why = bf16_support(device)
     if precision == "fp32":
         return Precision("fp32", "fp32", "fp32 asked for")
+    if precision == "fp16":
+        if kind != "cuda":
+            raise InputError(f"{{precision}} fp16 needs a CUDA GPU (device here: {device}); "
+                             "use bf16 or fp32", params=["precision"])
+        return Precision("fp16", "fp16", "fp16 asked for")
     if precision == "bf16":
-        if not ok:
+        if not ok and use == "infer":
             warnings.warn(f"precision bf16 on hardware without native bf16 ({why}): it runs "
                           f"emulated, {EMULATED_SLOWDOWN}; leave precision at auto for fp32",
                           PrecisionWarning, stacklevel=2)
         return Precision("bf16", "bf16", f"bf16 asked for; {why}")
+    if not ok and use == "train" and kind == "cuda":  # fp16 autocast with a gradient scaler
+        return Precision("fp16", "auto", f"{why}: fp16 autocast with a gradient scaler")
     return Precision("bf16" if ok else "fp32", "auto", why)
 
 
 def autocast(precision: Precision | str, device: str = "cpu"):
-    """The autocast context of a resolved precision (a no-op for fp32)."""
+    """The autocast context of a resolved precision (``fp32``: a no-op; ``bf16`` or ``fp16``:
+    ``torch.autocast`` in that type), for training and inference alike."""
     name = precision.name if isinstance(precision, Precision) else precision
     if name == "fp32":
         return contextlib.nullcontext()

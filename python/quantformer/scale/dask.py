@@ -69,7 +69,7 @@ from ..io.modeldir import read_record
 from ..io.writable import check_job_dir
 from ..models.hub import resolve_model
 from ..models.onnx.backend import check_backend
-from ..models.precision import check_precision, check_with_backend
+from ..models.precision import DEFAULT_PRECISION, check_precision, check_with_backend
 from ..models.reading import CHUNKS, DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, Reading
 from ..models.tokenize import warn_truncated
 from ..models.windows import ChunkWarning, warn_dropped
@@ -135,7 +135,7 @@ def run_partition(spec: dict) -> dict:
 
 
 def cached_model(verb: str, model, device: str, backend: str = "torch",
-                 quantize: str = "none", precision: str = "fp32"):
+                 quantize: str = "none", precision: str = DEFAULT_PRECISION):
     """The loaded model for ``verb`` in this process, through the process's model cache
     (:data:`quantformer.infer.cache.MODELS`, given room for :data:`WORKER_CACHE` models)."""
     if MODELS.size < WORKER_CACHE:
@@ -404,7 +404,7 @@ def predict_partitions(model, inputs, out, *, scheduler: str | None = None,
                        id_col: str | None = None, label_col: str | None = None,
                        fmt: str | None = None, quiet: bool = False, quoting: str = "auto",
                        backend: str = "torch", quantize: str = "none",
-                       precision: str = "auto", chunking: dict | None = None) -> dict:
+                       precision: str = DEFAULT_PRECISION, chunking: dict | None = None) -> dict:
     """Classify a partitioned corpus with a fine-tuned model, one output Parquet per partition
     (``quantformer.predict_partitions``; the CLI's ``predict`` with a folder, glob or several
     files as ``--input``). See the module docstring for the output folder, the manifest,
@@ -439,7 +439,7 @@ def embed_partitions(inputs, out, model: str | None = None, *, scheduler: str | 
                      id_col: str | None = None, fmt: str | None = None,
                      quiet: bool = False, quoting: str = "auto", backend: str = "torch",
                      quantize: str = "none", stride: int | None = None,
-                     max_chunks: int | None = None, precision: str = "auto") -> dict:
+                     max_chunks: int | None = None, precision: str = DEFAULT_PRECISION) -> dict:
     """Embed a partitioned corpus, one Parquet per partition with a list column ``embedding``
     (``layout="auto"`` or ``"list"``) or columns ``dim_1 ..`` (``"wide"``); other arguments as
     :func:`quantformer.infer.embed.embed` and :func:`run_partitions`."""

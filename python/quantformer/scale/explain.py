@@ -30,7 +30,7 @@ from ..infer.chunked import with_chunking
 from ..infer.classifier import CHUNK_ROWS
 from ..io.writing import FrameWriter
 from ..io.frames import iter_frames
-from ..models.precision import check_precision
+from ..models.precision import DEFAULT_PRECISION, check_precision
 from .cluster import map_runs
 from .dask import cached_model, run_partitions
 from .manifest import MANIFEST
@@ -49,7 +49,7 @@ def _options(opts: dict) -> dict:
 
 def _model(model, opts: dict):
     """The cached classifier of ``model``, reading documents as ``opts["chunking"]`` asks."""
-    return with_chunking(cached_model("predict", model, opts["device"]),
+    return with_chunking(cached_model("predict", model, opts["device"], precision="fp32"),
                          **(opts.get("chunking") or {}))
 
 
@@ -102,7 +102,7 @@ def explain_partitions(model, inputs, out, *, scheduler: str | None = None,
                        text_col: str | None = None, id_col: str | None = None,
                        fmt: str | None = None, quiet: bool = False,
                        quoting: str = "auto", chunking: dict | None = None,
-                       precision: str = "auto") -> dict:
+                       precision: str = DEFAULT_PRECISION) -> dict:
     """Word attributions of a partitioned corpus, one Parquet file per partition
     (``quantformer.explain_partitions``; the CLI's ``explain`` with a folder, glob or several
     files as ``--input``).
@@ -195,7 +195,7 @@ def _explain_task(job: tuple):
 def explain_on(scheduler: str, model, frame: pd.DataFrame, *, target: str | None = None,
                steps: int | None = None, batch_size: int = 8, device: str = "auto",
                with_check: bool = False, chunking: dict | None = None,
-               precision: str = "auto"):
+               precision: str = DEFAULT_PRECISION):
     """:func:`quantformer.audit.explain.explain` of ``frame`` in one task on ``scheduler``
     (``"local:N"`` or ``"tcp://host:port"``); its warnings are raised again here.
     ``chunking``: as :func:`quantformer.audit.explain.explain`.

@@ -14,6 +14,7 @@ import numpy as np
 from .._core.errors import InputError
 from ..models.chunks import check_chunk_options, check_chunk_training, refuse_without_chunks
 from ..models.hub import check_length_value, load_config
+from ..models.precision import TRAIN_PRECISIONS
 from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy
 
 DROPOUT = 0.1
@@ -21,7 +22,7 @@ BATCH_SIZE = 16
 MAX_GRAD_NORM = 1.0
 DEFAULT_VALID_FRACTION = 0.0
 TASKS = ("classification", "regression", "multilabel")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS = TRAIN_PRECISIONS  # the one table: models.precision.PRECISION_USES
 # hidden size -> (lr, epochs); the first row whose bound is >= the model's hidden size is used
 SIZE_DEFAULTS = (
     (512, 8e-5, 4),    # small: MiniLM (384), DistilBERT-small, tiny test models

@@ -24,7 +24,8 @@ import numpy as np
 from ..models.chunks import (CHUNK_TRAINING, aggregate_torch, check_aggregate,
                              check_chunk_training, refuse_without_chunks)
 from ..models.reading import DEFAULT_AGGREGATE, GUESSED_SPECIAL_TOKENS, Reading
-from .loop import Batches, autocast
+from ..models.precision import autocast
+from .loop import Batches
 
 PASS_FACTOR = 4
 #: ``chunk_training``'s default (the loss on each document's aggregate of its windows)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..models.chunks import DEFAULT_AGGREGATE
 from ..models.hub import load_tokenizer
+from ..models.precision import DEFAULT_PRECISION
 from ..models.tasks import TrainingWarning
 from ..models.tokenize import CHUNKS, DEFAULT_TRUNCATION, check_windows, special_template
 from .arguments import (
@@ -63,7 +64,7 @@ def finetune(
     label_sep: str | None = None,
     tune_thresholds: bool = False,
     early_stopping: int | None = None,
-    precision: str = "auto",
+    precision: str = DEFAULT_PRECISION,
     grad_accum: int = 1,
     method: str = "standard",
     hypothesis: str | None = None,

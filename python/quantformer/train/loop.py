@@ -2,10 +2,11 @@
 to 0 without warm-up, gradients clipped at norm 1.0 (Wankmüller 2022, section 6.4), optional
 gradient accumulation, mixed precision and early stopping.
 
-Mixed precision (``precision``): ``auto`` is bf16 autocast on CUDA devices that support it and
-on CPUs with AMX or AVX-512 BF16 (:func:`quantformer.models.precision.bf16_support`), fp16
-autocast with a gradient scaler on older CUDA devices, fp32 elsewhere (Micikevicius et al.
-2018, "Mixed precision training"; PyTorch's ``torch.autocast`` / ``GradScaler`` recipe).
+Mixed precision (``precision``, chosen by :func:`quantformer.models.precision.choose_precision`
+with ``use="train"``): ``auto`` is bf16 autocast on CUDA devices that support it and on CPUs
+with AMX or AVX-512 BF16, fp16 autocast with a gradient scaler on older CUDA devices, fp32
+elsewhere (Micikevicius et al. 2018, "Mixed precision training"; PyTorch's ``torch.autocast`` /
+``GradScaler`` recipe).
 Early stopping (``early_stopping = N``) scores the validation data after every epoch, stops after
 N epochs without improvement and restores the best epoch's weights (Prechelt 1998, "Early
 stopping - but when?").
@@ -13,50 +14,16 @@ stopping - but when?").
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._core.errors import InputError
 from ..models.batching import pad_batch
-from ..models.precision import bf16_support
+from ..models.precision import autocast
 from .arguments import MAX_GRAD_NORM
 from .data import length_grouped_batches
-
-
-def resolve_precision(precision: str, device: str) -> str:
-    """``fp32``, ``bf16`` or ``fp16`` for ``precision`` on ``device``.
-
-    Raises:
-        InputError: fp16 off CUDA (it needs a gradient scaler on a GPU).
-    """
-    import torch
-
-    kind = device.split(":")[0]
-    if precision == "auto":
-        if kind == "cpu":  # bf16 autocast where the CPU has it natively (measured faster at
-            # equal macro-F1: bench/RESULTS.md, "Precision"), fp32 where it is emulated
-            return "bf16" if bf16_support("cpu")[0] else "fp32"
-        if kind != "cuda":
-            return "fp32"
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    if precision == "fp16" and kind != "cuda":
-        raise InputError(f"{{precision}} fp16 needs a CUDA GPU (device here: {device}); use "
-                         "bf16 or fp32", params=["precision"])
-    return precision
-
-
-def autocast(precision: str, device: str):
-    """The autocast context for a resolved precision (a no-op for fp32)."""
-    import torch
-
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device_type=device.split(":")[0], dtype=dtype)
 
 
 def make_optimizer(network, lr: float):

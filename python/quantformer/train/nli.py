@@ -62,7 +62,8 @@ from ..models.tasks import Classification
 from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
 from .arguments import DROPOUT
 from .data import set_seed, training_data
-from .loop import Batches, resolve_precision
+from ..models.precision import DEFAULT_PRECISION, choose_precision
+from .loop import Batches
 from .record import training_record
 from .standard import check_needs_validation, check_settings, train_epochs, validate
 
@@ -205,7 +206,7 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
                  valid: pd.DataFrame | None = None, valid_fraction: float = 0.0,
                  labels: list | None = None, seed: int = 1, device: str = "auto",
                  quiet: bool = False, source: str | None = None,
-                 early_stopping: int | None = None, precision: str = "auto",
+                 early_stopping: int | None = None, precision: str = DEFAULT_PRECISION,
                  grad_accum: int = 1, oversample: float | None = None) -> NLIClassifier:
     """Fine-tune an NLI model on labelled documents written as hypotheses (Laurer et al. 2023).
 
@@ -251,7 +252,7 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
         valid_fraction=valid_fraction, early_stopping=early_stopping, precision=precision,
         grad_accum=grad_accum)
     dev = resolve_device(device)
-    settings["precision"] = resolve_precision(precision, dev)
+    settings["precision"] = choose_precision(precision, dev, use="train").name
     kind = Classification(labels)
     data, valid_data, counts = training_data(frame, valid, valid_fraction, int(seed), kind, say)
     kind.fit(data)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from .._core.errors import InputError, unused_error
+from ..models.precision import DEFAULT_PRECISION
 from ..models.tasks import check_label_columns
 from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION
 from .arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION
@@ -57,7 +58,7 @@ class TrainSpec:
     label_sep: str | None = None
     tune_thresholds: bool = False
     early_stopping: int | None = None
-    precision: str = "auto"
+    precision: str = DEFAULT_PRECISION
     grad_accum: int = 1
     method: str = "standard"
     hypothesis: str | None = None

@@ -37,7 +37,8 @@ from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, encode, encod
 from .chunks import check_chunk_settings, window_batches
 from .arguments import DROPOUT, check_arguments, default_hyperparameters
 from .data import oversample_indices, set_seed, training_data
-from .loop import Batches, resolve_precision, train_loop
+from ..models.precision import choose_precision
+from .loop import Batches, train_loop
 from .record import training_record
 
 
@@ -67,7 +68,7 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
     base_path, config = resolve_model(model), load_config(model)
     check_not_longformer(config, truncation)
     dev = resolve_device(device)
-    settings["precision"] = resolve_precision(precision, dev)
+    settings["precision"] = choose_precision(precision, dev, use="train").name
     kind = make_task(task, labels, label_cols, label_sep)
     data, valid_data, counts = training_data(frame, valid, valid_fraction, int(seed), kind, say)
     kind.fit(data, oversample=oversample)

@@ -30,7 +30,7 @@ def _docs(n=50):
     return f
 
 
-def test_predict_keeps_order_ids_and_missing(model_dir):
+def test_predict_keeps_order_ids_and_missing(model_dir, fp32_auto):
     clf = quantformer.load(model_dir, device="cpu")
     docs = _docs()
     with pytest.warns(PredictionWarning, match="3 of 50 document\\(s\\) have a missing or empty"):

@@ -52,7 +52,7 @@ def test_finetuning_separates_a_separable_toy_set(learned_dir):
     assert len(losses) == 10 and losses[-1] < 0.75 * losses[0]
 
 
-def test_predict_equals_a_plain_hugging_face_forward_pass(learned_dir):
+def test_predict_equals_a_plain_hugging_face_forward_pass(learned_dir, fp32_auto):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
