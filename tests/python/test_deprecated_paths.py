@@ -51,3 +51,13 @@ def test_the_python_vignettes_earlier_import_runs_in_a_fresh_process():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "quantformer.io.datasets" in out.stderr and "DeprecationWarning" in out.stderr
+
+
+def test_the_room_store_path_keeps_the_export_that_left_it():
+    import quantformer.room.export as export
+
+    sys.modules.pop("quantformer.label.room.store", None)
+    with pytest.warns(DeprecationWarning):
+        shim = importlib.import_module("quantformer.label.room.store")
+    assert all(getattr(shim, n) is getattr(export, n)
+               for n in ("EXPORT_COLUMNS", "export_codes", "final_codes"))
