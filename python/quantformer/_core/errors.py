@@ -19,10 +19,9 @@ class QuantformerError(Exception):
     """Base class of all quantformer errors."""
 
 
-class InputError(QuantformerError, ValueError):
-    """Bad input the user can fix: a missing file, an unknown column, an invalid option value.
-
-    The message names the problem and the fix. The CLI exits with code 2.
+class Rendered:
+    """A message with parameter fields (``{name}``), rendered for the library, the command line
+    or R: the one ``render()`` of :class:`InputError` and :class:`ParamWarning`.
 
     Args:
         message: the text; each parameter it names is written ``{name}``.
@@ -50,6 +49,19 @@ class InputError(QuantformerError, ValueError):
         return self.render(lambda p: p)
 
 
+class InputError(Rendered, QuantformerError, ValueError):
+    """Bad input the user can fix: a missing file, an unknown column, an invalid option value.
+
+    The message names the problem and the fix. The CLI exits with code 2.
+
+    Args:
+        message: the text; each parameter it names is written ``{name}``.
+        params: the parameter names written as fields in ``message`` (default: none).
+        r_message: the text when R called, for wording that is not a parameter (R's named
+            vectors instead of files); fields as in ``message`` (default: ``message``).
+    """
+
+
 def unused_error(names: Iterable[str], one: str, several: str, *,
                  also: Iterable[str] = ()) -> InputError:
     """The error for settings that would not be used: the parameters ``names`` as fields
@@ -64,7 +76,7 @@ class ModelDirError(InputError):
     """A model directory is missing, incomplete (no completion record) or not a classifier."""
 
 
-class ParamWarning(UserWarning):
+class ParamWarning(Rendered, UserWarning):
     """A warning that names parameters, rendered like :class:`InputError`: as flags on the
     command line, as the calling function's arguments in R.
 
@@ -76,21 +88,3 @@ class ParamWarning(UserWarning):
         r_message: the text when R called, for wording that is not a parameter (an R
             function call instead of a command line); fields as in ``message``.
     """
-
-    def __init__(self, message: str = "", *, params: Iterable[str] = (),
-                 r_message: str | None = None):
-        super().__init__(message)
-        self.params = tuple(params)
-        self.r_message = r_message
-
-    def render(self, name: Callable[[str], str], r: bool = False) -> str:
-        """The message (``r``: the R message, when there is one) with each field written as
-        ``name(field)``."""
-        text = self.r_message if r and self.r_message is not None else \
-            (str(self.args[0]) if self.args else "")
-        for p in self.params:
-            text = text.replace("{" + p + "}", name(p))
-        return text
-
-    def __str__(self) -> str:
-        return self.render(lambda p: p)

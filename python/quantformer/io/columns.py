@@ -1,10 +1,10 @@
 """The corpus frame's columns: their names, and the checks of what a column holds.
 
 The names every layer writes and reads (:data:`ID_COLUMN`, :data:`TEXT_COLUMN`,
-:data:`LABEL_COLUMN`; the outputs' :data:`PREDICTED_COLUMN`, :func:`prob_column` and
-:data:`BACKEND_COLUMN`) have their one home here, beside the checks that
-:mod:`quantformer.io.frames` applies when it reads a table into a corpus frame: which column is
-the text, the labels and the ids, ids given by position (``text1..N``, as
+:data:`LABEL_COLUMN`; the outputs' :data:`PREDICTED_COLUMN`, :func:`prob_column`,
+:data:`PREDICTED_PREFIX` and :data:`BACKEND_COLUMN`) have their one home here, beside the
+checks that :mod:`quantformer.io.frames` applies when it reads a table into a corpus frame:
+which column is the text, the labels and the ids, ids given by position (``text1..N``, as
 ``quanteda::corpus()`` names them), ids repeated across chunks, a text column of numbers, 0/1
 label columns.
 """
@@ -29,6 +29,8 @@ LABEL_COLUMN = "label"
 PREDICTED_COLUMN = "predicted"
 #: the prefix of an output's probability columns, one a label (:func:`prob_column`)
 PROB_PREFIX = "prob_"
+#: the prefix of a multi-label output's 0/1 columns, one a label (``predicted_<label>``)
+PREDICTED_PREFIX = "predicted_"
 #: the column that says which backend and precision computed each output row
 BACKEND_COLUMN = "backend"
 

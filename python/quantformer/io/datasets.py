@@ -12,6 +12,7 @@ import re
 import pandas as pd
 
 from .._core.errors import InputError
+from .columns import ID_COLUMN, LABEL_COLUMN, TEXT_COLUMN
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
 
@@ -63,13 +64,13 @@ def sotu(
                          rec.fileid, k))
     if not rows:
         raise InputError("no State of the Union paragraphs match these filters; widen them")
-    frame = pd.DataFrame(rows, columns=["doc_id", "text", "year", "president", "party",
+    frame = pd.DataFrame(rows, columns=[ID_COLUMN, TEXT_COLUMN, "year", "president", "party",
                                         "address", "paragraph"])
     if label is not None:
         if label not in frame.columns[2:]:
             raise InputError(f"label '{label}' is not a docvar; use one of "
                              f"{', '.join(frame.columns[2:])}")
-        frame.insert(2, "label", frame[label].astype(str))
+        frame.insert(2, LABEL_COLUMN, frame[label].astype(str))
     return frame
 
 

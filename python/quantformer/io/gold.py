@@ -19,6 +19,7 @@ import pandas as pd
 
 from .._core.errors import InputError
 from .formats import detect_format, read_raw
+from .columns import ID_COLUMN, LABEL_COLUMN, PREDICTED_COLUMN, PROB_PREFIX, prob_column
 from .frames import as_str_series
 
 MIN_GOLD = 10  # fewer hand-coded documents than this: no interval is worth printing
@@ -66,18 +67,6 @@ class GoldPair:
         return self.yhat[:, self.classes.index(cls)]
 
 
-def ppi_py():
-    """The ppi-python module, imported without its side effect: its ``ppi.py`` calls
-    ``warnings.simplefilter("ignore")`` at import, which would silence every later warning of
-    the session (ours included); the filters are restored after the import."""
-    import sys
-
-    if "ppi_py" not in sys.modules:
-        with warnings.catch_warnings():
-            import ppi_py  # noqa: F401
-    return sys.modules["ppi_py"]
-
-
 def read_table(obj, what: str, fmt: str | None = None) -> pd.DataFrame:
     """A DataFrame as is, or a file (any frame format; no text column needed)."""
     if isinstance(obj, pd.DataFrame):
@@ -92,25 +81,26 @@ def read_table(obj, what: str, fmt: str | None = None) -> pd.DataFrame:
 
 
 def _classes(pred: pd.DataFrame) -> list:
-    classes = [c[5:] for c in pred.columns if c.startswith("prob_")]
+    classes = [c[len(PROB_PREFIX):] for c in pred.columns if c.startswith(PROB_PREFIX)]
     if classes:
         return classes
-    if "predicted" not in pred.columns:
+    if PREDICTED_COLUMN not in pred.columns:
         raise InputError("the prediction file has neither 'predicted' nor 'prob_<class>' "
                          f"columns (it has: {', '.join(pred.columns)}); give the output of "
                          "`quantformer predict` or `zeroshot`")
-    return sorted(pred["predicted"].dropna().astype(str).unique())
+    return sorted(pred[PREDICTED_COLUMN].dropna().astype(str).unique())
 
 
 def _predictions(pred: pd.DataFrame, classes: list) -> tuple[np.ndarray, np.ndarray]:
-    if any(c.startswith("prob_") for c in pred.columns):
-        yhat = pred[[f"prob_{c}" for c in classes]].to_numpy(dtype=float)
+    if any(c.startswith(PROB_PREFIX) for c in pred.columns):
+        yhat = pred[[prob_column(c) for c in classes]].to_numpy(dtype=float)
     else:
-        yhat = np.column_stack([(pred["predicted"].astype(str) == c).to_numpy(float)
+        yhat = np.column_stack([(pred[PREDICTED_COLUMN].astype(str) == c).to_numpy(float)
                                 for c in classes])
-        yhat[pred["predicted"].isna().to_numpy()] = np.nan
-    if "predicted" in pred.columns:
-        predicted = pred["predicted"].astype(object).where(pred["predicted"].notna(), None)
+        yhat[pred[PREDICTED_COLUMN].isna().to_numpy()] = np.nan
+    if PREDICTED_COLUMN in pred.columns:
+        column = pred[PREDICTED_COLUMN]
+        predicted = column.astype(object).where(column.notna(), None)
         predicted = np.array([None if v is None else str(v) for v in predicted], dtype=object)
     else:
         predicted = np.asarray(classes, dtype=object)[np.nan_to_num(yhat, nan=-1).argmax(1)]
@@ -118,18 +108,18 @@ def _predictions(pred: pd.DataFrame, classes: list) -> tuple[np.ndarray, np.ndar
 
 
 def _with_ids(df: pd.DataFrame, name: str) -> pd.DataFrame:
-    if "doc_id" not in df.columns:
+    if ID_COLUMN not in df.columns:
         raise InputError(f"the {name} file has no doc_id column (it has: "
                          f"{', '.join(df.columns)}); name it with {{id_col}}", params=["id_col"])
-    return df.assign(doc_id=np.asarray(as_str_series(df["doc_id"]).to_numpy(), dtype=object))
+    return df.assign(doc_id=np.asarray(as_str_series(df[ID_COLUMN]).to_numpy(), dtype=object))
 
 
 def _check_ids(pred: pd.DataFrame, gold: pd.DataFrame) -> None:
-    dup = gold["doc_id"][gold["doc_id"].duplicated()]
+    dup = gold[ID_COLUMN][gold[ID_COLUMN].duplicated()]
     if len(dup):
         raise InputError(f"the gold sample codes {len(dup)} document(s) twice (e.g. "
                          f"{', '.join(dup.head(3))}); keep one code per document")
-    unknown = gold.loc[pd.Index(pred["doc_id"]).get_indexer(gold["doc_id"]) < 0, "doc_id"]
+    unknown = gold.loc[pd.Index(pred[ID_COLUMN]).get_indexer(gold[ID_COLUMN]) < 0, ID_COLUMN]
     if len(unknown):
         some = f"{len(unknown)} gold document(s) are not in {{pred}} (e.g. " \
             f"{', '.join(unknown.head(5))}); the gold sample must be drawn from the predicted " \
@@ -180,7 +170,7 @@ def _drop_unpredicted(pred: pd.DataFrame, yhat: np.ndarray, predicted: np.ndarra
     return pred.loc[keep].reset_index(drop=True), yhat[keep], predicted[keep]
 
 
-def join_gold(pred, gold, *, label_col: str = "label", weight_col: str | None = None,
+def join_gold(pred, gold, *, label_col: str = LABEL_COLUMN, weight_col: str | None = None,
               id_col: str | None = None) -> GoldPair:
     """Read and check a prediction frame and a gold sample, and align them.
 
@@ -198,9 +188,9 @@ def join_gold(pred, gold, *, label_col: str = "label", weight_col: str | None = 
     """
     pred = read_table(pred, "prediction")
     gold = read_table(gold, "gold")
-    if id_col and id_col != "doc_id":
-        pred = pred.rename(columns={id_col: "doc_id"})
-        gold = gold.rename(columns={id_col: "doc_id"})
+    if id_col and id_col != ID_COLUMN:
+        pred = pred.rename(columns={id_col: ID_COLUMN})
+        gold = gold.rename(columns={id_col: ID_COLUMN})
     pred, gold = _with_ids(pred, "prediction"), _with_ids(gold, "gold")
     _check_ids(pred, gold)
     classes = _classes(pred)
@@ -208,7 +198,7 @@ def join_gold(pred, gold, *, label_col: str = "label", weight_col: str | None = 
     pred, yhat, predicted = _drop_unpredicted(pred, yhat, predicted)
     gold = gold.assign(_w=_weights(gold, weight_col))
     gold = _gold_labels(gold, label_col, classes)
-    position = pd.Index(pred["doc_id"]).get_indexer(gold["doc_id"])
+    position = pd.Index(pred[ID_COLUMN]).get_indexer(gold[ID_COLUMN])
     if (position < 0).any():
         warnings.warn(f"{int((position < 0).sum())} gold document(s) have no prediction and "
                       "are left out", GoldWarning, stacklevel=3)

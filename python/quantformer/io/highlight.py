@@ -18,6 +18,7 @@ import pandas as pd
 
 from .._core.atomic import write_text
 from .._core.errors import InputError
+from .columns import ID_COLUMN, PREDICTED_COLUMN, PROB_PREFIX
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;line-height:1.7}
 .doc{border-top:1px solid #ccc;padding:.6em 0}.meta{font-size:.85em;color:#444}
@@ -56,9 +57,9 @@ def highlight(text: str, words: pd.DataFrame, scale: float) -> str:
 
 def _meta(doc: pd.Series) -> str:
     probs = ", ".join(f"{html.escape(c[5:])} {doc[c]:.3f}" for c in doc.index
-                      if c.startswith("prob_"))
-    pred = doc.get("predicted")
-    return (f'<div class="meta"><b>{html.escape(str(doc["doc_id"]))}</b> · target '
+                      if c.startswith(PROB_PREFIX))
+    pred = doc.get(PREDICTED_COLUMN)
+    return (f'<div class="meta"><b>{html.escape(str(doc[ID_COLUMN]))}</b> · target '
             f'<b>{html.escape(str(doc["target"]))}</b> · predicted {html.escape(str(pred))}'
             + (f" · {probs}" if probs else "")
             + f' · completeness gap {doc["completeness_gap"]:.1%}, {doc["steps"]} steps</div>')
@@ -75,13 +76,13 @@ def attribution_page(words: pd.DataFrame, documents: pd.DataFrame, texts: dict,
     vals = words["attribution"].to_numpy(dtype=np.float64)
     scale = float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 0.0
     body = []
-    groups = dict(tuple(words.groupby(["doc_id", "target"], sort=False, observed=True)))
+    groups = dict(tuple(words.groupby([ID_COLUMN, "target"], sort=False, observed=True)))
     for _, doc in documents.iterrows():
-        w = groups.get((doc["doc_id"], doc["target"]))
+        w = groups.get((doc[ID_COLUMN], doc["target"]))
         if w is None:
             continue
         body.append(f'<div class="doc">{_meta(doc)}<div>'
-                    f'{highlight(texts[doc["doc_id"]], w, scale)}</div></div>')
+                    f'{highlight(texts[doc[ID_COLUMN]], w, scale)}</div></div>')
     key = (f'<p class="key"><span style="background:{_colour(1, 1)}">towards the target</span>'
            f'<span style="background:{_colour(-1, 1)}">against it</span>'
            f'<span class="unseen">not seen</span> full colour = {scale:.3g} logits '

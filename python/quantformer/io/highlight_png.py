@@ -19,6 +19,7 @@ import pandas as pd
 
 from .._core.atomic import atomic_file
 from .._core.errors import InputError
+from .columns import ID_COLUMN, PREDICTED_COLUMN, prob_column
 from .writable import check_writable
 
 #: figure width (inches) and resolution (dots per inch): 1600 pixels wide
@@ -59,8 +60,8 @@ def check_png_docs(docs, doc_ids) -> list[str]:
 
 
 def _header(doc: pd.Series) -> str:
-    pred = doc.get("predicted")
-    prob = doc.get(f"prob_{pred}")
+    pred = doc.get(PREDICTED_COLUMN)
+    prob = doc.get(prob_column(pred))
     p = f" (p = {prob:.2f})" if prob is not None and pd.notna(prob) else ""
     shown = f"{pred:.3g}" if isinstance(pred, float) else str(pred)
     return f"{doc['doc_id']}  ·  explained: {doc['target']}  ·  predicted: {shown}{p}"
@@ -88,11 +89,11 @@ def _layout(blocks: list, measure) -> tuple[list, float]:
 
 
 def _blocks(words: pd.DataFrame, documents: pd.DataFrame, docs: list, scale: float) -> list:
-    groups = dict(tuple(words.groupby(["doc_id", "target"], sort=False, observed=True)))
+    groups = dict(tuple(words.groupby([ID_COLUMN, "target"], sort=False, observed=True)))
     out = []
     for d in docs:
-        for _, doc in documents[documents["doc_id"].astype(str) == d].iterrows():
-            w = groups.get((doc["doc_id"], doc["target"]))
+        for _, doc in documents[documents[ID_COLUMN].astype(str) == d].iterrows():
+            w = groups.get((doc[ID_COLUMN], doc["target"]))
             if w is None:
                 continue
             ends = w["end"].to_numpy()
@@ -123,8 +124,8 @@ def write_attribution_png(words: pd.DataFrame, documents: pd.DataFrame,
     from matplotlib.font_manager import FontProperties
 
     check_png_path(path)
-    docs = check_png_docs(docs, documents["doc_id"].astype(str).unique())
-    shown = words[words["doc_id"].astype(str).isin(docs)]
+    docs = check_png_docs(docs, documents[ID_COLUMN].astype(str).unique())
+    shown = words[words[ID_COLUMN].astype(str).isin(docs)]
     vals = shown["attribution"].to_numpy(dtype=np.float64)
     scale = float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 0.0
     fig = Figure(figsize=(WIDTH_IN, 1), dpi=DPI)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from .columns import TEXT_COLUMN
 from .formats import (
     check_index,
     check_not_blank,
@@ -128,7 +129,7 @@ class _Lines:
             if chunk.iloc[:, 0].dtype != object:
                 dtype = chunk.iloc[:, 0].dtype
             n += len(batch)
-        self.dtypes = {self.src.text_col or "text": dtype}
+        self.dtypes = {self.src.text_col or TEXT_COLUMN: dtype}
         return n
 
     def chunks(self) -> Iterator[pd.DataFrame]:

@@ -51,8 +51,10 @@ import pandas as pd
 
 from .._core.checks import check_level
 from .._core.errors import InputError
-from ..io.gold import MIN_GOLD, GoldPair, GoldWarning, join_gold, ppi_py
+from ..io.columns import LABEL_COLUMN
+from ..io.gold import MIN_GOLD, GoldPair, GoldWarning, join_gold
 from .planner import add_gold_needed
+from .ppi import ppi_py
 
 METHODS = ("ppi", "naive", "gold", "dsl")
 COLUMNS = ["class", "estimate", "ci_low", "ci_high", "method", "n_gold", "n_total", "note"]
@@ -193,7 +195,7 @@ def _warn_groups(table: pd.DataFrame, by: list, method: str) -> None:
 
 
 def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
-             label_col: str = "label", weight_col: str | None = None,
+             label_col: str = LABEL_COLUMN, weight_col: str | None = None,
              id_col: str | None = None, target_halfwidth: float | None = None) -> pd.DataFrame:
     """Prevalence of each class (per group of docvars) with a confidence interval.
 

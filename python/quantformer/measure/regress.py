@@ -39,8 +39,18 @@ import pandas as pd
 
 from .._core.checks import check_level
 from .._core.errors import InputError
-from ..io.gold import GoldPair, join_gold, ppi_py
+from ..io.columns import (
+    BACKEND_COLUMN,
+    ID_COLUMN,
+    LABEL_COLUMN,
+    PREDICTED_COLUMN,
+    PREDICTED_PREFIX,
+    PROB_PREFIX,
+    TEXT_COLUMN,
+)
+from ..io.gold import GoldPair, join_gold
 from .prevalence import check_method, dsl_pseudo_outcomes
+from .ppi import ppi_py
 
 FAMILIES = ("ols", "logistic")
 
@@ -61,8 +71,8 @@ def parse_formula(formula: str, classes: list) -> tuple[str, str]:
 
 
 # columns that predict (or a join) writes: never docvars
-WRITTEN = ("doc_id", "text", "predicted", "backend", "n_windows")
-WRITTEN_PREFIXES = ("prob_", "predicted_")
+WRITTEN = (ID_COLUMN, TEXT_COLUMN, PREDICTED_COLUMN, BACKEND_COLUMN, "n_windows")
+WRITTEN_PREFIXES = (PROB_PREFIX, PREDICTED_PREFIX)
 
 
 def formula_variables(rhs: str) -> list[str]:
@@ -181,7 +191,7 @@ def _naive(x, y, family, alpha):
 
 
 def regress(pred, gold, formula: str, family: str = "ols", method: str = "ppi",
-            level: float = 0.95, *, label_col: str = "label", weight_col: str | None = None,
+            level: float = 0.95, *, label_col: str = LABEL_COLUMN, weight_col: str | None = None,
             id_col: str | None = None) -> pd.DataFrame:
     """Coefficients of a regression of a measured class on docvars, with confidence intervals.
 

@@ -52,6 +52,18 @@ class TrainingWarning(ParamWarning):
     numeric labels read as classes)."""
 
 
+def label_column(frame: pd.DataFrame, what: str, meaning: str = "") -> pd.Series:
+    """The ``label`` column of the ``what`` data (``meaning``: what it holds, in the message).
+
+    Raises:
+        InputError: ``frame`` has no ``label`` column (naming ``label_col``).
+    """
+    if "label" not in frame.columns:
+        raise InputError(f"the {what} data has no 'label' column{meaning}; name it with "
+                         "{label_col}", params=["label_col"])
+    return frame["label"]
+
+
 def _missing(values: pd.Series) -> np.ndarray:
     return as_str_series(values).isna().to_numpy()
 
@@ -70,10 +82,7 @@ class Classification:
 
     # ---- training side
     def missing_labels(self, frame: pd.DataFrame, what: str) -> np.ndarray:
-        if "label" not in frame.columns:
-            raise InputError(f"the {what} data has no 'label' column; name it with "
-                             "{label_col}", params=["label_col"])
-        return _missing(frame["label"])
+        return _missing(label_column(frame, what))
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
         kept["label"] = as_str_series(frame["label"])[mask]
@@ -195,10 +204,7 @@ class Regression:
         self.n = 0
 
     def missing_labels(self, frame: pd.DataFrame, what: str) -> np.ndarray:
-        if "label" not in frame.columns:
-            raise InputError(f"the {what} data has no 'label' column (the numeric outcome); "
-                             "name it with {label_col}", params=["label_col"])
-        return _missing(frame["label"])
+        return _missing(label_column(frame, what, " (the numeric outcome)"))
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
         kept["label"] = as_numbers(frame["label"][mask].to_numpy())
@@ -335,10 +341,7 @@ class Multilabel(Classification):
     # ---- training side
     def missing_labels(self, frame: pd.DataFrame, what: str) -> np.ndarray:
         if self.label_cols is None:
-            if "label" not in frame.columns:
-                raise InputError(f"the {what} data has no 'label' column; name it with "
-                                 "{label_col}", params=["label_col"])
-            return frame["label"].isna().to_numpy()
+            return label_column(frame, what).isna().to_numpy()
         absent = [c for c in self.label_cols if c not in frame.columns]
         if absent:
             raise InputError(f"the {what} data has no column {', '.join(map(repr, absent))} of "

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import ID_COLUMN
 
 
 def doc_terms(words: pd.DataFrame, lowercase: bool = True, analyzer=None) -> pd.DataFrame:
@@ -29,7 +30,7 @@ def doc_terms(words: pd.DataFrame, lowercase: bool = True, analyzer=None) -> pd.
             bag-of-words tokenizer: lowercased, stemmed, punctuation dropped); a word's
             attribution is shared equally among its terms, words with none are left out.
     """
-    w = words.loc[words["attribution"].notna(), ["target", "doc_id", "word", "attribution"]]
+    w = words.loc[words["attribution"].notna(), ["target", ID_COLUMN, "word", "attribution"]]
     if analyzer is None:
         w = w.assign(term=w["word"].str.lower() if lowercase else w["word"])
     else:
@@ -38,7 +39,7 @@ def doc_terms(words: pd.DataFrame, lowercase: bool = True, analyzer=None) -> pd.
         share = terms.map(len)
         w = w.assign(term=terms, attribution=w["attribution"] / share.where(share > 0))
         w = w.loc[share.to_numpy() > 0].explode("term")
-    return (w.groupby(["target", "doc_id", "term"], sort=False, observed=True)["attribution"]
+    return (w.groupby(["target", ID_COLUMN, "term"], sort=False, observed=True)["attribution"]
             .sum().reset_index())
 
 

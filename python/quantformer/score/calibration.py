@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .._core.errors import InputError, ModelDirError
+from ..io.columns import LABEL_COLUMN, prob_column
 from ..io.writing import write_figure
 from ..io.gold import read_table
 from ..io.modeldir import read_record, record_path, update_record
@@ -99,7 +100,7 @@ def truth_indices(truth, labels: list) -> np.ndarray:
     return np.array([index[str(t)] for t in truth])
 
 
-def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
+def calibrate(model_dir, pred, truth_col: str = LABEL_COLUMN) -> dict:
     """Fit the temperature on validation predictions and store it in the model directory.
 
     Args:
@@ -120,15 +121,15 @@ def calibrate(model_dir, pred, truth_col: str = "label") -> dict:
     check_writable(record_path(model_dir), "model")  # the temperature is stored there
     labels = [str(x) for x in record["labels"]]
     table = read_table(pred, "prediction")
-    missing = [c for c in [truth_col] + [f"prob_{x}" for x in labels] if c not in table.columns]
+    missing = [c for c in [truth_col] + [prob_column(x) for x in labels] if c not in table.columns]
     if missing:
         raise InputError(f"the prediction file lacks {', '.join(missing)}; give `quantformer "
                          "predict` output of this model on labelled validation documents")
-    table = table[table[truth_col].notna() & table[f"prob_{labels[0]}"].notna()]
+    table = table[table[truth_col].notna() & table[prob_column(labels[0])].notna()]
     if len(table) < 10:
         raise InputError(f"{len(table)} labelled validation documents; calibration needs at "
                          "least 10 (a few hundred for a stable temperature)")
-    probs = table[[f"prob_{x}" for x in labels]].to_numpy(float)
+    probs = table[[prob_column(x) for x in labels]].to_numpy(float)
     truth = truth_indices(table[truth_col].astype(str), labels)
     temperature = fit_temperature(probs, truth)
     result = {"temperature": temperature, "n": int(len(table)),
@@ -166,7 +167,7 @@ def calibration_summary(frame, truth, labels: list, calibration_plot=None) -> di
     out. Writes the reliability diagram to ``calibration_plot`` (a .png path) when given.
     Returns ``{}`` when ``frame`` has no probability columns, else ``{"ece", "n_bins", "n"}``.
     """
-    columns = [f"prob_{lab}" for lab in labels]
+    columns = [prob_column(lab) for lab in labels]
     if not labels or any(c not in frame.columns for c in columns):
         if calibration_plot:
             raise InputError("{calibration_plot} needs probabilities (prob_<class> columns) "

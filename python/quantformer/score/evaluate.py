@@ -22,6 +22,7 @@ import pandas as pd
 from .._core.atomic import write_text
 from .._core.errors import InputError
 from .._core.show import print_table
+from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN
 from ..io.frames import as_str_series
 from ..io.writing import write_figure
 from .reliability import agreement, agreement_lines
@@ -194,12 +195,12 @@ def evaluate(truth, predicted, labels=None) -> Report:
     present = [i for i, lab in enumerate(order) if lab in set(tt) | set(pp)]
     macro = float(np.mean(f1[present]))
     per_class = pd.DataFrame({"precision": prec, "recall": rec, "f1": f1,
-                              "support": sup.astype(int)}, index=pd.Index(order, name="label"))
+                              "support": sup.astype(int)}, index=pd.Index(order, name=LABEL_COLUMN))
     with warnings.catch_warnings():  # one class only: the 1 x 1 matrix is right, say nothing
         warnings.filterwarnings("ignore", message="A single label was found")
         cm = confusion_matrix(tt, pp, labels=order)
     confusion = pd.DataFrame(cm, index=pd.Index(order, name="true"),
-                             columns=pd.Index(order, name="predicted"))
+                             columns=pd.Index(order, name=PREDICTED_COLUMN))
 
     return Report(accuracy=float(accuracy_score(tt, pp)), macro_f1=macro, labels=order,
                   per_class=per_class, confusion=confusion, n=len(pairs),

@@ -15,6 +15,7 @@ import pandas as pd
 
 from .._core.checks import check_level
 from .._core.errors import InputError
+from ..io.columns import ID_COLUMN, LABEL_COLUMN
 
 N_BOOT = 1000
 
@@ -166,12 +167,12 @@ def coder_agreement(codes, documents: str = "common", level: float = 0.95,
 def _wide_codes(codes):
     """Documents x coders (labels as strings, NaN where a coder gave no code), coders in the
     order they first appear."""
-    missing = [c for c in ("doc_id", "coder", "label") if c not in codes.columns]
+    missing = [c for c in (ID_COLUMN, "coder", LABEL_COLUMN) if c not in codes.columns]
     if missing:
         raise InputError(f"{{codes}} lacks the column(s) {', '.join(missing)}; give doc_id, "
                          "coder and label, one row per code", params=["codes"])
-    coded = codes.loc[codes["label"].notna(), ["doc_id", "coder", "label"]].astype(str)
-    twice = coded.duplicated(["doc_id", "coder"])
+    coded = codes.loc[codes[LABEL_COLUMN].notna(), [ID_COLUMN, "coder", LABEL_COLUMN]].astype(str)
+    twice = coded.duplicated([ID_COLUMN, "coder"])
     if twice.any():
         one = coded[twice].iloc[0]
         raise InputError(f"{{codes}}: coder '{one['coder']}' coded document '{one['doc_id']}' "
@@ -181,4 +182,4 @@ def _wide_codes(codes):
     if len(order) < 2:
         raise InputError(f"{{codes}} holds the codes of {len(order)} coder(s); agreement needs "
                          "at least two", params=["codes"])
-    return coded.pivot(index="doc_id", columns="coder", values="label")[order]
+    return coded.pivot(index=ID_COLUMN, columns="coder", values=LABEL_COLUMN)[order]

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import ID_COLUMN, LABEL_COLUMN, PREDICTED_COLUMN, PROB_PREFIX
 from ..io.formats import read_table_file
 from ..io.frames import as_str_series, warn_numbered, zero_one
 
@@ -40,8 +41,8 @@ def truth_table(path, id_col: str | None = None, label_col: str | None = None,
         InputError: the file has no ``label_col`` (default ``label``) column.
     """
     raw = read_table_file(path, fmt)
-    lcol = label_col or "label"
-    icol = id_col or "doc_id"
+    lcol = label_col or LABEL_COLUMN
+    icol = id_col or ID_COLUMN
     if lcol not in raw.columns:
         raise InputError(f"truth file '{path}' has no '{lcol}' column; its columns are: "
                          f"{', '.join(map(str, raw.columns))}. Name it with {{label_col}}",
@@ -50,10 +51,10 @@ def truth_table(path, id_col: str | None = None, label_col: str | None = None,
            else pd.Series([f"text{i + 1}" for i in range(len(raw))], dtype=object))
     if icol not in raw.columns and len(raw):
         warn_numbered(f"truth file '{path}'", len(raw), raw.columns)
-    return pd.DataFrame({"doc_id": ids.to_numpy(), "truth": as_str_series(raw[lcol]).to_numpy()})
+    return pd.DataFrame({ID_COLUMN: ids.to_numpy(), "truth": as_str_series(raw[lcol]).to_numpy()})
 
 
-def join_truth_file(pred_df: pd.DataFrame, pred, truth, *, pred_col: str = "predicted",
+def join_truth_file(pred_df: pd.DataFrame, pred, truth, *, pred_col: str = PREDICTED_COLUMN,
                     mapping: dict | None = None, id_col: str | None = None,
                     label_col: str | None = None, fmt: str | None = None) -> pd.DataFrame:
     """``doc_id``, ``pred`` (relabelled by ``mapping``), the ``prob_`` columns and ``truth``:
@@ -66,14 +67,14 @@ def join_truth_file(pred_df: pd.DataFrame, pred, truth, *, pred_col: str = "pred
         InputError: no doc_id column in the predictions, no shared doc_id.
     """
     table = truth_table(truth, id_col, label_col, fmt)
-    if "doc_id" not in pred_df.columns:
+    if ID_COLUMN not in pred_df.columns:
         raise InputError(f"'{pred}' has no doc_id column to join {{truth}} on",
                          params=["truth"])
-    left = pd.DataFrame({"doc_id": [str(x) for x in pred_df["doc_id"]],
+    left = pd.DataFrame({ID_COLUMN: [str(x) for x in pred_df[ID_COLUMN]],
                          "pred": apply_label_map(pred_df[pred_col], mapping),
                          **{c: pred_df[c].to_numpy() for c in pred_df.columns
-                            if str(c).startswith("prob_")}})
-    joined = left.merge(table, on="doc_id", how="inner", validate="one_to_one")
+                            if str(c).startswith(PROB_PREFIX)}})
+    joined = left.merge(table, on=ID_COLUMN, how="inner", validate="one_to_one")
     if len(joined) == 0:
         raise InputError(f"no doc_id of '{pred}' is in '{truth}'; check {{id_col}}",
                          params=["id_col"])
@@ -95,13 +96,13 @@ def pred_with_truth(pred, truth, truth_cols: list, pred_cols: list,
     if truth:
         table = read_table_file(truth)
         need_columns(table, truth_cols, truth)
-        icol = id_col or "doc_id"
+        icol = id_col or ID_COLUMN
         need_columns(table, [icol], truth, " (name it with {id_col})", params=["id_col"])
-        need_columns(frame, ["doc_id"], pred)
+        need_columns(frame, [ID_COLUMN], pred)
         right = table[truth_cols].assign(doc_id=as_str_series(table[icol]).to_numpy())
         left = frame.drop(columns=[c for c in truth_cols if c in frame.columns])
-        left = left.assign(doc_id=as_str_series(left["doc_id"]).to_numpy())
-        frame = left.merge(right, on="doc_id", how="inner", validate="one_to_one")
+        left = left.assign(doc_id=as_str_series(left[ID_COLUMN]).to_numpy())
+        frame = left.merge(right, on=ID_COLUMN, how="inner", validate="one_to_one")
         if len(frame) == 0:
             raise InputError(f"no doc_id of '{pred}' is in '{truth}'; check {{id_col}}",
                              params=["id_col"])

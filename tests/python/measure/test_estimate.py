@@ -309,8 +309,8 @@ def test_cli_estimate_bad_input_exit_2(tmp_path):
 
 
 def test_ppi_python_import_does_not_silence_warnings():
-    # ppi_py's ppi.py runs warnings.simplefilter("ignore") at import; gold.ppi_py() undoes it
-    code = ("import warnings, quantformer.io.gold as g; g.ppi_py(); "
+    # ppi_py's ppi.py runs warnings.simplefilter("ignore") at import; ppi.ppi_py() undoes it
+    code = ("import warnings, quantformer.measure.ppi as g; g.ppi_py(); "
             "warnings.warn('still heard', UserWarning)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "still heard" in r.stderr
