@@ -437,3 +437,50 @@ def test_tests_mirror_the_layers():
     assert {p.name for p in here.glob("test_*.py")} == {
         "test_architecture.py", "test_packaging.py", "test_ci_skips.py",
         "test_deprecated_paths.py"}
+
+
+# --------------------------------------------------------------------------------------------
+# one owner per setting, engines apart (issue 44)
+
+MODULE_LIMIT = 500  # lines per module
+
+
+def long_modules(mods: dict[str, Path]) -> list[str]:
+    """Modules over :data:`MODULE_LIMIT` lines."""
+    return sorted(f"{name}: {n}" for name, path in mods.items()
+                  if (n := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LIMIT)
+
+
+#: modules still over the limit, each to be split (issue 44); a module split leaves the list
+LONG_PENDING = {"quantformer.infer.zeroshot", "quantformer.select.tune",
+                "quantformer.train.pretrain"}
+
+
+def test_no_module_over_500_lines():
+    long = {line.partition(":")[0] for line in long_modules(_modules())}
+    assert long - LONG_PENDING == set()
+    assert LONG_PENDING <= long  # a module split leaves LONG_PENDING
+    probe = _probe(PACKAGE / "infer" / "_probe.py", "x = 1\n" * (MODULE_LIMIT + 1))
+    assert long_modules({"quantformer.infer._probe": probe}) == [
+        f"quantformer.infer._probe: {MODULE_LIMIT + 1}"]
+
+
+def from_pretrained_users(mods: dict[str, Path]) -> list[str]:
+    """Calls of ``from_pretrained`` outside the models layer (docstrings and text do not
+    count: only a call of an attribute of that name)."""
+    found = []
+    for name, path in mods.items():
+        if name.startswith("quantformer.models"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "from_pretrained":
+                found.append(f"{name}:{node.lineno}")
+    return sorted(found)
+
+
+def test_models_are_loaded_through_the_models_layer():
+    assert from_pretrained_users(_modules()) == []
+    probe = _probe(PACKAGE / "infer" / "_probe.py", "m = AutoModel.from_pretrained('x')\n")
+    assert from_pretrained_users({"quantformer.infer._probe": probe}) == [
+        "quantformer.infer._probe:1"]

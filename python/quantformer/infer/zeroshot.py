@@ -60,15 +60,7 @@ from .._core.errors import InputError, unused_error
 from ..io.formats import read_text_file
 from ..io.modeldir import hf_quiet
 from ..models.batching import PerGroup, run_batches
-from ..models.hub import (
-    check_max_length,
-    load_config,
-    load_tokenizer,
-    max_positions,
-    model_label,
-    resolve_device,
-    resolve_model,
-)
+from ..models.hub import (check_max_length, load_config, load_network, load_tokenizer, max_positions, model_label, resolve_device, resolve_model)
 from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
 from ..io.writing import write_frame
 from ..models.chunks import DEFAULT_AGGREGATE, aggregate_windows
@@ -333,10 +325,8 @@ def embedding_probabilities(sims: np.ndarray, calibration: str = "standardise",
 
 def _load_nli(path):
     """(sequence-classification model in eval mode, fast tokenizer) of an NLI model."""
-    from transformers import AutoModelForSequenceClassification
-
     with hf_quiet():
-        net = AutoModelForSequenceClassification.from_pretrained(path)
+        net = load_network(path, "classification")
     return net.eval(), load_tokenizer(path)
 
 

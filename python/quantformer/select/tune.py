@@ -52,7 +52,7 @@ from ..io.writing import write_frame
 from ..io.modeldir import hf_quiet
 from ..io.writable import check_results_dir
 from ..models.batching import pad_batch
-from ..models.hub import load_tokenizer, model_label, resolve_device, resolve_model
+from ..models.hub import load_network, load_tokenizer, model_label, resolve_device, resolve_model
 from ..models.tokenize import CHUNKS, DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
 from ..scale.cluster import map_runs
 from ..score.evaluate import evaluate
@@ -164,13 +164,11 @@ def step_seconds(model: str | None, texts: list, *, batch_size: int, max_length:
     documents, and returns the faster of the last two (the first warms up).
     """
     import torch
-    from transformers import AutoModelForSequenceClassification
 
     dev = resolve_device(device)
     tok = load_tokenizer(model)
     with hf_quiet():
-        m = AutoModelForSequenceClassification.from_pretrained(
-            resolve_model(model), num_labels=n_labels).to(dev)
+        m = load_network(resolve_model(model), "classification", num_labels=n_labels).to(dev)
     enc = encode(tok, texts[:batch_size], max_length=max_length, truncation=truncation)
     batch = pad_batch(enc.input_ids, enc.token_type_ids, tok.pad_token_id or 0, dev)
     y = torch.zeros(len(enc.input_ids), dtype=torch.long, device=dev)

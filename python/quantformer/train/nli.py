@@ -57,7 +57,7 @@ from ..infer.nli import NLIClassifier
 from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis, nli_label_ids
 from ..io.formats import read_text_file
 from ..io.modeldir import hf_quiet, now_utc
-from ..models.hub import load_config, load_tokenizer, model_label, resolve_device, resolve_model
+from ..models.hub import (load_config, load_network, load_tokenizer, model_label, resolve_device, resolve_model)
 from ..models.tasks import Classification
 from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
 from .arguments import DROPOUT
@@ -301,8 +301,6 @@ def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **set
 def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, device, rng, say):
     """Build the pairs, tokenise them, load the NLI model; returns (NLIClassifier, Batches,
     number of truncated documents)."""
-    from transformers import AutoModelForSequenceClassification
-
     entail, contra = outputs
     base_path, config = resolve_model(model), load_config(model)
     tokenizer = load_tokenizer(model)
@@ -319,7 +317,7 @@ def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, dev
     overrides = {k: DROPOUT for k in ("hidden_dropout_prob", "attention_probs_dropout_prob",
                                       "dropout", "attention_dropout") if hasattr(config, k)}
     with hf_quiet():
-        network = AutoModelForSequenceClassification.from_pretrained(base_path, **overrides)
+        network = load_network(base_path, "classification", **overrides)
     network.to(device)
     record = {"model": model_label(model), "base_model_path": base_path,
               "model_type": getattr(config, "model_type", None), "method": METHOD,

@@ -68,8 +68,7 @@ from .._core.errors import InputError, ParamWarning, unused_error
 from ..io.modeldir import encoder_record, hf_quiet, now_utc, versions
 from ..io.writable import check_model_dir
 from ..io.modeldir import write_encoder_dir
-from ..models.hub import (check_max_length, load_config, max_positions, model_label,
-                          resolve_device, resolve_model)
+from ..models.hub import (check_max_length, load_config, load_network, load_tokenizer, max_positions, model_label, resolve_device, resolve_model)
 from .data import set_seed
 from .ddp import World, check_launcher, is_main_process, join, leave, world_size
 from .pretrain_corpus import BUFFER_DOCS, Corpus, scan, token_counter
@@ -292,11 +291,11 @@ def _masked_lm_module(model, head):
 
 def mlm_parts(run: Run) -> dict:
     """The masked-LM model (a new head when the checkpoint has none), tokenizer and collator."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer, DataCollatorForLanguageModeling
+    from transformers import DataCollatorForLanguageModeling
 
     path = resolve_model(run.settings["model"])
-    tok = AutoTokenizer.from_pretrained(path, use_fast=True)
-    model, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
+    tok = load_tokenizer(path)
+    model, info = load_network(path, "masked_lm", output_loading_info=True)
     base = model.base_model_prefix
     new_head = any(not k.startswith(base) for k in info.get("missing_keys", []))
     s = run.settings
@@ -752,10 +751,8 @@ def _silent(*args, **kwargs) -> None:
 
 
 def _tokenizer(model):
-    from transformers import AutoTokenizer
-
     with hf_quiet():
-        return AutoTokenizer.from_pretrained(resolve_model(model), use_fast=True)
+        return load_tokenizer(model)
 
 
 def _new_run(data: Corpus, model, objective, device, out_path, settings, length, say, world,

@@ -41,13 +41,7 @@ from .._core.errors import InputError
 from ..infer.embed import Encoder
 from ..infer.setfit import SetFitClassifier
 from ..io.modeldir import hf_quiet, now_utc, versions
-from ..models.hub import (
-    check_length_value,
-    check_max_length,
-    model_label,
-    resolve_device,
-    resolve_model,
-)
+from ..models.hub import (check_length_value, check_max_length, load_setfit, model_label, resolve_device, resolve_model)
 from ..models.tokenize import check_strategy, encode
 
 METHOD = "setfit"
@@ -159,7 +153,7 @@ def _train(train, model, hp, order, seed, device, quiet):
 
     try:
         from datasets import Dataset
-        from setfit import SetFitModel, Trainer, TrainingArguments
+        from setfit import Trainer, TrainingArguments
     except ImportError as exc:
         raise InputError(f"{{method}} setfit needs the setfit package ({exc}); install it "
                          "with pip install 'quantformer[fewshot]'", params=["method"]) from exc
@@ -169,8 +163,7 @@ def _train(train, model, hp, order, seed, device, quiet):
     logging.getLogger("setfit").setLevel(logging.ERROR)  # "no model_head.pkl": expected
     # the Trainer's output folder (nothing is saved there): removed afterwards
     with hf_quiet(), tempfile.TemporaryDirectory(prefix="quantformer-setfit-") as scratch:
-        net = SetFitModel.from_pretrained(resolve_model(model), labels=None,
-                                          device=resolve_device(device))
+        net = load_setfit(resolve_model(model), labels=None, device=resolve_device(device))
         net.model_head.set_params(max_iter=1000, random_state=seed)
         train = _cut(net.model_body, train, hp)
         args = TrainingArguments(output_dir=scratch,

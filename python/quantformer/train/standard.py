@@ -23,14 +23,7 @@ import pandas as pd
 from .._core.errors import InputError
 from ..infer.classifier import Classifier, global_attention_hook
 from ..io.modeldir import hf_quiet, now_utc
-from ..models.hub import (
-    check_max_length,
-    load_config,
-    load_tokenizer,
-    model_label,
-    resolve_device,
-    resolve_model,
-)
+from ..models.hub import (check_max_length, load_config, load_network, load_tokenizer, model_label, resolve_device, resolve_model)
 from ..models.tasks import make_task
 from ..models.chunks import DEFAULT_AGGREGATE, check_not_longformer
 from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, encode, encode_windows
@@ -125,8 +118,6 @@ def check_needs_validation(has_valid: bool, early_stopping, tune_thresholds) -> 
 def _setup(model, base_path, config, data, task, settings, device, rng, say):
     """Tokenise, oversample, load the network with the task's head; returns (Classifier,
     Batches, number of truncated documents)."""
-    from transformers import AutoModelForSequenceClassification
-
     tokenizer = load_tokenizer(model)
     targets = task.targets(data)
     oversample = settings["oversample"]
@@ -140,8 +131,8 @@ def _setup(model, base_path, config, data, task, settings, device, rng, say):
     overrides = {k: DROPOUT for k in ("hidden_dropout_prob", "attention_probs_dropout_prob",
                                       "dropout", "attention_dropout") if hasattr(config, k)}
     with hf_quiet():  # "newly initialized classifier weights" is expected here
-        network = AutoModelForSequenceClassification.from_pretrained(
-            base_path, ignore_mismatched_sizes=True, **task.head(), **overrides)
+        network = load_network(base_path, "classification", ignore_mismatched_sizes=True,
+                               **task.head(), **overrides)
     network.to(device)
     record = {"model": model_label(model), "base_model_path": base_path,
               "model_type": getattr(config, "model_type", None)}
