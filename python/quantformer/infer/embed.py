@@ -32,6 +32,7 @@ from ..io.writing import FrameWriter
 from ..io.writable import check_output_file
 from ..io.frames import iter_frames, to_frame
 from ..io.modeldir import hf_quiet
+from ..models.arguments import check_arguments
 from ..models.batching import mean_pool, run_batches
 from ..models.hub import (
     check_max_length,
@@ -387,9 +388,7 @@ def _embed(frame, model, *, batch_size, max_length, truncation, normalize, devic
            backend="torch", quantize="none", stride=None, max_chunks=None, precision="auto"):
     check_chunk_request(truncation, stride, max_chunks, None, None)
     check_with_backend(check_precision(precision), backend, quantize)
-    if batch_size < 1:
-        raise InputError(f"{{batch_size}} must be at least 1, not {batch_size}",
-                         params=["batch_size"])
+    check_arguments(batch_size=batch_size)
     frame = as_frame(frame)
     enc = load_encoder(model, device, backend, quantize)
     length = check_length(enc, max_length)
