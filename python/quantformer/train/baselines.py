@@ -38,7 +38,7 @@ import pandas as pd
 
 from .._core.errors import InputError
 from ..io.modeldir import hf_quiet
-from ..models.hub import load_tokenizer, resolve_model
+from ..models.hub import load_network, load_tokenizer, resolve_model
 
 BASELINES = ("svm-bow", "svm-vec", "xgb-bow", "xgb-vec")
 SVM_GRID = {"C": [0.01, 0.1, 1.0, 10.0], "class_weight": [None, "balanced"]}
@@ -204,10 +204,8 @@ def bow_vectorizer(min_df: int | float = 2, max_df: int | float = 0.9, **tok):
 
 @lru_cache(maxsize=4)
 def _input_embeddings(model: str | None):
-    from transformers import AutoModel
-
     with hf_quiet():  # no "Loading weights" bar: it is a quick internal load
-        m = AutoModel.from_pretrained(resolve_model(model))
+        m = load_network(resolve_model(model))
     return m.get_input_embeddings().weight.detach().float().numpy()
 
 

@@ -44,13 +44,16 @@ from ..io.modeldir import hf_quiet, now_utc, versions
 from ..models.hub import (
     check_length_value,
     check_max_length,
+    load_setfit,
     model_label,
     resolve_device,
     resolve_model,
 )
-from ..models.tokenize import check_strategy, encode
+from ..models.reading import check_strategy
+from ..models.tokenize import encode
 
 METHOD = "setfit"
+HEAD = "head"  # SetFit's default cut, as sentence-transformers cuts
 DEFAULTS = {"num_iterations": 5, "epochs": 1, "batch_size": 16, "body_lr": 1e-4}
 #: ``tune --method setfit``'s default grid: body learning rates x epochs over the pairs
 GRID = ((2e-5, 5e-5, 1e-4), (1, 2))
@@ -116,7 +119,7 @@ def setfit_finetune(frame: pd.DataFrame, *, model: str | None = None,
                           num_iterations=num_iterations)
     if max_length is not None:
         check_length_value(max_length)
-    truncation = check_strategy("head" if truncation is None else truncation)
+    truncation = check_strategy(HEAD if truncation is None else truncation)
     hp = {**DEFAULTS, **{k: v for k, v in {"epochs": epochs, "body_lr": lr,
                                            "batch_size": batch_size,
                                            "num_iterations": num_iterations}.items()
@@ -159,7 +162,7 @@ def _train(train, model, hp, order, seed, device, quiet):
 
     try:
         from datasets import Dataset
-        from setfit import SetFitModel, Trainer, TrainingArguments
+        from setfit import Trainer, TrainingArguments
     except ImportError as exc:
         raise InputError(f"{{method}} setfit needs the setfit package ({exc}); install it "
                          "with pip install 'quantformer[fewshot]'", params=["method"]) from exc
@@ -169,8 +172,7 @@ def _train(train, model, hp, order, seed, device, quiet):
     logging.getLogger("setfit").setLevel(logging.ERROR)  # "no model_head.pkl": expected
     # the Trainer's output folder (nothing is saved there): removed afterwards
     with hf_quiet(), tempfile.TemporaryDirectory(prefix="quantformer-setfit-") as scratch:
-        net = SetFitModel.from_pretrained(resolve_model(model), labels=None,
-                                          device=resolve_device(device))
+        net = load_setfit(resolve_model(model), labels=None, device=resolve_device(device))
         net.model_head.set_params(max_iter=1000, random_state=seed)
         train = _cut(net.model_body, train, hp)
         args = TrainingArguments(output_dir=scratch,
@@ -196,7 +198,7 @@ def _cut(body, train: pd.DataFrame, hp: dict) -> pd.DataFrame:
     if hp["max_length"] is not None:
         body.max_seq_length = check_max_length(hp["max_length"], body[0].auto_model.config)
     hp["max_length"] = int(body.max_seq_length or 256)
-    if hp["truncation"] == "head":
+    if hp["truncation"] == HEAD:
         return train
     enc = encode(body.tokenizer, train["text"].tolist(), max_length=hp["max_length"],
                  truncation=hp["truncation"])
@@ -288,28 +290,37 @@ def head_in_order(head, order: list[str]) -> tuple[np.ndarray, np.ndarray]:
 METHODS = ("standard", METHOD, "nli")  # nli: quantformer.nli_finetune
 
 
-def finetune_fewshot(method: str, frame: pd.DataFrame, *, model=None, epochs=None, lr=None,
-                     batch_size=None, max_length=None, truncation=None, labels=None, seed=1,
-                     device="auto", quiet=False, source=None, num_iterations=None,
-                     **ignored) -> SetFitClassifier:
+def finetune_fewshot(frame: pd.DataFrame, spec, *, valid: pd.DataFrame | None = None,
+                     source: str | None = None) -> SetFitClassifier:
     """``finetune(..., method=...)`` for a few-shot method (the dispatch of
-    :func:`quantformer.train.finetune.finetune`).
+    :func:`quantformer.train.finetune.finetune`): the spec's settings in SetFit's own terms
+    (``setfit_iterations`` is its ``num_iterations``), handed to :func:`setfit_finetune`.
+
+    Args:
+        frame: corpus frame with ``text`` and ``label``.
+        spec: the run's settings (:class:`~quantformer.train.spec.TrainSpec`).
+        valid: refused (not yet); default None.
+        source: where the data came from, for the record.
 
     Raises:
         InputError: an unknown method, or options the method does not take (validation
             data, oversampling).
     """
+    method = spec.method
     if method not in METHODS:
         raise InputError(f"unknown method '{method}'; use one of: {', '.join(METHODS)}")
-    unused = [k for k in ("oversample", "valid") if ignored.get(k) is not None]
-    if ignored.get("valid_fraction"):
+    unused = [k for k, v in (("oversample", spec.oversample), ("valid", valid))
+              if v is not None]
+    if spec.valid_fraction:
         unused.append("valid_fraction")
     if unused:
         raise InputError(f"{', '.join('{' + k + '}' for k in unused)} cannot be used with "
                          f"{{method}} {method} (not yet); leave "
                          f"{'it' if len(unused) == 1 else 'them'} out, and evaluate on "
                          "held-out documents with `evaluate`", params=unused + ["method"])
-    return setfit_finetune(frame, model=model, labels=labels, epochs=epochs, lr=lr,
-                           batch_size=batch_size, num_iterations=num_iterations, seed=seed,
-                           device=device, quiet=quiet, source=source, max_length=max_length,
-                           truncation=truncation)
+    return setfit_finetune(frame, model=spec.model, labels=spec.labels, epochs=spec.epochs,
+                           lr=spec.lr, batch_size=spec.batch_size,
+                           num_iterations=spec.setfit_iterations, seed=spec.seed,
+                           device=spec.device, quiet=spec.quiet, source=source,
+                           max_length=spec.reading.max_length,
+                           truncation=spec.reading.truncation)
