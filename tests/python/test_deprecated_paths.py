@@ -14,6 +14,7 @@ MOVED = {
     "quantformer.datasets": ("quantformer.io.datasets", "split_by_group"),
     "quantformer.frames": ("quantformer.io.frames", "to_frame"),
     "quantformer.onnx_recheck": ("quantformer.models.onnx.recheck", None),
+    "quantformer.train.scoring": ("quantformer.select.scoring", "make_scoring"),
 }
 
 

@@ -29,9 +29,9 @@ import pandas as pd
 from .._core.errors import InputError
 from ..models.tasks import check_label_columns, make_task
 from ..score.metrics import macro_f1, predicted_labels
-from .arguments import check_arguments
-from .baselines import check_folds, stratified_folds, training_rows
-from .data import prepare
+from ..models.arguments import check_arguments
+from ..train.baselines import check_folds, stratified_folds, training_rows
+from ..train.data import prepare
 
 
 class ClassificationScoring:
