@@ -26,6 +26,7 @@ MOVED = {
     "quantformer.infer.explain_words": ("quantformer.audit.explain_words", "words_of"),
     "quantformer.infer.behave": ("quantformer.audit.behave", "run_tests"),
     "quantformer.infer.rules": ("quantformer.cli.rules", "caller_rules"),
+    "quantformer.train.scoring": ("quantformer.select.scoring", "make_scoring"),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import fields
 from pathlib import Path
 
 from .._core.errors import InputError
@@ -17,9 +18,10 @@ from ..models.precision import PRECISIONS
 from ..models.tasks import Multilabel
 from ..models.reading import CHUNKS, DEFAULT_TRUNCATION, TRUNCATIONS, WINDOW_FIELDS
 from ..scale.partitions import is_partitioned
+from ..models.arguments import TASKS
 from ..train import nli
-from ..train.arguments import TASKS
 from ..train.chunks import DEFAULT_CHUNK_TRAINING
+from ..train.spec import READING_FIELDS, TrainSpec
 
 
 def add_corpus_options(p: argparse.ArgumentParser, *, label: bool = True) -> None:
@@ -437,3 +439,37 @@ def add_selection_run_options(p) -> None:
     add_quiet_option(p)
     add_scheduler_option(p)
     add_results_dir_options(p)
+
+
+# ------------------------------------------------------------------------------------------
+# the training settings as one value (finetune, tune, compare)
+
+
+#: TrainSpec fields no option of their name sets: the reading (its own options) and the NLI
+#: options, which :func:`nli_kwargs` reads (compare gives them to its nli model only)
+_NOT_BY_NAME = ("reading", "hypothesis", "label_phrases", "nli_pairs")
+
+
+def train_spec(args, **changes) -> TrainSpec:
+    """The :class:`~quantformer.train.spec.TrainSpec` of a verb's training options, built
+    once: every setting the verb has an option of that name for, the reading from
+    ``--truncation``, ``--max-length`` and the window options, the task from
+    :func:`task_kwargs` (checked), ``--labels`` as a list; then ``changes`` (flat keywords,
+    e.g. :func:`nli_kwargs`)."""
+    settings = {f.name: getattr(args, f.name) for f in fields(TrainSpec)
+                if f.name not in _NOT_BY_NAME and hasattr(args, f.name)}
+    if hasattr(args, "task"):
+        settings.update(task_kwargs(args))
+    if isinstance(settings.get("labels"), str):
+        settings["labels"] = [s.strip() for s in settings["labels"].split(",")
+                              if s.strip()] or None
+    reading = {name: getattr(args, name) for name in READING_FIELDS if hasattr(args, name)}
+    return TrainSpec(**settings).with_keywords(**reading, **changes)
+
+
+def add_selection_training(p, *, max_length_help: str, truncation_help: str) -> None:
+    """``--max-length``, ``--truncation`` with the window options, and how the runs run
+    (:func:`add_selection_run_options`): the training options tune and compare share."""
+    p.add_argument("--max-length", type=max_length_arg, default=None, help=max_length_help)
+    add_truncation_options(p, truncation_help)
+    add_selection_run_options(p)

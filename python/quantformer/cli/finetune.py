@@ -6,9 +6,10 @@ from .._core.atomic import write_json
 from ..io.frames import read_frame
 from ..io.modeldir import read_record
 from ..io.writable import check_model_dir, check_writable
-from ..models.tokenize import TRUNCATIONS
-from ..train.arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION, PRECISIONS, TASKS
-from ..train.finetune import finetune
+from ..models.arguments import TASKS
+from ..models.reading import TRUNCATIONS
+from ..train.arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION, PRECISIONS
+from ..train.finetune import finetune_spec
 from ._options import (
     add_chunk_options,
     add_corpus_options,
@@ -18,11 +19,11 @@ from ._options import (
     add_nli_options,
     add_quiet_option,
     check_task_flags,
-    chunk_kwargs,
     corpus_kwargs,
     max_length_arg,
     nli_kwargs,
     positive,
+    train_spec,
 )
 
 
@@ -108,10 +109,6 @@ def _add_task_options(p) -> None:
                    help="one optimisation step every K batches (effective batch = batch x K)")
 
 
-def _split_list(value: str | None) -> list | None:
-    return [s.strip() for s in value.split(",") if s.strip()] if value else None
-
-
 def run(args) -> int:
     """Check the output folder first, read the corpus, fine-tune, save."""
     check_model_dir(args.out, args.overwrite)
@@ -122,19 +119,8 @@ def run(args) -> int:
     needs_label = args.label_cols is None
     train = read_frame(args.train, require_label=needs_label, labels_file=args.labels_file, **kw)
     valid = read_frame(args.valid, require_label=needs_label, **kw) if args.valid else None
-    clf = finetune(train, model=args.model, epochs=args.epochs, lr=args.lr,
-                   batch_size=args.batch_size, max_length=args.max_length,
-                   truncation=args.truncation, oversample=args.oversample, valid=valid,
-                   valid_fraction=args.valid_fraction, labels=_split_list(args.labels),
-                   seed=args.seed, device=args.device, quiet=args.quiet,
-                   source=str(args.train), task=args.task,
-                   label_cols=_split_list(args.label_cols), label_sep=args.label_sep,
-                   tune_thresholds=args.tune_thresholds, early_stopping=args.early_stopping,
-                   precision=args.precision, grad_accum=args.grad_accum,
-                   method=args.method, setfit_iterations=args.setfit_iterations,
-                   chunk_training=args.chunk_training,
-                   **{k: v for k, v in chunk_kwargs(args).items() if v is not None},
-                   **nli_kwargs(args))
+    spec = train_spec(args, **nli_kwargs(args))  # the settings, built once
+    clf = finetune_spec(train, spec, valid=valid, source=str(args.train))
     clf.save(args.out, overwrite=args.overwrite)
     if args.record:  # the checked record, so a caller needs no second call to read it
         write_json(read_record(args.out), args.record)

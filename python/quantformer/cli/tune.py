@@ -4,25 +4,12 @@
 from __future__ import annotations
 
 from .._core.show import print_table
-from ..select.tune import METRIC_NAMES, parse_list, tune
+from ..select.common import parse_list
+from ..select.tune import METRIC_NAMES, tune
 from .._core.atomic import write_json
 from ..io.modeldir import read_record
 from ..io.writable import check_results_dir, check_writable
-from ._options import (
-    add_labelled_corpora,
-    add_model_option,
-    add_nli_options,
-    add_selection_run_options,
-    add_task_options,
-    add_truncation_options,
-    max_length_arg,
-    nli_kwargs,
-    positive,
-    read_train_test,
-    task_kwargs,
-    training_chunk_kwargs,
-    written_files,
-)
+from . import _options as opt
 
 
 def add_cli(sub) -> None:
@@ -38,17 +25,17 @@ def add_cli(sub) -> None:
                     "in order) and test_report.json into --out (a new or empty folder, or "
                     "--overwrite).",
     )
-    add_labelled_corpora(p, "labelled test corpus file (optional)", test_required=False)
-    add_model_option(p)
+    opt.add_labelled_corpora(p, "labelled test corpus file (optional)", test_required=False)
+    opt.add_model_option(p)
     p.add_argument("--method", default="standard", choices=("standard", "setfit", "nli"),
                    help="standard fine-tuning; setfit (few-shot; the grid is then over body "
                         "learning rates x pair epochs, default 2e-5,5e-5,1e-4 x 1,2); or nli "
                         "(an NLI --model fine-tuned on the classes as hypotheses, Laurer et al. "
                         "2023; default grid 1e-5,2e-5,5e-5 x 7,10)")
-    p.add_argument("--setfit-iterations", type=positive(int), default=None, metavar="N",
+    p.add_argument("--setfit-iterations", type=opt.positive(int), default=None, metavar="N",
                    help="setfit: pairs drawn per training document and direction, in every "
                         "run (5)")
-    add_nli_options(p)
+    opt.add_nli_options(p)
     p.add_argument("--lrs", default=None,
                    help="comma-separated learning rates (default by model size: small "
                         "5e-5,8e-5,1e-4; base 1e-5,2e-5,3e-5; large 5e-6,1e-5,2e-5)")
@@ -61,17 +48,16 @@ def add_cli(sub) -> None:
     p.add_argument("--max-runs", type=int, default=None,
                    help="refuse to start when the grid needs more fine-tuning runs than this")
     p.add_argument("--seed", type=int, default=1, help="seed of the folds and the runs (1)")
-    add_task_options(p, "regression selects the lowest RMSE, multilabel the best macro-F1 "
+    opt.add_task_options(p, "regression selects the lowest RMSE, multilabel the best macro-F1 "
                         "over labels; both use plain shuffled folds")
-    p.add_argument("--batch-size", type=positive(int), default=16,
+    p.add_argument("--batch-size", type=opt.positive(int), default=16,
                    help="training batch size (16)")
-    p.add_argument("--max-length", type=max_length_arg, default=None,
-                   help="tokens per document, special tokens included (512; --method setfit: "
-                        "the sentence-transformer's own, 256 for MiniLM)")
-    add_truncation_options(p, "how long documents are cut (head_tail; --method setfit: "
-                              "head); chunks: every document read whole as windows, in "
-                              "training and in scoring each held-out fold")
-    add_selection_run_options(p)
+    opt.add_selection_training(
+        p, max_length_help="tokens per document, special tokens included (512; --method "
+                           "setfit: the sentence-transformer's own, 256 for MiniLM)",
+        truncation_help="how long documents are cut (head_tail; --method setfit: head); "
+                        "chunks: every document read whole as windows, in training and in "
+                        "scoring each held-out fold")
     p.add_argument("--record", default=None,
                    help="also write the refit model's run record (its quantformer.json, "
                         "checked) to this JSON file")
@@ -84,15 +70,11 @@ def run(args) -> int:
         check_writable(args.record, "record")
     lrs = parse_list(args.lrs, float, "lrs")
     epochs = parse_list(args.epochs_grid, int, "epochs_grid")
-    task = task_kwargs(args)
-    train, test = read_train_test(args, task)
-    res = tune(train, test, model=args.model, lrs=lrs, epochs_grid=epochs, folds=args.folds,
-               oversample=args.oversample, max_runs=args.max_runs, seed=args.seed,
-               batch_size=args.batch_size, max_length=args.max_length,
-               truncation=args.truncation, device=args.device, quiet=args.quiet,
-               scheduler=args.scheduler, method=args.method,
-               setfit_iterations=args.setfit_iterations, **nli_kwargs(args), **task,
-               **training_chunk_kwargs(args))
+    task = opt.task_kwargs(args)
+    train, test = opt.read_train_test(args, task)
+    spec = opt.train_spec(args, **opt.nli_kwargs(args))  # every run's settings, built once
+    res = tune(train, test, spec=spec, lrs=lrs, epochs_grid=epochs, folds=args.folds,
+               max_runs=args.max_runs, scheduler=args.scheduler)
     res.info["train"] = str(args.train)
     if args.test:
         res.info["test"] = str(args.test)
@@ -105,5 +87,5 @@ def run(args) -> int:
         name = METRIC_NAMES[res.info.get("metric", "macro_f1")]
         print_table(table.set_index(["lr", "epochs"]),
                     title=f"cross-validated {name} per configuration")
-    print(f"wrote {written_files(out)} to {out}")
+    print(f"wrote {opt.written_files(out)} to {out}")
     return 0

@@ -32,6 +32,7 @@ from ..io.writing import FrameWriter
 from ..io.writable import check_output_file
 from ..io.frames import iter_frames, to_frame
 from ..io.modeldir import hf_quiet
+from ..models.arguments import check_arguments
 from ..models.batching import mean_pool, run_batches
 from ..models.hub import (
     check_max_length,
@@ -382,9 +383,7 @@ def _embed(frame, model, *, batch_size, max_length, truncation, normalize, devic
            precision=DEFAULT_PRECISION):
     asked = check_reading_request(Reading(truncation, DEFAULT_MAX_LENGTH, stride, max_chunks))
     check_with_backend(check_precision(precision), backend, quantize)
-    if batch_size < 1:
-        raise InputError(f"{{batch_size}} must be at least 1, not {batch_size}",
-                         params=["batch_size"])
+    check_arguments(batch_size=batch_size)
     frame = as_frame(frame)
     enc = load_encoder(model, device, backend, quantize)
     reading = asked.replace(max_length=check_length(enc, max_length))

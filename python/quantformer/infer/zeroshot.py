@@ -59,6 +59,7 @@ import pandas as pd
 from .._core.errors import InputError, unused_error
 from ..io.formats import read_text_file
 from ..io.modeldir import hf_quiet
+from ..models.arguments import check_arguments
 from ..models.batching import PerGroup, run_batches
 from ..models.hub import (check_max_length, load_config, load_network, load_tokenizer, max_positions, model_label, resolve_device, resolve_model)
 from ..models.onnx.backend import backend_label, check_backend, open_model, read_config
@@ -701,9 +702,7 @@ def zeroshot(
     if temperature is not None and not float(temperature) > 0:
         raise InputError(f"{{temperature}} must be greater than 0, not {temperature}",
                          params=["temperature"])
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(f"{{batch_size}} must be a whole number of at least 1, not "
-                         f"{batch_size}", params=["batch_size"])
+    check_arguments(batch_size=batch_size)
     frame = as_frame(frame)
     chosen, config = method_for(model, method, backend, aggregate=aggregate,
                                 calibration=calibration, temperature=temperature)

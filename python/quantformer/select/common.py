@@ -1,19 +1,122 @@
-"""What tune and compare share: training sizes and seeded samples, the comparison's result
-and its table (Wankmüller 2022, Table 1 and Figure 10)."""
+"""What tune and compare share: the results folder and its one ``save()``, lists of grid
+values, training sizes and seeded samples, the comparison's result and its table (Wankmüller
+2022, Table 1 and Figure 10)."""
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._core.atomic import write_json
+from .._core.atomic import atomic_dir, write_json
 from .._core.errors import InputError
-from ..io.writing import write_figure
+from ..io.writable import check_results_dir
+from ..io.writing import write_figure, write_frame
 from .compare_llm import is_llm_row
-from .tune import parse_list, results_dir, write_table
+
+# --------------------------------------------------------------------------------------------
+# the results folder
+
+@contextlib.contextmanager
+def results_dir(out: str | os.PathLike, overwrite: bool = False):
+    """Write a results folder atomically: ``with results_dir(out) as tmp: <write into tmp>``.
+
+    The files are written into a temporary sibling folder (``.<name>.*.part``) that replaces
+    ``out`` only when the ``with`` block ends without an error, as
+    :func:`quantformer.io.modeldir.write_model_dir` does for model directories. So no file of an
+    earlier run survives an ``overwrite``, and an error or interruption leaves the old folder
+    (or nothing) as it was.
+
+    Args:
+        out: the folder to write.
+        overwrite: replace an existing non-empty folder (default False).
+
+    Raises:
+        InputError: see :func:`check_results_dir` (checked before the block runs).
+    """
+    target = Path(os.path.abspath(check_results_dir(out, overwrite)))
+    with atomic_dir(target) as tmp:
+        yield tmp
+
+
+def write_table(df: pd.DataFrame, out_dir: Path, stem: str, kinds=("csv", "rds")) -> None:
+    """Write ``df`` as ``out_dir/stem.csv`` and ``.rds`` (atomically)."""
+    for k in kinds:
+        write_frame(df, out_dir / f"{stem}.{k}")
+
+
+def parse_list(text: str | None, kind, name: str) -> list | None:
+    """Parse a comma-separated list of positive numbers (``"1e-5,2e-5"``).
+
+    Args:
+        text: the list, or None (returned as it is).
+        kind: ``int`` or ``float``.
+        name: the parameter that holds the list (``lrs``), named in errors; a flag spelling
+            (``--train-sizes``) names the same parameter (``train_sizes``).
+
+    Raises:
+        InputError: an item that is not a ``kind`` greater than 0, or no item at all.
+    """
+    if text is None:
+        return None
+    name = name.lstrip("-").replace("-", "_")
+    out = []
+    for item in str(text).split(","):
+        item = item.strip()
+        try:
+            v = kind(item)
+        except ValueError:
+            v = None
+        if v is None or not v > 0 or (kind is float and not math.isfinite(v)):
+            what = "whole numbers" if kind is int else "numbers"
+            raise InputError(f"{{{name}}} must be comma-separated {what} greater than 0; "
+                             f"'{item}' is not", params=[name])
+        out.append(v)
+    if not out:
+        raise InputError(f"{{{name}}} is empty", params=[name])
+    return out
+
+
+def format_seconds(s: float) -> str:
+    """``"45 s"``, ``"12 min"``, ``"2 h 05 min"``."""
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+class SavedResult:
+    """A result that writes itself as a results folder: :meth:`save` writes what
+    :meth:`write_files` puts into the folder, atomically (:func:`results_dir`)."""
+
+    def write_files(self, folder: Path) -> None:  # pragma: no cover - each result has its own
+        raise NotImplementedError
+
+    def save(self, out: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Write the results into folder ``out`` (the files :meth:`write_files` names),
+        atomically: an error leaves an existing ``out`` as it was, and ``overwrite`` keeps no
+        earlier file.
+
+        Args:
+            out: the results folder (str or path).
+            overwrite: replace an existing non-empty ``out`` (default False).
+
+        Returns:
+            The path of the folder.
+
+        Raises:
+            InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
+        """
+        with results_dir(out, overwrite) as d:
+            self.write_files(d)
+        return Path(out)
+
 
 #: table column prefix of each selection metric (``f1_mean_500``, ``rmse_mean_500``)
 PREFIX = {"macro_f1": "f1", "rmse": "rmse"}
@@ -74,8 +177,9 @@ def draw_sample(data: pd.DataFrame, size: int, repeat: int, seed: int,
 
 
 @dataclass
-class CompareResult:
-    """What :func:`compare` returns.
+class CompareResult(SavedResult):
+    """What :func:`compare` returns; :meth:`save` writes results.csv/.rds, table.csv/.rds,
+    table.md, figure10.png and summary.json.
 
     Attributes:
         results: long table, one row per model x train_size x repeat: ``model``,
@@ -159,29 +263,13 @@ class CompareResult:
         fig.tight_layout()
         return write_figure(fig, path)
 
-    def save(self, out, overwrite: bool = False) -> Path:
-        """Write results.csv/.rds, table.csv/.rds, table.md, figure10.png, summary.json.
-
-        The folder is written atomically (:func:`quantformer.select.tune.results_dir`): an error
-        leaves an existing ``out`` as it was, and ``overwrite`` keeps no earlier file.
-
-        Args:
-            out: the results folder (str or path).
-            overwrite: replace an existing non-empty ``out`` (default False).
-
-        Returns:
-            The path of the folder.
-
-        Raises:
-            InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
-        """
-        with results_dir(out, overwrite) as d:
-            write_table(self.results, d, "results")
-            write_table(self.table, d, "table")
-            (d / "table.md").write_text(self.markdown() + "\n", encoding="utf-8")
-            self.plot(d / "figure10.png", title=self.summary.get("title"))
-            write_json({**self.summary, "runs": self.runs}, d / "summary.json")
-        return Path(out)
+    def write_files(self, d: Path) -> None:
+        """results.csv/.rds, table.csv/.rds, table.md, figure10.png, summary.json."""
+        write_table(self.results, d, "results")
+        write_table(self.table, d, "table")
+        (d / "table.md").write_text(self.markdown() + "\n", encoding="utf-8")
+        self.plot(d / "figure10.png", title=self.summary.get("title"))
+        write_json({**self.summary, "runs": self.runs}, d / "summary.json")
 
 
 def build_table(results: pd.DataFrame, models: list[str], descriptions: dict,

@@ -26,6 +26,7 @@ k-shot, in rows ``llm`` and ``llm-<k>shot`` beside these (:mod:`quantformer.sele
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -35,11 +36,10 @@ from ..io.modeldir import hf_quiet
 from ..models.hub import model_label
 from ..scale.cluster import map_runs
 from ..score.metrics import macro_f1, predicted_labels
-from ..train.arguments import check_arguments, chunk_kwargs
 from ..train.baselines import BASELINES, WordVectors, check_folds, fit_baseline, training_rows
 from ..train.baselines import describe as describe_baseline
-from ..train.finetune import finetune
-from ..train.scoring import make_scoring
+from ..train.finetune import finetune_spec
+from ..train.spec import TrainSpec
 from ..train.task_baselines import TASK_BASELINES, check_task_models
 from .common import (
     TRANSFORMERS,
@@ -53,9 +53,23 @@ from .compare_llm import check_llm_options, describe_llm, llm_names, llm_summary
 from .compare_llm import options_given, run_llm
 from .compare_tasks import compare_task
 from .methods import compare_kwargs, sample_kwargs
+from .scoring import make_scoring
 
 MODELS = ("default", *BASELINES)
 KNOWN = (*MODELS, "setfit", "nli")
+#: compare's own settings, which reach the fine-tuned runs but are no fine-tuning setting
+OWN_SETTINGS = ("seed", "quiet", "device", "task", "label_cols", "label_sep", "hypothesis",
+                "label_phrases", "nli_pairs")
+
+
+def _check_repeats(repeats, name: str) -> None:
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise InputError(f"{{{name}}} must be a whole number of at least 1, not {repeats!r}",
+                         params=[name])
+
+
+#: the rules of compare's values: fine-tuning's, and its repeats
+COMPARE_PARAMETERS = {**TrainSpec.PARAMETERS, "repeats": _check_repeats}
 
 
 def parse_models(models) -> list[str]:
@@ -93,9 +107,11 @@ def describe(name: str, model: str | None = None, vectors: str | None = None) ->
 
 
 def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int, seed: int,
-            folds: int, vectors, model: str | None, finetune_kwargs: dict | None,
-            fitters: dict | None, quiet: bool, method_options: dict | None = None) -> dict:
+            folds: int, vectors, spec: TrainSpec, fitters: dict | None, quiet: bool,
+            method_options: dict | None = None) -> dict:
     """Train one model on one sample and score it on ``test`` (rows with text and label).
+
+    ``spec``: the fine-tuning settings of the fine-tuned models (their ``model`` among them).
 
     ``method_options``: ``{model name: finetune arguments}`` of the fine-tuned models (the
     ``nli`` model's hypothesis, label phrases and pairs; :func:`quantformer.tune_methods.
@@ -113,9 +129,10 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
         params = dict(getattr(clf, "params", {}) or {})
     elif name in TRANSFORMERS:
         options = sample_kwargs((method_options or {}).get(name, {}), sample["label"].unique())
-        kw = {"model": model, "seed": seed + repeat, "quiet": quiet, **(finetune_kwargs or {}),
-              **options, "method": name if name in ("setfit", "nli") else "standard"}
-        clf = finetune(sample, **kw)
+        method = name if name in ("setfit", "nli") else "standard"
+        run = replace(spec, seed=seed + repeat, quiet=quiet, method=method).with_keywords(
+            **options)
+        clf = finetune_spec(sample, run)
         record = getattr(clf, "record", None) or {}
         hp = record.get("hyperparameters", {})
         params = {"lr": hp.get("lr", hp.get("body_lr")), "epochs": hp.get("epochs")}
@@ -155,6 +172,7 @@ def compare(
     vectors: str | None = None,
     quiet: bool = False,
     finetune_kwargs: dict | None = None,
+    spec: TrainSpec | None = None,
     fitters: dict | None = None,
     title: str | None = None,
     scheduler: str | None = None,
@@ -195,6 +213,9 @@ def compare(
             ``stride``, ``max_chunks``, ``aggregate``, ``chunk_training``: the fine-tuned
             candidates read every document whole in windows, in training and on the test
             set; the baselines read the whole text anyway and are unaffected).
+        spec: the fine-tuning settings as one value
+            (:class:`~quantformer.train.spec.TrainSpec`, default finetune's defaults), with
+            ``model``, the task's labels and ``finetune_kwargs`` applied over it.
         fitters: ``{name: fit(sample, seed=...) -> classifier}`` to add or replace models
             (the classifier needs ``labels`` + ``predict_proba`` or ``predict_labels``).
         title: figure title.
@@ -246,31 +267,29 @@ def compare(
     """
     import contextlib
 
+    _refuse_own_options(finetune_kwargs)
+    spec = (spec or TrainSpec()).with_keywords(
+        task=task, label_cols=label_cols, label_sep=label_sep,
+        **({} if model is None else {"model": model}), **(finetune_kwargs or {}))
     with hf_quiet() if quiet else contextlib.nullcontext():
-        return _compare(train, test, models=models, model=model, train_sizes=train_sizes,
+        return _compare(train, test, spec, models=models, train_sizes=train_sizes,
                         repeats=repeats, seed=seed, folds=folds, vectors=vectors, quiet=quiet,
-                        finetune_kwargs=finetune_kwargs, fitters=fitters, title=title,
-                        scheduler=scheduler, task=task, label_cols=label_cols,
-                        label_sep=label_sep, nli_options=dict(
+                        fitters=fitters, title=title, scheduler=scheduler, nli_options=dict(
                             hypothesis=hypothesis, label_phrases=label_phrases,
                             nli_pairs=nli_pairs), llm_options=dict(
                             llm=llm, codebook=codebook, shots=shots, endpoint=endpoint,
                             api_key_env=api_key_env))
 
 
-def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, vectors, quiet,
-             finetune_kwargs, fitters, title, scheduler=None, task="classification",
-             label_cols=None, label_sep=None, nli_options=None,
+def _compare(train, test, spec: TrainSpec, *, models, train_sizes, repeats, seed, folds,
+             vectors, quiet, fitters, title, scheduler=None, nli_options=None,
              llm_options=None) -> CompareResult:
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
-    scoring = make_scoring(task, label_cols, label_sep)
+    task, model = spec.task, spec.model
+    scoring = make_scoring(task, spec.label_cols, spec.label_sep)
     _check_finetuned_among(task_model_names(models, task) if task != "classification"
-                           else parse_models(MODELS if models is None else models),
-                           {"model": model, **(finetune_kwargs or {})})
-    _check_finetune_kwargs(finetune_kwargs)
-    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
-        raise InputError(f"{{repeats}} must be a whole number of at least 1, not {repeats!r}",
-                         params=["repeats"])
+                           else parse_models(MODELS if models is None else models), spec)
+    spec.check_values(COMPARE_PARAMETERS, repeats=repeats)  # before any run
     llm_options = llm_options or {}
     if task != "classification":
         given = options_given(llm_options)
@@ -279,10 +298,10 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
             raise unused_error(given, f"is {rows}; leave it out with {{task}} {task}",
                                f"are {rows}; leave them out with {{task}} {task}",
                                also=["task"])
-        return _compare_task(train, test, scoring=scoring, models=models, model=model,
+        return _compare_task(train, test, scoring=scoring, models=models, spec=spec,
                              train_sizes=train_sizes, repeats=repeats, seed=seed, folds=folds,
-                             quiet=quiet, finetune_kwargs=finetune_kwargs, fitters=fitters,
-                             title=title, scheduler=scheduler, nli_options=nli_options)
+                             quiet=quiet, fitters=fitters, title=title, scheduler=scheduler,
+                             nli_options=nli_options)
     names = parse_models(MODELS if models is None else models)
     if fitters:
         names = names + [n for n in fitters if n not in names and n not in KNOWN]
@@ -290,13 +309,11 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
         train, test, names=names, model=model, train_sizes=train_sizes, repeats=repeats,
         seed=seed, folds=folds, vectors=vectors, nli_options=nli_options)
     descriptions = {n: describe(n, model, vectors) if n in KNOWN else n for n in names}
-    coder = _open_llm(llm_options, data=data, test=test, samples=samples,
-                      finetune_kwargs=finetune_kwargs)
+    coder = _open_llm(llm_options, data=data, test=test, samples=samples, device=spec.device)
     say(f"compare: {len(names)} model(s) x {len(sizes)} size(s) x {repeats} repeat(s) = "
         f"{len(names) * len(samples)} runs; test set {len(test)} documents")
     results, runs = _run_plan(names, samples, test, say=say, scheduler=scheduler, seed=seed,
-                              folds=folds, vectors=vec, model=model,
-                              finetune_kwargs=finetune_kwargs, fitters=fitters,
+                              folds=folds, vectors=vec, spec=spec, fitters=fitters,
                               method_options=method_options)
     if coder is not None:
         results, runs, names = _add_llm_rows(coder, llm_options, results, runs, names,
@@ -314,7 +331,7 @@ def _compare(train, test, *, models, model, train_sizes, repeats, seed, folds, v
     return CompareResult(results=results, table=table, runs=runs, summary=summary)
 
 
-def _open_llm(llm_options: dict, *, data, test, samples, finetune_kwargs):
+def _open_llm(llm_options: dict, *, data, test, samples, device: str):
     """The LLM options checked and the coder opened (None without ``llm``), before any run."""
     o = llm_options
     classes = sorted(set(data["label"].astype(str)) | set(test["label"].astype(str)))
@@ -323,7 +340,7 @@ def _open_llm(llm_options: dict, *, data, test, samples, finetune_kwargs):
                                samples=samples, test=test)
     if o.get("llm") is None:
         return None
-    return open_llm(o["llm"], o.get("endpoint"), key, (finetune_kwargs or {}).get("device"))
+    return open_llm(o["llm"], o.get("endpoint"), key, device)
 
 
 def _add_llm_rows(coder, llm_options, results, runs, names, descriptions, *, samples, test,
@@ -342,33 +359,26 @@ def _add_llm_rows(coder, llm_options, results, runs, names, descriptions, *, sam
     return results, runs + llm_runs, names + extra
 
 
-def _check_finetune_kwargs(finetune_kwargs: dict | None) -> None:
-    """Refuse compare's own options in ``finetune_kwargs``, and fine-tuning arguments that
-    finetune's parameter table refuses."""
+def _refuse_own_options(finetune_kwargs: dict | None) -> None:
+    """Refuse compare's own options in ``finetune_kwargs``."""
     given = sorted({"task", "label_cols", "label_sep", "hypothesis", "label_phrases",
                     "nli_pairs"} & set(finetune_kwargs or {}))
     if given:
         raise InputError(f"give {', '.join('{' + g + '}' for g in given)} to compare itself, "
                          "not in finetune_kwargs", params=given)
-    check_arguments(**(finetune_kwargs or {}))  # the parameter table finetune uses
-    windows = {k: (finetune_kwargs or {}).get(k) for k in ("truncation", "stride",
-                                                           "max_chunks", "aggregate",
-                                                           "chunk_training")}
-    chunk_kwargs(**windows)  # the window settings (truncation="chunks"), before any run
 
 
-def _check_finetuned_among(names, finetune_kwargs: dict | None) -> None:
+def _check_finetuned_among(names, spec: TrainSpec) -> None:
     """Fine-tuning settings (the ``model`` to fine-tune among them) used only by the
     fine-tuned candidates (``default``, ``setfit``, ``nli``) refused when ``names`` has none
-    (``device`` and the default ``chunk_training`` aside, which every call sends).
+    (compare's own settings aside, :data:`OWN_SETTINGS`).
 
     Raises:
         InputError: naming the settings given and the fix.
     """
     if any(n in TRANSFORMERS for n in names):
         return
-    given = [k for k, v in (finetune_kwargs or {}).items()
-             if v is not None and k != "device" and (k, v) != ("chunk_training", "aggregate")]
+    given = spec.given(leave_out=OWN_SETTINGS)
     if given:
         whose = (f"of the fine-tuned candidates ({', '.join(TRANSFORMERS)}), and {{models}} "
                  "has none")
@@ -376,15 +386,15 @@ def _check_finetuned_among(names, finetune_kwargs: dict | None) -> None:
                            f"are settings {whose}: add one or leave them out", also=["models"])
 
 
-def _compare_task(train, test, *, scoring, models, model, fitters, nli_options,
+def _compare_task(train, test, *, scoring, models, spec, fitters, nli_options,
                   **kw) -> CompareResult:
     """A regression or multi-label comparison (:func:`quantformer.select.compare_tasks.
     compare_task`), after refusing the options that are for classification only."""
     names = task_model_names(models, scoring.task)
-    compare_kwargs(names, model=model, labels=[], **(nli_options or {}))  # refused
+    compare_kwargs(names, model=spec.model, labels=[], **(nli_options or {}))  # refused
     if fitters:
         raise InputError("fitters= (extra models) are for classification comparisons")
-    return compare_task(train, test, scoring=scoring, names=names, model=model, **kw)
+    return compare_task(train, test, scoring=scoring, names=names, spec=spec, **kw)
 
 
 def _prepare(train, test, *, names, model, train_sizes, repeats, seed, folds, vectors,

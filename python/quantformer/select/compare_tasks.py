@@ -3,7 +3,7 @@ baselines for continuous scores and several labels per document (issue 15).
 
 The design is :mod:`quantformer.select.compare`'s (training sizes x repeats, every model on the same
 samples, scored on the whole test set), with the task's metrics
-(:mod:`quantformer.train.scoring`) and baselines (:mod:`quantformer.train.task_baselines`):
+(:mod:`quantformer.select.scoring`) and baselines (:mod:`quantformer.train.task_baselines`):
 
 ==========  =====================  ================================================
 task        table (selection)      ``results`` columns
@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import replace
 
 import pandas as pd
 
 from ..models.hub import model_label
 from ..scale.cluster import map_runs
-from ..train.finetune import default_hyperparameters, finetune
-from ..train.scoring import summary_of
+from ..train.finetune import default_hyperparameters, finetune_spec
+from ..train.spec import TrainSpec
+from .scoring import summary_of
 from ..train.task_baselines import check_task_models, describe, fit_task_baseline
 from .common import CompareResult, build_table, check_sizes, draw_sample, margins
 
@@ -35,7 +37,7 @@ RESULT_KEYS = {"regression": ("rmse", "mae", "pearson", "spearman", "r2"),
 
 
 def run_task_one(run: tuple, *, samples: dict, test: pd.DataFrame, scoring, seed: int,
-                 folds: int, model: str | None, finetune_kwargs: dict | None) -> dict:
+                 folds: int, spec: TrainSpec) -> dict:
     """Train one model on one sample and score it on ``test`` (a Dask task with a scheduler).
 
     Returns:
@@ -45,11 +47,10 @@ def run_task_one(run: tuple, *, samples: dict, test: pd.DataFrame, scoring, seed
     sample = samples[(size, repeat)]
     t0 = time.perf_counter()
     if name == "default":
-        kw = {"model": model, "seed": seed + repeat, "quiet": True, **(finetune_kwargs or {}),
-              **scoring.fit_kwargs()}
-        clf = finetune(scoring.fit_frame(sample), **kw)
-        hp = default_hyperparameters(model)
-        params = {"lr": kw.get("lr") or hp["lr"], "epochs": kw.get("epochs") or hp["epochs"]}
+        clf = finetune_spec(scoring.fit_frame(sample),
+                            replace(spec, seed=seed + repeat, quiet=True))
+        hp = default_hyperparameters(spec.model)
+        params = {"lr": spec.lr or hp["lr"], "epochs": spec.epochs or hp["epochs"]}
     else:
         clf = fit_task_baseline(sample, name, scoring.fitted(sample), folds=folds,
                                 seed=seed + repeat)
@@ -59,8 +60,8 @@ def run_task_one(run: tuple, *, samples: dict, test: pd.DataFrame, scoring, seed
     return {"metrics": metrics, "seconds": seconds, "params": params}
 
 
-def compare_task(train, test, *, scoring, names, model, train_sizes, repeats, seed, folds,
-                 quiet, finetune_kwargs, title, scheduler):
+def compare_task(train, test, *, scoring, names, spec, train_sizes, repeats, seed, folds,
+                 quiet, title, scheduler):
     """The regression / multi-label comparison (arguments as :func:`quantformer.select.compare`).
 
     Raises:
@@ -69,6 +70,7 @@ def compare_task(train, test, *, scoring, names, model, train_sizes, repeats, se
             empty bag-of-words.
     """
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    model = spec.model
     check_task_models(names, scoring.task)
     data = scoring.rows(train, "training data")
     n_test_all = len(test)
@@ -96,8 +98,7 @@ def compare_task(train, test, *, scoring, names, model, train_sizes, repeats, se
             f"{res['metrics'][m]:.4f} ({res['seconds']:.0f} s)")
 
     task = functools.partial(run_task_one, samples=samples, test=test, scoring=scoring,
-                             seed=seed, folds=folds, model=model,
-                             finetune_kwargs=finetune_kwargs)
+                             seed=seed, folds=folds, spec=spec)
     rows, runs = [], []
     for (s, r, name), res in zip(plan, map_runs(task, plan, scheduler, on_result=report)):
         rows.append({"model": name, "train_size": int(s), "repeat": int(r), **res["metrics"],

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from .._core.errors import InputError
 from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
-from ..train.nli import check_method_options, nli_outputs, parse_label_phrases, phrases_for
+from ..train.nli import nli_outputs, parse_label_phrases, phrases_for
 from ..train.setfit import GRID
+from ..train.spec import check_method_options
 
 METHODS = ("standard", "setfit", "nli")
 #: ``tune --method nli``'s default grid: learning rates x epochs (see the module docstring)

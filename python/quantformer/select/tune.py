@@ -36,32 +36,28 @@ classes as hypotheses (Laurer et al. 2023, :mod:`quantformer.train.nli`) over
 from __future__ import annotations
 
 import contextlib
-import math
-import os
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .._core.atomic import atomic_dir, write_json
+from .._core.atomic import write_json
 from .._core.errors import InputError
-from ..io.writing import write_frame
 from ..io.modeldir import hf_quiet
-from ..io.writable import check_results_dir
-from ..models.batching import pad_batch
-from ..models.hub import load_network, load_tokenizer, model_label, resolve_device, resolve_model
-from ..models.tokenize import CHUNKS, DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
+from ..models.hub import model_label
 from ..scale.cluster import map_runs
 from ..score.evaluate import evaluate
 from ..score.metrics import predicted_labels
-from ..train.arguments import check_arguments, chunk_kwargs
 from ..train.baselines import is_missing_text, unusable_rows
-from ..train.finetune import finetune, model_size
-from ..train.scoring import ClassificationScoring, make_scoring
+from ..train.finetune import finetune_spec, model_size
+from ..train.spec import TrainSpec
+from .common import SavedResult, format_seconds, parse_list, write_table
 from .methods import check_nli_model, method_grid, method_kwargs
+from .scoring import ClassificationScoring, make_scoring
+from .timing import estimate_seconds, step_seconds
 
 GRIDS = {
     "small": ((5e-5, 8e-5, 1e-4), (3, 4, 5)),
@@ -80,129 +76,13 @@ def default_grid(model: str | None = None,
 
 
 # --------------------------------------------------------------------------------------------
-# helpers shared with compare
-
-
-@contextlib.contextmanager
-def results_dir(out: str | os.PathLike, overwrite: bool = False):
-    """Write a results folder atomically: ``with results_dir(out) as tmp: <write into tmp>``.
-
-    The files are written into a temporary sibling folder (``.<name>.*.part``) that replaces
-    ``out`` only when the ``with`` block ends without an error, as
-    :func:`quantformer.io.modeldir.write_model_dir` does for model directories. So no file of an
-    earlier run survives an ``overwrite``, and an error or interruption leaves the old folder
-    (or nothing) as it was.
-
-    Args:
-        out: the folder to write.
-        overwrite: replace an existing non-empty folder (default False).
-
-    Raises:
-        InputError: see :func:`check_results_dir` (checked before the block runs).
-    """
-    target = Path(os.path.abspath(check_results_dir(out, overwrite)))
-    with atomic_dir(target) as tmp:
-        yield tmp
-
-
-def write_table(df: pd.DataFrame, out_dir: Path, stem: str, kinds=("csv", "rds")) -> None:
-    """Write ``df`` as ``out_dir/stem.csv`` and ``.rds`` (atomically)."""
-    for k in kinds:
-        write_frame(df, out_dir / f"{stem}.{k}")
-
-
-def parse_list(text: str | None, kind, name: str) -> list | None:
-    """Parse a comma-separated list of positive numbers (``"1e-5,2e-5"``).
-
-    Args:
-        text: the list, or None (returned as it is).
-        kind: ``int`` or ``float``.
-        name: the parameter that holds the list (``lrs``), named in errors; a flag spelling
-            (``--train-sizes``) names the same parameter (``train_sizes``).
-
-    Raises:
-        InputError: an item that is not a ``kind`` greater than 0, or no item at all.
-    """
-    if text is None:
-        return None
-    name = name.lstrip("-").replace("-", "_")
-    out = []
-    for item in str(text).split(","):
-        item = item.strip()
-        try:
-            v = kind(item)
-        except ValueError:
-            v = None
-        if v is None or not v > 0 or (kind is float and not math.isfinite(v)):
-            what = "whole numbers" if kind is int else "numbers"
-            raise InputError(f"{{{name}}} must be comma-separated {what} greater than 0; "
-                             f"'{item}' is not", params=[name])
-        out.append(v)
-    if not out:
-        raise InputError(f"{{{name}}} is empty", params=[name])
-    return out
-
-
-def format_seconds(s: float) -> str:
-    """``"45 s"``, ``"12 min"``, ``"2 h 05 min"``."""
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
-
-
-# --------------------------------------------------------------------------------------------
-# time estimate
-
-
-def step_seconds(model: str | None, texts: list, *, batch_size: int, max_length: int,
-                 truncation: str, n_labels: int, device: str) -> float:
-    """Measured seconds of one training step (forward + backward + update) on ``texts``.
-
-    Loads the model once, runs three steps on one batch of up to ``batch_size`` of the given
-    documents, and returns the faster of the last two (the first warms up).
-    """
-    import torch
-
-    dev = resolve_device(device)
-    tok = load_tokenizer(model)
-    with hf_quiet():
-        m = load_network(resolve_model(model), "classification", num_labels=n_labels).to(dev)
-    enc = encode(tok, texts[:batch_size], max_length=max_length, truncation=truncation)
-    batch = pad_batch(enc.input_ids, enc.token_type_ids, tok.pad_token_id or 0, dev)
-    y = torch.zeros(len(enc.input_ids), dtype=torch.long, device=dev)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-5)
-    m.train()
-    took = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        m(**batch, labels=y).loss.backward()
-        opt.step()
-        opt.zero_grad()
-        took.append(time.perf_counter() - t0)
-    return min(took[1:])
-
-
-def estimate_seconds(plan: list[tuple[int, int]], step: float, batch_size: int) -> float:
-    """Seconds for runs given as ``(training documents, epochs)`` pairs at ``step`` s a step.
-
-    Prediction of the held-out fold is counted as a third of a training step per batch.
-    """
-    total = 0.0
-    for n_docs, epochs in plan:
-        steps = math.ceil(n_docs / batch_size)
-        total += steps * epochs * step + steps / 3 * step / 4
-    return total
-
-
-# --------------------------------------------------------------------------------------------
 # the search
 
 
 @dataclass
-class TuneResult:
-    """What :func:`tune` returns.
+class TuneResult(SavedResult):
+    """What :func:`tune` returns; :meth:`save` writes it as a results folder
+    (:meth:`write_files`).
 
     Attributes:
         cv_results: one row per configuration x fold: ``lr``, ``epochs``, ``fold`` (1-based),
@@ -230,49 +110,43 @@ class TuneResult:
     test_report: object = None
     info: dict = field(default_factory=dict)
 
-    def save(self, out: str | os.PathLike, overwrite: bool = False) -> Path:
-        """Write the results into folder ``out``, atomically (see :func:`results_dir`).
-
-        Files: ``cv_results.csv/.rds``, ``cv_summary.csv/.rds``, ``best.json``, ``model/``
-        (when refit) and, with a test set, ``test_predictions.csv/.rds`` and
-        ``test_report.json``.
-
-        Args:
-            out: the results folder.
-            overwrite: replace an existing non-empty ``out`` (default False); no file of the
-                earlier run is kept.
-
-        Returns:
-            The path of the folder.
-
-        Raises:
-            InputError: ``out`` is a file, or a non-empty folder and ``overwrite`` is False.
-        """
-        with results_dir(out, overwrite) as d:
-            write_table(self.cv_results, d, "cv_results")
-            write_table(self.cv_summary, d, "cv_summary")
-            best = {**self.best, **self.info}
-            if isinstance(self.test_report, dict):  # regression and multi-label
-                best["test"] = {k: v for k, v in self.test_report.items()
-                                if k not in ("per_label", "task")}
-            elif self.test_report is not None:
-                best["test"] = {"macro_f1": self.test_report.macro_f1,
-                                "accuracy": self.test_report.accuracy,
-                                "n": self.test_report.n}
-            write_json(best, d / "best.json")
-            if self.model is not None and hasattr(self.model, "save"):
-                self.model.save(d / "model")
-            if self.test_predictions is not None:
-                write_table(self.test_predictions, d, "test_predictions")
-            if isinstance(self.test_report, dict):
-                write_json(self.test_report, d / "test_report.json")
-            elif self.test_report is not None:
-                self.test_report.save(d / "test_report.json")
-        return Path(out)
+    def write_files(self, d: Path) -> None:
+        """``cv_results.csv/.rds``, ``cv_summary.csv/.rds``, ``best.json``, ``model/`` (when
+        refit) and, with a test set, ``test_predictions.csv/.rds`` and ``test_report.json``."""
+        write_table(self.cv_results, d, "cv_results")
+        write_table(self.cv_summary, d, "cv_summary")
+        best = {**self.best, **self.info}
+        if isinstance(self.test_report, dict):  # regression and multi-label
+            best["test"] = {k: v for k, v in self.test_report.items()
+                            if k not in ("per_label", "task")}
+        elif self.test_report is not None:
+            best["test"] = {"macro_f1": self.test_report.macro_f1,
+                            "accuracy": self.test_report.accuracy, "n": self.test_report.n}
+        write_json(best, d / "best.json")
+        if self.model is not None and hasattr(self.model, "save"):
+            self.model.save(d / "model")
+        if self.test_predictions is not None:
+            write_table(self.test_predictions, d, "test_predictions")
+        if isinstance(self.test_report, dict):
+            write_json(self.test_report, d / "test_report.json")
+        elif self.test_report is not None:
+            self.test_report.save(d / "test_report.json")
 
 
-def _finetune_fit(frame, *, lr, epochs, **kw):
-    return finetune(frame, lr=lr, epochs=epochs, **kw)
+def _finetune_fit(frame, *, lr, epochs, spec: TrainSpec):
+    """One run of the grid: ``spec`` at one learning rate and number of epochs."""
+    return finetune_spec(frame, replace(spec, lr=lr, epochs=epochs))
+
+
+def _check_grid_values(kind):
+    def rule(values, name: str) -> None:
+        parse_list(",".join(map(str, values)), kind, name)
+    return rule
+
+
+#: the rules of tune's values: fine-tuning's, the grid's in place of one rate and epochs
+TUNE_PARAMETERS = {**{k: v for k, v in TrainSpec.PARAMETERS.items() if k not in ("lr", "epochs")},
+                   "lrs": _check_grid_values(float), "epochs_grid": _check_grid_values(int)}
 
 
 def summarise_cv(cv: pd.DataFrame, metric: str = "macro_f1", higher_is_better: bool = True,
@@ -295,34 +169,16 @@ def tune(
     train: pd.DataFrame,
     test: pd.DataFrame | None = None,
     *,
-    model: str | None = None,
     lrs=None,
     epochs_grid=None,
     folds: int = 5,
-    oversample: float | None = None,
     max_runs: int | None = None,
-    seed: int = 1,
-    batch_size: int = 16,
-    max_length: int | None = None,
-    truncation: str | None = None,
-    device: str = "auto",
-    quiet: bool = False,
     refit: bool = True,
     estimate: bool = True,
     fit_fn=None,
     scheduler: str | None = None,
-    method: str = "standard",
-    task: str = "classification",
-    label_cols: list[str] | None = None,
-    label_sep: str | None = None,
-    setfit_iterations: int | None = None,
-    hypothesis: str | None = None,
-    label_phrases=None,
-    nli_pairs: str = "balanced",
-    stride: int | None = None,
-    max_chunks: int | None = None,
-    aggregate: str | None = None,
-    chunk_training: str | None = None,
+    spec: TrainSpec | None = None,
+    **settings,
 ) -> TuneResult:
     """Stratified k-fold grid search over learning rate x epochs, refit, test (section 6.4).
 
@@ -333,9 +189,15 @@ def tune(
             predicted, in order (``predicted`` is missing for a missing or empty text); rows
             without a label or text are left out of the test report only; one warning counts
             both.
-        model: model name or folder (``None`` = the bundled all-MiniLM-L6-v2).
         lrs, epochs_grid: the grid; default by model size (module docstring).
         folds: stratified CV folds (5), shuffled with ``seed``.
+        spec: the fine-tuning settings of every run
+            (:class:`~quantformer.train.spec.TrainSpec`; default: finetune's defaults), with
+            ``settings`` changed; its ``lr`` and ``epochs`` are the grid's.
+        **settings: the fine-tuning settings of every run as
+            :func:`quantformer.train.finetune.finetune` takes them, but ``lr`` and ``epochs``
+            (a TypeError); as tune reads them:
+        model: model name or folder (``None`` = the bundled all-MiniLM-L6-v2).
         oversample: minority:majority ratio for random oversampling of each *training* fold
             and of the refit (the paper's 0.25); None for none.
         max_runs: refuse to start when the grid needs more fine-tuning runs than this
@@ -388,36 +250,30 @@ def tune(
             entailment output or a class without a label phrase, and anything fine-tuning
             rejects (checked on the first run).
     """
-    with hf_quiet() if quiet else contextlib.nullcontext():
-        return _tune(train, test, model=model, lrs=lrs, epochs_grid=epochs_grid, folds=folds,
-                     oversample=oversample, max_runs=max_runs, seed=seed,
-                     batch_size=batch_size, max_length=max_length, truncation=truncation,
-                     device=device, quiet=quiet, refit=refit, estimate=estimate,
-                     fit_fn=fit_fn, scheduler=scheduler, method=method, task=task,
-                     label_cols=label_cols, label_sep=label_sep,
-                     method_options=dict(setfit_iterations=setfit_iterations,
-                                         hypothesis=hypothesis, label_phrases=label_phrases,
-                                         nli_pairs=nli_pairs),
-                     chunking=chunk_kwargs(truncation, stride, max_chunks, aggregate,
-                                           chunk_training))
+    if "lr" in settings or "epochs" in settings:
+        raise TypeError("tune() takes the grid (lrs, epochs_grid), not lr or epochs")
+    spec = (spec or TrainSpec()).with_keywords(**settings)
+    with hf_quiet() if spec.quiet else contextlib.nullcontext():
+        return _tune(train, test, spec, lrs=lrs, epochs_grid=epochs_grid, folds=folds,
+                     max_runs=max_runs, refit=refit, estimate=estimate, fit_fn=fit_fn,
+                     scheduler=scheduler)
 
 
-def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, seed,
-          batch_size, max_length, truncation, device, quiet, refit, estimate,
-          fit_fn, scheduler=None, method="standard", task="classification",
-          label_cols=None, label_sep=None, method_options=None,
-          chunking=None) -> TuneResult:
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+def _tune(train, test, spec: TrainSpec, *, lrs, epochs_grid, folds, max_runs, refit,
+          estimate, fit_fn, scheduler=None) -> TuneResult:
+    say = (lambda *a: None) if spec.quiet else (lambda *a: print(*a, flush=True))
     t_start = time.perf_counter()
-    # the parameter table finetune uses
-    method_kw = method_kwargs(method, task=task, oversample=oversample,
-                              **(method_options or {}))
-    check_arguments(batch_size=batch_size, max_length=max_length, oversample=oversample,
-                    seed=seed, task=task)
-    scoring = make_scoring(task, label_cols, label_sep)
+    spec.check_values(TUNE_PARAMETERS, lrs=lrs, epochs_grid=epochs_grid)
+    method_kw = method_kwargs(spec.method, task=spec.task, oversample=spec.oversample,
+                              setfit_iterations=spec.setfit_iterations,
+                              hypothesis=spec.hypothesis, label_phrases=spec.label_phrases,
+                              nli_pairs=spec.nli_pairs)
+    spec = spec.with_keywords(**method_kw)
+    model, method, task, seed = spec.model, spec.method, spec.task, spec.seed
+    scoring = make_scoring(task, spec.label_cols, spec.label_sep)
     data = scoring.rows(train)
     labels = scoring.labels(data)
-    scoring.check(data, folds, oversample)
+    scoring.check(data, folds, spec.oversample)
     if method == "nli" and fit_fn is None:
         check_nli_model(model, labels, method_kw["label_phrases"])
     lrs, epochs_grid = _grid(model, method, lrs, epochs_grid)
@@ -427,9 +283,9 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
     if test is not None:  # checked before any run; every row is predicted after the refit
         test = test.reset_index(drop=True)
         test_rows = _test_rows(scoring, test)
-    kw = dict(model=model, batch_size=batch_size, max_length=max_length, truncation=truncation,
-              oversample=oversample, seed=seed, device=device, quiet=True,
-              **scoring.fit_kwargs(), **method_kw, **(chunking or {}))
+    runs = replace(spec, quiet=True)  # every run's settings: a fit_fn takes them as keywords
+    kw = ({"spec": runs} if fit_fn is None else
+          {k: v for k, v in runs.keywords().items() if k not in ("lr", "epochs")})
     fit = fit_fn or _finetune_fit
     splits = scoring.splits(data, folds, seed)
     plan = [(len(tr), ep) for _, ep in configs for tr, _ in splits]
@@ -438,11 +294,11 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
     msg = (f"tune: {len(lrs)} learning rates x {len(epochs_grid)} epochs x {folds} folds"
            f"{' + 1 refit' if refit else ''} = {n_runs} fine-tuning runs of "
            f"{model_label(model)} on {len(data)} documents")
-    if estimate and fit_fn is None and method == "standard" and truncation != CHUNKS:
-        msg += _estimate_note(model, data, plan, seed=seed, batch_size=batch_size,
-                              max_length=max_length or DEFAULT_MAX_LENGTH,
-                              truncation=truncation or DEFAULT_TRUNCATION, device=device,
-                              n_labels=len(labels))
+    if estimate and fit_fn is None and method == "standard" and not spec.reading.chunks:
+        reading = spec.with_defaults().reading
+        msg += _estimate_note(model, data, plan, seed=seed, batch_size=spec.batch_size,
+                              max_length=reading.max_length, truncation=reading.truncation,
+                              device=spec.device, n_labels=len(labels))
     say(msg)
     cv_runs = [(lr, ep, k, tr, va) for lr, ep in configs
                for k, (tr, va) in enumerate(splits, start=1)]
@@ -460,7 +316,7 @@ def _tune(train, test, *, model, lrs, epochs_grid, folds, oversample, max_runs, 
         if test is not None:
             _score_test(result, scoring, test, test_rows, say)
     result.info = {"model": model_label(model), "method": method, "folds": folds, "seed": seed,
-                   "oversample": oversample, "lrs": lrs, "epochs_grid": epochs_grid,
+                   "oversample": spec.oversample, "lrs": lrs, "epochs_grid": epochs_grid,
                    "runs": n_runs, "n_train": len(data),
                    "n_test": None if test is None else len(test), "labels": labels,
                    "task": task, "metric": scoring.metric,

@@ -18,7 +18,7 @@ import pandas as pd
 from .._core.errors import InputError
 from ..models.tasks import TrainingWarning
 from ..models.tokenize import is_missing
-from .arguments import _check_ratio
+from ..models.arguments import check_ratio
 
 MEGABATCH = 50
 
@@ -39,7 +39,7 @@ def oversample_indices(labels, ratio: float, rng: np.random.Generator) -> np.nda
     Raises:
         InputError: ``ratio`` outside (0, 1].
     """
-    _check_ratio(ratio, "oversample")
+    check_ratio(ratio, "oversample")
     labels = np.asarray(labels, dtype=object)
     classes, counts = np.unique(labels, return_counts=True)
     target = int(math.ceil(ratio * counts.max()))

@@ -17,11 +17,11 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ..models.chunks import DEFAULT_AGGREGATE
 from ..models.hub import load_tokenizer
+from ..models.reading import CHUNKS, DEFAULT_AGGREGATE, DEFAULT_TRUNCATION, check_windows
 from ..models.precision import DEFAULT_PRECISION
 from ..models.tasks import TrainingWarning
-from ..models.tokenize import CHUNKS, DEFAULT_TRUNCATION, check_windows, special_template
+from ..models.tokenize import special_template
 from .arguments import (
     BATCH_SIZE,
     DEFAULT_VALID_FRACTION,
@@ -154,30 +154,33 @@ def finetune(
             smaller than the window, ``max_chunks`` < 1, an unknown ``aggregate``), chunks with
             a Longformer or with the NLI or SetFit method.
     """
-    spec = TrainSpec(
-        model=model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
-        truncation=truncation, oversample=oversample, valid_fraction=valid_fraction,
-        labels=labels, seed=seed, device=device, quiet=quiet, task=task, label_cols=label_cols,
-        label_sep=label_sep, tune_thresholds=tune_thresholds, early_stopping=early_stopping,
-        precision=precision, grad_accum=grad_accum, method=method, hypothesis=hypothesis,
-        label_phrases=label_phrases, nli_pairs=nli_pairs, setfit_iterations=setfit_iterations,
-        stride=stride, max_chunks=max_chunks, aggregate=aggregate, chunk_training=chunk_training)
+    settings = {k: v for k, v in locals().items() if k not in ("frame", "valid", "source")}
+    spec = TrainSpec.from_keywords(**settings)
     return finetune_spec(frame, spec, valid=valid, source=source)
 
 
 def finetune_spec(frame: pd.DataFrame, spec: TrainSpec, *, valid: pd.DataFrame | None = None,
                   source: str | None = None):
     """Fine-tune as ``spec`` says (checked, given its method's defaults, then handed to the
-    method's recipe); :func:`finetune` with its settings as one value."""
+    method's recipe); :func:`finetune` with its settings as one value.
+
+    Args:
+        frame: corpus frame, as for :func:`finetune`.
+        spec: the run's settings (:class:`~quantformer.train.spec.TrainSpec`).
+        valid: labelled validation frame (default None).
+        source: where the data came from, for the record (default None).
+
+    Raises:
+        InputError: as :func:`finetune`.
+    """
     spec = spec.check().with_defaults()
     if spec.method != "standard" and spec.truncation == CHUNKS:
         return _windows_at_prediction(frame, spec, valid=valid, source=source)
     if spec.method == "nli" and spec.task == "classification":
-        return nli_finetune(frame, valid=valid, source=source, **spec.kwargs_for("nli"))
+        return nli_finetune(frame, spec, valid=valid, source=source)
     if spec.method != "standard":  # few-shot: quantformer.train.setfit
-        return finetune_fewshot(spec.method, frame, valid=valid, source=source,
-                                **spec.kwargs_for("setfit"))
-    return finetune_standard(frame, valid=valid, source=source, **spec.kwargs_for("standard"))
+        return finetune_fewshot(frame, spec, valid=valid, source=source)
+    return finetune_standard(frame, spec, valid=valid, source=source)
 
 
 def _windows_at_prediction(frame: pd.DataFrame, spec: TrainSpec, *, valid, source):
@@ -189,16 +192,17 @@ def _windows_at_prediction(frame: pd.DataFrame, spec: TrainSpec, *, valid, sourc
     ``chunk_training`` ``head_tail``, and the validation scores are those of the head+tail
     inputs."""
     _check_stride(spec)
-    cut = replace(spec, truncation=DEFAULT_TRUNCATION, stride=None, max_chunks=None,
-                  aggregate=None)
+    r = spec.reading
+    cut = replace(spec, reading=r.replace(truncation=DEFAULT_TRUNCATION, stride=None,
+                                          max_chunks=None, aggregate=None))
     clf = finetune_spec(frame, cut, valid=valid, source=source)
-    aggregate = None if spec.method == "setfit" else spec.aggregate or DEFAULT_AGGREGATE
+    aggregate = None if spec.method == "setfit" else r.aggregate_or_default
     clf.record["hyperparameters"].update(
-        truncation=CHUNKS, stride=spec.stride, max_chunks=spec.max_chunks,
+        truncation=CHUNKS, stride=r.stride, max_chunks=r.max_chunks,
         aggregate=aggregate, chunk_training=DEFAULT_TRUNCATION)
-    clf.truncation, clf.stride, clf.max_chunks = CHUNKS, spec.stride, spec.max_chunks
+    clf.truncation, clf.stride, clf.max_chunks = CHUNKS, r.stride, r.max_chunks
     clf.aggregate = aggregate or DEFAULT_AGGREGATE
-    check_windows(clf.window_budget(), spec.stride, spec.max_chunks, clf.max_length)
+    check_windows(clf.window_budget(), r.stride, r.max_chunks, clf.max_length)
     return clf
 
 
@@ -206,8 +210,8 @@ def _check_stride(spec: TrainSpec) -> None:
     """A ``stride`` not smaller than the window refused before training (the window of a
     single input at ``max_length``; NLI's, shortened by the hypothesis, is checked again
     after)."""
-    if spec.stride is None or spec.max_length is None:
+    r = spec.reading
+    if r.stride is None or r.max_length is None:
         return
     tpl = special_template(load_tokenizer(spec.model))
-    check_windows(spec.max_length - tpl.n_single, spec.stride, spec.max_chunks,
-                  spec.max_length)
+    r.check_window(r.max_length - tpl.n_single)

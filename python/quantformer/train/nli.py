@@ -46,6 +46,7 @@ recording ``"method": "nli"``, ``hypothesis``, ``label_phrases`` (class -> phras
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,14 +58,16 @@ from ..infer.nli import NLIClassifier
 from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis, nli_label_ids
 from ..io.formats import read_text_file
 from ..io.modeldir import hf_quiet, now_utc
-from ..models.hub import (load_config, load_network, load_tokenizer, model_label, resolve_device, resolve_model)
+from ..models.hub import load_config, load_network, load_tokenizer, model_label
+from ..models.hub import resolve_device, resolve_model
 from ..models.tasks import Classification
-from ..models.tokenize import DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, encode
+from ..models.tokenize import encode
 from .arguments import DROPOUT
 from .data import set_seed, training_data
 from ..models.precision import DEFAULT_PRECISION, choose_precision
 from .loop import Batches
 from .record import training_record
+from .spec import TrainSpec
 from .standard import check_needs_validation, check_settings, train_epochs, validate
 
 METHOD = "nli"
@@ -199,40 +202,32 @@ def training_pairs(targets: np.ndarray, k: int, scheme: str,
 # training
 
 
-def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
-                 hypothesis: str | None = None, label_phrases=None, pairs: str = "balanced",
-                 epochs: int | None = None, lr: float | None = None, batch_size: int = 16,
-                 max_length: int = DEFAULT_MAX_LENGTH, truncation: str = DEFAULT_TRUNCATION,
-                 valid: pd.DataFrame | None = None, valid_fraction: float = 0.0,
-                 labels: list | None = None, seed: int = 1, device: str = "auto",
-                 quiet: bool = False, source: str | None = None,
-                 early_stopping: int | None = None, precision: str = DEFAULT_PRECISION,
-                 grad_accum: int = 1, oversample: float | None = None) -> NLIClassifier:
-    """Fine-tune an NLI model on labelled documents written as hypotheses (Laurer et al. 2023).
+def nli_finetune(frame: pd.DataFrame, spec: TrainSpec, *, valid: pd.DataFrame | None = None,
+                 source: str | None = None) -> NLIClassifier:
+    """Fine-tune an NLI model on labelled documents written as hypotheses (Laurer et al. 2023):
+    ``finetune(..., method="nli")``.
 
     Args:
         frame: corpus frame with ``text`` and ``label``; rows with a missing label or text are
             left out (counted in the record).
-        model: an NLI model (hub id or folder) whose config has an ``entailment`` label, e.g.
-            ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli``. Required in practice: the
-            bundled default is not an NLI model.
-        hypothesis: template with exactly one ``{}`` (default ``"This text is about {}."``).
-        label_phrases: class -> phrase (a dict, ``"a=x,b=y"`` or a list of ``"a=x"``); default:
-            each class name is its own phrase. Every class needs one.
-        pairs: ``balanced`` (default, Laurer et al.) or ``all`` (see the module docstring).
-        epochs, lr: default 7 and 2e-5 (:data:`DEFAULTS`).
-        batch_size: pairs per step (16).
-        max_length: tokens per pair (premise + hypothesis, special tokens included; 512); the
-            premise is cut by ``truncation`` (``head_tail``, ``head``, ``tail``).
-        valid, valid_fraction: validation documents, or the share of ``frame`` held out
-            (stratified): macro-F1 after every epoch and in the record.
-        labels: class order (default: the sorted training labels).
-        seed: fixes the pair sampling, the data order and dropout (identical CPU runs).
-        device: ``auto``, ``cpu``, ``cuda``, ``mps``.
-        quiet: no progress bars or messages.
+        spec: the run's settings (:class:`~quantformer.train.spec.TrainSpec`, given their
+            defaults), of which the NLI recipe reads: ``model``, an NLI model (hub id or
+            folder) whose config has an ``entailment`` label, e.g.
+            ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli`` (required in practice: the bundled
+            default is not an NLI model); ``hypothesis``, a template with exactly one ``{}``
+            (default ``"This text is about {}."``); ``label_phrases``, class -> phrase (a dict,
+            ``"a=x,b=y"`` or a list of ``"a=x"``; default: each class name is its own phrase;
+            every class needs one); ``nli_pairs``, ``balanced`` (default, Laurer et al.) or
+            ``all`` (module docstring); ``epochs``, ``lr`` (default 7 and 2e-5,
+            :data:`DEFAULTS`); ``batch_size``, pairs per step (16); the reading's
+            ``max_length``, tokens per pair (premise + hypothesis, special tokens included;
+            512), the premise cut by its ``truncation`` (``head_tail``, ``head``, ``tail``);
+            ``valid_fraction``, ``labels``, ``seed`` (the pair sampling, the data order and
+            dropout), ``device``, ``quiet``, ``early_stopping``, ``precision``,
+            ``grad_accum`` as for the standard method; ``oversample`` is refused (the pairs
+            are balanced per hypothesis already).
+        valid: labelled validation documents: macro-F1 after every epoch and in the record.
         source: where the data came from, for the record.
-        early_stopping, precision, grad_accum: as in :func:`quantformer.train.finetune`.
-        oversample: refused (the pairs are balanced per hypothesis already).
 
     Returns:
         An :class:`NLIClassifier` whose ``record`` has ``"method": "nli"``.
@@ -243,17 +238,15 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
             unknown ``pairs``, oversampling, fewer than two classes, and the standard
             method's bad arguments (non-positive epochs, lr, batch size, ...).
     """
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+    say = (lambda *a: None) if spec.quiet else (lambda *a: print(*a, flush=True))
     started, created = time.time(), now_utc()
-    hypothesis, phrases, outputs, settings = _check(
-        model, hypothesis, label_phrases, pairs, oversample,
-        valid is not None or bool(valid_fraction), epochs=epochs, lr=lr,
-        batch_size=batch_size, max_length=max_length, truncation=truncation, seed=seed,
-        valid_fraction=valid_fraction, early_stopping=early_stopping, precision=precision,
-        grad_accum=grad_accum)
-    dev = resolve_device(device)
-    settings["precision"] = choose_precision(precision, dev, use="train").name
-    kind = Classification(labels)
+    model, seed, valid_fraction = spec.model, spec.seed, spec.valid_fraction
+    pairs = spec.nli_pairs
+    hypothesis, phrases, outputs, settings = _check(spec, valid is not None
+                                                    or bool(valid_fraction))
+    dev = resolve_device(spec.device)
+    settings["precision"] = choose_precision(spec.precision, dev, use="train").name
+    kind = Classification(spec.labels)
     data, valid_data, counts = training_data(frame, valid, valid_fraction, int(seed), kind, say)
     kind.fit(data)
     phrases = phrases_for(kind.labels, phrases)
@@ -263,9 +256,9 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
                                        outputs, settings, dev, rng, say)
     say(f"fine-tuning NLI model {clf.record['model']} on {len(data)} documents "
         f"({kind.describe()}) as {len(batches.rows)} premise-hypothesis pairs ({pairs}), "
-        f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {batch_size}, "
+        f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {spec.batch_size}, "
         f"device {dev}")
-    loop = train_epochs(clf, batches, valid_data, kind, settings, dev, rng, quiet)
+    loop = train_epochs(clf, batches, valid_data, kind, settings, dev, rng, spec.quiet)
     clf.record = training_record(
         task=kind, settings=settings, size=settings.pop("size"), data=data, counts=counts,
         n_rows=len(frame), n_oversampled=len(data), n_truncated=n_truncated, source=source,
@@ -278,22 +271,22 @@ def nli_finetune(frame: pd.DataFrame, *, model: str | None = None,
     return clf
 
 
-def _check(model, hypothesis, label_phrases, pairs, oversample, has_valid, **settings):
-    """Every argument, checked before any work: returns (template, class -> phrase as given,
+def _check(spec: TrainSpec, has_valid: bool):
+    """Every setting, checked before any work: returns (template, class -> phrase as given,
     (entailment id, contradiction id), settings with the NLI defaults filled in)."""
-    hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if hypothesis is None else hypothesis)
-    phrases = parse_label_phrases(label_phrases)
-    if pairs not in PAIRS:
-        raise InputError(f"{{nli_pairs}} must be one of {', '.join(PAIRS)}, not {pairs!r}",
-                         params=["nli_pairs"])
-    if oversample is not None:
+    hypothesis = check_hypothesis(DEFAULT_HYPOTHESIS if spec.hypothesis is None
+                                  else spec.hypothesis)
+    phrases = parse_label_phrases(spec.label_phrases)
+    if spec.nli_pairs not in PAIRS:
+        raise InputError(f"{{nli_pairs}} must be one of {', '.join(PAIRS)}, not "
+                         f"{spec.nli_pairs!r}", params=["nli_pairs"])
+    if spec.oversample is not None:
         raise InputError("{oversample} cannot be used with {method} nli: its training pairs "
                          "are balanced per class hypothesis already ({nli_pairs} balanced); "
                          "leave it out", params=["oversample", "method", "nli_pairs"])
-    outputs = nli_outputs(model)
-    for name, value in DEFAULTS.items():
-        settings[name] = value if settings[name] is None else settings[name]
-    settings = check_settings(model, **settings, oversample=None, task="classification")
+    outputs = nli_outputs(spec.model)
+    defaults = {name: value for name, value in DEFAULTS.items() if getattr(spec, name) is None}
+    settings = check_settings(replace(spec, **defaults, task="classification"))
     check_needs_validation(has_valid, settings["early_stopping"], False)
     return hypothesis, phrases, outputs, settings
 
@@ -317,7 +310,7 @@ def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, dev
     overrides = {k: DROPOUT for k in ("hidden_dropout_prob", "attention_probs_dropout_prob",
                                       "dropout", "attention_dropout") if hasattr(config, k)}
     with hf_quiet():
-        network = load_network(base_path, "classification", **overrides)
+        network = load_network(base_path, head="classification", **overrides)
     network.to(device)
     record = {"model": model_label(model), "base_model_path": base_path,
               "model_type": getattr(config, "model_type", None), "method": METHOD,
@@ -333,30 +326,3 @@ def _setup(model, data, task, phrases, hypothesis, pairs, outputs, settings, dev
                       tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
                       global_attention_hook(network.config))
     return clf, batches, n_truncated
-
-
-# ------------------------------------------------------------------------------------------
-# CLI (the options `finetune` adds for --method nli)
-
-
-def check_method_options(method: str, hypothesis, label_phrases, nli_pairs,
-                         where: str = "{method} nli; add {method} nli",
-                         where_params: tuple = ("method",)) -> None:
-    """Refuse the NLI options with another method.
-
-    Args:
-        where: what the options are for and the fix, e.g. ``compare``'s ``"the nli model;
-            add nli to {models}"``; ``where_params``: the parameters it names as fields.
-
-    Raises:
-        InputError: naming the option and the fix.
-    """
-    if method == METHOD:
-        return
-    used = [name for name, v in (("hypothesis", hypothesis is not None),
-                                 ("label_phrases", bool(label_phrases)),
-                                 ("nli_pairs", nli_pairs != "balanced")) if v]
-    if used:
-        fields = ", ".join(f"{{{name}}}" for name in used)
-        raise InputError(f"{fields} is for {where} (with an NLI {{model}}) or leave it out",
-                         params=[*used, *where_params, "model"])

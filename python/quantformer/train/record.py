@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..io.modeldir import versions
+from ..models.reading import CHUNKS
 from .arguments import DROPOUT, MAX_GRAD_NORM
 
 
@@ -18,7 +19,7 @@ def hyperparameters(settings: dict, size: str) -> dict:
             "precision": settings["precision"],
             "early_stopping": settings["early_stopping"],
             **({k: settings[k] for k in ("stride", "max_chunks", "aggregate", "chunk_training")}
-               if settings["truncation"] == "chunks" else {})}
+               if settings["truncation"] == CHUNKS else {})}
 
 
 def training_record(*, task, settings: dict, size: str, data, counts: dict, n_rows: int,

@@ -41,10 +41,19 @@ from .._core.errors import InputError
 from ..infer.embed import Encoder
 from ..infer.setfit import SetFitClassifier
 from ..io.modeldir import hf_quiet, now_utc, versions
-from ..models.hub import (check_length_value, check_max_length, load_setfit, model_label, resolve_device, resolve_model)
-from ..models.tokenize import check_strategy, encode
+from ..models.hub import (
+    check_length_value,
+    check_max_length,
+    load_setfit,
+    model_label,
+    resolve_device,
+    resolve_model,
+)
+from ..models.reading import BODY_TRUNCATION, check_strategy
+from ..models.tokenize import encode
 
 METHOD = "setfit"
+HEAD = BODY_TRUNCATION  # SetFit's default cut, as sentence-transformers cuts
 DEFAULTS = {"num_iterations": 5, "epochs": 1, "batch_size": 16, "body_lr": 1e-4}
 #: ``tune --method setfit``'s default grid: body learning rates x epochs over the pairs
 GRID = ((2e-5, 5e-5, 1e-4), (1, 2))
@@ -110,7 +119,7 @@ def setfit_finetune(frame: pd.DataFrame, *, model: str | None = None,
                           num_iterations=num_iterations)
     if max_length is not None:
         check_length_value(max_length)
-    truncation = check_strategy("head" if truncation is None else truncation)
+    truncation = check_strategy(HEAD if truncation is None else truncation)
     hp = {**DEFAULTS, **{k: v for k, v in {"epochs": epochs, "body_lr": lr,
                                            "batch_size": batch_size,
                                            "num_iterations": num_iterations}.items()
@@ -189,7 +198,7 @@ def _cut(body, train: pd.DataFrame, hp: dict) -> pd.DataFrame:
     if hp["max_length"] is not None:
         body.max_seq_length = check_max_length(hp["max_length"], body[0].auto_model.config)
     hp["max_length"] = int(body.max_seq_length or 256)
-    if hp["truncation"] == "head":
+    if hp["truncation"] == HEAD:
         return train
     enc = encode(body.tokenizer, train["text"].tolist(), max_length=hp["max_length"],
                  truncation=hp["truncation"])
@@ -281,28 +290,37 @@ def head_in_order(head, order: list[str]) -> tuple[np.ndarray, np.ndarray]:
 METHODS = ("standard", METHOD, "nli")  # nli: quantformer.nli_finetune
 
 
-def finetune_fewshot(method: str, frame: pd.DataFrame, *, model=None, epochs=None, lr=None,
-                     batch_size=None, max_length=None, truncation=None, labels=None, seed=1,
-                     device="auto", quiet=False, source=None, num_iterations=None,
-                     **ignored) -> SetFitClassifier:
+def finetune_fewshot(frame: pd.DataFrame, spec, *, valid: pd.DataFrame | None = None,
+                     source: str | None = None) -> SetFitClassifier:
     """``finetune(..., method=...)`` for a few-shot method (the dispatch of
-    :func:`quantformer.train.finetune.finetune`).
+    :func:`quantformer.train.finetune.finetune`): the spec's settings in SetFit's own terms
+    (``setfit_iterations`` is its ``num_iterations``), handed to :func:`setfit_finetune`.
+
+    Args:
+        frame: corpus frame with ``text`` and ``label``.
+        spec: the run's settings (:class:`~quantformer.train.spec.TrainSpec`).
+        valid: refused (not yet); default None.
+        source: where the data came from, for the record.
 
     Raises:
         InputError: an unknown method, or options the method does not take (validation
             data, oversampling).
     """
+    method = spec.method
     if method not in METHODS:
         raise InputError(f"unknown method '{method}'; use one of: {', '.join(METHODS)}")
-    unused = [k for k in ("oversample", "valid") if ignored.get(k) is not None]
-    if ignored.get("valid_fraction"):
+    unused = [k for k, v in (("oversample", spec.oversample), ("valid", valid))
+              if v is not None]
+    if spec.valid_fraction:
         unused.append("valid_fraction")
     if unused:
         raise InputError(f"{', '.join('{' + k + '}' for k in unused)} cannot be used with "
                          f"{{method}} {method} (not yet); leave "
                          f"{'it' if len(unused) == 1 else 'them'} out, and evaluate on "
                          "held-out documents with `evaluate`", params=unused + ["method"])
-    return setfit_finetune(frame, model=model, labels=labels, epochs=epochs, lr=lr,
-                           batch_size=batch_size, num_iterations=num_iterations, seed=seed,
-                           device=device, quiet=quiet, source=source, max_length=max_length,
-                           truncation=truncation)
+    return setfit_finetune(frame, model=spec.model, labels=spec.labels, epochs=spec.epochs,
+                           lr=spec.lr, batch_size=spec.batch_size,
+                           num_iterations=spec.setfit_iterations, seed=spec.seed,
+                           device=spec.device, quiet=spec.quiet, source=source,
+                           max_length=spec.reading.max_length,
+                           truncation=spec.reading.truncation)

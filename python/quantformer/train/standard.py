@@ -23,56 +23,69 @@ import pandas as pd
 from .._core.errors import InputError
 from ..infer.classifier import Classifier, global_attention_hook
 from ..io.modeldir import hf_quiet, now_utc
-from ..models.hub import (check_max_length, load_config, load_network, load_tokenizer, model_label, resolve_device, resolve_model)
+from ..models.hub import (
+    check_max_length,
+    load_config,
+    load_network,
+    load_tokenizer,
+    model_label,
+    resolve_device,
+    resolve_model,
+)
 from ..models.tasks import make_task
-from ..models.chunks import DEFAULT_AGGREGATE, check_not_longformer
-from ..models.tokenize import CHUNKS, TRUNCATIONS, check_strategy, encode, encode_windows
+from ..models.chunks import check_not_longformer
+from ..models.reading import CHUNKS, TRUNCATIONS, check_strategy
+from ..models.tokenize import encode, encode_windows
 from .chunks import check_chunk_settings, window_batches
-from .arguments import DROPOUT, check_arguments, default_hyperparameters
+from .arguments import DROPOUT, check_training, default_hyperparameters
 from .data import oversample_indices, set_seed, training_data
 from ..models.precision import choose_precision
 from .loop import Batches, train_loop
 from .record import training_record
+from .spec import TrainSpec
 
 
-def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | None,
-                      lr: float | None, batch_size: int, max_length: int, truncation: str,
-                      oversample: float | None, valid: pd.DataFrame | None,
-                      valid_fraction: float, labels: list[str] | None, seed: int, device: str,
-                      quiet: bool, source: str | None, task: str, label_cols: list[str] | None,
-                      label_sep: str | None, tune_thresholds: bool, early_stopping: int | None,
-                      precision: str, grad_accum: int, stride: int | None = None,
-                      max_chunks: int | None = None, aggregate: str | None = None,
-                      chunk_training: str = "aggregate") -> Classifier:
-    """The standard recipe (module docstring); arguments as
-    :func:`quantformer.train.finetune.finetune`."""
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
+def finetune_standard(frame: pd.DataFrame, spec: TrainSpec, *,
+                      valid: pd.DataFrame | None = None,
+                      source: str | None = None) -> Classifier:
+    """The standard recipe (module docstring).
+
+    Args:
+        frame: corpus frame, as for :func:`quantformer.train.finetune.finetune`.
+        spec: the run's settings, given their defaults
+            (:meth:`~quantformer.train.spec.TrainSpec.with_defaults`).
+        valid: labelled validation frame (default None).
+        source: where the data came from, for the record (default None).
+
+    Raises:
+        InputError: as :func:`quantformer.train.finetune.finetune`.
+    """
+    say = (lambda *a: None) if spec.quiet else (lambda *a: print(*a, flush=True))
     started, created = time.time(), now_utc()
-    check_strategy(truncation, TRUNCATIONS)  # window settings checked before the model loads
-    check_chunk_settings(truncation, stride, max_chunks, aggregate, chunk_training, max_length)
-    settings = check_settings(model, epochs=epochs, lr=lr, batch_size=batch_size, max_length=max_length,
-                      truncation=truncation, oversample=oversample, seed=seed,
-                      valid_fraction=valid_fraction, task=task, early_stopping=early_stopping,
-                      precision=precision, grad_accum=grad_accum)
-    settings.update(stride=stride, max_chunks=max_chunks,
-                    aggregate=aggregate or DEFAULT_AGGREGATE, chunk_training=chunk_training)
-    check_needs_validation(valid is not None or bool(valid_fraction), early_stopping,
-                           tune_thresholds)
+    r = spec.reading
+    check_strategy(r.truncation, TRUNCATIONS)  # window settings checked before the model loads
+    check_chunk_settings(r.truncation, r.stride, r.max_chunks, r.aggregate,
+                         spec.chunk_training, r.max_length)
+    settings = check_settings(spec)
+    settings["aggregate"] = r.aggregate_or_default
+    model, seed, valid_fraction = spec.model, spec.seed, spec.valid_fraction
+    check_needs_validation(valid is not None or bool(valid_fraction), spec.early_stopping,
+                           spec.tune_thresholds)
     base_path, config = resolve_model(model), load_config(model)
-    check_not_longformer(config, truncation)
-    dev = resolve_device(device)
-    settings["precision"] = choose_precision(precision, dev, use="train").name
-    kind = make_task(task, labels, label_cols, label_sep)
+    check_not_longformer(config, r.truncation)
+    dev = resolve_device(spec.device)
+    settings["precision"] = choose_precision(spec.precision, dev, use="train").name
+    kind = make_task(spec.task, spec.labels, spec.label_cols, spec.label_sep)
     data, valid_data, counts = training_data(frame, valid, valid_fraction, int(seed), kind, say)
-    kind.fit(data, oversample=oversample)
+    kind.fit(data, oversample=spec.oversample)
     set_seed(int(seed))
     rng = np.random.default_rng(int(seed))
     clf, batches, n_truncated = _setup(model, base_path, config, data, kind, settings, dev,
                                        rng, say)
     say(f"fine-tuning {clf.record['model']} on {len(data)} documents ({kind.describe()}), "
-        f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {batch_size}, "
+        f"{settings['epochs']} epoch(s), lr {settings['lr']:g}, batch size {spec.batch_size}, "
         f"device {dev}")
-    loop = train_epochs(clf, batches, valid_data, kind, settings, dev, rng, quiet)
+    loop = train_epochs(clf, batches, valid_data, kind, settings, dev, rng, spec.quiet)
 
     clf.record = training_record(
         task=kind, settings=settings, size=settings.pop("size"), data=data, counts=counts,
@@ -81,19 +94,21 @@ def finetune_standard(frame: pd.DataFrame, *, model: str | None, epochs: int | N
         created=created)
     if valid_data is not None:
         validate(clf, kind, valid_data, "valid" if valid is not None
-                  else f"valid_fraction {valid_fraction}", tune_thresholds, say)
+                  else f"valid_fraction {valid_fraction}", spec.tune_thresholds, say)
     clf.record["finished"] = now_utc()
     return clf
 
 
-
-def check_settings(model, **settings) -> dict:
-    """Check the arguments (one table, :mod:`quantformer.train.arguments`); fill the defaults
-    by model size."""
-    check_arguments(**settings)
+def check_settings(spec: TrainSpec) -> dict:
+    """Check the settings (one table, :mod:`quantformer.train.arguments`) and the reading
+    against the model; returns them as flat keywords (the record's working copy,
+    :func:`quantformer.train.record.hyperparameters`) with the defaults by model size filled
+    in (``epochs``, ``lr``, and ``size``)."""
+    settings = spec.keywords()
+    check_training(**settings)
     check_strategy(settings["truncation"], TRUNCATIONS)
-    check_max_length(int(settings["max_length"]), load_config(model))
-    defaults = default_hyperparameters(model)
+    check_max_length(int(settings["max_length"]), load_config(spec.model))
+    defaults = default_hyperparameters(spec.model)
     settings["epochs"] = int(settings["epochs"] if settings["epochs"] is not None
                              else defaults["epochs"])
     settings["lr"] = float(settings["lr"] if settings["lr"] is not None else defaults["lr"])
@@ -131,7 +146,7 @@ def _setup(model, base_path, config, data, task, settings, device, rng, say):
     overrides = {k: DROPOUT for k in ("hidden_dropout_prob", "attention_probs_dropout_prob",
                                       "dropout", "attention_dropout") if hasattr(config, k)}
     with hf_quiet():  # "newly initialized classifier weights" is expected here
-        network = load_network(base_path, "classification", ignore_mismatched_sizes=True,
+        network = load_network(base_path, head="classification", ignore_mismatched_sizes=True,
                                **task.head(), **overrides)
     network.to(device)
     record = {"model": model_label(model), "base_model_path": base_path,

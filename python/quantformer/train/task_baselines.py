@@ -94,9 +94,9 @@ def fit_task_baseline(rows: pd.DataFrame, name: str, task, *, folds: int = 5,
 
     Args:
         rows: usable rows with ``text`` and the task's cleaned ``label`` (numbers, or label
-            tuples), from :meth:`quantformer.train.scoring.TaskScoring.rows`.
+            tuples), from :meth:`quantformer.select.scoring.TaskScoring.rows`.
         name: one of :data:`TASK_BASELINES` for the task.
-        task: the task fitted on ``rows`` (:meth:`~quantformer.train.scoring.TaskScoring.
+        task: the task fitted on ``rows`` (:meth:`~quantformer.select.scoring.TaskScoring.
             fitted`).
         folds: CV folds for the multi-label grid (shuffled with ``seed``).
         seed: CV shuffling and the SVM's seed.

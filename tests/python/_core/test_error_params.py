@@ -15,9 +15,9 @@ from quantformer.scale.dask import list_partitions, parse_scheduler
 from quantformer.select.common import check_sizes
 from quantformer.select.compare import parse_models
 from quantformer.select.methods import compare_kwargs, method_kwargs
-from quantformer.train.arguments import check_arguments
+from quantformer.models.arguments import check_arguments
 from quantformer.train.baselines import check_folds
-from quantformer.train.nli import check_method_options
+from quantformer.train.spec import check_method_options
 
 
 def _error(fn, *args, **kwargs) -> InputError:

@@ -105,7 +105,7 @@ def test_tune_multilabel_label_with_one_value_in_the_data_is_refused():
 
 def test_ridge_baseline_recovers_a_linear_outcome():
     from quantformer.train.task_baselines import fit_task_baseline
-    from quantformer.train.scoring import TaskScoring
+    from quantformer.select.scoring import TaskScoring
 
     rng = np.random.default_rng(1)
     words = [f"w{i}" for i in range(20)]
@@ -222,7 +222,7 @@ def test_cli_multilabel_without_label_cols_names_label_cols_not_label_col(tmp_pa
 def test_cli_tune_multilabel_label_cols_with_a_test_set(tmp_path, tiny_bert_dir, capsys):
     import pickle
 
-    from quantformer.train.scoring import make_scoring
+    from quantformer.select.scoring import make_scoring
 
     # the scoring travels to Dask workers with each run
     scoring = pickle.loads(pickle.dumps(make_scoring("multilabel", ["econ", "long"])))

@@ -343,14 +343,14 @@ def test_compare_passes_the_nli_options_to_every_nli_run(tiny_roberta_nli_dir, m
     import quantformer.select.compare as compare_module
     from quantformer.select.compare import compare
 
-    records, real = [], compare_module.finetune
+    records, real = [], compare_module.finetune_spec
 
     def spy(*args, **kwargs):
         clf = real(*args, **kwargs)
         records.append(clf.record)
         return clf
 
-    monkeypatch.setattr(compare_module, "finetune", spy)
+    monkeypatch.setattr(compare_module, "finetune_spec", spy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = compare(toy_frame(16), toy_frame(24).iloc[16:], models="nli",
