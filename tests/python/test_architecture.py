@@ -269,7 +269,7 @@ def test_no_verb_command_line_outside_cli():
 READING_OWNER = "quantformer.models.reading"
 #: the same words meaning something else there (a value of the rule is (module, constant))
 NOT_A_READING = {
-    ("quantformer.train.pretrain", "head"),  # the warm-up phase that trains the new head
+    ("quantformer.train.pretrain_run", "head"),  # the warm-up phase that trains the new head
     ("quantformer.train.arguments", 512),  # a bound on the hidden size (SIZE_DEFAULTS)
 }
 #: offenders in modules being cleaned in the same change, tolerated until it is merged
@@ -449,7 +449,7 @@ def long_modules(mods: dict[str, Path]) -> list[str]:
 
 
 #: modules still over the limit, each to be split (issue 44); a module split leaves the list
-LONG_PENDING = {"quantformer.infer.zeroshot", "quantformer.train.pretrain"}
+LONG_PENDING = {"quantformer.infer.zeroshot"}
 
 
 def test_no_module_over_500_lines():

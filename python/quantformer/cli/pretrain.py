@@ -8,7 +8,7 @@ from pathlib import Path
 from textwrap import fill
 
 from ..train.ddp import is_main_process
-from ..train.pretrain import OBJECTIVES, pretrain
+from ..train.pretrain import OBJECTIVE_CHOICES, pretrain
 from ..train.pretrain_corpus import BUFFER_DOCS
 from ._options import add_corpus_options, add_device_option, add_model_option, add_quiet_option
 from ._options import corpus_kwargs, max_length_arg, positive
@@ -54,7 +54,7 @@ def add_cli(sub) -> None:
     add_corpus_options(p, label=False)
     add_model_option(p)
     p.add_argument("--out", required=True, help="the encoder folder to write (new)")
-    p.add_argument("--objective", default="auto", choices=OBJECTIVES,
+    p.add_argument("--objective", default="auto", choices=OBJECTIVE_CHOICES,
                    help="auto (mlm, for every encoder), mlm (masked language modelling) or "
                         "tsdae (denoising auto-encoder, for sentence-transformers bodies) (auto)")
     steps = p.add_mutually_exclusive_group()

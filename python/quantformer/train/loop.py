@@ -1,6 +1,9 @@
-"""The epoch loop: AdamW (the fused kernel where available), the learning rate decayed linearly
-to 0 without warm-up, gradients clipped at norm 1.0 (Wankmüller 2022, section 6.4), optional
-gradient accumulation, mixed precision and early stopping.
+"""The training loop of every recipe: AdamW (the fused kernel where available), the learning rate
+decayed linearly to 0 (without warm-up for fine-tuning; after a warm-up for further pretraining,
+as transformers' ``get_linear_schedule_with_warmup``), gradients clipped at norm 1.0
+(Wankmüller 2022, section 6.4), optional gradient accumulation, mixed precision and early
+stopping. :func:`step_batches` is the step of both: fine-tuning's epochs (:func:`train_loop`)
+and pretraining's steps over a streamed corpus (:mod:`quantformer.train.pretrain_run`).
 
 Mixed precision (``precision``, chosen by :func:`quantformer.models.precision.choose_precision`
 with ``use="train"``): ``auto`` is bf16 autocast on CUDA devices that support it and on CPUs
@@ -26,14 +29,59 @@ from .arguments import MAX_GRAD_NORM
 from .data import length_grouped_batches
 
 
-def make_optimizer(network, lr: float):
-    """AdamW without weight decay; the fused kernel (one pass over all parameters) if it runs."""
+def make_optimizer(params, lr: float, *, fused: bool = True):
+    """AdamW without weight decay over ``params`` (an iterable of parameters); the fused kernel
+    (one pass over all parameters) if it runs and ``fused`` (default True), PyTorch's default
+    implementation otherwise."""
     import torch
 
-    try:
-        return torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.0, fused=True)
-    except (RuntimeError, TypeError, ValueError):  # pragma: no cover - device without it
-        return torch.optim.AdamW(network.parameters(), lr=lr, weight_decay=0.0)
+    if fused:
+        try:
+            return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, fused=True)
+        except (RuntimeError, TypeError, ValueError):  # pragma: no cover - device without it
+            pass
+    return torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+
+
+def linear_schedule(opt, total: int, warmup: int | None = None):
+    """The learning rate decayed linearly to 0 over ``total`` optimizer steps: from the first
+    step (``warmup`` None, fine-tuning's schedule), or after ``warmup`` steps of linear warm-up
+    (transformers' ``get_linear_schedule_with_warmup``, as its ``run_mlm.py``; also with
+    ``warmup`` 0, whose factors differ from the first form's in the last bit)."""
+    import torch
+
+    if warmup is None:
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / total))
+    from transformers import get_linear_schedule_with_warmup
+
+    return get_linear_schedule_with_warmup(opt, warmup, total)
+
+
+def step_batches(batches, backward, params, opt, sched, *, grad_accum: int = 1, scaler=None,
+                 n_batches: int | None = None):
+    """Train on each of ``batches`` in turn, yielding ``(batch, loss)`` after each.
+
+    ``backward(batch, scale)`` back-propagates the batch's loss through ``scale`` (the
+    accumulation divisor and the fp16 gradient scaler) and returns it unscaled. After every
+    ``grad_accum`` batches, and after the last of ``n_batches``, the gradients of ``params`` (a
+    list) are clipped at norm ``MAX_GRAD_NORM`` and the optimizer and ``sched`` step.
+    """
+    import torch
+
+    for i, b in enumerate(batches):
+        loss = backward(b, lambda value: _scaled(value, scaler, grad_accum))
+        if (i + 1) % grad_accum == 0 or i + 1 == n_batches:
+            if scaler:
+                scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(params, MAX_GRAD_NORM)
+            if scaler:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+        yield b, loss
 
 
 @dataclass
@@ -108,10 +156,9 @@ def train_loop(network, batches: Batches, *, epochs: int, lr: float, batch_size:
     from tqdm.auto import tqdm
 
     network.train()
-    opt = make_optimizer(network, lr)
+    opt = make_optimizer(network.parameters(), lr)
     steps_per_epoch = math.ceil(math.ceil(len(batches.rows) / batch_size) / grad_accum)
-    total = steps_per_epoch * epochs
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / total))
+    sched = linear_schedule(opt, steps_per_epoch * epochs)
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
     result, best = LoopResult(), None
     started, cpu = time.time(), time.process_time()
@@ -152,27 +199,18 @@ def _snapshot(network) -> dict:
 
 def _epoch(network, batches, opt, sched, scaler, rng, bar, result, *, epoch, epochs,
            batch_size, grad_accum, precision, device) -> float:
-    import torch
-
     run_loss, n_seen = 0.0, 0
     order = length_grouped_batches(batches.lengths, batch_size, rng)
-    for i, b in enumerate(order):
+
+    def backward(b, scale):
         batch, target = batches.tensors(b, device)
         result.real_tokens += int(batches.lengths[b].sum())
         result.padded_tokens += int(len(b) * batches.lengths[b].max())
-        full = batches.backward(network, batch, target, precision=precision, device=device,
-                                scale=lambda loss: _scaled(loss, scaler, grad_accum))
-        if (i + 1) % grad_accum == 0 or i + 1 == len(order):
-            if scaler:
-                scaler.unscale_(opt)
-            torch.nn.utils.clip_grad_norm_(network.parameters(), MAX_GRAD_NORM)
-            if scaler:
-                scaler.step(opt)
-                scaler.update()
-            else:
-                opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
+        return batches.backward(network, batch, target, precision=precision, device=device,
+                                scale=scale)
+
+    for b, full in step_batches(order, backward, list(network.parameters()), opt, sched,
+                                grad_accum=grad_accum, scaler=scaler, n_batches=len(order)):
         run_loss += float(full.detach()) * len(b)
         n_seen += len(b)
         bar.set_postfix(epoch=f"{epoch + 1}/{epochs}", loss=f"{run_loss / n_seen:.4f}")

@@ -64,7 +64,7 @@ from ..models.tasks import Classification
 from ..models.tokenize import encode
 from .arguments import DROPOUT
 from .data import set_seed, training_data
-from ..models.precision import DEFAULT_PRECISION, choose_precision
+from ..models.precision import choose_precision
 from .loop import Batches
 from .record import training_record
 from .spec import TrainSpec

@@ -1,85 +1,54 @@
-"""Further pretraining of an encoder on a researcher's unlabelled texts (``quantformer pretrain``).
+"""Further pretraining of an encoder on a researcher's unlabelled texts (``quantformer pretrain``):
+check the settings, run the objective, record the encoder.
 
 Task-adaptive pretraining (TAPT: the task's own unlabelled texts) and domain-adaptive
 pretraining (DAPT: a larger domain corpus) continue the language-model pretraining before
-fine-tuning (Gururangan et al. 2020, "Don't stop pretraining"). Two objectives:
-
-``mlm``
-    masked language modelling with transformers' own pieces (``AutoModelForMaskedLM``,
-    ``DataCollatorForLanguageModeling``, whole-word masking as an option: Devlin et al. 2019).
-    The vocabulary projection, which dominates a small model's step, is computed only at the
-    masked positions: the encoder runs on the batch, its hidden states are gathered where the
-    labels are not -100, and the MLM head is applied to those rows only. A checkpoint without
-    an MLM head (a sentence-transformers body such as the bundled all-MiniLM-L6-v2) gets a new
-    head that is first warmed up with the encoder frozen; the record says so. The masked-LM
-    classes of BERT and RoBERTa have no pooler, so the encoder folder has none and standard
-    fine-tuning starts from a new one, as after Hugging Face's ``run_mlm.py``: writing the
-    base's pooler into the folder instead measured lower on Abortion (macro-F1 0.592 against
-    0.609 over the same 3 seeds, bench/RESULTS.md "Further pretraining").
-``tsdae``
-    the transformer-based denoising auto-encoder (Wang et al. 2021) with sentence-transformers'
-    own ``DenoisingAutoEncoderLoss``: the pooled sentence vector of a text with 60 % of its
-    words deleted must let a tied decoder rebuild the text. Words are split at white space
-    (the library's default noise needs NLTK data). The encoder keeps its base's
-    ``max_seq_length`` (the window of embed, zeroshot and SetFit), whatever ``max_length`` it
-    was trained at.
+fine-tuning (Gururangan et al. 2020, "Don't stop pretraining"). The objectives, keyed by name
+in :data:`OBJECTIVES`: ``mlm``, masked language modelling (Devlin et al. 2019;
+:mod:`quantformer.train.pretrain_mlm`), and ``tsdae``, the transformer-based denoising
+auto-encoder (Wang et al. 2021; :mod:`quantformer.train.pretrain_tsdae`).
 
 ``objective="auto"`` picks ``mlm`` for every encoder, the bundled sentence-transformers body
-included. The measurements decided it (bench/RESULTS.md "Further pretraining"; Abortion,
-Toxic and HanDeSeT, 3 seeds each, one epoch on the task's own texts): the fine-tuned macro-F1
-changed by -0.005, +0.001 and +0.028 after masked LM and by -0.023, -0.004 and -0.004 after
-TSDAE, which also lowered the embedding zero-shot on Abortion and Toxic (by 0.053 and 0.042);
-SetFit moved within its seeds' spread with either. TSDAE, the domain adaptation
-sentence-transformers documents for embedding models, stays available as
-``objective="tsdae"``.
-
-``epochs`` is 1 by default, also by measurement: ten epochs (ten times the steps) lowered the
-held-out perplexity but were no better for fine-tuning, -0.0105, -0.0045 and +0.009 on the same
-three tasks, means below one epoch's within the seeds' spread (bench/RESULTS.md "Further
-pretraining", epochs sweep). Not measured: the 100 epochs of Gururangan et al. (2020), who
-pretrained RoBERTa, whose masked-LM head is pretrained (the bundled body's is learnt from the
-corpus itself), nor a larger domain corpus.
+included, and ``epochs`` is 1 by default: both chosen by measurement on three tasks (the
+fine-tuned macro-F1 after either objective, and after ten epochs against one; see
+bench/RESULTS.md, "Further pretraining"). TSDAE, the domain adaptation sentence-transformers
+documents for embedding models, stays available as ``objective="tsdae"``. Not measured: the 100
+epochs of Gururangan et al. (2020), who pretrained RoBERTa, whose masked-LM head is pretrained
+(the bundled body's is learnt from the corpus itself), nor a larger domain corpus.
 
 The corpus is streamed (:mod:`quantformer.train.pretrain_corpus`): read in chunks, held
 ``buffer_docs`` documents at a time, each buffer shuffled and length-grouped into batches with
-dynamic padding. Every batch's masks, word deletions and dropout come from a generator seeded
-by (seed, step), so a run resumed from a checkpoint (written every ``checkpoint_every`` steps
-beside ``out``) gives the same encoder as one that was never interrupted. Under ``torchrun`` or
-``accelerate launch`` each process trains on its share of every batch and PyTorch's
-``DistributedDataParallel`` averages the gradients (:mod:`quantformer.train.ddp`); a masked-LM
-step then gives the gradient of one process training on the whole batch.
+dynamic padding. The run's steps, checkpoints and resumption, one process or several
+(``torchrun``, ``accelerate launch``), are :mod:`quantformer.train.pretrain_run`'s, through
+the training loop of every recipe (:mod:`quantformer.train.loop`).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from .._core.atomic import atomic_dir
 from .._core.errors import InputError, ParamWarning, unused_error
 from ..io.modeldir import encoder_record, hf_quiet, now_utc, versions
 from ..io.writable import check_model_dir
 from ..io.modeldir import write_encoder_dir
-from ..models.hub import (check_max_length, load_config, load_network, load_tokenizer, max_positions, model_label, resolve_device, resolve_model)
+from ..models.hub import (check_max_length, load_config, load_tokenizer, max_positions,
+                          model_label, resolve_device, resolve_model)
 from .data import set_seed
-from .ddp import World, check_launcher, is_main_process, join, leave, world_size
+from .ddp import check_launcher, is_main_process, join, leave, world_size
 from .pretrain_corpus import BUFFER_DOCS, Corpus, scan, token_counter
+from .pretrain_mlm import MLM
+from .pretrain_run import (Run, changed_settings, check_checkpoint, check_same_everywhere,
+                           checkpoint_path, setting_fields, train_phases)
+from .pretrain_tsdae import TSDAE
 
-OBJECTIVES = ("auto", "mlm", "tsdae")
-DELETE_RATIO = 0.6
-LR = {"mlm": 5e-5, "tsdae": 3e-5}
-HEAD_LR = 5e-4
-WARMUP_FRACTION = 0.06
-# files of a sentence-transformers folder that keep an MLM-trained body a sentence transformer
-ST_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
+#: the pretraining objectives by name
+OBJECTIVES = {"mlm": MLM, "tsdae": TSDAE}
+#: what ``objective`` may be: ``auto`` or an objective's name
+OBJECTIVE_CHOICES = ("auto", *OBJECTIVES)
 
 REASONS = {
     "auto": "masked language modelling, the task-/domain-adaptive pretraining of Gururangan et "
@@ -92,25 +61,6 @@ REASONS = {
 }
 
 
-@dataclass
-class Run:
-    """Everything one pretraining run needs: settings, the streamed corpus, the processes and
-    the model parts."""
-    settings: dict
-    corpus: Corpus
-    device: str
-    checkpoint: Path
-    say: object
-    quiet: bool = False
-    world: World = field(default_factory=World)
-    parts: dict = field(default_factory=dict)
-
-    @property
-    def global_batch(self) -> int:
-        """Documents per step over all processes."""
-        return self.settings["batch_size"] * self.world.size
-
-
 def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, batch_size,
                    checkpoint_every, lr, buffer_docs, whole_word=False,
                    head_steps=None) -> None:
@@ -121,8 +71,8 @@ def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, b
             (``mask_prob`` other than 0.15, ``whole_word``, ``head_steps``) with
             ``objective="tsdae"``, which deletes words instead of masking them.
     """
-    if objective not in OBJECTIVES:
-        raise InputError(f"{{objective}} must be one of {', '.join(OBJECTIVES)}, not "
+    if objective not in OBJECTIVE_CHOICES:
+        raise InputError(f"{{objective}} must be one of {', '.join(OBJECTIVE_CHOICES)}, not "
                          f"{objective!r}", params=["objective"])
     if objective == "tsdae":
         given = [n for n, v, left_out in (("mask_prob", mask_prob, 0.15),
@@ -152,11 +102,6 @@ def check_settings(*, objective, mask_prob, valid_fraction, epochs, max_steps, b
             raise InputError(f"{{{name}}} must be greater than 0, not {value:g}", params=[name])
 
 
-def checkpoint_path(out: Path) -> Path:
-    """Where the checkpoints of a run into ``out`` are kept: ``<out>.checkpoint``."""
-    return out.with_name(out.name + ".checkpoint")
-
-
 def check_out(out, resume: bool) -> Path:
     """An ``out`` that does not exist, or a finished encoder folder (with ``resume``: then
     there is nothing to do); no checkpoint of an interrupted run beside it unless ``resume``.
@@ -184,31 +129,6 @@ def check_out(out, resume: bool) -> Path:
 
 
 # settings that follow from others (the step counts, a default lr, auto's objective); the
-# values asked for are kept in settings["requested"] and compared instead
-DERIVED = ("steps", "epochs", "head_steps", "lr", "objective")
-NAMES = {"world_size": "the number of processes", "corpus_sha256": "the corpus"}
-
-
-def _requested(settings: dict) -> dict:
-    """The settings as asked for: those that follow from others replaced by the values given
-    (``requested``; a record without it keeps only the settings given as they are)."""
-    given = {k: v for k, v in settings.items() if k not in (*DERIVED, "requested")}
-    return {**given, **settings.get("requested", {})}
-
-
-def _fields(settings: dict) -> list[str]:
-    """The parameters that :func:`changed_settings` may name as fields."""
-    return [k for k in _requested(settings) if k not in NAMES]
-
-
-def changed_settings(before: dict, now: dict) -> list[str]:
-    """The settings asked for ``now`` that differ from those of ``before`` (a record or a
-    checkpoint), each as ``"{batch_size} 16 vs 8 now"`` (fields: the parameters); what follows
-    from them (the epochs of a changed batch size, say) is not named."""
-    a, b = _requested(before.get("settings", {})), _requested(now)
-    return [("the corpus" if k == "corpus_sha256"
-             else f"{NAMES.get(k, '{' + k + '}')} {a[k]} vs {b[k]} now")
-            for k in sorted(k for k in b if k in a and a[k] != b[k])]
 
 
 def choose_objective(model: str, objective: str) -> tuple[str, str, object]:
@@ -230,375 +150,6 @@ def choose_objective(model: str, objective: str) -> tuple[str, str, object]:
     if objective != "auto":
         return objective, REASONS["given"], config
     return "mlm", REASONS["auto"], config
-
-
-def delete_words(text: str, rng: np.random.Generator, ratio: float = DELETE_RATIO) -> str:
-    """TSDAE's noise (Wang et al. 2021): delete each white-space word with probability
-    ``ratio``, keeping one word at least."""
-    words = text.split()
-    if not words:
-        return text
-    keep = rng.random(len(words)) >= ratio
-    if not keep.any():
-        keep[rng.integers(len(words))] = True
-    return " ".join(w for w, k in zip(words, keep) if k)
-
-
-# ------------------------------------------------------------------------------------------
-# masked language modelling
-
-
-def _mlm_head(model):
-    """The MLM head module that maps hidden states to vocabulary logits (BERT's ``cls``,
-    RoBERTa's ``lm_head``), or None (the model's full forward is used then)."""
-    for name in ("cls", "lm_head"):
-        if hasattr(model, name):
-            return getattr(model, name)
-    return None
-
-
-def masked_lm_sum(model, head, batch: dict):
-    """Cross-entropy summed over the masked positions, the vocabulary projection computed
-    there only (over every position when the model has no separate head)."""
-    import torch.nn.functional as F
-
-    labels = batch["labels"]
-    inputs = {k: v for k, v in batch.items() if k not in ("labels", "special_tokens_mask")}
-    if head is None:
-        logits = model(**inputs).logits
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), labels.view(-1),
-                               ignore_index=-100, reduction="sum")
-    hidden = model.base_model(**inputs)[0]
-    at = labels != -100
-    return F.cross_entropy(head(hidden[at]).float(), labels[at], reduction="sum")
-
-
-def _masked_lm_module(model, head):
-    """The model as one module whose forward is :func:`masked_lm_sum`: what
-    ``DistributedDataParallel`` wraps."""
-    import torch
-
-    class MaskedLM(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, batch):
-            return masked_lm_sum(self.model, head, batch)
-
-    return MaskedLM()
-
-
-def mlm_parts(run: Run) -> dict:
-    """The masked-LM model (a new head when the checkpoint has none), tokenizer and collator."""
-    from transformers import DataCollatorForLanguageModeling
-
-    path = resolve_model(run.settings["model"])
-    tok = load_tokenizer(path)
-    model, info = load_network(path, "masked_lm", output_loading_info=True)
-    base = model.base_model_prefix
-    new_head = any(not k.startswith(base) for k in info.get("missing_keys", []))
-    s = run.settings
-    # whole words are always replaced by [MASK] (transformers has no random-word option)
-    replace = {"mask_replace_prob": 1.0, "random_replace_prob": 0.0} if s["whole_word"] else {}
-    collate = DataCollatorForLanguageModeling(tok, mlm_probability=s["mask_prob"],
-                                              whole_word_mask=s["whole_word"], **replace)
-    model = model.to(run.device)
-    head = _mlm_head(model)
-    return {"model": model, "net": _masked_lm_module(model, head), "tokenizer": tok,
-            "collate": collate, "head": head, "new_head": new_head}
-
-
-def _mlm_batch(run: Run, texts: list[str]) -> dict:
-    """Tokenised, masked (the collator, from torch's generator) and on the device."""
-    p, s = run.parts, run.settings
-    enc = p["tokenizer"](texts, truncation=True, max_length=s["max_length"],
-                         return_special_tokens_mask=True, return_offsets_mapping=s["whole_word"])
-    keys = [k for k in ("input_ids", "attention_mask", "token_type_ids", "special_tokens_mask")
-            if k in enc]
-    feats = [{k: enc[k][i] for k in keys} for i in range(len(texts))]
-    if s["whole_word"]:  # the tokenizer's pad() leaves offsets unpadded
-        longest = max(len(f["input_ids"]) for f in feats)
-        for i, f in enumerate(feats):
-            offsets = [list(o) for o in enc["offset_mapping"][i]]
-            f["offset_mapping"] = offsets + [[0, 0]] * (longest - len(offsets))
-    batch = p["collate"](feats)
-    return {k: v.to(run.device) for k, v in batch.items()}
-
-
-def mlm_step(run: Run, net, texts: list[str], step_seed: int):
-    """This process's part of the loss of one global batch: every process masks the whole
-    batch alike, trains on its rows, and divides by the masked tokens of the whole batch
-    (times the processes, which the gradient average divides by again), so the averaged
-    gradient is that of one process training on the whole batch."""
-    import torch
-
-    torch.manual_seed(step_seed)
-    batch = _mlm_batch(run, texts)
-    total = int((batch["labels"] != -100).sum())
-    rows, weight = run.world.share(len(texts))
-    mine = {k: v[rows] for k, v in batch.items()}
-    return net(mine) * (weight * run.world.size / max(total, 1))
-
-
-def mlm_evaluate(run: Run) -> dict:
-    """Held-out masked-LM loss (mean over masked tokens) and perplexity, the same masks every
-    time (a generator seeded by the run's seed)."""
-    import torch
-
-    model, head, total, count = run.parts["model"], run.parts["head"], 0.0, 0
-    model.eval()
-    with torch.random.fork_rng(devices=[]), torch.inference_mode():
-        torch.manual_seed(run.settings["seed"] + 7919)
-        for texts in run.corpus.held_out(run.settings["batch_size"]):
-            batch = _mlm_batch(run, texts)
-            n = int((batch["labels"] != -100).sum())
-            if n:
-                total += float(masked_lm_sum(model, head, batch))
-                count += n
-    model.train()
-    loss = total / max(count, 1)
-    return {"loss": round(loss, 5), "perplexity": round(math.exp(min(loss, 50)), 4),
-            "masked_tokens": count}
-
-
-# ------------------------------------------------------------------------------------------
-# TSDAE
-
-
-def tsdae_parts(run: Run) -> dict:
-    """The sentence transformer and its denoising auto-encoder loss (decoder tied)."""
-    from sentence_transformers import SentenceTransformer
-    try:
-        from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
-    except ImportError:  # pragma: no cover - sentence-transformers < 6
-        from sentence_transformers.losses import DenoisingAutoEncoderLoss
-
-    path = resolve_model(run.settings["model"])
-    st = SentenceTransformer(path, device=run.device)
-    window = st.max_seq_length  # the base's own, written back with the encoder (_save)
-    st.max_seq_length = run.settings["max_length"]
-    # tied: the decoder is the encoder's own checkpoint (naming it again only logs a warning)
-    loss = DenoisingAutoEncoderLoss(st, tie_encoder_decoder=True).to(run.device)
-    # the loss never reads the encoder's pooler: unused parameters under several processes
-    return {"model": loss, "net": loss, "st": st, "new_head": False, "unused": True,
-            "window": window}
-
-
-def _tsdae_loss(run: Run, net, clean: list[str], noisy: list[str]):
-    st = run.parts["st"]
-    encode = getattr(st, "preprocess", None) or st.tokenize
-    feats = [{k: v.to(run.device) for k, v in encode(x).items() if hasattr(v, "to")}
-             for x in (noisy, clean)]
-    return net(feats, None)
-
-
-def tsdae_step(run: Run, net, texts: list[str], step_seed: int):
-    """This process's loss on its rows of one global batch (the words deleted over the whole
-    batch alike in every process)."""
-    import torch
-
-    torch.manual_seed(step_seed)
-    rng = np.random.default_rng(step_seed)
-    noisy = [delete_words(t, rng) for t in texts]
-    rows, weight = run.world.share(len(texts))
-    return _tsdae_loss(run, net, texts[rows], noisy[rows]) * weight
-
-
-def tsdae_evaluate(run: Run) -> dict:
-    """Held-out denoising loss (mean over batches; the same deletions every time)."""
-    import torch
-
-    model, losses, sizes = run.parts["model"], [], []
-    model.eval()
-    rng = np.random.default_rng(run.settings["seed"] + 7919)
-    with torch.inference_mode():
-        for texts in run.corpus.held_out(run.settings["batch_size"]):
-            noisy = [delete_words(t, rng) for t in texts]
-            losses.append(float(_tsdae_loss(run, model, texts, noisy)))
-            sizes.append(len(texts))
-    model.train()
-    return {"loss": round(float(np.average(losses, weights=sizes)), 5)}
-
-
-OBJECTIVE_FNS = {"mlm": (mlm_parts, mlm_step, mlm_evaluate),
-                 "tsdae": (tsdae_parts, tsdae_step, tsdae_evaluate)}
-
-
-# ------------------------------------------------------------------------------------------
-# the training loop, checkpoints and the run
-
-
-def _save_checkpoint(run: Run, phase: str, step: int, opt, sched) -> None:
-    """The state after ``step`` steps of ``phase`` (the main process writes it)."""
-    import torch
-
-    if not run.world.main:
-        return
-    per_epoch = run.corpus.steps_per_epoch(run.global_batch)
-    with atomic_dir(run.checkpoint) as tmp:
-        torch.save({"model": run.parts["model"].state_dict(), "opt": opt.state_dict(),
-                    "sched": sched.state_dict()}, tmp / "state.pt")
-        (tmp / "checkpoint.json").write_text(json.dumps(
-            {"phase": phase, "step": step, "epoch": step // per_epoch,
-             "batch_in_epoch": step % per_epoch, "settings": run.settings}), encoding="utf-8")
-
-
-def check_checkpoint(checkpoint: Path, settings: dict, exact: bool = False) -> dict | None:
-    """The checkpoint's record (None without one) when it is of this corpus, these settings
-    and this number of processes: the settings as asked for (before the model is loaded), or
-    all of them (``exact``: those that follow from the model too).
-
-    Raises:
-        InputError: it was written by another number of processes (both named, and how to
-            start as many), or is of another corpus or other settings (those named).
-    """
-    meta = checkpoint / "checkpoint.json"
-    if not meta.is_file():
-        return None
-    info = json.loads(meta.read_text(encoding="utf-8"))
-    then, now = info.get("settings", {}).get("world_size", 1), settings["world_size"]
-    if then != now:
-        how = (f"start {then} processes in all to resume it (torchrun --nproc_per_node, "
-               "accelerate launch --num_processes)" if then > 1
-               else "resume it in one process, without a launcher")
-        raise InputError(
-            f"the checkpoint beside {{out}} ('{checkpoint}') was written by {then} process"
-            f"{'es' * (then > 1)} and this run has {now} (WORLD_SIZE): every step's batch is "
-            f"{{batch_size}} times the processes, so {how}, or delete the checkpoint to start "
-            "again", params=["out", "batch_size"])
-    changed = ", ".join(changed_settings(info, settings))
-    if changed or (exact and info.get("settings") != settings):
-        raise InputError(f"the checkpoint beside {{out}} ('{checkpoint}') is of another "
-                         f"corpus or other settings ({changed or 'the same ones asked for'}); "
-                         "resume with the same ones, or delete the checkpoint to start again",
-                         params=["out", "resume", *_fields(settings)])
-    return info
-
-
-def _same_everywhere(run: Run, info: dict | None) -> None:
-    """Every process reads the same corpus and resumes from the same checkpoint (on several
-    machines each reads its own copies).
-
-    Raises:
-        InputError: the corpus, or the checkpoint beside ``out``, differs between processes
-            (the values by rank named).
-    """
-    seen = run.world.gather([run.settings["corpus_sha256"][:12],
-                             info and f"{info['phase']} step {info['step']}"])
-    corpora, checkpoints = [s[0] for s in seen], [s[1] for s in seen]
-    if len(set(corpora)) > 1:
-        raise InputError(f"the processes read different corpora (SHA-256 by rank: {corpora}): "
-                         "on several machines {corpus} must be the same file on each",
-                         params=["corpus"])
-    if len(set(checkpoints)) > 1:
-        raise InputError(f"the processes see different checkpoints beside {{out}} "
-                         f"('{run.checkpoint}'; by rank: {checkpoints}): on several machines "
-                         "{out} must be on a file system that all of them share",
-                         params=["out", "resume"])
-
-
-def _restore(run: Run, opt, sched) -> None:
-    import torch
-
-    state = torch.load(run.checkpoint / "state.pt", map_location=run.device)
-    run.parts["model"].load_state_dict(state["model"])
-    opt.load_state_dict(state["opt"])
-    sched.load_state_dict(state["sched"])
-
-
-def train_phase(run: Run, phase: str, n_steps: int, lr: float, params, resume_from=None) -> float:
-    """Train for ``n_steps`` steps (AdamW, linear decay after a 6 % warm-up), checkpointing
-    every ``checkpoint_every`` steps; returns the last running loss (over all processes)."""
-    import torch
-    from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
-
-    step_fn, s = OBJECTIVE_FNS[run.settings["objective"]][1], run.settings
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    sched = get_linear_schedule_with_warmup(opt, int(WARMUP_FRACTION * n_steps), n_steps)
-    step = 0
-    if resume_from is not None:
-        _restore(run, opt, sched)
-        step = resume_from
-    # wrapped after (un)freezing: see World.wrap
-    net = run.world.wrap(run.parts["net"], run.device, run.parts.get("unused", False))
-    bar = tqdm(total=n_steps, initial=step, desc=phase, disable=run.quiet or not run.world.main)
-    running, per_epoch = None, run.corpus.steps_per_epoch(run.global_batch)
-    run.parts["model"].train()
-    while step < n_steps:
-        epoch, at = divmod(step, per_epoch)
-        for texts in run.corpus.epoch(epoch, run.global_batch, s["seed"], skip=at):
-            loss = step_fn(run, net, texts, s["seed"] * 1_000_003 + step + (phase == "head"))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            step += 1
-            value = run.world.mean(float(loss.detach()))
-            running = value if running is None else 0.98 * running + 0.02 * value
-            bar.update(1)
-            bar.set_postfix(loss=f"{running:.4f}")
-            if step % s["checkpoint_every"] == 0 and step < n_steps:
-                _save_checkpoint(run, phase, step, opt, sched)
-            if step >= n_steps:
-                break
-    bar.close()
-    if phase == "head":  # the main phase starts from the warmed-up head
-        _save_checkpoint(run, phase, step, opt, sched)
-    return running
-
-
-def _phases(run: Run, info: dict | None) -> dict:
-    """Run the head warm-up (a new MLM head only) and the main phase, resuming from ``info``."""
-    model, s = run.parts["model"], run.settings
-    out = {}
-    done_head = info is not None and (info["phase"] == "train" or info["step"] >= s["head_steps"])
-    if s["head_steps"] and not done_head:
-        base = [p for p in model.base_model.parameters()]
-        for p in base:
-            p.requires_grad_(False)
-        head = [p for p in model.parameters() if p.requires_grad]
-        start = info["step"] if info else None
-        out["head_loss"] = train_phase(run, "head", s["head_steps"], HEAD_LR, head, start)
-        for p in base:
-            p.requires_grad_(True)
-        info = None
-    elif info is not None and info["phase"] == "head":  # warm-up done, main phase not begun
-        import torch
-
-        model.load_state_dict(torch.load(run.checkpoint / "state.pt",
-                                         map_location=run.device)["model"])
-    start = info["step"] if info and info["phase"] == "train" else None
-    params = [p for p in model.parameters() if p.requires_grad]
-    out["train_loss"] = train_phase(run, "train", s["steps"], s["lr"], params, start)
-    return out
-
-
-def _save(run: Run):
-    """The function that writes the trained encoder into a folder."""
-    parts, base = run.parts, Path(resolve_model(run.settings["model"]))
-    if run.settings["objective"] == "tsdae":
-        def save_st(tmp: Path) -> None:
-            # the training length is a setting of the run, not the encoder's window: embed,
-            # zeroshot and SetFit read the base's max_seq_length (256 for the default model)
-            parts["st"].max_seq_length = parts["window"]
-            parts["st"].save(str(tmp))
-        return save_st
-
-    def save(tmp: Path) -> None:
-        parts["model"].save_pretrained(tmp)
-        parts["tokenizer"].save_pretrained(tmp)
-        for name in ST_FILES:  # a sentence-transformers body stays one
-            if (base / name).is_file():
-                shutil.copy2(base / name, tmp / name)
-        for pooling in base.glob("*_Pooling"):
-            shutil.copytree(pooling, tmp / pooling.name)
-        if (base / "modules.json").is_file():
-            for normalize in base.glob("*_Normalize"):
-                shutil.copytree(normalize, tmp / normalize.name)
-    return save
 
 
 def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
@@ -624,10 +175,10 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
         out: the encoder folder to write (a Hugging Face / sentence-transformers model folder
             plus ``quantformer.json`` of kind ``"encoder"``).
         model: the base model (default: the bundled all-MiniLM-L6-v2).
-        objective: ``auto`` (default: ``mlm``, chosen by the measurements in the module
-            docstring), ``mlm`` or ``tsdae``.
-        epochs: passes over the training documents (default 1, chosen by the epochs sweep in
-            the module docstring); or ``max_steps`` batches.
+        objective: ``auto`` (default: ``mlm``, chosen by measurement: see bench/RESULTS.md,
+            "Further pretraining"), ``mlm`` or ``tsdae``.
+        epochs: passes over the training documents (default 1, chosen by the epochs sweep: see
+            bench/RESULTS.md, "Further pretraining"); or ``max_steps`` batches.
         max_length: tokens per document, special tokens included (128; at most the model's
             limit). A longer document is read up to it (its first tokens); a
             :class:`~quantformer._core.errors.ParamWarning` before training says how many
@@ -684,7 +235,7 @@ def pretrain(corpus, out: str | os.PathLike, model: str | None = None, *,
                 valid_fraction=valid_fraction, seed=seed, buffer_docs=int(buffer_docs))
     settings = {"objective": chosen, "max_length": max_length, "mask_prob": mask_prob,
                 "whole_word": whole_word, "valid_fraction": valid_fraction, "seed": seed,
-                "lr": lr or LR[chosen], "batch_size": batch_size,
+                "lr": lr or OBJECTIVES[chosen].lr, "batch_size": batch_size,
                 "checkpoint_every": checkpoint_every, "buffer_docs": int(buffer_docs),
                 "requested": {"objective": objective, "lr": lr, "epochs": epochs,
                               "max_steps": max_steps, "head_steps": head_steps}}
@@ -741,7 +292,7 @@ def _finished(out, out_path: Path, data: Corpus, settings: dict, say) -> dict:
     if changed:  # refused, as a checkpoint of other settings is
         raise InputError(f"{{out}} '{out}' is a finished encoder of this corpus made with other "
                          f"settings ({', '.join(changed)}); to pretrain with these, choose "
-                         "another {out} or delete it", params=["out", *_fields(settings)])
+                         "another {out} or delete it", params=["out", *setting_fields(settings)])
     say(f"{out} is already an encoder of this corpus; nothing to do")
     return done
 
@@ -761,12 +312,12 @@ def _new_run(data: Corpus, model, objective, device, out_path, settings, length,
     head_steps) as given."""
     epochs, max_steps, head_steps = length
     settings["model"] = resolve_model(model)
-    run = Run(settings=settings, corpus=data, device=device,
+    run = Run(settings=settings, corpus=data, device=device, objective=OBJECTIVES[objective],
               checkpoint=checkpoint_path(out_path),
               say=say if world.main else _silent, quiet=quiet, world=world)
     set_seed(settings["seed"])
     with hf_quiet():
-        run.parts = OBJECTIVE_FNS[objective][0](run)
+        run.parts = run.objective.parts(run)
     per_epoch = data.steps_per_epoch(run.global_batch)
     steps = int(max_steps) if max_steps else max(1, int(round((epochs or 1) * per_epoch)))
     if head_steps and not run.parts["new_head"] and world.main:
@@ -783,22 +334,22 @@ def _new_run(data: Corpus, model, objective, device, out_path, settings, length,
 
 def _train_and_write(run: Run, resume: bool, why: str, model, out_path) -> dict:
     s = run.settings
-    evaluate = OBJECTIVE_FNS[s["objective"]][2]
+    evaluate = run.objective.evaluate
     info = check_checkpoint(run.checkpoint, s, exact=True) if resume else None
-    _same_everywhere(run, info)
+    check_same_everywhere(run, info)
     started = time.perf_counter()
     before = evaluate(run)
     run.say(f"held-out {s['objective']} loss before: {before['loss']}"
             + (f" (perplexity {before['perplexity']})" if "perplexity" in before else ""))
     trained = time.perf_counter()
-    losses = _phases(run, info)
+    losses = train_phases(run, info)
     losses["train_seconds"] = round(time.perf_counter() - trained, 3)
     after = evaluate(run)
     record = {
         "base_model": model_label(model), "base_model_path": s["model"],
         "objective": s["objective"], "objective_reason": why, "corpus": run.corpus.describe(),
         "settings": {k: v for k, v in s.items() if k not in ("model", "corpus_sha256")},
-        "head_warmup": ({"new_head": True, "steps": s["head_steps"], "lr": HEAD_LR,
+        "head_warmup": ({"new_head": True, "steps": s["head_steps"], "lr": run.objective.head_lr,
                          "encoder_frozen": True} if s["head_steps"] else {"new_head": False}),
         "processes": {**run.world.describe(), "batch_size_per_process": s["batch_size"],
                       "batch_size_per_step": run.global_batch},
@@ -807,7 +358,7 @@ def _train_and_write(run: Run, resume: bool, why: str, model, out_path) -> dict:
         "created": now_utc(), "versions": versions(),
     }
     if run.world.main:
-        write_encoder_dir(_save(run), record, out_path, overwrite=out_path.exists())
+        write_encoder_dir(run.objective.save(run), record, out_path, overwrite=out_path.exists())
         shutil.rmtree(run.checkpoint, ignore_errors=True)
     run.world.barrier()
     return record

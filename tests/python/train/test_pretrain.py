@@ -16,7 +16,8 @@ import pytest
 from quantformer._core.errors import ModelDirError
 from quantformer.cli.main import main
 from quantformer.io.modeldir import encoder_record, read_record
-from quantformer.train.pretrain import delete_words, pretrain
+from quantformer.train.pretrain import pretrain
+from quantformer.train.pretrain_tsdae import delete_words
 from tiny_models import TINY_CORPUS
 from toydata import toy_frame
 
