@@ -33,7 +33,7 @@ from .classifier import Classifier, global_attention_hook
 from .nli import NLIClassifier
 from .setfit import SetFitClassifier
 from ..models.batching import mean_pool
-from .zeroshot import nli_probabilities
+from .zeroshot_nli import nli_probabilities
 
 #: model types whose position ids come from ``input_ids != pad`` (given explicitly instead)
 PADDING_POSITION_TYPES = ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert",

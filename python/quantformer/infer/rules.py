@@ -3,7 +3,7 @@
 
 ``caller_rules()`` gives ``numeric_classes_max`` (more distinct numeric labels than this look
 like a numeric outcome: :data:`quantformer.models.tasks.NUMERIC_CLASSES_MAX`) and
-``zeroshot_labels`` (:func:`quantformer.infer.zeroshot.label_rules`) and ``reading``, the
+``zeroshot_labels`` (:func:`quantformer.infer.zeroshot_common.label_rules`) and ``reading``, the
 choices and defaults of how a document is read (:meth:`quantformer.models.reading.Reading.rules`).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..models.reading import Reading
 from ..models.tasks import NUMERIC_CLASSES_MAX
-from .zeroshot import label_rules
+from .zeroshot_common import label_rules
 
 
 def caller_rules() -> dict:

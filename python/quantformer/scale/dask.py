@@ -66,8 +66,8 @@ from ..infer.embed import (
     resolve_layout,
 )
 from ..infer.load import load_model
-from ..infer.zeroshot import (DEFAULT_HYPOTHESIS, check_hypothesis, check_labels, method_for,
-                              zeroshot)
+from ..infer.zeroshot import method_for, zeroshot
+from ..infer.zeroshot_common import DEFAULT_HYPOTHESIS, check_hypothesis, check_labels
 from ..io.writing import FrameWriter, write_frame
 from ..io.frames import (
     iter_frames,

@@ -17,7 +17,7 @@ from quantformer.infer.embed import embed_texts
 from quantformer.infer.explain import Integrator, explain, windows, words_of
 from quantformer.infer.explain_forward import ClassifierForward, position_ids
 from quantformer.infer.setfit import SetFitClassifier
-from quantformer.infer.zeroshot import nli_pair_logits
+from quantformer.infer.zeroshot_nli import nli_pair_logits
 from quantformer.train.finetune import finetune
 from quantformer.train.setfit import setfit_finetune
 
