@@ -272,11 +272,6 @@ NOT_A_READING = {
     ("quantformer.train.pretrain_run", "head"),  # the warm-up phase that trains the new head
     ("quantformer.train.arguments", 512),  # a bound on the hidden size (SIZE_DEFAULTS)
 }
-#: offenders in modules being cleaned in the same change, tolerated until it is merged
-PENDING = {
-    "quantformer.cli.zeroshot": ["chunks"],
-    "quantformer.infer.zeroshot": [512, 512, "head_tail", "head_tail"],
-}
 
 
 def bare_readings(mods: dict[str, Path]) -> dict[str, list]:
@@ -318,8 +313,7 @@ def bare_readings(mods: dict[str, Path]) -> dict[str, list]:
 
 def test_no_bare_truncation_name_or_window_length_outside_the_reading():
     found = bare_readings(_modules())
-    assert {m: v for m, v in found.items() if v != PENDING.get(m)} == {}
-    assert set(PENDING) <= set(found)  # a module cleaned leaves PENDING
+    assert found == {}
     probe = _probe(PACKAGE / "infer" / "_probe.py",
                    '"""Cut with "head_tail"."""\n'
                    'def f(x, truncation="head_tail", max_length=512):\n'
@@ -448,14 +442,8 @@ def long_modules(mods: dict[str, Path]) -> list[str]:
                   if (n := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LIMIT)
 
 
-#: modules still over the limit, each to be split (issue 44); a module split leaves the list
-LONG_PENDING = {"quantformer.infer.zeroshot"}
-
-
 def test_no_module_over_500_lines():
-    long = {line.partition(":")[0] for line in long_modules(_modules())}
-    assert long - LONG_PENDING == set()
-    assert LONG_PENDING <= long  # a module split leaves LONG_PENDING
+    assert long_modules(_modules()) == []
     probe = _probe(PACKAGE / "infer" / "_probe.py", "x = 1\n" * (MODULE_LIMIT + 1))
     assert long_modules({"quantformer.infer._probe": probe}) == [
         f"quantformer.infer._probe: {MODULE_LIMIT + 1}"]

@@ -32,7 +32,7 @@ from .._core.errors import InputError
 from ..infer.classifier import Classifier, global_attention_hook
 from ..infer.nli import NLIClassifier
 from ..infer.setfit import SetFitClassifier
-from ..infer.zeroshot import nli_probabilities
+from ..infer.zeroshot_nli import nli_probabilities
 from ..models.batching import mean_pool
 
 #: model types whose position ids come from ``input_ids != pad`` (given explicitly instead)

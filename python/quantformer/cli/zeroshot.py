@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pathlib import Path
+
+from .._core.errors import InputError
 from .._core.show import print_table
 from ..infer.zeroshot import (
     CALIBRATIONS,
     DEFAULT_HYPOTHESIS,
-    METHODS,
+    METHOD_CHOICES,
+    METHOD_NAMES,
     check_hypothesis,
     check_labels,
-    describe,
-    read_label_descriptions,
     zeroshot,
 )
+from ..io.formats import read_text_file
 from ..io.writing import write_frame
 from ..io.writable import check_output_file
 from ..io.frames import read_frame
+from ..models.reading import CHUNKS
 from ..models.tokenize import warn_truncated
 from ..scale.dask import describe as describe_partitions
 from ..scale.dask import zeroshot_partitions
@@ -61,7 +65,7 @@ def add_cli(sub) -> None:
     p.add_argument("--hypothesis", default=DEFAULT_HYPOTHESIS,
                    help="template with one {} for the label (default: 'This text is about {}.')")
     add_model_option(p, "; NLI models such as facebook/bart-large-mnli use the NLI method")
-    p.add_argument("--method", default="auto", choices=METHODS,
+    p.add_argument("--method", default="auto", choices=METHOD_CHOICES,
                    help="auto (NLI when the model has an entailment label, else embedding), "
                         "nli or embedding")
     p.add_argument("--multi-label", action="store_true",
@@ -112,7 +116,7 @@ def run(args) -> int:
     meta = result.attrs["quantformer"]
     print(describe(meta))
     print_precision(meta["precision"])
-    if meta["truncation"] != "chunks":  # max_chunks warns as the windows are made
+    if meta["truncation"] != CHUNKS:  # max_chunks warns as the windows are made
         warn_truncated(meta["n_truncated"], meta["n_docs"], meta["max_length"],
                        meta["truncation"])
     print_table(_counts(result, labels), floatfmt="{:.3f}")
@@ -127,3 +131,37 @@ def _counts(result: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"documents": counts.to_numpy(),
                          "share": counts.to_numpy() / max(1, int(counts.sum()))},
                         index=pd.Index(labels, name="predicted"))
+
+
+def read_label_descriptions(path: str | Path) -> list[str]:
+    """Labels from a UTF-8 text file (``--labels-file``), one a line; blank lines are skipped.
+
+    Raises:
+        InputError: the file is missing.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"labels file not found: '{path}'")
+    return [ln.strip() for ln in read_text_file(p).split("\n") if ln.strip()]
+
+
+def describe(meta: dict) -> str:
+    """One line naming the method and its settings (what the CLI prints), from a result's
+    ``attrs["quantformer"]``."""
+    if meta["method"] == METHOD_NAMES["nli"]:
+        how = (f"{meta['method']} ({meta['n_pairs']} premise-hypothesis pairs, "
+               f"{'independent entailment vs contradiction per label' if meta['multi_label'] else 'softmax of entailment across labels'})")
+    else:
+        how = (f"{meta['method']} (cosine of mean-pooled embeddings, calibration "
+               f"{meta['calibration']}, {'sigmoid' if meta['multi_label'] else 'softmax'} at "
+               f"temperature {meta['temperature']:g})")
+    return (f"zero-shot by {how} with {meta['model']}: {meta['n_docs']} documents x "
+            f"{len(meta['labels'])} labels, hypothesis '{meta['hypothesis']}'; "
+            f"{meta['n_missing']} missing or empty (no prediction), "
+            + (f"read in {meta['n_windows']} windows of {meta['max_length']} tokens"
+               + (f" ({meta['aggregate']} of the window logits)" if "aggregate" in meta else
+                  " (mean of the window embeddings)")
+               if meta["truncation"] == CHUNKS else
+               f"{meta['n_truncated']} truncated to {meta['max_length']} tokens "
+               f"({meta['truncation']})")
+            + (f"; backend {meta['backend']}" if meta.get("backend", "torch") != "torch" else ""))

@@ -22,7 +22,7 @@ from ..models.tokenize import (
 )
 from .chunked import chunking_of
 from .classifier import Classifier, _load_torch
-from .zeroshot import _logits, nli_pair_logits, nli_probabilities, nli_window_logits
+from .zeroshot_nli import _logits, nli_pair_logits, nli_probabilities, nli_window_logits
 
 METHOD = "nli"
 
@@ -109,7 +109,7 @@ class NLIClassifier(Classifier):
                            counts: dict | None) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_proba` of documents read in windows (``truncation="chunks"``): every window
         paired with each class's hypothesis, the entailment logits aggregated per document
-        and class (:func:`quantformer.infer.zeroshot.nli_window_logits`), then the softmax
+        and class (:func:`quantformer.infer.zeroshot_nli.nli_window_logits`), then the softmax
         across classes. ``counts`` receives ``dropped`` and ``windows`` (each window's own
         probabilities) as :meth:`Classifier._proba_windows` does."""
         logits, win, win_logits = nli_window_logits(

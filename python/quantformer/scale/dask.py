@@ -59,8 +59,8 @@ from ..infer.chunked import check_reading_request, with_chunking
 from ..infer.embed import backend_label, check_length, embed_any, encoder_precision, load_encoder
 from ..infer.embedding_table import embedding_frame, resolve_layout
 from ..infer.load import load_model
-from ..infer.zeroshot import (DEFAULT_HYPOTHESIS, check_hypothesis, check_labels, method_for,
-                              zeroshot)
+from ..infer.zeroshot import method_for, zeroshot
+from ..infer.zeroshot_common import DEFAULT_HYPOTHESIS, check_hypothesis, check_labels
 from ..io.writing import FrameWriter, write_frame
 from ..io.frames import (
     iter_frames,

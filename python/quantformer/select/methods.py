@@ -24,7 +24,7 @@ round numbers, around :data:`quantformer.train.nli.DEFAULTS` (2e-5, 7 epochs).
 from __future__ import annotations
 
 from .._core.errors import InputError
-from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis
+from ..infer.zeroshot_common import DEFAULT_HYPOTHESIS, check_hypothesis
 from ..train.nli import nli_outputs, parse_label_phrases, phrases_for
 from ..train.setfit import GRID
 from ..train.spec import check_method_options

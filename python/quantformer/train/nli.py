@@ -55,7 +55,8 @@ import pandas as pd
 from .._core.errors import InputError
 from ..infer.classifier import global_attention_hook
 from ..infer.nli import NLIClassifier
-from ..infer.zeroshot import DEFAULT_HYPOTHESIS, check_hypothesis, nli_label_ids
+from ..infer.zeroshot_common import DEFAULT_HYPOTHESIS, check_hypothesis
+from ..infer.zeroshot_nli import nli_label_ids
 from ..io.formats import read_text_file
 from ..io.modeldir import hf_quiet, now_utc
 from ..models.hub import load_config, load_network, load_tokenizer, model_label

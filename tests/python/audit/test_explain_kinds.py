@@ -18,7 +18,7 @@ from quantformer.audit.explain import explain, windows, words_of
 from quantformer.audit.explain_forward import ClassifierForward, position_ids
 from quantformer.audit.integrate import Integrator
 from quantformer.infer.setfit import SetFitClassifier
-from quantformer.infer.zeroshot import nli_pair_logits
+from quantformer.infer.zeroshot_nli import nli_pair_logits
 from quantformer.train.finetune import finetune
 from quantformer.train.setfit import setfit_finetune
 

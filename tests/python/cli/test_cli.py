@@ -89,7 +89,7 @@ def test_missing_and_empty_texts_are_kept_and_counted(capsys, tmp_path):
 def test_info_verbs_lists_each_verb_its_quiet_flag_and_the_caller_rules(capsys):
     """Issue 32: what R checks before a run comes from the core, not from copies in R."""
     from quantformer.cli.main import build_parser
-    from quantformer.infer.zeroshot import check_labels
+    from quantformer.infer.zeroshot_common import check_labels
     from quantformer.models.tasks import NUMERIC_CLASSES_MAX
 
     code, stdout, _ = run(capsys, "info", "--verbs", "--json")

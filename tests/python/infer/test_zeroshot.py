@@ -10,9 +10,11 @@ import pytest
 
 from quantformer.cli.main import main
 from quantformer._core.errors import InputError
-from quantformer.infer.zeroshot import (calibrate_similarities, check_hypothesis, check_labels, describe,
-                                  embedding_probabilities, nli_label_ids, nli_probabilities,
-                                  parse_labels, zeroshot)
+from quantformer.cli.zeroshot import describe
+from quantformer.infer.zeroshot import zeroshot
+from quantformer.infer.zeroshot_common import check_hypothesis, check_labels, parse_labels
+from quantformer.infer.zeroshot_embed import calibrate_similarities, embedding_probabilities
+from quantformer.infer.zeroshot_nli import nli_label_ids, nli_probabilities
 
 #: fp32 references (sentence-transformers, the pipeline): auto runs fp32 here
 pytestmark = pytest.mark.usefixtures("fp32_auto")

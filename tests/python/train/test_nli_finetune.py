@@ -536,7 +536,7 @@ def test_cli_tokenize_counts_the_pairs_prediction_cuts(nli_model, tiny_roberta_n
                                                        capsys):
     import shutil
 
-    from quantformer.infer.zeroshot import nli_pair_logits
+    from quantformer.infer.zeroshot_nli import nli_pair_logits
 
     _, out = nli_model
     model = tmp_path / "m"
