@@ -59,7 +59,7 @@ def test_predict_equals_a_plain_hugging_face_forward_pass(learned_dir, fp32_auto
     frame = separable(8)
     # one document longer than max_length (32): both sides keep its first 32 tokens ("head")
     frame.loc[3, "text"] = " ".join(OTHER * 12)
-    pred = quantformer.load(learned_dir).predict(frame, warn=False)
+    pred = quantformer.load(learned_dir, precision="fp32").predict(frame, warn=False)
 
     tok = AutoTokenizer.from_pretrained(str(learned_dir))
     model = AutoModelForSequenceClassification.from_pretrained(str(learned_dir)).eval()
