@@ -25,7 +25,7 @@ MOVED = {
     "quantformer.infer.explain_forward": ("quantformer.audit.explain_forward", "forward_for"),
     "quantformer.infer.explain_words": ("quantformer.audit.explain_words", "words_of"),
     "quantformer.infer.behave": ("quantformer.audit.behave", "run_tests"),
-    "quantformer.infer.rules": ("quantformer.cli.rules", "caller_rules"),
+    "quantformer.infer.rules": ("quantformer.cli._rules", "caller_rules"),
     "quantformer.train.scoring": ("quantformer.select.scoring", "make_scoring"),
 }
 

@@ -28,7 +28,7 @@ from .._core.errors import InputError, ParamWarning
 from .._core.parameters import cli_flag, cli_setting, r_argument, r_flags, r_setting
 from .._core.show import print_json
 from .._core.version import __version__, versions
-from .rules import caller_rules
+from ._rules import caller_rules
 from ..io.modeldir import encoder_record, read_record
 from ..models.hub import DEFAULT_MODEL_NAME, default_model_path
 from ..models.precision import describe_hardware
