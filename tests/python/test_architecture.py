@@ -419,7 +419,7 @@ def test_architecture_page_names_every_module():
 
 def test_tests_mirror_the_layers():
     """tests/python has a folder per subpackage of the core, and a test module at the top only
-    for the whole package (architecture, packaging, CI skips, import paths kept
+    for the whole package (architecture, column names, packaging, CI skips, import paths kept
     for a release)."""
     here = Path(__file__).resolve().parent
     subpackages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
@@ -427,7 +427,7 @@ def test_tests_mirror_the_layers():
     assert folders <= subpackages
     assert {p.name for p in here.glob("test_*.py")} == {
         "test_architecture.py", "test_packaging.py", "test_ci_skips.py",
-        "test_deprecated_paths.py"}
+        "test_deprecated_paths.py", "test_column_names.py"}
 
 
 # --------------------------------------------------------------------------------------------

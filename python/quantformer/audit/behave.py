@@ -33,12 +33,17 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN, TEXT_COLUMN
 from ..models.tokenize import TruncationWarning
 from ..score.proportion import wilson_interval
 from .perturb import (  # noqa: F401 (the perturbations' names, importable from here as before)
     LOCATIONS, NAMES, NEGATION_SKIPS, PERTURBATIONS, negate, negation, numbers, perturbation,
     punctuation, substitute, typo, unnegate)
 
+#: the expectation of a minimum functionality test: each text gets a given label
+EXPECT_LABEL = "label"
+#: the field of a tests file that gives that label (for a template's texts)
+LABEL_FIELD = "label"
 TOLERANCE = 0.1
 MAX_EXAMPLES = 20
 #: passing pairs a perturbation test shows beside its failures (what the perturbation did)
@@ -84,17 +89,18 @@ class BehaviourTest:
     def check(self, labels: list[str]) -> None:
         """Raises InputError for an expectation or class that does not fit the model."""
         kind, _, cls = self.expect.partition(":")
-        if kind not in ("same", "up", "down", "label") or (kind in ("up", "down")) != bool(cls):
+        directional = kind in ("up", "down")
+        if kind not in ("same", "up", "down", EXPECT_LABEL) or directional != bool(cls):
             raise InputError(f"{{expect}} '{self.expect}' (test '{self.name}') is unknown; use "
                              "same, up:CLASS, down:CLASS or label", params=["expect"])
         for c in [cls] * bool(cls) + [self.label] * (self.label is not None):
             if c not in labels:
                 raise InputError(f"'{c}' (test '{self.name}') is not a class of the model; its "
                                  f"classes are: {', '.join(labels)}", params=["expect"])
-        if kind == "label":
+        if kind == EXPECT_LABEL:
             if self.template is not None and self.label is None:
                 raise InputError(f"test '{self.name}': a template needs the label its texts "
-                                 "must get", params=["label"])
+                                 "must get", params=[LABEL_FIELD])
             return
         if self.perturb is None:
             raise InputError(f"test '{self.name}': {{expect}} '{self.expect}' compares a text "
@@ -138,11 +144,11 @@ def _result(test: BehaviourTest, n: int, fails: list[dict], max_examples: int,
 
 def _kind(test: BehaviourTest) -> str:
     kind = test.expect.partition(":")[0]
-    return {"same": "invariance", "label": "minimum functionality"}.get(kind, "directional")
+    return {"same": "invariance", EXPECT_LABEL: "minimum functionality"}.get(kind, "directional")
 
 
 def _pred(labels, p) -> dict:
-    return {"predicted": labels[int(np.argmax(p))],
+    return {PREDICTED_COLUMN: labels[int(np.argmax(p))],
             "probabilities": {c: round(float(v), 6) for c, v in zip(labels, p)}}
 
 
@@ -223,12 +229,12 @@ def run_minimum(clf, frame: pd.DataFrame | None, test: BehaviourTest,
         texts = templates(test.template, test.fill)
         expected = [test.label] * len(texts)
     else:
-        if frame is None or "label" not in frame.columns:
+        if frame is None or LABEL_COLUMN not in frame.columns:
             raise InputError(f"test '{test.name}' (expect label) needs a template or a corpus "
                              "with a label column", params=["input"])
-        keep = frame["label"].notna() & frame["text"].notna()
-        texts, expected = frame.loc[keep, "text"].tolist(), frame.loc[keep, "label"].astype(
-            str).tolist()
+        keep = frame[LABEL_COLUMN].notna() & frame[TEXT_COLUMN].notna()
+        texts = frame.loc[keep, TEXT_COLUMN].tolist()
+        expected = frame.loc[keep, LABEL_COLUMN].astype(str).tolist()
     probs = clf.predict_proba(texts, batch_size=32, progress=progress) if texts \
         else np.zeros((0, 1))
     fails = [{"text": texts[i], "expected": expected[i], "prediction": _pred(clf.labels, p)}
@@ -250,13 +256,13 @@ def run_tests(clf, frame: pd.DataFrame | None, tests: list[BehaviourTest], seed:
         raise InputError(f"behave tests classifiers; this is a {clf.task.name} model")
     for t in tests:
         t.check(clf.labels)
-        if t.expect != "label" and frame is None:
+        if t.expect != EXPECT_LABEL and frame is None:
             raise InputError(f"test '{t.name}' perturbs documents: give a corpus",
                              params=["input"])
     out = []
     for t in tqdm(tests, desc="behavioural tests", unit="test", leave=False,
                   disable=not progress or len(tests) < 2):
-        if t.expect == "label":
+        if t.expect == EXPECT_LABEL:
             out.append(run_minimum(clf, frame, t, max_examples, progress))
         else:
             out.append(run_perturbation(clf, frame, t, seed, max_examples, progress))
@@ -326,7 +332,7 @@ def _test_from(entry: dict, where: str, base) -> BehaviourTest:
     return BehaviourTest(name=str(entry.get("name", where)), expect=str(entry["expect"]),
                          perturb=entry.get("perturb"), substitutions=subs,
                          template=entry.get("template"), fill=parse_fill(entry.get("fill")),
-                         label=None if entry.get("label") is None else str(entry["label"]),
+                         label=None if entry.get(LABEL_FIELD) is None else str(entry[LABEL_FIELD]),
                          tolerance=float(entry.get("tolerance", TOLERANCE)),
                          preserve_case=str(entry.get("preserve_case", False)).lower()
                          in ("true", "1", "yes"),

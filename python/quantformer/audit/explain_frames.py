@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 
 from ..infer.classifier import Classifier
+from ..io.columns import PREDICTED_COLUMN, prob_column
 from ..models.precision import record as precision_of
 from .explain_forward import class_probabilities
 
 
 def target_names(clf: Classifier) -> list[str]:
     """The name of each model output as written in the ``target`` column."""
-    return ["predicted"] if clf.task.name == "regression" else list(clf.labels)
+    return [PREDICTED_COLUMN] if clf.task.name == "regression" else list(clf.labels)
 
 
 @dataclass
@@ -92,19 +93,19 @@ def _with_prediction(words: pd.DataFrame, docs: pd.DataFrame) -> pd.DataFrame:
     multi-label model has no single prediction: the words get ``steps`` and the ``target``'s
     ``probability``."""
     prob = pd.Series(np.nan, index=docs.index, dtype="float64")
-    if "predicted" not in docs.columns:  # multi-label
+    if PREDICTED_COLUMN not in docs.columns:  # multi-label
         for lab in docs["target"].dropna().unique():
             pick = docs["target"] == lab
-            prob[pick] = docs.loc[pick, f"prob_{lab}"].astype("float64")
+            prob[pick] = docs.loc[pick, prob_column(lab)].astype("float64")
         extra = docs[["doc_id", "target", "steps"]].assign(probability=prob)
         extra = extra.join(docs[_windows(docs)])
         return words.merge(extra, on=["doc_id", "target"], how="left", sort=False)
-    for lab in docs["predicted"].dropna().unique():
-        col = f"prob_{lab}"
+    for lab in docs[PREDICTED_COLUMN].dropna().unique():
+        col = prob_column(lab)
         if col in docs.columns:
-            pick = docs["predicted"] == lab
+            pick = docs[PREDICTED_COLUMN] == lab
             prob[pick] = docs.loc[pick, col].astype("float64")
-    extra = docs[["doc_id", "target", "steps", "predicted"]].assign(probability=prob)
+    extra = docs[["doc_id", "target", "steps", PREDICTED_COLUMN]].assign(probability=prob)
     extra = extra.join(docs[_windows(docs)])
     return words.merge(extra, on=["doc_id", "target"], how="left", sort=False)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .._core.errors import InputError
 from .._core.show import print_table
+from ..io.columns import LABEL_COLUMN
 from ..io.frames import read_frame
 from ..io.writing import write_frame
 from ..models.hub import MAX_LENGTH_RULE, check_length_value
@@ -202,7 +203,7 @@ def add_backend_options(p) -> None:
 AUTO_BF16 = ("auto (default: bf16 autocast where the CPU has AMX or AVX-512 BF16 or the GPU "
              "supports bf16, fp32 elsewhere; `quantformer info` says which)")
 #: the fp32 recheck of near ties, in words
-RECHECK = ("In bf16, documents whose top-two probability margin is under 0.05 are {done} "
+RECHECK = ("In bf16, documents whose top-two probability margin is under 0.05 are predicted "
            "again in fp32 (backend 'torch fp32 recheck')")
 
 
@@ -213,7 +214,7 @@ def add_precision_option(p, what: str = "classifiers fine-tuned the standard way
     meaning, then ``detail`` (default: the fp32 recheck of near ties, applying to ``what``)
     and, with ``onnx``, that ``--quantize`` sets the precision of ``--backend onnx``."""
     if detail is None:
-        detail = RECHECK.format(done="predicted") + f"; applies to {what}"
+        detail = RECHECK + f"; applies to {what}"
     p.add_argument("--precision", default="auto", choices=PRECISIONS,
                    help=f"numeric precision of the torch backend: {auto}, fp32 or bf16 "
                         "(allowed without native bf16, with a warning: emulated, slower). "
@@ -307,7 +308,7 @@ def add_gold_options(p) -> None:
                    help="prediction file of the whole corpus (output of predict or zeroshot)")
     p.add_argument("--gold", required=True,
                    help="hand-coded random sample of its documents (doc_id and a label column)")
-    p.add_argument("--label-col", default="label", help="label column of --gold (label)")
+    p.add_argument("--label-col", default=LABEL_COLUMN, help="label column of --gold (label)")
     p.add_argument("--id-col", default=None, help="id column of both files (doc_id)")
     p.add_argument("--weight-col", default=None,
                    help="column of --gold with each document's inclusion probability, for a "

@@ -3,6 +3,7 @@ the model directory."""
 
 from __future__ import annotations
 
+from ..io.columns import LABEL_COLUMN
 from ..score.calibration import calibrate
 
 
@@ -17,7 +18,8 @@ def add_cli(sub) -> None:
     p.add_argument("--model", required=True, help="model directory from `quantformer finetune`")
     p.add_argument("--pred", required=True,
                    help="its `predict` output on labelled validation documents")
-    p.add_argument("--truth-col", default="label", help="column of --pred with the true class")
+    p.add_argument("--truth-col", default=LABEL_COLUMN,
+                   help="column of --pred with the true class")
     p.set_defaults(func=run)
 
 

@@ -8,6 +8,7 @@ import sys
 import warnings
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..io.frames import read_frame
 from ..io.codebook import make_codebook
 from ..room.finetune_now import (
@@ -235,7 +236,7 @@ def read_corpus(args):
     if not text.ne("").any():
         raise InputError(f"every document of {{input}} '{args.input}' has an empty text; "
                          "check --text-col", params=["input"])
-    if "label" in frame.columns:
+    if LABEL_COLUMN in frame.columns:
         warnings.warn("the corpus has a 'label' column: the coding room neither shows nor "
                       "uses it (codes come from the coders)", UserWarning, stacklevel=2)
     return frame

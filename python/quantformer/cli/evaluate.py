@@ -16,6 +16,7 @@ from pathlib import Path
 from .._core.atomic import json_default, write_text
 from .._core.errors import InputError
 from ..infer.load import load_model
+from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN, PROB_PREFIX
 from ..io.frames import read_frame
 from ..io.formats import read_table_file
 from ..io.modeldir import read_record
@@ -57,7 +58,7 @@ def add_cli(sub) -> None:
                    help="file with the true labels (doc_id and a label column)")
     p.add_argument("--truth-col", default=None,
                    help="column of --pred that holds the true labels (e.g. label)")
-    p.add_argument("--pred-col", default="predicted",
+    p.add_argument("--pred-col", default=PREDICTED_COLUMN,
                    help="column of --pred with the predictions (predicted)")
     p.add_argument("--label-map", default=None,
                    help="map predicted labels to corpus codes: 'in favor of=2,against=1' or a "
@@ -142,8 +143,8 @@ def _model_scores(args, mapping):
                        **corpus_kwargs(args))
     clf = load_model(args.model, device=args.device, precision="fp32")
     preds = clf.predict(frame, batch_size=args.batch_size, progress=not args.quiet)
-    return (frame["label"], apply_label_map(preds["predicted"], mapping), preds, clf.labels,
-            f"{args.model} on {args.input}")
+    return (frame[LABEL_COLUMN], apply_label_map(preds[PREDICTED_COLUMN], mapping), preds,
+            clf.labels, f"{args.model} on {args.input}")
 
 
 def _pred_scores(args, mapping):
@@ -160,7 +161,8 @@ def _pred_scores(args, mapping):
     if args.pred_col not in pred_df.columns:
         raise InputError(f"'{args.pred}' has no '{args.pred_col}' column; its columns are: "
                          f"{', '.join(map(str, pred_df.columns))}. Name it with --pred-col")
-    labels = [str(c)[5:] for c in pred_df.columns if str(c).startswith("prob_")] or None
+    labels = [str(c)[len(PROB_PREFIX):] for c in pred_df.columns
+              if str(c).startswith(PROB_PREFIX)] or None
     if mapping and labels:
         labels = list(dict.fromkeys(mapping.get(x, x) for x in labels))
     if args.truth_col:
@@ -213,7 +215,7 @@ def _model_task_report(args) -> dict:
     result = {**clf.task.score(data, pred), "n_missing_label": n_missing_label,
               "n_missing_text": n_missing_text, "task": clf.task.name}
     # the scatter's data (regression only: a multi-label model refused --plot above)
-    truth, predicted = (data["label"], pred["predicted"]) if args.plot else (None, None)
+    truth, predicted = (data[LABEL_COLUMN], pred[PREDICTED_COLUMN]) if args.plot else (None, None)
     return _task_report(result, args, f"evaluation of {args.model} on {args.input}", truth,
                         predicted)
 
@@ -226,7 +228,7 @@ def _pred_regression(args) -> dict:
         InputError: a missing file or column, non-numbers, no shared doc_id.
     """
     _check_one_truth(args)
-    truth_col = args.truth_col or args.label_col or "label"
+    truth_col = args.truth_col or args.label_col or LABEL_COLUMN
     frame = pred_with_truth(args.pred, args.truth, [truth_col], [args.pred_col], args.id_col)
     return _task_report({**regression_metrics(frame[truth_col], frame[args.pred_col]),
                          "task": "regression"}, args, f"evaluation of {args.pred}",
@@ -258,7 +260,7 @@ def _pred_multilabel(args) -> dict:
     if cols is None and bool(args.truth) == bool(args.truth_col):
         raise InputError("with --label-sep give exactly one of --truth (a file) or --truth-col "
                          "(a column of --pred)")
-    sep_col = None if cols else (args.truth_col or args.label_col or "label")
+    sep_col = None if cols else (args.truth_col or args.label_col or LABEL_COLUMN)
     frame = pred_with_truth(args.pred, args.truth, cols or [sep_col], [], args.id_col)
     labels = cols or [str(c)[len("predicted_"):] for c in frame.columns
                       if str(c).startswith("predicted_")]

@@ -10,6 +10,7 @@ import pandas as pd
 
 from .._core.checks import check_level
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..io.formats import read_table_file
 from ..io.writable import check_output_file
 from ..score.reliability import DOCUMENTS, N_BOOT, coder_agreement
@@ -31,7 +32,7 @@ def add_cli(sub) -> None:
                    help="code files: doc_id, a label column and, for several coders in one "
                         "file, a coder column; a file without one is one coder named after "
                         "the file")
-    p.add_argument("--label-col", default="label", help="label column of the files (label)")
+    p.add_argument("--label-col", default=LABEL_COLUMN, help="label column of the files (label)")
     p.add_argument("--id-col", default="doc_id", help="document id column (doc_id)")
     p.add_argument("--coder-col", default="coder", help="coder column (coder)")
     p.add_argument("--documents", default="common", choices=DOCUMENTS,
@@ -77,7 +78,7 @@ def read_codes(paths: list[str], *, label_col: str, id_col: str, coder_col: str)
                              "with --id-col and --label-col")
         coder = frame[coder_col].astype(str) if coder_col in frame.columns else Path(path).stem
         parts.append(pd.DataFrame({"doc_id": frame[id_col].astype(str), "coder": coder,
-                                   "label": frame[label_col], "file": Path(path).stem}))
+                                   LABEL_COLUMN: frame[label_col], "file": Path(path).stem}))
     codes = pd.concat(parts, ignore_index=True)
     files = codes.groupby("coder")["file"].nunique()
     shared = codes["coder"].isin(files[files > 1].index)

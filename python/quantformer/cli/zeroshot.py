@@ -18,6 +18,7 @@ from ..infer.zeroshot import (
     check_labels,
     zeroshot,
 )
+from ..io.columns import PREDICTED_COLUMN
 from ..io.formats import read_text_file
 from ..io.writing import write_frame
 from ..io.writable import check_output_file
@@ -127,10 +128,10 @@ def run(args) -> int:
 
 def _counts(result: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
     """Documents and share per predicted label, in ``labels`` order."""
-    counts = result["predicted"].value_counts().reindex(labels, fill_value=0)
+    counts = result[PREDICTED_COLUMN].value_counts().reindex(labels, fill_value=0)
     return pd.DataFrame({"documents": counts.to_numpy(),
                          "share": counts.to_numpy() / max(1, int(counts.sum()))},
-                        index=pd.Index(labels, name="predicted"))
+                        index=pd.Index(labels, name=PREDICTED_COLUMN))
 
 
 def read_label_descriptions(path: str | Path) -> list[str]:

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN, prob_column
 from ..io.llm_cache import CodeCache, text_hash
 from ..models.llm import DOC_SLOT, normalise
 from ..models.llm_probs import REASONS
@@ -46,13 +47,13 @@ def build_messages(codebook: list[dict], shots: list[tuple[str, str]] = ()) -> l
     """
     lines = [INSTRUCTION, "", "Codebook:"]
     for e in codebook:
-        line = f"- {e['label']}"
+        line = f"- {e[LABEL_COLUMN]}"
         if e.get("description"):
             line += f": {e['description']}"
         lines.append(line)
         for ex in e.get("examples") or []:
             lines.append(f"  Example: {ex}")
-    lines += ["", "Labels: " + ", ".join(e["label"] for e in codebook)]
+    lines += ["", "Labels: " + ", ".join(e[LABEL_COLUMN] for e in codebook)]
     messages = [{"role": "system", "content": "\n".join(lines)}]
     for text, label in shots:
         messages += [{"role": "user", "content": f"Document:\n{text}"},
@@ -72,7 +73,7 @@ def check_codebook_labels(codebook: list[dict]) -> list[str]:
     Raises:
         InputError: fewer than two labels or a repeated one.
     """
-    labels = [str(e["label"]) for e in codebook]
+    labels = [str(e[LABEL_COLUMN]) for e in codebook]
     if len(labels) < 2 or len(set(labels)) != len(labels):
         raise InputError(f"{{codebook}} needs at least two different labels, not "
                          f"{labels}", params=["codebook"])
@@ -112,18 +113,18 @@ def draw_shots(human: pd.DataFrame | None, n: int, doc_ids, texts, labels: list[
     if human is None:
         raise InputError("{shots} needs human codes given with {shots_from}",
                          params=["shots", "shots_from"])
-    human = human.dropna(subset=["label"])
+    human = human.dropna(subset=[LABEL_COLUMN])
     if n > len(human):
         raise InputError(f"{{shots}} is {n}, but {{shots_from}} has only {len(human)} coded "
                          "documents; lower it or give more human codes",
                          params=["shots", "shots_from"])
-    outside = sorted(set(human["label"].astype(str)) - set(labels))
+    outside = sorted(set(human[LABEL_COLUMN].astype(str)) - set(labels))
     if outside:
         raise InputError(f"{{shots_from}} has labels the codebook lacks: {outside}",
                          params=["shots_from"])
     check_shots_overlap(human, doc_ids, texts)
     pick = human.sample(n=n, random_state=seed)
-    return list(zip(pick["text"].astype(str), pick["label"].astype(str)))
+    return list(zip(pick["text"].astype(str), pick[LABEL_COLUMN].astype(str)))
 
 
 def shots_overlap(human: pd.DataFrame, doc_ids, texts) -> pd.Series:
@@ -260,9 +261,9 @@ def _run(llm, messages, labels, texts, todo, concurrency, gate):
 
 def _frame(frame, labels, results, coder, keep_raw, empty) -> pd.DataFrame:
     out = pd.DataFrame({"doc_id": frame["doc_id"].values,
-                        "label": [r[1] for r in results]})
+                        LABEL_COLUMN: [r[1] for r in results]})
     for k, lab in enumerate(labels):
-        out[f"prob_{lab}"] = [math.nan if r[0] is None or r[0][k] is None else r[0][k]
+        out[prob_column(lab)] = [math.nan if r[0] is None or r[0][k] is None else r[0][k]
                               for r in results]
     out["unparsed"] = [r[1] is None and not e for r, e in zip(results, empty)]
     out["coder"] = coder

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, unused_error
+from ..io.columns import PREDICTED_COLUMN, PROB_PREFIX, prob_column  # noqa: F401 (re-exported)
 from ..io.window_rows import write_window_rows
 from ..models.hub import load_config, model_label, resolve_model
 from ..models.onnx.backend import backend_label, check_backend, read_config
@@ -48,7 +49,6 @@ from .zeroshot_common import (  # noqa: F401  (re-exported: the names stay impor
     METHOD_COL,
     MIN_LABELS,
     MIN_LABELS_MULTI_LABEL,
-    PROB_PREFIX,
     ZeroShotMethod,
     ZeroShotWarning,
     check_calibration,
@@ -297,7 +297,7 @@ def zeroshot(
     if chunks_out is not None:
         win, win_probs = info.get("windows", (None, None))
         write_window_rows(chunks_out, frame["doc_id"].to_numpy()[present], win, win_probs,
-                          labels, [f"{PROB_PREFIX}{lab}" for lab in labels])
+                          labels, [prob_column(lab) for lab in labels])
     out = _result_frame(frame, present, probs, labels, chosen, keep_text)
     out["backend"] = _backend_column(info, backend, quantize, present, len(frame))
     meta = {**_precision_meta(info, backend, quantize),
@@ -336,9 +336,9 @@ def _result_frame(frame, present, probs, labels, chosen, keep_text) -> pd.DataFr
         predicted[present] = np.asarray(labels, dtype=object)[probs.argmax(axis=1)]
     cols = [c for c in frame.columns if keep_text or c != "text"]
     out = frame[cols].copy()
-    out["predicted"] = predicted
+    out[PREDICTED_COLUMN] = predicted
     for j, lab in enumerate(labels):
-        out[f"{PROB_PREFIX}{lab}"] = full[:, j]
+        out[prob_column(lab)] = full[:, j]
     # the method that scored the row; missing for rows without text (nothing was scored)
     method = np.full(len(frame), None, dtype=object)
     method[present] = METHOD_NAMES[chosen]

@@ -24,7 +24,6 @@ CALIBRATIONS = ("standardise", "centre", "none")
 DEFAULT_CALIBRATION = "standardise"
 #: softmax temperatures of the embedding method, by calibration
 EMBED_TEMPERATURE = {"standardise": 1.0, "centre": 0.05, "none": 0.05}
-PROB_PREFIX = "prob_"
 METHOD_COL = "zeroshot_method"
 #: the fewest candidate labels: single-label zero-shot chooses between at least two; with
 #: ``multi_label`` each label is scored on its own, so one is enough

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from .._core.errors import InputError
+from .columns import LABEL_COLUMN
 
 # the coding room page's own keys (see room/static/app.js): skip, not applicable, back,
 # comment, guess, reconcile, fine-tune now, done
@@ -46,7 +47,7 @@ def make_codebook(labels=None, path: str | os.PathLike | None = None) -> list[di
     else:
         if isinstance(labels, str):
             labels = labels.split(",")
-        entries = [{"label": str(x).strip()} for x in labels if str(x).strip()]
+        entries = [{LABEL_COLUMN: str(x).strip()} for x in labels if str(x).strip()]
     return check_codebook(entries)
 
 
@@ -65,7 +66,7 @@ def read_codebook_file(path: str | os.PathLike) -> list[dict]:
         except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(f"{{codebook}} '{path}' is not valid JSON ({exc})",
                              params=["codebook"]) from None
-        if not isinstance(data, list) or not all(isinstance(e, dict) and "label" in e
+        if not isinstance(data, list) or not all(isinstance(e, dict) and LABEL_COLUMN in e
                                                  for e in data):
             raise InputError(f"{{codebook}} '{path}' must be a JSON list of objects with a "
                              "'label' (and optional 'description', 'examples', 'key')",
@@ -77,7 +78,7 @@ def read_codebook_file(path: str | os.PathLike) -> list[dict]:
         raise InputError(f"{{codebook}} '{path}': give a .json, .csv or .tsv file",
                          params=["codebook"])
     df = pd.read_csv(p, sep="\t" if p.suffix.lower() == ".tsv" else ",", dtype=str)
-    if "label" not in df.columns:
+    if LABEL_COLUMN not in df.columns:
         raise InputError(f"{{codebook}} '{path}' has no 'label' column; its columns are: "
                          f"{', '.join(map(str, df.columns))}", params=["codebook"])
     entries = []
@@ -86,16 +87,16 @@ def read_codebook_file(path: str | os.PathLike) -> list[dict]:
         row["examples"] = [e.strip() for e in str(ex).split("|") if e.strip()] \
             if isinstance(ex, str) else []
         entries.append({k: v for k, v in row.items() if k in
-                        ("label", "description", "examples", "key") and v == v})
+                        (LABEL_COLUMN, "description", "examples", "key") and v == v})
     return entries
 
 
 def check_codebook(entries: list[dict]) -> list[dict]:
     """Normalised entries with a key each (see :func:`make_codebook` for the errors)."""
-    out = [{"label": str(e["label"]).strip(), "key": str(e.get("key") or "").strip(),
+    out = [{LABEL_COLUMN: str(e[LABEL_COLUMN]).strip(), "key": str(e.get("key") or "").strip(),
             "description": str(e.get("description") or ""),
             "examples": [str(x) for x in (e.get("examples") or [])]} for e in entries]
-    names = [e["label"] for e in out]
+    names = [e[LABEL_COLUMN] for e in out]
     if len(names) < 2:
         raise InputError(f"a codebook needs at least two labels, this one has {len(names)} "
                          f"({', '.join(names) or 'none'}); add the other class (e.g. "

@@ -123,7 +123,7 @@ def _file_for_column_hint(given: str, what: str, param: str) -> tuple[str, list[
     "labels.txt"``): the text (parameters as fields) and the parameters it names."""
     if not looks_like_file(given):
         return "", []
-    if what == "label":
+    if param == "label_col":
         return ((f". '{given}' looks like a file: {{{param}}} takes a column name; for labels "
                  "in a file of their own (one a line, in document order) pass {labels_file} "
                  f"{given}"), ["labels_file"])

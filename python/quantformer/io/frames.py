@@ -117,7 +117,7 @@ def to_frame(
     df = df.copy()
     df.columns = columns
     tcol = choose_column(columns, text_col, TEXT_COLUMN, "text", "text_col", source, required=True)
-    lcol = choose_column(columns, label_col, LABEL_COLUMN, "label", "label_col", source,
+    lcol = choose_column(columns, label_col, LABEL_COLUMN, LABEL_COLUMN, "label_col", source,
                    required=require_label)
     icol = choose_column(columns, id_col, ID_COLUMN, "id", "id_col", source, required=False)
     n = len(df)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .columns import PREDICTED_COLUMN
 from .writing import write_frame
 
 #: the columns that place a window: its document, its number (from 0) and its characters
@@ -31,10 +32,10 @@ def window_rows(doc_ids, windows, probs: np.ndarray, labels, columns) -> pd.Data
     """
     columns = list(columns)
     if windows is None:
-        return pd.DataFrame(columns=[*WINDOW_COLUMNS, "predicted", *columns])
+        return pd.DataFrame(columns=[*WINDOW_COLUMNS, PREDICTED_COLUMN, *columns])
     out = pd.DataFrame({"doc_id": np.asarray(doc_ids)[windows.doc], "chunk": windows.chunk,
                         "start": windows.start, "end": windows.end})
-    out["predicted"] = (np.asarray(labels, dtype=object)[probs.argmax(axis=1)] if len(probs)
+    out[PREDICTED_COLUMN] = (np.asarray(labels, dtype=object)[probs.argmax(axis=1)] if len(probs)
                         else np.zeros(0, dtype=object))
     for j, col in enumerate(columns):
         out[col] = probs[:, j] if len(probs) else np.zeros(0)

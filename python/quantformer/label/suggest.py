@@ -45,6 +45,7 @@ from ..infer.embed import (
     precision_record,
 )
 from ..infer.load import load_model
+from ..io.columns import LABEL_COLUMN
 from ..models.precision import DEFAULT_PRECISION, check_precision
 from ..infer.predict import precision_record as classifier_precision
 from ..io import embedding_cache
@@ -82,12 +83,12 @@ def merge_codes(frame: pd.DataFrame, coded: pd.DataFrame | None, source: str = "
         InputError: ``coded`` has doc_ids that are not in the corpus, or codes a document
             differently from the corpus' own label column.
     """
-    codes = (frame["label"] if "label" in frame.columns
+    codes = (frame[LABEL_COLUMN] if LABEL_COLUMN in frame.columns
              else pd.Series([None] * len(frame), dtype=object)).astype(object)
     codes = codes.where(codes.notna(), None).reset_index(drop=True)
     if coded is None:
         return codes
-    coded = coded[coded["label"].notna()]
+    coded = coded[coded[LABEL_COLUMN].notna()]
     pos = pd.Series(np.arange(len(frame)), index=frame["doc_id"].to_numpy())
     unknown = ~coded["doc_id"].isin(pos.index)
     if unknown.any():
@@ -98,14 +99,14 @@ def merge_codes(frame: pd.DataFrame, coded: pd.DataFrame | None, source: str = "
             "from as {input}", params=["input"])
     rows = pos[coded["doc_id"].to_numpy()].to_numpy()
     before = codes.iloc[rows].to_numpy()
-    clash = np.array([b is not None and b != c for b, c in zip(before, coded["label"])],
+    clash = np.array([b is not None and b != c for b, c in zip(before, coded[LABEL_COLUMN])],
                      dtype=bool)
     if clash.any():
         first = coded["doc_id"].to_numpy()[clash][0]
         raise InputError(f"{int(clash.sum())} document(s) are coded differently in the corpus' "
                          f"label column and in {source} (first: {first!r}); keep one code per "
                          "document")
-    codes.iloc[rows] = coded["label"].to_numpy()
+    codes.iloc[rows] = coded[LABEL_COLUMN].to_numpy()
     return codes
 
 
@@ -326,7 +327,7 @@ def current_guess(vectors, codes, pool, strategy, seed, probs, prob_labels):
 def output_frame(frame, rows, scores, strategy, guess, guess_prob) -> pd.DataFrame:
     """The suggestion table (see :func:`suggest`); the corpus' label column is left out (the
     documents are uncoded) and an empty ``code`` column is added last."""
-    out = frame.iloc[rows].drop(columns=["label"], errors="ignore").reset_index(drop=True)
+    out = frame.iloc[rows].drop(columns=[LABEL_COLUMN], errors="ignore").reset_index(drop=True)
     out["rank"] = np.arange(1, len(rows) + 1)
     out["score"] = scores if scores is not None else np.nan
     out["strategy"] = strategy
@@ -354,14 +355,15 @@ def read_codes(path: str | os.PathLike, coded_label_col: str | None = None,
     df = read_whole(p, kind, None, coded_id_col)
     df.columns = [str(c) for c in df.columns]
     icol = coded_id_col or "doc_id"
-    lcol = coded_label_col or next((c for c in ("label", CODE_COL) if c in df.columns), "label")
+    lcol = coded_label_col or next((c for c in (LABEL_COLUMN, CODE_COL) if c in df.columns),
+                                   LABEL_COLUMN)
     for col, param in ((icol, "coded_id_col"), (lcol, "coded_label_col")):
         if col not in df.columns:
             raise InputError(f"'{path}' has no '{col}' column; its columns are: "
                              f"{', '.join(df.columns)}. Name it with {{{param}}}",
                              params=[param])
     return pd.DataFrame({"doc_id": as_str_series(df[icol]).to_numpy(),
-                         "label": as_str_series(df[lcol]).to_numpy()})
+                         LABEL_COLUMN: as_str_series(df[lcol]).to_numpy()})
 
 
 def combine_codes(frames: list[pd.DataFrame], sources: list[str]) -> pd.DataFrame | None:
@@ -369,7 +371,7 @@ def combine_codes(frames: list[pd.DataFrame], sources: list[str]) -> pd.DataFram
     if not frames:
         return None
     allc = pd.concat(frames, ignore_index=True)
-    allc = allc[allc["label"].notna()].drop_duplicates()
+    allc = allc[allc[LABEL_COLUMN].notna()].drop_duplicates()
     dup = allc["doc_id"].duplicated(keep=False)
     if dup.any():
         raise InputError(f"{allc.loc[dup, 'doc_id'].nunique()} document(s) have different codes "

@@ -38,7 +38,7 @@ import urllib.request
 
 from .._core.errors import InputError, unused_error
 from .hub import resolve_model
-from .llm_probs import label_probs
+from .llm_probs import ANSWER_FIELD, label_probs
 
 #: stands for the document while the chat template is rendered (split off afterwards)
 DOC_SLOT = "\u0000DOCUMENT\u0000"
@@ -344,9 +344,9 @@ class EndpointLM:
         body = {"model": self.name, "messages": messages, "temperature": 0,
                 "response_format": {"type": "json_schema", "json_schema": {
                     "name": "code", "strict": True, "schema": {
-                        "type": "object", "properties": {"label": {"type": "string",
-                                                                   "enum": list(labels)}},
-                        "required": ["label"], "additionalProperties": False}}}}
+                        "type": "object", "properties": {ANSWER_FIELD: {"type": "string",
+                                                                       "enum": list(labels)}},
+                        "required": [ANSWER_FIELD], "additionalProperties": False}}}}
         if self.top_logprobs > 0:
             body.update(logprobs=True, top_logprobs=self.top_logprobs)
         if self.max_tokens is not None:
@@ -377,7 +377,7 @@ def parse_label(raw: str, labels: list[str]) -> str | None:
     text = raw.strip()
     try:
         obj = json.loads(text)
-        cand = obj.get("label") if isinstance(obj, dict) else obj
+        cand = obj.get(ANSWER_FIELD) if isinstance(obj, dict) else obj
     except ValueError:
         cand = text
     return cand if isinstance(cand, str) and cand in labels else None

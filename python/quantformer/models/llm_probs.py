@@ -43,7 +43,9 @@ REASONS = {
     "misaligned": "the tokens' text did not match the answer",
 }
 
-_JSON_LABEL = re.compile(r'"label"\s*:\s*"')
+#: the field of the JSON answer the model is asked for (``{"label": L}``)
+ANSWER_FIELD = "label"
+_JSON_LABEL = re.compile(rf'"{ANSWER_FIELD}"\s*:\s*"')
 #: how servers spell the end of an answer in ``top_logprobs`` (the chat templates' end-of-turn
 #: and end-of-sequence tokens of ChatML/Qwen, Llama 3, GPT-2, Llama 2/Mistral, Gemma, Phi-3)
 END_TOKENS = frozenset({"", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>",

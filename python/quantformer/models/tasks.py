@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, ParamWarning, unused_error
+from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN, prob_column
 from ..io.frames import as_str_series, zero_one
 from ..score.evaluate import evaluate
 from ..score.metrics import as_numbers, multilabel_metrics, regression_metrics
@@ -58,10 +59,10 @@ def label_column(frame: pd.DataFrame, what: str, meaning: str = "") -> pd.Series
     Raises:
         InputError: ``frame`` has no ``label`` column (naming ``label_col``).
     """
-    if "label" not in frame.columns:
+    if LABEL_COLUMN not in frame.columns:
         raise InputError(f"the {what} data has no 'label' column{meaning}; name it with "
                          "{label_col}", params=["label_col"])
-    return frame["label"]
+    return frame[LABEL_COLUMN]
 
 
 def _missing(values: pd.Series) -> np.ndarray:
@@ -85,11 +86,11 @@ class Classification:
         return _missing(label_column(frame, what))
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
-        kept["label"] = as_str_series(frame["label"])[mask]
+        kept[LABEL_COLUMN] = as_str_series(frame[LABEL_COLUMN])[mask]
         return kept
 
     def strata(self, frame: pd.DataFrame):
-        return frame["label"]
+        return frame[LABEL_COLUMN]
 
     def fit(self, data: pd.DataFrame, oversample=None) -> None:
         """Fix the label order from the training data; warn about rare classes.
@@ -97,7 +98,7 @@ class Classification:
         Raises:
             InputError: a single class, training labels missing from ``labels``.
         """
-        seen = sorted(data["label"].unique().tolist())
+        seen = sorted(data[LABEL_COLUMN].unique().tolist())
         if self.labels is None:
             _warn_numeric(seen)
         self.labels = _label_order(self.labels, seen)
@@ -106,7 +107,7 @@ class Classification:
                 f"the training data has only one class ({seen[0]!r}) after removing missing "
                 "labels; a classifier needs documents of at least two classes: code documents "
                 "of at least one other class, or check {label_col}", params=["label_col"])
-        counts = data["label"].value_counts()
+        counts = data[LABEL_COLUMN].value_counts()
         singles = sorted(counts[counts == 1].index.tolist())
         if singles:
             warnings.warn(f"class(es) {', '.join(map(repr, singles))} have a single training "
@@ -115,11 +116,11 @@ class Classification:
         self.counts = {lab: int(counts.get(lab, 0)) for lab in self.labels}
 
     def oversample_labels(self, data: pd.DataFrame) -> np.ndarray:
-        return data["label"].to_numpy()
+        return data[LABEL_COLUMN].to_numpy()
 
     def targets(self, data: pd.DataFrame) -> np.ndarray:
         label2id = {lab: i for i, lab in enumerate(self.labels)}
-        return data["label"].map(label2id).to_numpy(dtype=np.int64)
+        return data[LABEL_COLUMN].map(label2id).to_numpy(dtype=np.int64)
 
     def head(self) -> dict:
         """``from_pretrained`` arguments of the classification head."""
@@ -143,12 +144,12 @@ class Classification:
         labels = np.asarray(self.labels, dtype=object)
         top = labels[np.nan_to_num(probs, nan=-1.0).argmax(axis=1)] if len(probs) else labels[:0]
         predicted = [None if m else str(t) for t, m in zip(top, missing)]
-        out = {"predicted": pd.Series(predicted, dtype="string").to_numpy()}
-        out.update({f"prob_{lab}": probs[:, j] for j, lab in enumerate(self.labels)})
+        out = {PREDICTED_COLUMN: pd.Series(predicted, dtype="string").to_numpy()}
+        out.update({prob_column(lab): probs[:, j] for j, lab in enumerate(self.labels)})
         return out
 
     def score(self, valid: pd.DataFrame, pred: pd.DataFrame) -> dict:
-        rep = evaluate(valid["label"], pred["predicted"], labels=self.labels)
+        rep = evaluate(valid[LABEL_COLUMN], pred[PREDICTED_COLUMN], labels=self.labels)
         return {"n": rep.n, "accuracy": rep.accuracy, "macro_f1": rep.macro_f1,
                 "per_class": rep.to_dict()["per_class"]}
 
@@ -198,7 +199,7 @@ class Regression:
     higher_is_better = False
     metric = "rmse"
 
-    def __init__(self, mean: float = 0.0, scale: float = 1.0, target: str = "label"):
+    def __init__(self, mean: float = 0.0, scale: float = 1.0, target: str = LABEL_COLUMN):
         self.mean, self.scale, self.target = float(mean), float(scale), target
         self.labels: list = []  # one output, no classes
         self.n = 0
@@ -207,7 +208,7 @@ class Regression:
         return _missing(label_column(frame, what, " (the numeric outcome)"))
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
-        kept["label"] = as_numbers(frame["label"][mask].to_numpy())
+        kept[LABEL_COLUMN] = as_numbers(frame[LABEL_COLUMN][mask].to_numpy())
         return kept
 
     def strata(self, frame: pd.DataFrame):
@@ -222,19 +223,19 @@ class Regression:
         if oversample is not None:
             raise InputError("{oversample} balances classes and has no meaning for {task} "
                              "regression; leave it out", params=["oversample", "task"])
-        y = data["label"].to_numpy(dtype=np.float64)
+        y = data[LABEL_COLUMN].to_numpy(dtype=np.float64)
         if len(np.unique(y)) < 2:
             raise InputError(f"every training value of the label column is {y[0]:g}; a "
                              "regression needs at least two different values")
         self.mean, self.scale, self.n = float(y.mean()), float(y.std()), len(y)
 
     def targets(self, data: pd.DataFrame) -> np.ndarray:
-        return ((data["label"].to_numpy(dtype=np.float64) - self.mean) / self.scale
+        return ((data[LABEL_COLUMN].to_numpy(dtype=np.float64) - self.mean) / self.scale
                 ).astype(np.float32)
 
     def head(self) -> dict:
         return {"num_labels": 1, "problem_type": self.problem_type,
-                "id2label": {0: "predicted"}, "label2id": {"predicted": 0}}
+                "id2label": {0: PREDICTED_COLUMN}, "label2id": {PREDICTED_COLUMN: 0}}
 
     def describe(self) -> str:
         return f"mean {self.mean:.4g}, standard deviation {self.scale:.4g}"
@@ -248,10 +249,10 @@ class Regression:
 
     def columns(self, probs: np.ndarray, missing: np.ndarray) -> dict:
         values = probs[:, 0].astype(np.float64) if len(probs) else np.zeros(0)
-        return {"predicted": np.where(missing, np.nan, values)}
+        return {PREDICTED_COLUMN: np.where(missing, np.nan, values)}
 
     def score(self, valid: pd.DataFrame, pred: pd.DataFrame) -> dict:
-        return regression_metrics(valid["label"], pred["predicted"])
+        return regression_metrics(valid[LABEL_COLUMN], pred[PREDICTED_COLUMN])
 
     def say(self, result: dict) -> str:
         return f"RMSE {result['rmse']:.4g}, Pearson r {result['pearson']:.4f}"
@@ -351,11 +352,11 @@ class Multilabel(Classification):
 
     def clean(self, kept: pd.DataFrame, frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
         if self.label_cols is None:
-            kept["label"] = [tuple(sorted({x.strip() for x in str(v).split(self.label_sep)
-                                           if x.strip()})) for v in frame["label"][mask]]
+            kept[LABEL_COLUMN] = [tuple(sorted({x.strip() for x in str(v).split(self.label_sep)
+                                           if x.strip()})) for v in frame[LABEL_COLUMN][mask]]
             return kept
         values = {c: zero_one(frame[c], c, mask)[mask] for c in self.label_cols}
-        kept["label"] = [tuple(c for c in self.label_cols if values[c][i])
+        kept[LABEL_COLUMN] = [tuple(c for c in self.label_cols if values[c][i])
                          for i in range(int(mask.sum()))]
         return kept
 
@@ -368,7 +369,7 @@ class Multilabel(Classification):
             raise InputError("{oversample} balances the classes of a single-label classifier; "
                              "with {task} multilabel a document carries several labels, so it "
                              "is not defined: leave it out", params=["oversample", "task"])
-        seen = sorted({lab for labs in data["label"] for lab in labs})
+        seen = sorted({lab for labs in data[LABEL_COLUMN] for lab in labs})
         if self.labels is None:
             self.labels = seen
         unknown = sorted(set(seen) - set(self.labels))
@@ -388,7 +389,7 @@ class Multilabel(Classification):
     def targets(self, data: pd.DataFrame) -> np.ndarray:
         index = {lab: j for j, lab in enumerate(self.labels)}
         y = np.zeros((len(data), len(self.labels)), dtype=np.float32)
-        for i, labs in enumerate(data["label"]):
+        for i, labs in enumerate(data[LABEL_COLUMN]):
             y[i, [index[lab] for lab in labs if lab in index]] = 1.0
         return y
 
@@ -415,7 +416,7 @@ class Multilabel(Classification):
         return torch.sigmoid(logits.float())
 
     def columns(self, probs: np.ndarray, missing: np.ndarray) -> dict:
-        out = {f"prob_{lab}": probs[:, j] for j, lab in enumerate(self.labels)}
+        out = {prob_column(lab): probs[:, j] for j, lab in enumerate(self.labels)}
         for j, lab in enumerate(self.labels):
             cut = (self.thresholds or {}).get(lab, 0.5)
             out[f"predicted_{lab}"] = pd.array(

@@ -9,11 +9,12 @@ import os
 
 import pandas as pd
 
+from ..io.columns import LABEL_COLUMN
 from ..io.writable import check_output_file
 from ..io.writing import write_frame
 from .store import Store
 
-EXPORT_COLUMNS = ["doc_id", "label", "coder", "status", "time", "strategy", "guess_accepted",
+EXPORT_COLUMNS = ["doc_id", LABEL_COLUMN, "coder", "status", "time", "strategy", "guess_accepted",
                   "comment"]
 
 
@@ -27,16 +28,16 @@ def final_codes(current: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
         ``single``), in coding order.
     """
     codes = current[current["status"] == "code"]
-    fixed = dict(zip(resolved["doc_id"], resolved["label"]))
+    fixed = dict(zip(resolved["doc_id"], resolved[LABEL_COLUMN]))
     rows = []
     for doc, group in codes.groupby("doc_id", sort=False):
-        labels = set(group["label"])
+        labels = set(group[LABEL_COLUMN])
         if doc in fixed:
             rows.append((doc, fixed[doc], len(group), "resolved"))
         elif len(labels) == 1:
             rows.append((doc, labels.pop(), len(group), "single" if len(group) == 1
                          else "agreed"))
-    return pd.DataFrame(rows, columns=["doc_id", "label", "n_coders", "source"])
+    return pd.DataFrame(rows, columns=["doc_id", LABEL_COLUMN, "n_coders", "source"])
 
 
 def export_codes(project: str | os.PathLike, out: str | os.PathLike,

@@ -36,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..io.modeldir import peek_record
 from .store import Store, now
 
@@ -156,7 +157,7 @@ class FinetuneNow:
                                  params=["models"]) from None
             text = frame.set_index(frame["doc_id"].astype(str))["text"]
             train = pd.DataFrame({"doc_id": ids, "text": text.loc[ids].to_numpy(),
-                                  "label": labels})
+                                  LABEL_COLUMN: labels})
             train.to_parquet(work / "train.parquet", index=False)
             out = self.models / ("finetune-" + now()[:19].replace(":", "").replace("-", ""))
             spec = {"train": str(work / "train.parquet"), "overwrite": True,

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..label.strategies import STRATEGIES, UNCERTAINTY, light_classifier
 from ..label.suggest import suggest
 from .progress import cv_macro_f1, pair_agreement, prediction_stability, stop_hint
@@ -91,7 +92,7 @@ class Room:
         text = self.frame["text"].where(self.frame["text"].notna(), "").astype(str)
         self.usable = text.str.strip().ne("").to_numpy()
         self.store, self.codebook = store, codebook
-        self.labels = [e["label"] for e in codebook]
+        self.labels = [e[LABEL_COLUMN] for e in codebook]
         self.strategy = store.get("strategy", strategy)
         self.random_share, self.retrain_every = random_share, retrain_every
         self.overlap, self.batch, self.seed, self.team = overlap, batch, seed, team
@@ -132,7 +133,7 @@ class Room:
                 self.handled.setdefault(row.doc_id, {})[row.coder] = (row.status, row.label)
                 self.last[row.coder] = row.doc_id
             resolved = self.store.resolutions()
-            self.resolved = dict(zip(resolved["doc_id"], resolved["label"]))
+            self.resolved = dict(zip(resolved["doc_id"], resolved[LABEL_COLUMN]))
 
     def training_codes(self) -> tuple[list[str], list[str]]:
         """(doc_ids, labels) the model learns from: a resolved code, else the code every
@@ -304,7 +305,7 @@ class Room:
         if run == "cold" and len(rows) > COLD_SAMPLE:  # k-means over 100,000 takes minutes
             rng = np.random.default_rng(self.seed + n_handled)
             rows = np.sort(rng.choice(rows, size=COLD_SAMPLE, replace=False))
-        out = suggest(self.frame.iloc[rows].drop(columns=["label"], errors="ignore"),
+        out = suggest(self.frame.iloc[rows].drop(columns=[LABEL_COLUMN], errors="ignore"),
                       self.vectors[rows], n=min(self.batch, len(rows)), strategy=run,
                       seed=self.seed + n_handled,
                       probs=probs[rows] if probs is not None and run in UNCERTAINTY else None,
@@ -384,7 +385,7 @@ class Room:
                 return None
             p = self.probs[self.pos[doc_id]]
         best = int(p.argmax())
-        return {"label": self.prob_labels[best], "prob": float(p[best])}
+        return {LABEL_COLUMN: self.prob_labels[best], "prob": float(p[best])}
 
     def progress(self, coder: str) -> dict:
         ids, labels = self.training_codes()

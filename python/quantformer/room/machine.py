@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..io.formats import read_table_file
 from .store import Store, check_codebook_change
 
@@ -57,7 +58,7 @@ def machine_codes(codes: pd.DataFrame, ids, labels: list[str], coder: str | None
         InputError: missing columns, no or several coder names, duplicate doc_ids, doc_ids
             the corpus lacks, labels the codebook lacks, no code left.
     """
-    missing = [c for c in ("doc_id", "label") if c not in codes.columns]
+    missing = [c for c in ("doc_id", LABEL_COLUMN) if c not in codes.columns]
     if missing:
         raise InputError(f"{{add_coder}} '{source}' lacks column(s) {', '.join(missing)}; "
                          "give a codes file with doc_id and label (as `quantformer annotate` "
@@ -65,11 +66,11 @@ def machine_codes(codes: pd.DataFrame, ids, labels: list[str], coder: str | None
     name = coder if coder is not None else _coder_name(codes, source)
     if not str(name).strip():
         raise InputError("{coder_name} must be a non-empty name", params=["coder_name"])
-    skip = codes["label"].isna()
+    skip = codes[LABEL_COLUMN].isna()
     if "unparsed" in codes.columns:
         skip |= codes["unparsed"].fillna(False).astype(bool)
     kept = pd.DataFrame({"doc_id": codes.loc[~skip, "doc_id"].astype(str),
-                         "label": codes.loc[~skip, "label"].astype(str)})
+                         LABEL_COLUMN: codes.loc[~skip, LABEL_COLUMN].astype(str)})
     twice = kept["doc_id"][kept["doc_id"].duplicated()]
     if len(twice):
         raise InputError(f"{{add_coder}} '{source}' codes document(s) {_named(twice)} more "
@@ -79,7 +80,7 @@ def machine_codes(codes: pd.DataFrame, ids, labels: list[str], coder: str | None
         raise InputError(f"{{add_coder}} '{source}' has {len(unknown)} doc_id(s) the "
                          f"project's corpus lacks: {_named(unknown)}; code the project's "
                          "corpus (the same {input})", params=["add_coder", "input"])
-    strange = set(kept["label"]) - set(labels)
+    strange = set(kept[LABEL_COLUMN]) - set(labels)
     if strange:
         raise InputError(f"{{add_coder}} '{source}' has label(s) {_named(strange)}, which the "
                          f"project's codebook lacks ({', '.join(labels)}); code with the "
@@ -134,8 +135,8 @@ def add_machine_coder(project: str | os.PathLike, frame: pd.DataFrame, source: s
         if not book:
             raise InputError(f"{{project}} '{project}' has no codebook yet; give it with "
                              "{labels} or {codebook}", params=["project", "labels", "codebook"])
-        name, kept, skipped = machine_codes(table, frame["doc_id"], [e["label"] for e in book],
-                                            coder, str(codes))
+        name, kept, skipped = machine_codes(table, frame["doc_id"],
+                                            [e[LABEL_COLUMN] for e in book], coder, str(codes))
         if store is None:
             store = Store(project, exclusive=True)
             store.bind_corpus(frame, source)

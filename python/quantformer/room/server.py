@@ -63,6 +63,7 @@ from urllib.parse import parse_qs, quote, urlparse
 
 from .._core.atomic import json_default
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from .finetune_now import Busy, FinetuneNow
 from .loop import Room
 from .store import Conflict
@@ -103,7 +104,7 @@ def doc_state(room: Room, coder: str, show_guess: bool, owner: bool = True) -> d
         doc_id, why = pick
         row = room.frame.iloc[room.pos[doc_id]]
         docvars = {str(k): (None if missing(v) else v) for k, v in row.items()
-                   if k not in ("doc_id", "text", "label")}
+                   if k not in ("doc_id", "text", LABEL_COLUMN)}
         text = row["text"]
         doc = {"doc_id": doc_id, "text": "" if missing(text) else str(text),
                "docvars": docvars, "strategy": SHOWN_WHY.get(why, why),
@@ -154,7 +155,7 @@ def conflict_answer(exc: Conflict, room: Room, coder: str, data: dict, owner: bo
     return {"error": f"Document {exc.doc_id} was {now} in another tab or window of yours "
                      "after this page showed it; nothing was changed here.",
             "conflict": {"doc_id": exc.doc_id, "version": exc.version, "status": exc.status,
-                         "label": exc.label},
+                         LABEL_COLUMN: exc.label},
             "state": doc_state(room, coder, bool(data.get("guess")), owner)}
 
 
@@ -351,7 +352,7 @@ class Handler(BaseHTTPRequestHandler):
             if doc_id not in room.pos:
                 raise InputError(f"unknown doc_id {doc_id!r}")
             status = str(data.get("status") or "code")
-            label = data.get("label") if status == "code" else None
+            label = data.get(LABEL_COLUMN) if status == "code" else None
             if status == "code" and label not in room.labels:
                 raise InputError(f"label {label!r} is not in the codebook")
             room.code(coder, doc_id, label, status, bool(data.get("guess_accepted")),
@@ -367,9 +368,9 @@ class Handler(BaseHTTPRequestHandler):
             room.set_strategy(str(data["strategy"]))
             return doc_state(room, coder, show, owner)
         if path == "/api/resolve":
-            if data.get("label") not in room.labels:
-                raise InputError(f"label {data.get('label')!r} is not in the codebook")
-            room.resolve(str(data["doc_id"]), str(data["label"]), coder)
+            if data.get(LABEL_COLUMN) not in room.labels:
+                raise InputError(f"label {data.get(LABEL_COLUMN)!r} is not in the codebook")
+            room.resolve(str(data["doc_id"]), str(data[LABEL_COLUMN]), coder)
             return {"disagreements": room.disagreements()}
         if path in ("/api/finetune", "/api/done") and data.get("stop", path == "/api/finetune") \
                 and not owner:

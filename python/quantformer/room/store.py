@@ -56,6 +56,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..io.writable import check_project_file
 
 SCHEMA = """
@@ -439,8 +440,8 @@ def check_codebook_change(store: Store, codebook: list[dict]) -> None:
     Raises:
         InputError: a label already used is missing from ``codebook``.
     """
-    used = set(store.current_codes().query("status == 'code'")["label"])
-    missing = sorted(used - {e["label"] for e in codebook})
+    used = set(store.current_codes().query("status == 'code'")[LABEL_COLUMN])
+    missing = sorted(used - {e[LABEL_COLUMN] for e in codebook})
     if missing:
         raise InputError(f"{{project}} '{store.path}' has codes with label(s) "
                          f"{', '.join(missing)}, which the codebook lacks; keep them in "

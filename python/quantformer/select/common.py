@@ -15,6 +15,7 @@ import pandas as pd
 
 from .._core.atomic import atomic_dir, write_json
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..io.writable import check_results_dir
 from ..io.writing import write_figure, write_frame
 from .compare_llm import is_llm_row
@@ -169,7 +170,7 @@ def draw_sample(data: pd.DataFrame, size: int, repeat: int, seed: int,
     try:
         if not stratify:
             raise ValueError("plain sample")
-        keep, _ = train_test_split(idx, train_size=size, stratify=data["label"].to_numpy(),
+        keep, _ = train_test_split(idx, train_size=size, stratify=data[LABEL_COLUMN].to_numpy(),
                                    random_state=state)
     except ValueError:
         keep, _ = train_test_split(idx, train_size=size, random_state=state)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, unused_error
+from ..io.columns import LABEL_COLUMN
 from ..io.modeldir import hf_quiet
 from ..models.hub import model_label
 from ..scale.cluster import map_runs
@@ -122,13 +123,14 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
     """
     from sklearn.metrics import accuracy_score
 
-    labels = sorted(set(sample["label"]) | set(test["label"]))
+    labels = sorted(set(sample[LABEL_COLUMN]) | set(test[LABEL_COLUMN]))
     t0 = time.perf_counter()
     if fitters and name in fitters:
         clf = fitters[name](sample, seed=seed + repeat)
         params = dict(getattr(clf, "params", {}) or {})
     elif name in TRANSFORMERS:
-        options = sample_kwargs((method_options or {}).get(name, {}), sample["label"].unique())
+        options = sample_kwargs((method_options or {}).get(name, {}),
+                                sample[LABEL_COLUMN].unique())
         method = name if name in ("setfit", "nli") else "standard"
         run = replace(spec, seed=seed + repeat, quiet=quiet, method=method).with_keywords(
             **options)
@@ -146,7 +148,7 @@ def run_one(name: str, sample: pd.DataFrame, test: pd.DataFrame, *, repeat: int,
         pred = clf.predict_labels(test["text"].tolist())
     else:
         pred = predicted_labels(clf, test)
-    truth = test["label"].astype(str).tolist()
+    truth = test[LABEL_COLUMN].astype(str).tolist()
     acc = float(accuracy_score(truth, ["\0" if p is None else p for p in pred]))
     return {"macro_f1": macro_f1(truth, pred, labels), "accuracy": acc, "seconds": seconds,
             "params": params}
@@ -334,7 +336,7 @@ def _compare(train, test, spec: TrainSpec, *, models, train_sizes, repeats, seed
 def _open_llm(llm_options: dict, *, data, test, samples, device: str):
     """The LLM options checked and the coder opened (None without ``llm``), before any run."""
     o = llm_options
-    classes = sorted(set(data["label"].astype(str)) | set(test["label"].astype(str)))
+    classes = sorted(set(data[LABEL_COLUMN].astype(str)) | set(test[LABEL_COLUMN].astype(str)))
     _, key = check_llm_options(o.get("llm"), o.get("codebook"), o.get("shots") or 0,
                                o.get("endpoint"), o.get("api_key_env"), classes=classes,
                                samples=samples, test=test)
@@ -347,8 +349,8 @@ def _add_llm_rows(coder, llm_options, results, runs, names, descriptions, *, sam
                   seed, say, quiet):
     """The LLM's rows appended to the results, its runs and its names (with descriptions)."""
     shots = int(llm_options.get("shots") or 0)
-    labels = sorted(set(test["label"].astype(str)).union(
-        *(s["label"].astype(str) for s in samples.values())))
+    labels = sorted(set(test[LABEL_COLUMN].astype(str)).union(
+        *(s[LABEL_COLUMN].astype(str) for s in samples.values())))
     rows, llm_runs = run_llm(coder, llm_options["codebook"], samples, test, shots=shots,
                              seed=seed, labels=labels, say=say, quiet=quiet)
     extra = llm_names(shots)
@@ -410,7 +412,7 @@ def _prepare(train, test, *, names, model, train_sizes, repeats, seed, folds, ve
     n_test_all = len(test)
     test = training_rows(test, "test data", "cannot be scored and are left out of the scores")
     sizes = check_sizes(train_sizes, len(data))
-    method_options = compare_kwargs(names, model=model, labels=sorted(set(data["label"])),
+    method_options = compare_kwargs(names, model=model, labels=sorted(set(data[LABEL_COLUMN])),
                                     **(nli_options or {}))
     vec = None
     if any(n.endswith("-vec") for n in names):
@@ -420,7 +422,7 @@ def _prepare(train, test, *, names, model, train_sizes, repeats, seed, folds, ve
     samples = {(s, r): draw_sample(data, s, r, seed) for s in sizes for r in range(1, repeats + 1)}
     if any(n in BASELINES for n in names):
         for (s, r), smp in samples.items():
-            check_folds(smp["label"], folds,
+            check_folds(smp[LABEL_COLUMN], folds,
                         where=f"the training sample of {s} documents (repeat {r})")
     return data, test, n_test_all, sizes, method_options, vec, samples
 
@@ -462,7 +464,7 @@ def _summary(results, descriptions, *, data, test, n_test_all, sizes, names, tit
             if any(n.endswith("-vec") for n in names) else None,
             "n_train": len(data), "n_test": len(test),
             "n_test_unscored": n_test_all - len(test),
-            "labels": sorted(set(data["label"]) | set(test["label"])),
+            "labels": sorted(set(data[LABEL_COLUMN]) | set(test[LABEL_COLUMN])),
             "by_size": margins(results)}
 
 

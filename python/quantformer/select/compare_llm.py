@@ -35,6 +35,7 @@ from .._core.errors import InputError, unused_error
 from ..infer.annotate import (annotate, check_codebook_labels, check_shots, draw_shots,
                               prompt_hash)
 from ..infer.annotate import build_messages
+from ..io.columns import LABEL_COLUMN
 from ..models.hub import resolve_device
 from ..models.llm import EndpointLM, LocalLM, check_api_key
 from ..score.metrics import macro_f1
@@ -107,7 +108,7 @@ def shot_pool(sample: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
     test document's."""
     clash = sample["doc_id"].astype(str).isin(set(test["doc_id"].astype(str))) | \
         sample["text"].isin(set(test["text"]))
-    return sample.loc[~clash, ["doc_id", "text", "label"]]
+    return sample.loc[~clash, ["doc_id", "text", LABEL_COLUMN]]
 
 
 def open_llm(llm: str, endpoint: str | None, api_key: str | None, device: str | None):
@@ -137,8 +138,8 @@ def code_test(coder, codebook, test, shots, *, labels, quiet) -> dict:
     codes, record = annotate(test[["doc_id", "text"]], codebook, coder, shots=shots,
                              progress=None if quiet else sys.stderr)
     seconds = time.perf_counter() - t0
-    pred = [None if pd.isna(x) else str(x) for x in codes["label"]]
-    truth = test["label"].astype(str).tolist()
+    pred = [None if pd.isna(x) else str(x) for x in codes[LABEL_COLUMN]]
+    truth = test[LABEL_COLUMN].astype(str).tolist()
     accuracy = sum(p == t for p, t in zip(pred, truth)) / len(truth)
     return {"macro_f1": macro_f1(truth, pred, labels), "accuracy": accuracy,
             "seconds": seconds, "params": {"shots": len(shots),

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from .._core.errors import InputError
 from .._core.show import print_table
+from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN
 from ..io.datasets import sotu, split_by_group
 from ..io.writing import write_figure, write_frame
 from ..io.writable import check_writable
@@ -99,7 +100,7 @@ def run_demo(out: str | Path, *, train_docs: int | None = TRAIN_DOCS,
     clf.save(out / "model", overwrite=True)
     t1 = time.time()
     preds = clf.predict(test, progress=not quiet)
-    report = evaluate(test["label"], preds["predicted"], labels=clf.labels)
+    report = evaluate(test[LABEL_COLUMN], preds[PREDICTED_COLUMN], labels=clf.labels)
     baseline = baseline_reports(train, test, clf.labels, seed)
     table = comparison_table(report, clf.record["train_seconds"], baseline)
     files = [write_frame(preds, out / "predictions.parquet"),
@@ -130,11 +131,11 @@ def baseline_reports(train, test, labels, seed: int) -> dict:
     """Reports of the bag-of-words SVM (trained on ``train``) and of always answering the
     training sample's larger class, both on ``test``: ``{name: (Report, train seconds)}``."""
     svm = fit_baseline(train, "svm-bow", seed=seed)
-    majority = train["label"].value_counts().index[0]
+    majority = train[LABEL_COLUMN].value_counts().index[0]
     return {
-        "SVM, bag of words": (evaluate(test["label"], svm.predict_labels(test["text"]),
+        "SVM, bag of words": (evaluate(test[LABEL_COLUMN], svm.predict_labels(test["text"]),
                                        labels=labels), svm.seconds),
-        f"always '{majority}'": (evaluate(test["label"], [majority] * len(test),
+        f"always '{majority}'": (evaluate(test[LABEL_COLUMN], [majority] * len(test),
                                           labels=labels), 0.0),
     }
 

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..models.tasks import check_label_columns, make_task
 from ..score.metrics import macro_f1, predicted_labels
 from ..models.arguments import check_arguments
@@ -46,14 +47,14 @@ class ClassificationScoring:
 
     def check(self, rows: pd.DataFrame, folds: int, oversample=None,
               where: str = "the training data") -> None:
-        check_folds(rows["label"], folds, where)
+        check_folds(rows[LABEL_COLUMN], folds, where)
 
     def splits(self, rows: pd.DataFrame, folds: int, seed: int) -> list:
-        splitter = stratified_folds(rows["label"], folds, seed)
-        return list(splitter.split(np.zeros(len(rows)), rows["label"].to_numpy()))
+        splitter = stratified_folds(rows[LABEL_COLUMN], folds, seed)
+        return list(splitter.split(np.zeros(len(rows)), rows[LABEL_COLUMN].to_numpy()))
 
     def labels(self, rows: pd.DataFrame) -> list:
-        return sorted(rows["label"].astype(str).unique().tolist())
+        return sorted(rows[LABEL_COLUMN].astype(str).unique().tolist())
 
     def fit_kwargs(self) -> dict:
         return {}
@@ -62,7 +63,7 @@ class ClassificationScoring:
         return rows
 
     def score(self, clf, rows: pd.DataFrame, labels: list) -> dict:
-        return {"macro_f1": macro_f1(rows["label"].astype(str), predicted_labels(clf, rows),
+        return {"macro_f1": macro_f1(rows[LABEL_COLUMN].astype(str), predicted_labels(clf, rows),
                                      labels)}
 
 
@@ -136,7 +137,8 @@ class TaskScoring(ClassificationScoring):
     def fit_frame(self, rows: pd.DataFrame) -> pd.DataFrame:
         """``rows`` as fine-tuning reads them: label sets joined back with ``label_sep``."""
         if self.task == "multilabel" and self.label_cols is None:
-            return rows.assign(label=[self.label_sep.join(labs) for labs in rows["label"]])
+            joined = [self.label_sep.join(labs) for labs in rows[LABEL_COLUMN]]
+            return rows.assign(**{LABEL_COLUMN: joined})
         return rows
 
     def score(self, clf, rows: pd.DataFrame, labels=None) -> dict:

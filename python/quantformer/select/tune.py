@@ -46,6 +46,7 @@ import pandas as pd
 
 from .._core.atomic import write_json
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN
 from ..io.modeldir import hf_quiet
 from ..models.hub import model_label
 from ..scale.cluster import map_runs
@@ -396,7 +397,7 @@ def _score_test(result: TuneResult, scoring, test: pd.DataFrame, test_rows, say)
     if scoring.task == "classification":
         scored = ~(no_label | no_text)
         result.test_report = evaluate(
-            test["label"][scored], result.test_predictions["predicted"][scored],
+            test[LABEL_COLUMN][scored], result.test_predictions[PREDICTED_COLUMN][scored],
             labels=result.model.labels)
         say(f"test: macro-F1 {result.test_report.macro_f1:.4f}, accuracy "
             f"{result.test_report.accuracy:.4f} on {result.test_report.n} documents")
@@ -457,8 +458,8 @@ def _predict_frame(clf, frame: pd.DataFrame, no_text: np.ndarray) -> pd.DataFram
     if (~no_text).any():
         pred[~no_text] = predicted_labels(clf, frame.loc[~no_text].reset_index(drop=True))
     return pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(),
-                         "label": frame["label"].to_numpy(),
-                         "predicted": pd.Series(pred, dtype="string").to_numpy()})
+                         LABEL_COLUMN: frame[LABEL_COLUMN].to_numpy(),
+                         PREDICTED_COLUMN: pd.Series(pred, dtype="string").to_numpy()})
 
 
 def _warn_test_rows(no_label: np.ndarray, no_text: np.ndarray) -> None:

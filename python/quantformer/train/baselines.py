@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN
 from ..io.modeldir import hf_quiet
 from ..models.hub import load_network, load_tokenizer, resolve_model
 
@@ -80,10 +81,10 @@ def unusable_rows(frame: pd.DataFrame, what: str = "training data"):
         InputError: no ``label`` column (name it with ``--label-col``), or no document has
             both a text and a label.
     """
-    if "label" not in frame.columns:
+    if LABEL_COLUMN not in frame.columns:
         raise InputError(f"the {what} has no label column; name it with {{label_col}}",
                          params=["label_col"])
-    no_label = frame["label"].isna().to_numpy()
+    no_label = frame[LABEL_COLUMN].isna().to_numpy()
     no_text = is_missing_text(frame["text"])
     if (no_label | no_text).all():
         raise InputError(f"the {what} has no document with both a text and a label; give "
@@ -360,7 +361,7 @@ class BaselineModel:
             warnings.warn(f"{n_miss} document(s) with a missing or empty text get no prediction",
                           stacklevel=2)
         out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(),
-                            "predicted": pd.Series(pred, dtype="string").to_numpy()})
+                            PREDICTED_COLUMN: pd.Series(pred, dtype="string").to_numpy()})
         for c in frame.columns:
             if c not in ("doc_id", "text"):
                 out[c] = frame[c].to_numpy()
@@ -439,9 +440,9 @@ def fit_baseline(
         raise InputError(f"unknown baseline '{name}'; use one of: {', '.join(BASELINES)}")
     t0 = time.perf_counter()
     data = training_rows(frame)
-    labels = sorted(data["label"].unique().tolist())
-    y = data["label"].map({lab: i for i, lab in enumerate(labels)}).to_numpy()
-    cv = stratified_folds(data["label"], folds, seed)
+    labels = sorted(data[LABEL_COLUMN].unique().tolist())
+    y = data[LABEL_COLUMN].map({lab: i for i, lab in enumerate(labels)}).to_numpy()
+    cv = stratified_folds(data[LABEL_COLUMN], folds, seed)
     kind, rep = name.split("-")
     clf, grid = _estimator(kind, seed, n_jobs)
     vec = None

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN
 from ..io.frames import read_frame
 from .baselines import BowTokenizer, bow_vectorizer, fit_quietly, training_rows
 
@@ -77,12 +78,12 @@ def check_bow_data(frame: pd.DataFrame, record: dict, source: str = "") -> pd.Da
         raise InputError(f"{{bow_data}} compares a classifier's classes with a bag-of-words "
                          f"model; the model is a {record.get('task')} model; leave it out",
                          params=["bow_data"])
-    if "label" not in frame.columns:
+    if LABEL_COLUMN not in frame.columns:
         raise InputError(f"{{bow_data}} {source} has no label column; give the coded training "
                          "data with a 'label' column", params=["bow_data"])
     data = training_rows(frame, what="bag-of-words training data")
     model_labels = [str(x) for x in record.get("labels") or []]
-    found = sorted({str(x) for x in data["label"]})
+    found = sorted({str(x) for x in data[LABEL_COLUMN]})
     unknown = [x for x in found if x not in model_labels]
     if unknown:
         raise InputError(f"the labels of {{bow_data}} {source} are not the model's classes: "
@@ -92,7 +93,7 @@ def check_bow_data(frame: pd.DataFrame, record: dict, source: str = "") -> pd.Da
         raise InputError(f"{{bow_data}} {source} has one class only ({found[0]}); a "
                          "bag-of-words model needs documents of at least two classes",
                          params=["bow_data"])
-    return data.assign(label=data["label"].astype(str))
+    return data.assign(**{LABEL_COLUMN: data[LABEL_COLUMN].astype(str)})
 
 
 def fit_bow_terms(data: pd.DataFrame, *, min_df: int | float = 2, max_df: int | float = 0.9,
@@ -110,8 +111,8 @@ def fit_bow_terms(data: pd.DataFrame, *, min_df: int | float = 2, max_df: int | 
     from sklearn.linear_model import LogisticRegression
 
     vec = bow_vectorizer(min_df, max_df)
-    labels = sorted(data["label"].unique().tolist())
-    y = data["label"].map({lab: i for i, lab in enumerate(labels)}).to_numpy()
+    labels = sorted(data[LABEL_COLUMN].unique().tolist())
+    y = data[LABEL_COLUMN].map({lab: i for i, lab in enumerate(labels)}).to_numpy()
     texts = data["text"].tolist()
     fit_quietly(vec, texts, None, min_df, max_df)  # an empty vocabulary: InputError
     X = vec.transform(texts)

@@ -40,6 +40,7 @@ import pandas as pd
 from .._core.errors import InputError
 from ..infer.embed import Encoder
 from ..infer.setfit import SetFitClassifier
+from ..io.columns import LABEL_COLUMN
 from ..io.modeldir import hf_quiet, now_utc, versions
 from ..models.hub import (
     check_length_value,
@@ -135,13 +136,13 @@ def training_rows(frame: pd.DataFrame, labels):
     Raises:
         InputError: no label column, fewer than two classes, labels outside ``labels``.
     """
-    if "label" not in frame.columns:
+    if LABEL_COLUMN not in frame.columns:
         raise InputError("the training data have no label column; name it with {label_col}",
                          params=["label_col"])
-    keep = frame["label"].notna() & frame["text"].notna() & (frame["text"].astype(str)
+    keep = frame[LABEL_COLUMN].notna() & frame["text"].notna() & (frame["text"].astype(str)
                                                              .str.strip() != "")
-    train = frame.loc[keep, ["text", "label"]].astype(str).reset_index(drop=True)
-    present = sorted(train["label"].unique())
+    train = frame.loc[keep, ["text", LABEL_COLUMN]].astype(str).reset_index(drop=True)
+    present = sorted(train[LABEL_COLUMN].unique())
     order = [str(x) for x in labels] if labels else present
     unknown = sorted(set(present) - set(order))
     if unknown:
@@ -257,7 +258,7 @@ def _classifier(body, head, order, hp, model, train, seed, device, source):
                       config=transformer.config, device=str(body.device), path=folder)
     max_length = int(body.max_seq_length or 256)
     record = {"method": METHOD, "labels": order, "model": model_label(model),
-              "label_counts": train["label"].value_counts().reindex(order, fill_value=0)
+              "label_counts": train[LABEL_COLUMN].value_counts().reindex(order, fill_value=0)
               .to_dict(), "n_train": len(train), "n_train_oversampled": len(train),
               "hyperparameters": {**hp, "max_length": max_length,
                                   "head": "logistic regression", "seed": seed},

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
+from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN
 from .baselines import bow_vectorizer, fit_quietly, is_missing_text
 
 TASK_BASELINES = {"regression": ("ridge-bow",), "multilabel": ("logit-bow", "svm-bow")}
@@ -81,7 +82,7 @@ class TaskBaseline:
             scores[~miss] = np.asarray(out, dtype=float).reshape(-1, k)
         if self.task.name == "regression":
             return pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(),
-                                 "predicted": scores[:, 0]})
+                                 PREDICTED_COLUMN: scores[:, 0]})
         cols = {f"predicted_{lab}": pd.array([None if m else bool(v) for v, m in
                                               zip(scores[:, j], miss)], dtype="boolean")
                 for j, lab in enumerate(self.task.labels)}
@@ -112,7 +113,7 @@ def fit_task_baseline(rows: pd.DataFrame, name: str, task, *, folds: int = 5,
         from sklearn.linear_model import RidgeCV
 
         est = Pipeline([("bow", bow_vectorizer()), ("clf", RidgeCV(alphas=RIDGE_ALPHAS))])
-        fit_quietly(est, texts, rows["label"].to_numpy(dtype=float))
+        fit_quietly(est, texts, rows[LABEL_COLUMN].to_numpy(dtype=float))
         params = {"alpha": float(est.named_steps["clf"].alpha_)}
     else:
         est, params = _fit_multilabel(texts, task.targets(rows).astype(int), name, folds, seed)
