@@ -449,16 +449,25 @@ def test_no_module_over_500_lines():
         f"quantformer.infer._probe: {MODULE_LIMIT + 1}"]
 
 
+#: model classes whose construction loads weights (``SentenceTransformer(path)``)
+LOADING_CLASSES = ("SentenceTransformer", "SetFitModel")
+
+
 def from_pretrained_users(mods: dict[str, Path]) -> list[str]:
-    """Calls of ``from_pretrained`` outside the models layer (docstrings and text do not
-    count: only a call of an attribute of that name)."""
+    """Calls of ``from_pretrained``, and constructions of :data:`LOADING_CLASSES`, outside the
+    models layer (docstrings and text do not count: only a call of an attribute of that name,
+    or of that class by name or attribute)."""
     found = []
     for name, path in mods.items():
         if name.startswith("quantformer.models"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == "from_pretrained":
+            if not isinstance(node, ast.Call):
+                continue
+            called = (node.func.attr if isinstance(node.func, ast.Attribute) else
+                      node.func.id if isinstance(node.func, ast.Name) else None)
+            if called == "from_pretrained" and isinstance(node.func, ast.Attribute) \
+                    or called in LOADING_CLASSES:
                 found.append(f"{name}:{node.lineno}")
     return sorted(found)
 
@@ -468,3 +477,8 @@ def test_models_are_loaded_through_the_models_layer():
     probe = _probe(PACKAGE / "infer" / "_probe.py", "m = AutoModel.from_pretrained('x')\n")
     assert from_pretrained_users({"quantformer.infer._probe": probe}) == [
         "quantformer.infer._probe:1"]
+    probe = _probe(PACKAGE / "train" / "_probe.py",
+                   "st = SentenceTransformer('x')\nm = setfit.SetFitModel(body, head)\n"
+                   "'SentenceTransformer(x) in text'\n")
+    assert from_pretrained_users({"quantformer.train._probe": probe}) == [
+        "quantformer.train._probe:1", "quantformer.train._probe:2"]

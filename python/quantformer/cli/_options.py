@@ -17,7 +17,7 @@ from ..models.hub import MAX_LENGTH_RULE, check_length_value
 from ..models.onnx import backend as onnx_backend
 from ..models.precision import PRECISIONS
 from ..models.tasks import Multilabel
-from ..models.reading import CHUNKS, DEFAULT_TRUNCATION, TRUNCATIONS, WINDOW_FIELDS
+from ..models.reading import DEFAULT_TRUNCATION, TRUNCATIONS, WINDOW_FIELDS
 from ..scale.partitions import is_partitioned
 from ..models.arguments import TASKS
 from ..train import nli
@@ -384,16 +384,6 @@ def add_truncation_options(p, help_text: str) -> None:
     (:func:`add_chunk_options`), for tune and compare."""
     p.add_argument("--truncation", default=None, choices=TRUNCATIONS, help=help_text)
     add_chunk_options(p, training=True)
-
-
-def training_chunk_kwargs(args) -> dict:
-    """The window settings of :func:`add_truncation_options` that were given, as library
-    keywords (``chunk_training`` with ``--truncation chunks``, where it applies, or when it is
-    not the default, for the library to refuse without chunks)."""
-    out = {k: v for k, v in chunk_kwargs(args).items() if v is not None}
-    if args.truncation == CHUNKS or args.chunk_training != DEFAULT_CHUNK_TRAINING:
-        out["chunk_training"] = args.chunk_training
-    return out
 
 
 def refuse_partitioned_chunks_out(args) -> None:

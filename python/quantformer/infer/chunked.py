@@ -14,7 +14,7 @@ import pandas as pd
 from .._core.errors import InputError, ParamWarning
 from ..io.writable import check_output_file
 from ..models.chunks import check_not_longformer
-from ..models.reading import CHUNKS, DEFAULT_MAX_LENGTH, TRUNCATIONS, Reading, check_strategy
+from ..models.reading import CHUNKS, TRUNCATIONS, Reading, check_strategy
 
 
 class ChunkingWarning(ParamWarning):
@@ -84,18 +84,6 @@ def check_reading_request(reading: Reading, chunks_out=None) -> Reading:
                              params=["chunks_out", "truncation"])
         check_output_file(chunks_out, param="chunks_out")
     return reading
-
-
-def check_chunk_request(truncation: str, stride: int | None, max_chunks: int | None,
-                        aggregate: str | None, chunks_out) -> None:
-    """:func:`check_reading_request` of the reading these settings make (for callers that
-    hold them loose).
-
-    Raises:
-        InputError: as :func:`check_reading_request`.
-    """
-    check_reading_request(Reading(truncation, DEFAULT_MAX_LENGTH, stride, max_chunks,
-                                  aggregate), chunks_out)
 
 
 def _check_can_window(clf, aggregate: str | None) -> None:

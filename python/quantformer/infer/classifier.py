@@ -124,8 +124,9 @@ class Classifier:
             :class:`~quantformer.models.reading.Reading`: cut to ``max_length`` tokens by
             ``truncation``, or with ``truncation="chunks"`` read whole in windows
             (:mod:`quantformer.models.chunks`). ``max_length``, ``truncation``, ``stride``,
-            ``max_chunks`` and ``aggregate`` are its fields, read here as attributes too
-            (``aggregate``: ``mean`` when none was given).
+            ``max_chunks`` and ``aggregate`` are its fields, read here as read-only attributes
+            too (``aggregate``: ``mean`` when none was given); to change one, replace the
+            reading (``clf.reading = clf.reading.replace(stride=64)``).
         record: the ``quantformer.json`` record (training arguments, counts, versions).
     """
 
@@ -146,24 +147,18 @@ class Classifier:
         self.precision = TorchPrecision.fp32()  # bf16 autocast + fp32 recheck: from_dir sets it
         self.model.eval()
 
-    # the reading's fields as attributes: assigning one replaces the reading
+    # the reading's fields as read-only attributes: a change replaces the whole reading
+    # (``clf.reading = clf.reading.replace(...)``)
     max_length = property(lambda self: self.reading.max_length,
                           doc="Tokens per document or window, special tokens included.")
     truncation = property(lambda self: self.reading.truncation,
-                          lambda self, v: self._read(truncation=v),
                           doc="How long documents are read (``chunks``: in windows).")
     stride = property(lambda self: self.reading.stride,
-                      lambda self, v: self._read(stride=v),
                       doc="With chunks, tokens neighbouring windows share (None: default).")
     max_chunks = property(lambda self: self.reading.max_chunks,
-                          lambda self, v: self._read(max_chunks=v),
                           doc="With chunks, the most windows read per document (None: all).")
     aggregate = property(lambda self: self.reading.aggregate_or_default,
-                         lambda self, v: self._read(aggregate=v),
                          doc="With chunks, how window logits are combined (``mean``, ``max``).")
-
-    def _read(self, **changes) -> None:
-        self.reading = self.reading.replace(**changes)
 
     # ---------------------------------------------------------------------------------------
 

@@ -10,12 +10,16 @@ so the worker, Dask workers and suggest load a model once.
 
 from __future__ import annotations
 
+import copy
 import os
 
 from .._core.errors import InputError
 from ..io.modeldir import read_record
 from ..models.onnx.backend import check_backend
-from ..models.precision import DEFAULT_PRECISION, check_precision, check_with_backend
+from ..models.hub import resolve_device
+from ..models.precision import (DEFAULT_PRECISION, TorchPrecision, check_precision,
+                                check_with_backend, torch_precision)
+from ..models.tasks import from_record
 from .cache import MODELS
 from .classifier import Classifier
 from .nli import NLIClassifier
@@ -66,20 +70,44 @@ def load_model(path: str | os.PathLike, device: str = "auto", backend: str = "to
     if method != "standard":
         precision = _fp32_only(method, precision)
     options = {"backend": backend, "quantize": quantize, "recheck_margin": recheck_margin}
-    if method == "standard":
-        options["precision"] = precision  # the cache key holds it (another model in memory)
-    return MODELS.get(f"classifier-{method}", path, device,
-                      lambda: _load(method, path, device, options, record), **options)
+    chosen = None  # ONNX Runtime: quantize sets the precision (the graph's)
+    if method == "standard" and not use_onnx:
+        # the cache key holds the resolved precision, so auto and what it resolves to share
+        # one model, and a change of what auto resolves to loads another
+        chosen = torch_precision(precision, resolve_device(device), from_record(record).name)
+        options["precision"] = chosen.name
+    clf = MODELS.get(f"classifier-{method}", path, device,
+                     lambda: _load(method, path, device, options, record, chosen),
+                     **options)
+    return _as_chosen(clf, chosen)
 
 
-def _load(method: str, path, device: str, options: dict, record: dict) -> Classifier:
-    """The classifier of one method, read from disk (its checked ``record`` passed on)."""
+def _as_chosen(clf: Classifier, chosen: TorchPrecision | None) -> Classifier:
+    """``clf`` running in ``chosen`` (None: as loaded); a cached classifier loaded under
+    another request of the same precision (auto, bf16) is copied, so each caller's record
+    says what it asked for, and the network is shared."""
+    if chosen is None or clf.precision.chosen == chosen.chosen:
+        return clf
+    out = copy.copy(clf)
+    out.precision = chosen
+    return out
+
+
+def _load(method: str, path, device: str, options: dict, record: dict,
+          chosen: TorchPrecision | None = None) -> Classifier:
+    """The classifier of one method, read from disk (its checked ``record`` passed on),
+    running in ``chosen`` where the precision was resolved (standard, torch)."""
     if method == "nli":
         return NLIClassifier.from_dir(path, device=device, backend=options["backend"],
                                       quantize=options["quantize"], record=record)
     if method == "setfit":
         return SetFitClassifier.from_dir(path, device=device, record=record)
-    return Classifier.from_dir(path, device=device, record=record, **options)
+    # the precision is resolved already (one choice, one warning): set on what loads
+    clf = Classifier.from_dir(path, device=device, record=record,
+                              **{**options, "precision": "fp32"})
+    if chosen is not None:
+        clf.precision = chosen
+    return clf
 
 
 def _fp32_only(method: str, precision: str) -> str:

@@ -78,7 +78,9 @@ class NLIClassifier(Classifier):
                   contradiction_id=record["contradiction_id"],
                   max_length=hp.get("max_length", DEFAULT_MAX_LENGTH),
                   truncation=hp.get("truncation", DEFAULT_TRUNCATION), device=dev, record=record)
-        clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
+        stride, max_chunks, aggregate = chunking_of(hp)
+        clf.reading = clf.reading.replace(stride=stride, max_chunks=max_chunks,
+                                          aggregate=aggregate)
         return clf
 
     def hypotheses(self) -> list[str]:

@@ -59,7 +59,9 @@ class SetFitClassifier(Classifier):
         clf = cls(encoder, head["coef"], head["intercept"], record["labels"],
                   normalize=head["normalize"], max_length=hp.get("max_length", 256),
                   truncation=hp.get("truncation", BODY_TRUNCATION), record=record)
-        clf.stride, clf.max_chunks, clf.aggregate = chunking_of(hp)
+        stride, max_chunks, aggregate = chunking_of(hp)
+        clf.reading = clf.reading.replace(stride=stride, max_chunks=max_chunks,
+                                          aggregate=aggregate)
         return clf
 
     def to(self, device: str) -> SetFitClassifier:

@@ -40,7 +40,7 @@ from ..models.precision import DEFAULT_PRECISION, check_precision, check_with_ba
 from ..models.precision import record as precision_of
 from ..models.reading import DEFAULT_TRUNCATION, Reading
 from ..models.tokenize import is_missing
-from .chunked import check_chunk_request
+from .chunked import check_reading_request
 from .embed import as_frame, missing_warning
 from .zeroshot_common import (  # noqa: F401  (re-exported: the names stay importable here)
     CALIBRATIONS,
@@ -161,9 +161,7 @@ def _check_run(hypothesis, labels, *, multi_label, batch_size, reading: Reading,
         multi_label_precision(precision)
     hypothesis = check_hypothesis(hypothesis)
     labels = check_labels(labels, multi_label)
-    reading.check()
-    if chunks_out is not None:  # the window settings are the reading's, checked above
-        check_chunk_request(reading.truncation, None, None, None, chunks_out)
+    check_reading_request(reading, chunks_out)
     check_calibration(calibration)
     check_temperature(temperature)
     if not isinstance(batch_size, int) or batch_size < 1:

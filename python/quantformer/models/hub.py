@@ -213,6 +213,16 @@ def load_setfit(path, **kwargs):
     return SetFitModel.from_pretrained(str(path), **kwargs)
 
 
+def load_sentence_transformer(path, device: str | None = None, **kwargs):
+    """A ``sentence_transformers.SentenceTransformer`` from a folder or resolved hub id (a
+    plain transformer gets mean pooling, as sentence-transformers gives it; Reimers and
+    Gurevych 2019), on ``device`` (None: sentence-transformers' choice); ``**kwargs`` go to
+    ``SentenceTransformer``."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(path), device=device, **kwargs)
+
+
 _PADDING_OFFSET_TYPES = ("roberta", "xlm-roberta", "longformer", "camembert")
 
 

@@ -53,18 +53,6 @@ def check_training_reading(reading: Reading, chunk_training: str) -> Reading:
     return reading
 
 
-def check_chunk_settings(truncation: str, stride, max_chunks, aggregate: str | None,
-                         chunk_training: str, max_length: int) -> None:
-    """:func:`check_training_reading` of the reading these settings make (for callers that
-    hold them loose).
-
-    Raises:
-        InputError: naming the parameter.
-    """
-    check_training_reading(Reading(truncation, max_length, stride, max_chunks, aggregate),
-                           chunk_training)
-
-
 class WindowBatches(Batches):
     """Training batches of whole documents read in windows: :attr:`rows` index documents,
     each batch holds every window of its documents, and the loss is the head's loss on the

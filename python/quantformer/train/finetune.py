@@ -18,7 +18,7 @@ from dataclasses import replace
 import pandas as pd
 
 from ..models.hub import load_tokenizer
-from ..models.reading import CHUNKS, DEFAULT_AGGREGATE, DEFAULT_TRUNCATION, check_windows
+from ..models.reading import CHUNKS, DEFAULT_AGGREGATE, DEFAULT_TRUNCATION
 from ..models.precision import DEFAULT_PRECISION
 from ..models.tasks import TrainingWarning
 from ..models.tokenize import special_template
@@ -200,9 +200,9 @@ def _windows_at_prediction(frame: pd.DataFrame, spec: TrainSpec, *, valid, sourc
     clf.record["hyperparameters"].update(
         truncation=CHUNKS, stride=r.stride, max_chunks=r.max_chunks,
         aggregate=aggregate, chunk_training=DEFAULT_TRUNCATION)
-    clf.truncation, clf.stride, clf.max_chunks = CHUNKS, r.stride, r.max_chunks
-    clf.aggregate = aggregate or DEFAULT_AGGREGATE
-    check_windows(clf.window_budget(), r.stride, r.max_chunks, clf.max_length)
+    clf.reading = clf.reading.replace(truncation=CHUNKS, stride=r.stride, max_chunks=r.max_chunks,
+                                      aggregate=aggregate or DEFAULT_AGGREGATE)
+    clf.reading.check_window(clf.window_budget())
     return clf
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.hub import resolve_model
+from ..models.hub import load_sentence_transformer, resolve_model
 from .pretrain_run import Objective, Run
 
 DELETE_RATIO = 0.6
@@ -33,14 +33,13 @@ def delete_words(text: str, rng: np.random.Generator, ratio: float = DELETE_RATI
 
 def tsdae_parts(run: Run) -> dict:
     """The sentence transformer and its denoising auto-encoder loss (decoder tied)."""
-    from sentence_transformers import SentenceTransformer
     try:
         from sentence_transformers.sentence_transformer.losses import DenoisingAutoEncoderLoss
     except ImportError:  # pragma: no cover - sentence-transformers < 6
         from sentence_transformers.losses import DenoisingAutoEncoderLoss
 
     path = resolve_model(run.settings["model"])
-    st = SentenceTransformer(path, device=run.device)
+    st = load_sentence_transformer(path, device=run.device)
     window = st.max_seq_length  # the base's own, written back with the encoder (tsdae_save)
     st.max_seq_length = run.settings["max_length"]
     # tied: the decoder is the encoder's own checkpoint (naming it again only logs a warning)

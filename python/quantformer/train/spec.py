@@ -29,7 +29,7 @@ from ..models.precision import DEFAULT_PRECISION
 from ..models.tasks import check_label_columns
 from ..models.arguments import check_with
 from .arguments import BATCH_SIZE, DEFAULT_VALID_FRACTION, TRAINING_PARAMETERS
-from .chunks import check_chunk_settings
+from .chunks import check_training_reading
 
 METHODS = ("standard", "nli", "setfit")
 #: a reading whose length and truncation are the method's (filled by ``with_defaults``)
@@ -196,9 +196,8 @@ class TrainSpec:
             raise InputError("{tune_thresholds} is for {task} multilabel; leave it out",
                              params=["tune_thresholds", "task"])
         if self.method != "standard" and self.truncation != CHUNKS:
-            r = self.reading
-            check_chunk_settings(r.truncation, r.stride, r.max_chunks, r.aggregate,
-                                 self.chunk_training, r.max_length or DEFAULT_MAX_LENGTH)
+            check_training_reading(self.reading.replace(
+                max_length=self.reading.max_length or DEFAULT_MAX_LENGTH), self.chunk_training)
         if self.method == "setfit":
             self._check_setfit_options()
         return self

@@ -34,9 +34,9 @@ from ..models.hub import (
 )
 from ..models.tasks import make_task
 from ..models.chunks import check_not_longformer
-from ..models.reading import CHUNKS, TRUNCATIONS, check_strategy
+from ..models.reading import CHUNKS, TRUNCATIONS, Reading, check_strategy
 from ..models.tokenize import encode, encode_windows
-from .chunks import check_chunk_settings, window_batches
+from .chunks import check_training_reading, window_batches
 from .arguments import DROPOUT, check_training, default_hyperparameters
 from .data import oversample_indices, set_seed, training_data
 from ..models.precision import choose_precision
@@ -64,8 +64,7 @@ def finetune_standard(frame: pd.DataFrame, spec: TrainSpec, *,
     started, created = time.time(), now_utc()
     r = spec.reading
     check_strategy(r.truncation, TRUNCATIONS)  # window settings checked before the model loads
-    check_chunk_settings(r.truncation, r.stride, r.max_chunks, r.aggregate,
-                         spec.chunk_training, r.max_length)
+    check_training_reading(r, spec.chunk_training)
     settings = check_settings(spec)
     settings["aggregate"] = r.aggregate_or_default
     model, seed, valid_fraction = spec.model, spec.seed, spec.valid_fraction
@@ -151,10 +150,10 @@ def _setup(model, base_path, config, data, task, settings, device, rng, say):
     network.to(device)
     record = {"model": model_label(model), "base_model_path": base_path,
               "model_type": getattr(config, "model_type", None)}
-    clf = Classifier(network, tokenizer, task.labels, max_length=int(settings["max_length"]),
-                     truncation=settings["truncation"], device=device, record=record, task=task)
-    clf.stride, clf.max_chunks = settings["stride"], settings["max_chunks"]
-    clf.aggregate = settings["aggregate"]
+    reading = Reading(settings["truncation"], int(settings["max_length"]), settings["stride"],
+                      settings["max_chunks"], settings["aggregate"])
+    clf = Classifier(network, tokenizer, task.labels, device=device, record=record, task=task,
+                     reading=reading)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     if settings["truncation"] == CHUNKS:
         batches = window_batches(enc, rows, targets, pad, None,

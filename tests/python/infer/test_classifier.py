@@ -87,3 +87,24 @@ def test_run_batches_matches_unbatched_forward(tiny_bert_dir):
             one = tok(t, return_tensors="pt")
             ref = model(**one).last_hidden_state.mean(1)[0].numpy()
         assert pooled[i] == pytest.approx(ref, abs=1e-5)
+
+
+def test_classifier_reading_is_replaced_whole_not_field_by_field(tiny_bert_dir):
+    """The reading's fields are read-only attributes: a change replaces the reading."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from quantformer.infer.classifier import Classifier
+    from quantformer.models.reading import Reading
+
+    net = AutoModelForSequenceClassification.from_pretrained(tiny_bert_dir, num_labels=2)
+    clf = Classifier(net, AutoTokenizer.from_pretrained(tiny_bert_dir), ["a", "b"],
+                     max_length=32)
+    assert clf.reading == Reading("head_tail", 32)
+    for name, value in (("truncation", "chunks"), ("stride", 4), ("max_chunks", 2),
+                        ("aggregate", "max"), ("max_length", 16)):
+        with pytest.raises(AttributeError):
+            setattr(clf, name, value)
+    assert clf.reading == Reading("head_tail", 32)
+    clf.reading = clf.reading.replace(truncation="chunks", stride=4, max_chunks=2)
+    assert (clf.truncation, clf.max_length, clf.stride, clf.max_chunks, clf.aggregate) == (
+        "chunks", 32, 4, 2, "mean")

@@ -121,6 +121,51 @@ def test_cache_key_holds_precision(model_dir):
         MODELS.resize(0)
 
 
+@pytest.mark.parametrize("cpu", [("avx2", "avx512f", "avx512_bf16"), ("avx2", "fma")],
+                         ids=["native-bf16", "no-bf16"])
+def test_cache_key_holds_the_resolved_precision(model_dir, flags, cpu):
+    """auto is cached as what it resolves to: auto and that precision named share one loaded
+    network (each answer records what was asked), the other precision is another model."""
+    flags(*cpu)
+    want = prec.choose_precision("auto", "cpu").name
+    other = "fp32" if want == "bf16" else "bf16"
+    MODELS.clear()
+    MODELS.resize(4)
+    try:
+        loads = MODELS.loads
+        auto = load_model(model_dir, device="cpu", precision="auto")
+        named = load_model(model_dir, device="cpu", precision=want)
+        assert MODELS.loads - loads == 1 and named.model is auto.model
+        assert (auto.precision.name, named.precision.name) == (want, want)
+        assert (auto.precision.chosen.requested, named.precision.chosen.requested) == (
+            "auto", want)
+        with warnings.catch_warnings():  # bf16 where the CPU only emulates it warns
+            warnings.simplefilter("ignore", prec.PrecisionWarning)
+            changed = load_model(model_dir, device="cpu", precision=other)
+        assert changed.precision.name == other and MODELS.loads - loads == 2
+        assert changed.model is not auto.model
+        assert load_model(model_dir, device="cpu", precision="auto") is auto
+        again = load_model(model_dir, device="cpu", precision=want)
+        assert again.model is auto.model and again.precision.chosen.requested == want
+        assert MODELS.loads - loads == 2
+    finally:
+        MODELS.resize(0)
+
+
+def test_cached_auto_follows_a_change_of_what_auto_resolves_to(model_dir, flags):
+    MODELS.clear()
+    MODELS.resize(4)
+    try:
+        flags("avx2", "avx512f", "avx512_bf16")
+        assert load_model(model_dir, device="cpu", precision="auto").precision.name == "bf16"
+        flags("avx2", "fma")
+        again = load_model(model_dir, device="cpu", precision="auto")
+        assert again.precision.name == "fp32"
+        assert again.predict(_docs(6))["backend"].tolist() == ["torch"] * 6
+    finally:
+        MODELS.resize(0)
+
+
 def test_library_predict_auto_follows_the_decision(model_dir):
     out = predict(str(model_dir), _docs(8), device="cpu")
     want = prec.choose_precision("auto", "cpu").name
