@@ -51,7 +51,9 @@ call_verb <- function(verb, args = character(), inputs = list(),
   out_file <- if (output %in% c("rds", "json")) out_path(paste0(".", output))
   beside_files <- vapply(beside, function(suffix) sub("\\.[^.]*$", suffix, out_file), "")
   extra <- vapply(outputs, function(type) out_path(paste0(".", match_output(type))), "")
-  files <- c(files, out_file, beside_files, extra)
+  # the record some verbs write beside --out (its full name plus ".json"): deleted with it
+  record_file <- if (!is.null(out_file)) paste0(out_file, ".json")
+  files <- c(files, out_file, record_file, beside_files, extra)
   out_args <- c(if (!is.null(out_file)) c("--out", out_file),
                 as.vector(rbind(names(outputs), extra)))
   res <- run_cli(verb, c(input_args, args, out_args), verbose = verbose, r_args = r_args,

@@ -37,7 +37,10 @@
 #'   (defaults `text` and `doc_id`; without an id column ids are `textN`).
 #' @param keep_text logical: keep the text column in the outputs (default `FALSE`).
 #' @param precision `"auto"` (default), `"fp32"` or `"bf16"`: see [quantformer_precision];
-#'   each output row's `backend` says which precision produced it.
+#'   each output row's `backend` says which precision produced it, and `manifest.json` each
+#'   partition's `precision`. In bf16 probabilities can differ in the third decimal from one
+#'   `predict()` call on the same documents (labels do not); `"fp32"` is the reproducible
+#'   choice.
 #' @template verbose
 #' @return A data frame with one row per partition: `input`, `output` (the Parquet path),
 #'   `rows`, `seconds`, `worker`, `finished` (UTC time) and `run` (which call of the job

@@ -211,8 +211,10 @@ validation_args <- function(validation, yname, text_field = "text", docid_field 
 #'   probabilities (classifiers only; an error when the model has not been calibrated).
 #' @param precision `"auto"` (default: bf16 where the CPU has AMX or AVX-512 BF16 or the GPU
 #'   supports it, fp32 elsewhere), `"fp32"` or `"bf16"`; in bf16, near ties (top-two margin
-#'   under 0.05) are predicted again in fp32: see [quantformer_precision]. Default from the
-#'   option `quantformer.precision`.
+#'   under 0.05) are predicted again in fp32: see [quantformer_precision]. In bf16
+#'   probabilities can differ in the third decimal with the batch and the partitioning (labels
+#'   do not); `"fp32"` is the reproducible choice. Default from the option
+#'   `quantformer.precision`.
 #' @param truncation,stride,max_chunks,aggregate `NULL` (the default): documents are read as
 #'   the model was fine-tuned. `truncation = "chunks"` reads every document whole as
 #'   overlapping windows of the model's `max_length` tokens, neighbours sharing `stride`

@@ -95,7 +95,9 @@ textmodel_zeroshot <- function(x, labels, hypothesis = "This text is about {}.",
 #'   supports it, fp32 elsewhere; multi-label runs stay fp32), `"fp32"` or `"bf16"` (character,
 #'   one value): the numeric precision of the model (see [quantformer_precision]). In bf16,
 #'   documents whose top-two label probability margin is below 0.05 are scored again in fp32,
-#'   so labels match fp32's. Default from the option `quantformer.precision`. `"bf16"` with
+#'   so labels match fp32's; probabilities can differ in the third decimal with the batch
+#'   (0.014 from Hugging Face's fp32 NLI pipeline): `"fp32"` is the reproducible choice.
+#'   Default from the option `quantformer.precision`. `"bf16"` with
 #'   `backend = "onnx"` or `multi_label = TRUE` is an error.
 #' @return For `type = "class"`, a factor with levels `labels`, named by docnames; for
 #'   `type = "probability"`, a documents x labels matrix; for `type = "both"`, a data frame:

@@ -42,7 +42,8 @@
 #'   the GPU supports it, fp32 elsewhere), `"fp32"` or `"bf16"` (character, one value; see
 #'   [quantformer_precision]). Embeddings have no labels to recheck: bf16 vectors keep a
 #'   cosine similarity with fp32's of at least 0.99997 with the default model on test
-#'   documents. Default from the option
+#'   documents, but their values depend a little on the batch; `"fp32"` is the reproducible
+#'   choice. Default from the option
 #'   `quantformer.precision`; `"bf16"` with `backend = "onnx"` is an error. The matrix's
 #'   `backend` attribute says which ran (`"torch"`, `"torch bf16"`, `"onnx fp32"`, ...).
 #' @inheritParams textmodel_finetune

@@ -202,6 +202,11 @@ def add_backend_options(p) -> None:
 #: --precision auto's help on the verbs that follow the hardware
 AUTO_BF16 = ("auto (default: bf16 autocast where the CPU has AMX or AVX-512 BF16 or the GPU "
              "supports bf16, fp32 elsewhere; `quantformer info` says which)")
+#: what bf16 costs in reproducibility, and where the precision used is recorded
+REPRODUCIBLE = ("In bf16 probabilities can differ in the third decimal with the batch size "
+                "and the partitioning (labels do not); fp32 is the reproducible choice. The "
+                "output's record names the precision used (predict, zeroshot, embed, "
+                "explain: OUT.json beside --out; a partitioned run: manifest.json)")
 #: the fp32 recheck of near ties, in words
 RECHECK = ("In bf16, documents whose top-two probability margin is under 0.05 are predicted "
            "again in fp32 (backend 'torch fp32 recheck')")
@@ -219,7 +224,7 @@ def add_precision_option(p, what: str = "classifiers fine-tuned the standard way
                    help=f"numeric precision of the torch backend: {auto}, fp32 or bf16 "
                         "(allowed without native bf16, with a warning: emulated, slower). "
                         + detail + ("; with --backend onnx, --quantize sets the precision"
-                                    if onnx else ""))
+                                    if onnx else "") + ". " + REPRODUCIBLE)
 
 
 def print_precision(used: dict, what: str | None = None, file=None) -> None:

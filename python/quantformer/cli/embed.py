@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..infer.embed import embed_file
 from ..infer.embedding_table import LAYOUTS
+from ..io.writing import write_output_record
 from ..models.reading import CHUNKS
 from ..models.hub import model_label
 from ..scale.dask import describe, embed_partitions
@@ -80,5 +81,8 @@ def run(args) -> int:
           f"pooling, {counts['hidden']} dimensions, max {counts['max_length']} tokens): "
           f"{counts['n_missing']} missing or empty, {cut}; wrote {args.out}"
           + (f" and {args.chunks_out}" if args.chunks_out else ""))
+    write_output_record(args.out, "embed", counts["precision"], model=model_label(args.model),
+                        input=str(args.input), documents=counts["n_docs"],
+                        chunks_out=args.chunks_out)
     print_precision(counts["precision"])
     return 0

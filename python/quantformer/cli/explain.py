@@ -10,7 +10,7 @@ from .._core.atomic import write_json
 from .._core.errors import InputError
 from ..audit.explain import check_model, check_steps, explain, load_explainable
 from ..audit.explain_check import check
-from ..io.writing import write_frame
+from ..io.writing import write_frame, write_output_record
 from ..io.writable import check_output_file
 from ..io.frames import read_frame
 from ..io.highlight import check_html_path, write_attribution_page
@@ -265,6 +265,9 @@ def run(args) -> int:
     if args.png:
         extra["png_docs"] = docs
     _write(args, frame, ex, extra, write_frame)
+    write_output_record(args.out, "explain", ex.precision, model=str(args.model),
+                        input=str(args.input), documents=int(ex.documents["doc_id"].nunique()),
+                        words=len(ex.words))
     print(f"wrote {len(ex.words)} word attributions of {ex.documents['doc_id'].nunique()} "
           f"documents to {args.out}")
     print_precision(ex.precision)

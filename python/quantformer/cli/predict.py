@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._core.errors import InputError
 from ..infer.predict import predict_file
+from ..io.writing import write_output_record
 from ..scale.dask import describe, predict_partitions
 from ..models.reading import TRUNCATIONS
 from ._options import (
@@ -83,6 +84,9 @@ def run(args) -> int:
                      calibrated=args.calibrated, backend=args.backend,
                      quantize=args.quantize, precision=args.precision, report=used,
                      chunking=chunking, chunks_out=args.chunks_out)
+    write_output_record(args.out, "predict", used, model=str(args.model),
+                        input=str(args.input), documents=n, chunks_out=args.chunks_out,
+                        calibrated=bool(args.calibrated))
     print(f"wrote predictions for {n} documents to {args.out}")
     print_precision(used)
     return 0

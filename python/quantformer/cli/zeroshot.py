@@ -20,7 +20,7 @@ from ..infer.zeroshot import (
 )
 from ..io.columns import PREDICTED_COLUMN
 from ..io.formats import read_text_file
-from ..io.writing import write_frame
+from ..io.writing import write_frame, write_output_record
 from ..io.writable import check_output_file
 from ..io.frames import read_frame
 from ..models.reading import CHUNKS
@@ -122,6 +122,9 @@ def run(args) -> int:
                        meta["truncation"])
     print_table(_counts(result, labels), floatfmt="{:.3f}")
     write_frame(result, args.out)
+    write_output_record(args.out, "zeroshot", meta["precision"], model=meta["model"],
+                        input=str(args.input), documents=len(result), method=meta["method"],
+                        n_rechecked=meta.get("n_rechecked"), chunks_out=args.chunks_out)
     print(f"wrote {len(result)} rows to {args.out}")
     return 0
 

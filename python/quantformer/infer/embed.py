@@ -360,7 +360,9 @@ def embed(frame, model: str | None = None, *, batch_size: int = 32,
             Embeddings have no labels to recheck: bf16
             vectors keep a cosine similarity with fp32's of at least 0.99997 with the bundled
             all-MiniLM-L6-v2 and above 0.99 with tiny random models (40 toy documents,
-            ``tests/python/infer/test_precision_verbs.py``).
+            ``tests/python/infer/test_precision_verbs.py``), but their values depend a
+            little on the batch (sums in bf16); ``fp32`` is the reproducible choice. The
+            ``backend`` column (and the CLI's record ``OUT.json``) names the precision used.
 
     Returns:
         float32 array of shape (n_docs, hidden), rows in input order; missing or empty texts

@@ -40,8 +40,12 @@ def predict(model, frame, *, batch_size: int = 64, keep_text: bool = False,
         precision: used when ``model`` is a path: ``auto`` (default: bf16 autocast where the
             CPU has AMX or AVX-512 BF16 or the GPU supports bf16, else fp32), ``fp32`` or
             ``bf16``; in bf16, documents whose top-two probability margin is under 0.05 are
-            predicted again in fp32 (``backend`` ``torch fp32 recheck``; see
-            :mod:`quantformer.models.precision`).
+            predicted again in fp32, one document at a time (``backend``
+            ``torch fp32 recheck``; see :mod:`quantformer.models.precision`). In bf16 a
+            document's probabilities can differ in the third decimal with the batch size and
+            the partitioning (labels do not: the near ties' fp32 probabilities are the
+            document's own); ``fp32`` is the reproducible choice. The ``backend`` column (and
+            the CLI's record ``OUT.json``) names the precision used.
 
     Returns:
         See :meth:`~quantformer.infer.classifier.Classifier.predict`: a last column ``backend`` says which backend
@@ -77,7 +81,8 @@ def predict_file(model, input_path, out_path, *, text_col: str | None = None,
     free for it, the next chunk is read and tokenised while the model runs on this one
     (:mod:`quantformer.infer.pipeline`).
     ``report``: a dict
-    that receives the precision used and why (``precision``, ``requested``, ``reason``).
+    that receives the precision used and why (``precision``, ``requested``, ``reason``; the
+    CLI writes it into the record ``OUT.json`` beside the output).
     ``chunking``: as in :func:`predict`. ``chunks_out``: with documents read in windows
     (``truncation="chunks"``, trained or asked), a second output file with one row per
     window: ``doc_id``, ``chunk``, ``start``, ``end`` (characters), the window's own

@@ -251,7 +251,11 @@ def zeroshot(
             whose top-two label probability margin is under 0.05 are scored again in fp32
             (NLI: their pairs; embedding: their embeddings, after which the per-label
             calibration over the corpus is computed again); the label hypotheses of the
-            embedding method are always embedded in fp32.
+            embedding method are always embedded in fp32. In bf16 probabilities can differ
+            in the third decimal with the batch size and the partitioning, and from an fp32
+            pipeline (NLI: 0.014 from Hugging Face's); ``fp32`` is the reproducible choice.
+            ``attrs["quantformer"]["precision"]`` (and the CLI's record ``OUT.json``) names
+            the precision used.
 
     Returns:
         A DataFrame in input order with ``doc_id``, the input's other columns (``label`` and

@@ -13,14 +13,37 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._core.atomic import atomic_file, temporary_sibling
+from .._core.atomic import atomic_file, temporary_sibling, write_json
 from .._core.errors import InputError
+from .._core.version import __version__
 from .formats import detect_format
 
+#: the record of a run is written beside its output file under the output's full name plus
+#: this suffix (``--out preds.parquet`` -> ``preds.parquet.json``), as ``annotate`` does
+RECORD_SUFFIX = ".json"
 
 
 # --------------------------------------------------------------------------------------------
 # writing
+
+
+def output_record_path(out: str | os.PathLike) -> Path:
+    """Where the record of the output file ``out`` goes (:data:`RECORD_SUFFIX`)."""
+    return Path(str(out) + RECORD_SUFFIX)
+
+
+def write_output_record(out: str | os.PathLike, verb: str, precision: dict, **fields) -> Path:
+    """Write the record of a run beside its output file ``out`` (atomically; an earlier
+    record of the same file is replaced): ``verb``, the caller's ``fields`` (model, input,
+    counts), ``precision`` (the precision used: ``precision`` -- ``fp32``, ``bf16``, ``fp16``,
+    ``onnx fp32`` or ``onnx int8``, never ``auto`` --, ``requested`` and ``reason``; see
+    :func:`quantformer.models.precision.record`) and the ``quantformer`` version.
+
+    Returns:
+        The record's path (:func:`output_record_path`).
+    """
+    return write_json({"verb": verb, "output": str(out), **fields, "precision": precision,
+                       "quantformer": __version__}, output_record_path(out))
 
 
 def write_figure(fig, path: str | os.PathLike, dpi: int = 120) -> Path:

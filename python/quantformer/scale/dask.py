@@ -56,9 +56,11 @@ from .._core.errors import InputError
 from ..infer.cache import MODELS
 from ..infer.classifier import CHUNK_ROWS
 from ..infer.chunked import check_reading_request, with_chunking
-from ..infer.embed import backend_label, check_length, embed_any, encoder_precision, load_encoder
+from ..infer.embed import (backend_label, check_length, embed_any, encoder_precision,
+                           load_encoder, precision_record as encoder_precision_record)
 from ..infer.embedding_table import embedding_frame, resolve_layout
 from ..infer.load import load_model
+from ..infer.predict import precision_record
 from ..infer.zeroshot import method_for, zeroshot
 from ..infer.zeroshot_common import DEFAULT_HYPOTHESIS, check_hypothesis, check_labels
 from ..io.writing import FrameWriter, write_frame
@@ -171,11 +173,12 @@ def _predict_partition(spec: dict) -> dict:
             writer.write(clf.output_frame(chunk, probs, missing, opts["keep_text"], rechecked))
             n += len(chunk)
             n_missing += int(missing.sum())
-    read = clf.reading
+    read, used = clf.reading, {"precision": precision_record(clf)}
     if read.chunks:
         return {**_counts(n, n_missing, counts.get("dropped", 0), read.max_length, CHUNKS),
-                "max_chunks": read.max_chunks}
-    return _counts(n, n_missing, counts.get("truncated", 0), read.max_length, read.truncation)
+                "max_chunks": read.max_chunks, **used}
+    return {**_counts(n, n_missing, counts.get("truncated", 0), read.max_length,
+                      read.truncation), **used}
 
 
 def _embed_partition(spec: dict) -> dict:
@@ -197,7 +200,8 @@ def _embed_partition(spec: dict) -> dict:
             n_missing += int(encoded.missing.sum())
             n_truncated += int(encoded.truncated.sum())
     return {**_counts(n, n_missing, n_truncated, reading.max_length, reading.truncation),
-            **({"max_chunks": reading.max_chunks} if reading.chunks else {})}
+            **({"max_chunks": reading.max_chunks} if reading.chunks else {}),
+            "precision": encoder_precision_record(enc, chosen)}
 
 
 def _zeroshot_partition(spec: dict) -> dict:
@@ -217,7 +221,8 @@ def _zeroshot_partition(spec: dict) -> dict:
     write_frame(out, spec["output"])
     return {**_counts(len(out), meta["n_missing"], meta["n_truncated"], meta["max_length"],
                       meta["truncation"]),
-            **({"max_chunks": meta["max_chunks"]} if meta["truncation"] == CHUNKS else {})}
+            **({"max_chunks": meta["max_chunks"]} if meta["truncation"] == CHUNKS else {}),
+            "precision": meta["precision"]}
 
 
 _RUNNERS = {"predict": _predict_partition, "embed": _embed_partition,

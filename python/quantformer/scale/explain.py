@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from ..audit.explain import check_model, check_steps, explain, warn_unknown_only
+from ..audit.explain import check_model, check_steps, explain, explain_precision, warn_unknown_only
 from ..audit.explain_check import check
 from ..audit.integrate import GAP_TOLERANCE, warn_gaps
 from ..infer.chunked import with_chunking
@@ -31,6 +31,7 @@ from ..infer.classifier import CHUNK_ROWS
 from ..io.writing import FrameWriter
 from ..io.frames import iter_frames
 from ..models.precision import DEFAULT_PRECISION, check_precision
+from ..models.precision import record as precision_of
 from .cluster import map_runs
 from .dask import cached_model, run_partitions
 from .manifest import MANIFEST
@@ -86,9 +87,11 @@ def explain_partition(spec: dict) -> dict:
             n += len(chunk)
             n_missing += int((~present).sum())
             out_rows += len(words)
+    used = precision_of(explain_precision(opts.get("precision", "fp32"), clf.device))
     return {"rows": n, "missing": n_missing, "truncated": n_cut, "max_length": clf.max_length,
             "truncation": clf.truncation, "out_rows": out_rows, "gap_above": gap_above,
-            "items": items, "unknown_only": unknown, "id_offset": int(spec["id_offset"])}
+            "items": items, "unknown_only": unknown, "id_offset": int(spec["id_offset"]),
+            "precision": used}
 
 
 def empty_words() -> pd.DataFrame:

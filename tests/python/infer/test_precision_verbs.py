@@ -373,3 +373,88 @@ def test_explain_chunks_runs_every_window_in_the_precision_asked(tiny_bert_dir):
     a, b = auto.words["attribution"].to_numpy(), bf.words["attribution"].to_numpy()
     assert not np.array_equal(a, b)  # bf16 did run in the windows
     assert spearmanr(a, b)[0] > 0.9
+
+
+# ------------------------------------------------------------------------------------------
+# the record beside every output names the precision used (resolved, never "auto")
+
+
+def _expected(verb: str, asked: str) -> str:
+    """The precision a verb runs in on this machine for ``asked``: ``auto`` is fp32 for
+    explain, else the hardware's choice (bf16 on a CPU with AMX or AVX-512 BF16)."""
+    if verb == "explain" and asked == "auto":
+        return "fp32"
+    return prec.choose_precision(asked, "cpu").name
+
+
+def _verb_args(verb: str, models: dict, src, out) -> list:
+    common = ["--input", str(src), "--out", str(out), "--device", "cpu", "--quiet"]
+    return {"predict": ["predict", "--model", str(models["classifier"]), *common],
+            "zeroshot": ["zeroshot", "--labels", ",".join(LABELS), "--model",
+                         str(models["nli"]), *common],
+            "embed": ["embed", "--model", str(models["encoder"]), *common],
+            "explain": ["explain", "--model", str(models["classifier"]), "--steps", "4",
+                        *common]}[verb]
+
+
+@pytest.mark.parametrize("asked", ["auto", "fp32", "bf16"])
+def test_every_verb_records_the_precision_it_used(toy_model_dir, tiny_bert_dir,
+                                                  tiny_roberta_nli_dir, tmp_path, capsys,
+                                                  asked):
+    """predict, zeroshot, embed and explain write ``OUT.json`` beside their output: its
+    ``precision`` is the precision the run used (resolved: bf16 or fp32, never auto), the one
+    the CLI printed and the one the output's ``backend`` column names."""
+    import json
+
+    from quantformer.io.writing import output_record_path
+
+    models = {"classifier": toy_model_dir, "nli": tiny_roberta_nli_dir,
+              "encoder": tiny_bert_dir}
+    src = tmp_path / "in.parquet"
+    _docs(6).to_parquet(src)
+    for verb in ("predict", "zeroshot", "embed", "explain"):
+        out = tmp_path / f"{verb}.parquet"
+        assert cli.main([*_verb_args(verb, models, src, out), "--precision", asked]) == 0
+        printed = capsys.readouterr().out
+        record = json.loads(output_record_path(out).read_text())
+        want = _expected(verb, asked)
+        assert output_record_path(out).name == f"{verb}.parquet.json"
+        assert record["verb"] == verb and record["input"] == str(src)
+        assert record["precision"]["precision"] == want, verb
+        assert record["precision"]["requested"] == asked, verb
+        assert f"precision: {want} ({record['precision']['reason']})" in printed, verb
+        backends = set(pd.read_parquet(out)["backend"])
+        assert backends <= ({"torch"} if want == "fp32"
+                            else {"torch bf16", "torch fp32 recheck"}), (verb, backends)
+
+
+def test_every_partitioned_verb_records_the_precision_per_partition(toy_model_dir,
+                                                                     tiny_bert_dir, tmp_path):
+    """Partitioned runs: every partition's entry in ``manifest.json`` has the precision its
+    worker used (a cluster may mix machines), while the job's options keep what was asked."""
+    import json
+    import warnings
+
+    from quantformer.scale.dask import embed_partitions, predict_partitions, zeroshot_partitions
+    from quantformer.scale.explain import explain_partitions
+
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    _docs(6).iloc[:3].to_parquet(parts / "a.parquet")
+    _docs(6).iloc[3:].to_parquet(parts / "b.parquet")
+    kw = {"device": "cpu", "quiet": True, "precision": "auto"}
+    runs = {"predict": lambda o: predict_partitions(toy_model_dir, parts, o, **kw),
+            "embed": lambda o: embed_partitions(parts, o, str(tiny_bert_dir), **kw),
+            "zeroshot": lambda o: zeroshot_partitions(parts, o, LABELS, model=str(tiny_bert_dir),
+                                                      calibration="none", **kw),
+            "explain": lambda o: explain_partitions(toy_model_dir, parts, o, steps=4, **kw)}
+    for verb, run in runs.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the toy corpus' counts, not this test's subject
+            run(tmp_path / verb)
+        manifest = json.loads((tmp_path / verb / "manifest.json").read_text())
+        assert manifest["job"]["options"]["precision"] == "auto"
+        used = [e["precision"] for e in manifest["partitions"].values()]
+        assert len(used) == 2 and all(u["precision"] == _expected(verb, "auto") for u in used)
+        assert all(u["requested"] == "auto" for u in used), verb
+

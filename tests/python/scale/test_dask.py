@@ -38,20 +38,6 @@ def model_dir(tiny_bert_dir, tmp_path_factory):
     return clf.save(tmp_path_factory.mktemp("dist") / "model")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    """A real LocalCluster: 2 worker processes (with nannies), 1 thread each; its address."""
-    from distributed import Client
-
-    lc = distributed.local_cluster(2)
-    client = Client(lc)
-    try:
-        yield lc.scheduler_address, client
-    finally:
-        client.close()
-        lc.close()
-
-
 def _corpus(n: int) -> pd.DataFrame:
     f = toy_frame(n).drop(columns="label")
     f["doc_id"] = [f"z{(i * 7919) % n:05d}" for i in range(n)]  # ids not in sorted order
