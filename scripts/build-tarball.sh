@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # R CMD build of the package from a staged copy of the repository: the copy leaves out .venv,
 # .git and other large folders that R CMD build would otherwise copy whole (following the
-# .venv symlink of a worktree) before applying .Rbuildignore, and keeps the symlinks in
-# inst/pycore, which R CMD build then follows so that the tarball carries the Python core.
+# .venv symlink of a worktree) before applying .Rbuildignore, and every tool's cache at any
+# depth (__pycache__, *.pyc, .import_linter_cache, .pytest_cache, .mypy_cache, .ruff_cache,
+# .ipynb_checkpoints; .Rbuildignore leaves them out of a plain R CMD build too), and keeps the
+# symlinks in inst/pycore, which R CMD build then follows so that the tarball carries the
+# Python core.
 # Usage: scripts/build-tarball.sh OUTDIR [R CMD build options...]   prints the tarball's path
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,8 +15,9 @@ stage=$(mktemp -d "${TMPDIR:-/tmp}/quantformer-stage.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 mkdir "$stage/quantformer"
 tar -C "$root" --exclude=./.venv --exclude=./.git --exclude=./runs --exclude=./demo-output \
-  --exclude=./build --exclude=./dist --exclude='*.Rcheck' --exclude='__pycache__' \
-  --exclude='*.egg-info' --exclude=./.pytest_cache --exclude='quantformer_*.tar.gz' -cf - . |
+  --exclude=./build --exclude=./dist --exclude='*.Rcheck' --exclude='*.egg-info' \
+  --exclude='quantformer_*.tar.gz' --exclude='__pycache__' --exclude='*.py[co]' \
+  --exclude='.*_cache' --exclude=.cache --exclude=.ipynb_checkpoints -cf - . |
   tar -C "$stage/quantformer" -xf -
 ( cd "$out" && R CMD build "$@" "$stage/quantformer" ) >&2
 for opt in "$@"; do

@@ -15,7 +15,8 @@ done
 for f in $want; do
   grep -qxF "$f" <<<"$names" || { echo "check-tarball: $f is missing from $tarball"; missing=1; }
 done
-extra=$(grep -E '__pycache__|\.pyc$|\.egg-info|tests/python|/\.venv/' <<<"$names" | head -5)
+extra=$(grep -E '__pycache__|\.py[co]$|/\.[^/]*_cache(/|$)|/\.cache(/|$)|\.ipynb_checkpoints|\.egg-info|tests/python|/\.venv/' \
+  <<<"$names" | head -5)
 if [ -n "$extra" ]; then echo "check-tarball: $tarball carries files it must not:"; echo "$extra"; missing=1; fi
 [ "$missing" = 0 ] && echo "check-tarball: $(basename "$tarball") carries the Python core ($(wc -w <<<"$want") files)"
 exit $missing

@@ -23,6 +23,7 @@ _LAZY = {
     "encode": "quantformer.models.tokenize:encode",
     "sotu": "quantformer.io.datasets:sotu",
     "datasets": "quantformer.io.datasets",
+    "split_by_group": "quantformer.io.datasets:split_by_group",
     "finetune": "quantformer.train.finetune:finetune",
     "predict": "quantformer.infer.predict:predict",
     "evaluate": "quantformer.score.evaluate:evaluate",

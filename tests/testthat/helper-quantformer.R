@@ -64,3 +64,19 @@ fake_python <- function(status = 1L, message = "quantformer predict: internal er
   Sys.chmod(f, "0755")
   f
 }
+
+# A tiny causal LM (2-layer Llama, random weights, byte-level tokenizer, chat template), built
+# once a session by tests/testthat/tiny_llama.py with the Python the package found. The script
+# travels with these tests and needs only the core's own dependencies, so the tests of a built
+# tarball build it as a clone's do.
+tiny_llama <- function() {
+  skip_if_no_python()
+  dir <- file.path(tempdir(), "tiny-llama")
+  if (!dir.exists(dir)) {
+    script <- testthat::test_path("tiny_llama.py")
+    if (!file.exists(script)) stop("tiny_llama.py is missing beside the tests: ", script)
+    processx::run(quantformer:::find_python()$python, c(normalizePath(script), dir),
+                  env = quantformer:::child_env())
+  }
+  dir
+}

@@ -1,19 +1,3 @@
-# A tiny causal LM built by the Python test helpers (tests/python/tiny_models.py): in the source
-# tree beside these tests, or where QUANTFORMER_TEST_HELPERS points (scripts/check-r.sh sets it,
-# since R CMD check copies tests/testthat alone).
-tiny_llama <- function() {
-  helpers <- Sys.getenv("QUANTFORMER_TEST_HELPERS", testthat::test_path("..", "python"))
-  helpers <- normalizePath(helpers, mustWork = TRUE)
-  dir <- file.path(tempdir(), "tiny-llama")
-  if (!dir.exists(dir)) {
-    py <- quantformer:::find_python()$python
-    processx::run(py, c("-c", sprintf(
-      "import sys; sys.path.insert(0, %s); import tiny_models; tiny_models.build_tiny_llama(%s)",
-      deparse(helpers), deparse(dir))), env = quantformer:::child_env())
-  }
-  dir
-}
-
 test_that("annotate_llm codes each document from the codebook with label probabilities", {
   skip_if_no_verb("annotate")
   llm <- tiny_llama()
