@@ -208,7 +208,8 @@ add_llm_coder <- function(corpus_file, book, project, llm_codes, llm_coder, verb
 #'   disagreement, and skipped or not applicable ones, are left out). `TRUE` gives every
 #'   coder's current code with its status, time, strategy and comment.
 #' @return A data frame. `all = FALSE`: `doc_id`, `code`, `n_coders`, `source`
-#'   (`"single"`, `"agreed"` or `"resolved"`). `all = TRUE`: `doc_id`, `code` (`NA` for
+#'   (`"single"`, `"agreed"` or `"resolved"`), `resolved_by` (the coder who reconciled the
+#'   document; `NA` unless `"resolved"`). `all = TRUE`: `doc_id`, `code` (`NA` for
 #'   skipped and not applicable documents), `coder`, `status` (`"code"`, `"skip"`,
 #'   `"not_applicable"`), `time` (UTC, ISO 8601), `strategy` (what showed the document:
 #'   `"cold"`, `"margin"`, ..., `"overlap"`, `"back"`), `guess_accepted` (logical),

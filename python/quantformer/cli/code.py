@@ -261,7 +261,8 @@ def open_room(args, codebook):
         room = Room(frame, vectors, store, codebook, strategy=args.strategy,
                     random_share=args.random_share, retrain_every=args.retrain_every,
                     overlap=args.overlap, seed=args.seed, precision=used,
-                    team=len(args.coders.split(",")) if args.coders else 1)
+                    team=len(args.coders.split(",")) if args.coders else 1,
+                    coders=coder_names(args.coders, args.coder) or [args.coder or "coder1"])
         room.step()  # the first model (on resumed codes) and the first queue, before serving
     except BaseException:
         store.close()

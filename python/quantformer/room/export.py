@@ -25,19 +25,22 @@ def final_codes(current: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
 
     Returns:
         ``doc_id``, ``label``, ``n_coders``, ``source`` (``resolved``, ``agreed`` or
-        ``single``), in coding order.
+        ``single``) and ``resolved_by`` (the coder who reconciled it; None unless
+        ``resolved``), in coding order.
     """
     codes = current[current["status"] == "code"]
     fixed = dict(zip(resolved["doc_id"], resolved[LABEL_COLUMN]))
+    by = dict(zip(resolved["doc_id"], resolved["coder"])) if "coder" in resolved else {}
     rows = []
     for doc, group in codes.groupby("doc_id", sort=False):
         labels = set(group[LABEL_COLUMN])
         if doc in fixed:
-            rows.append((doc, fixed[doc], len(group), "resolved"))
+            rows.append((doc, fixed[doc], len(group), "resolved", by.get(doc)))
         elif len(labels) == 1:
             rows.append((doc, labels.pop(), len(group), "single" if len(group) == 1
-                         else "agreed"))
-    return pd.DataFrame(rows, columns=["doc_id", LABEL_COLUMN, "n_coders", "source"])
+                         else "agreed", None))
+    return pd.DataFrame(rows, columns=["doc_id", LABEL_COLUMN, "n_coders", "source",
+                                       "resolved_by"])
 
 
 def export_codes(project: str | os.PathLike, out: str | os.PathLike,
