@@ -69,6 +69,7 @@ from .._core.errors import InputError
 from ..io.columns import LABEL_COLUMN
 from .finetune_now import Busy, FinetuneNow
 from .loop import Room
+from .ports import port_error
 from .store import Conflict
 
 STATIC = Path(__file__).with_name("static")
@@ -260,20 +261,45 @@ class Handler(BaseHTTPRequestHandler):
 
     def read_body(self) -> bytes:
         """The request's body, read whatever the answer will be (a refused request's
-        included); over ``MAX_BODY`` it is not read and the connection is closed."""
+        included), by its ``Content-Length`` or in chunks (``Transfer-Encoding: chunked``);
+        over ``MAX_BODY`` it is not read (``self.too_large``) and the connection is
+        closed."""
+        self.too_large = False
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self.read_chunks()
         try:
             n = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             n = MAX_BODY + 1
         if n > MAX_BODY or n < 0:
-            self.close_connection = True
+            self.close_connection = self.too_large = True
             return b""
         return self.rfile.read(n) if n else b""
 
+    def read_chunks(self) -> bytes:
+        """A chunked body (RFC 9112, section 7.1): chunks of a hexadecimal size line, the
+        data and CRLF, up to a chunk of size 0 and the trailer lines."""
+        parts, total = [], 0
+        while True:
+            line = self.rfile.readline(1024).split(b";")[0].strip()
+            try:
+                size = int(line, 16)
+            except ValueError:
+                size = -1
+            if size < 0 or total + size > MAX_BODY:
+                self.close_connection = self.too_large = True
+                return b""
+            if size == 0:
+                while self.rfile.readline(1024).strip():  # trailer lines, then a blank one
+                    pass
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(16)  # the CRLF after the data
+            total += size
+
     def body(self, raw: bytes) -> dict:
-        n = int(self.headers.get("Content-Length") or 0)
-        if n > MAX_BODY:
-            raise InputError("request too large")
+        if self.too_large:
+            raise InputError("request too large (or a malformed chunked body)")
         data = json.loads(raw or b"{}")
         if not isinstance(data, dict):
             raise InputError("the request body must be a JSON object")
@@ -397,31 +423,6 @@ class Handler(BaseHTTPRequestHandler):
                 threading.Thread(target=self.server.shutdown, daemon=True).start()
             return {"ok": True, "done": True, "stopped": bool(data.get("stop"))}
         return None
-
-
-def port_error(host: str, port: int, exc: OSError) -> InputError:
-    return InputError(f"cannot serve on {host}:{port} ({exc.strerror}); give another "
-                      "{port} (0 = a free one)", params=["port"])
-
-
-def probe_port(host: str, port: int) -> None:
-    """Bind ``host:port`` and let it go again, before any long work (the corpus' embedding,
-    the project file): a port in use is refused first. Port 0 (a free one) always passes.
-
-    Raises:
-        InputError: the address cannot be bound (in use, not this computer's, no right).
-    """
-    import socket
-
-    if port == 0:
-        return
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as RoomServer does
-            sock.bind((host, port))
-    except OSError as exc:
-        raise port_error(host, port, exc) from None
 
 
 class RoomServer(ThreadingHTTPServer):

@@ -146,7 +146,7 @@ def code_docs(driver, truth: dict, n: int, flip: list | None = None,
 def export(project: Path, out: Path, final: bool = False) -> pd.DataFrame:
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
     subprocess.run([sys.executable, "-m", "quantformer", "code", "--project", str(project),
-                    "--export", str(out), "--quiet", *(["--final"] if final else [])],
+                    "--export", str(out), "--quiet", "--overwrite", *(["--final"] if final else [])],
                    check=True, env=env)
     return pd.read_csv(out) if out.suffix == ".csv" else pd.read_parquet(out)
 
