@@ -15,8 +15,11 @@
 #' `retrain_every` codes without blocking the page, which shows its cross-validated macro-F1
 #' as a learning curve and says when its predictions have stopped changing (stabilising
 #' predictions: Cohen's kappa of successive rounds' predictions of at least 0.99 over three
-#' rounds; Bloodgood & Vijay-Shanker 2009). A second coder joins with another `coder` name
-#' on the same project; a share `overlap` of the documents is shown to both, blind, and the
+#' rounds; Bloodgood & Vijay-Shanker 2009). One link is one person: a second coder joins with
+#' another `coder` name in a later room of their own, or with a link of their own (`coders`)
+#' on the same project; a share `overlap` of the documents is shown to both, blind (the model
+#' learns such a document only once two coders coded it, so its guess never passes one
+#' coder's code on), and the
 #' page reports Krippendorff's alpha and Cohen's kappa on it with bootstrap intervals.
 #'
 #' A language model as one more coder (`llm_codes`, e.g. the codes of [annotate_llm()]): its
@@ -208,9 +211,11 @@ add_llm_coder <- function(corpus_file, book, project, llm_codes, llm_coder, verb
 #'   disagreement, and skipped or not applicable ones, are left out). `TRUE` gives every
 #'   coder's current code with its status, time, strategy and comment.
 #' @return A data frame. `all = FALSE`: `doc_id`, `code`, `n_coders`, `source`
-#'   (`"single"`, `"agreed"` or `"resolved"`). `all = TRUE`: `doc_id`, `code` (`NA` for
+#'   (`"single"`, `"agreed"` or `"resolved"`), `resolved_by` (the coder who reconciled the
+#'   document; `NA` unless `"resolved"`). `all = TRUE`: `doc_id`, `code` (`NA` for
 #'   skipped and not applicable documents), `coder`, `status` (`"code"`, `"skip"`,
-#'   `"not_applicable"`), `time` (UTC, ISO 8601), `strategy` (what showed the document:
+#'   `"not_applicable"`; `"uncoded"` for a comment on a document the coder has no code of,
+#'   e.g. typed before going back), `time` (UTC, ISO 8601), `strategy` (what showed the document:
 #'   `"cold"`, `"margin"`, ..., `"overlap"`, `"back"`), `guess_accepted` (logical),
 #'   `comment`.
 #' @export

@@ -68,7 +68,7 @@ test_that("code_documents serves the corpus; codes come back with read_codes (#2
   proc$wait(20000)
   expect_false(proc$is_alive())
   codes <- read_codes(project)
-  expect_equal(names(codes), c("doc_id", "code", "n_coders", "source"))
+  expect_equal(names(codes), c("doc_id", "code", "n_coders", "source", "resolved_by"))
   expect_equal(stats::setNames(codes$code, codes$doc_id), coded)
   y <- merge_codes(sotu, codes)  # feeds the corpus' label vector directly
   expect_equal(sum(!is.na(y)), 4)

@@ -19,7 +19,8 @@ from ..room.finetune_now import (
 )
 from ..room.loop import Room
 from ..room.machine import add_machine_coder
-from ..room.server import RoomServer, check_coders, probe_port
+from ..room.ports import moved_port, probe_port, project_port
+from ..room.server import RoomServer, check_coders
 from ..room.export import export_codes
 from ..room.store import Store, check_codebook_change
 from ..io.writable import check_project_file
@@ -71,7 +72,12 @@ def add_cli(sub) -> None:
                         "coder column, the model's name)")
     p.add_argument("--final", action="store_true",
                    help="with --export: one code per document (reconciled or agreed)")
-    p.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --export: replace FILE when it exists (default: refused)")
+    p.add_argument("--port", type=int, default=0,
+                   help="port (default 0: the port of the project's last start when it is "
+                        "free, so that its links keep working, else a free one; a change "
+                        "is warned about)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to serve on (default 127.0.0.1: this computer only; "
                         "0.0.0.0 shares it on the network, with a link per --coders)")
@@ -140,8 +146,9 @@ def run(args) -> int:
     if args.input is None:
         raise InputError("give the corpus to code with {input} (or --export FILE to write "
                          "the codes of {project})", params=["input", "project"])
-    if args.final:
-        raise InputError("--final applies to --export only", params=[])
+    if args.final or args.overwrite:
+        raise InputError(f"{'--final' if args.final else '--overwrite'} applies to --export "
+                         "only", params=[])
     check_shares(args)
     coders = coder_names(args.coders, args.coder)
     codebook = make_codebook(args.labels, args.codebook)
@@ -192,10 +199,14 @@ def run_export(args) -> int:
                             ("--coder-name", args.coder_name)) if v is not None]
     if given:
         raise InputError(f"--export reads the project file only; leave out {', '.join(given)}")
-    table = export_codes(args.project, args.export, final=args.final)
+    from pathlib import Path
+
+    replaced = Path(args.export).exists()
+    table = export_codes(args.project, args.export, final=args.final, overwrite=args.overwrite)
     if not args.quiet:
         print(f"wrote {len(table)} code(s) of {table['doc_id'].nunique()} document(s) to "
-              f"{args.export}", file=sys.stderr)
+              f"{args.export}" + (" (replaced the file that was there)" if replaced else ""),
+              file=sys.stderr)
     return 0
 
 
@@ -205,8 +216,9 @@ def run_add_coder(args) -> int:
     if args.input is None:
         raise InputError("{add_coder} needs the project's corpus with {input}",
                          params=["add_coder", "input"])
-    if args.final:
-        raise InputError("--final applies to --export only", params=[])
+    if args.final or args.overwrite:
+        raise InputError(f"{'--final' if args.final else '--overwrite'} applies to --export "
+                         "only", params=[])
     frame = read_corpus(args)
     codebook = (make_codebook(args.labels, args.codebook)
                 if args.labels is not None or args.codebook is not None else None)
@@ -261,7 +273,8 @@ def open_room(args, codebook):
         room = Room(frame, vectors, store, codebook, strategy=args.strategy,
                     random_share=args.random_share, retrain_every=args.retrain_every,
                     overlap=args.overlap, seed=args.seed, precision=used,
-                    team=len(args.coders.split(",")) if args.coders else 1)
+                    team=len(args.coders.split(",")) if args.coders else 1,
+                    coders=coder_names(args.coders, args.coder) or [args.coder or "coder1"])
         room.step()  # the first model (on resumed codes) and the first queue, before serving
     except BaseException:
         store.close()
@@ -288,9 +301,13 @@ def serve_room(room, args, coders: list[str] | None = None, runner=None) -> None
     import signal
     import webbrowser
 
-    server = RoomServer(room, args.host, args.port, coder=args.coder or "coder1",
+    port, earlier = project_port(room.store, args.host, args.port)  # the links keep working
+    server = RoomServer(room, args.host, port, coder=args.coder or "coder1",
                         quiet=args.quiet, coders=coders, finetune=runner,
                         new_links=args.new_links, say=getattr(args, "error_text", str))
+    room.store.put("port", server.server_address[1])
+    if moved_port(earlier, server.server_address[1]):
+        warnings.warn(moved_port(earlier, server.server_address[1]), UserWarning, stacklevel=2)
     warn_if_shared(args.host)
     room.run_background()
     coders = coders or [None]

@@ -25,23 +25,38 @@ def final_codes(current: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
 
     Returns:
         ``doc_id``, ``label``, ``n_coders``, ``source`` (``resolved``, ``agreed`` or
-        ``single``), in coding order.
+        ``single``) and ``resolved_by`` (the coder who reconciled it; None unless
+        ``resolved``), in coding order.
     """
     codes = current[current["status"] == "code"]
     fixed = dict(zip(resolved["doc_id"], resolved[LABEL_COLUMN]))
+    by = dict(zip(resolved["doc_id"], resolved["coder"])) if "coder" in resolved else {}
     rows = []
     for doc, group in codes.groupby("doc_id", sort=False):
         labels = set(group[LABEL_COLUMN])
         if doc in fixed:
-            rows.append((doc, fixed[doc], len(group), "resolved"))
+            rows.append((doc, fixed[doc], len(group), "resolved", by.get(doc)))
         elif len(labels) == 1:
             rows.append((doc, labels.pop(), len(group), "single" if len(group) == 1
-                         else "agreed"))
-    return pd.DataFrame(rows, columns=["doc_id", LABEL_COLUMN, "n_coders", "source"])
+                         else "agreed", None))
+    return pd.DataFrame(rows, columns=["doc_id", LABEL_COLUMN, "n_coders", "source",
+                                       "resolved_by"])
+
+
+def comments_only(store: Store, current: pd.DataFrame) -> pd.DataFrame:
+    """Rows of status ``uncoded`` for each coder's latest comment on a document they have no
+    current code of (a comment typed on a document, then "back" before coding it)."""
+    rows = store.query(
+        "SELECT m.doc_id, NULL AS label, m.coder, 'uncoded' AS status, m.time, NULL AS "
+        "strategy, 0 AS guess_accepted, m.text AS comment FROM comments m WHERE m.id IN "
+        "(SELECT MAX(id) FROM comments GROUP BY doc_id, coder) ORDER BY m.id")
+    have = set(zip(current["doc_id"], current["coder"]))
+    keep = [(d, c) not in have for d, c in zip(rows["doc_id"], rows["coder"])]
+    return rows[keep].rename(columns={"label": LABEL_COLUMN})
 
 
 def export_codes(project: str | os.PathLike, out: str | os.PathLike,
-                 final: bool = False) -> pd.DataFrame:
+                 final: bool = False, overwrite: bool = False) -> pd.DataFrame:
     """Write a project's codes to ``out`` (``.csv``, ``.parquet``, ``.rds``, ... by its
     extension; atomically).
 
@@ -50,21 +65,27 @@ def export_codes(project: str | os.PathLike, out: str | os.PathLike,
         out: the output file.
         final: one code per document (:func:`final_codes`, from the human coders' codes
             only) instead of every coder's current code with its status, time, strategy and
-            comment (``EXPORT_COLUMNS``; a machine coder's rows have strategy ``machine``).
+            comment (``EXPORT_COLUMNS``; a machine coder's rows have strategy ``machine``; a
+            comment on a document its coder has no code of, e.g. typed before an undo, is a
+            row of status ``uncoded``).
+        overwrite: replace an existing ``out`` (default False: refused).
 
     Returns:
         The frame written.
 
     Raises:
-        InputError: a missing project file, an unknown output format.
+        InputError: a missing project file, an unknown output format, ``out`` exists
+            (without ``overwrite``).
     """
-    check_output_file(out)
+    check_output_file(out, overwrite=overwrite, param="export")
     store = Store(project, create=False)
     try:
         current = store.current_codes()
         if final:  # a machine coder's codes never make a final code
             current = current[~current["coder"].isin(store.machine_coders())]
-        table = final_codes(current, store.resolutions()) if final else current
+        extra = None if final else comments_only(store, current)
+        table = final_codes(current, store.resolutions()) if final else current if \
+            extra.empty else pd.concat([current, extra], ignore_index=True)
     finally:
         store.close()
     if not final:

@@ -18,8 +18,13 @@ refills the queue from its probabilities and records:
   Bloodgood & Vijay-Shanker (2009) (:mod:`quantformer.room.progress`).
 
 Two coders: a share ``overlap`` of the documents (chosen by a hash of the doc_id, so the same
-at every start) is shown to every coder, blind (no coder sees another's code); every other
-document is coded once. Agreement on the overlap (Krippendorff's alpha and Cohen's kappa with
+at every start) is shown to every coder, blind (no coder sees another's code, nor a guess
+of a model that learnt it); every other document is coded once. A document of the overlap
+trains the model only once two coders coded it (or it was reconciled) whenever the project has
+more than one human coder: coders of its codes, the coders named at this start (``coders``)
+and any coder who asked for a document (:meth:`Room.join`). A coder who joins after the model
+learnt a single code of an overlap document sees no guess on it until the model is refit
+without it (the learner is woken at once). Agreement on the overlap (Krippendorff's alpha and Cohen's kappa with
 bootstrap intervals, :func:`quantformer.room.progress.pair_agreement`) is computed on request,
 once per state of the overlap, in a thread of its own for the server.
 
@@ -43,7 +48,8 @@ from .._core.errors import InputError
 from ..io.columns import LABEL_COLUMN
 from ..label.strategies import STRATEGIES, UNCERTAINTY, light_classifier
 from ..label.suggest import suggest
-from .progress import cv_macro_f1, pair_agreement, prediction_stability, stop_hint
+from .agreement import Agreement
+from .progress import cv_macro_f1, prediction_stability, stop_hint
 from .store import Store
 
 STOP_SET = 2000    # documents in the stop set (at most)
@@ -58,7 +64,7 @@ def in_overlap(doc_id: str, share: float) -> bool:
     return h % 10000 < round(share * 10000)
 
 
-class Room:
+class Room(Agreement):
     """The state of one coding room over a corpus frame, its embeddings and a project store.
 
     Args:
@@ -73,6 +79,9 @@ class Room:
         overlap: share of documents every coder codes, blind (0.2).
         team: the number of coders named at the start (1: any coder name may join; several
             coders are then known from their codes).
+        coders: the coders named at this start (the single link's coder, or every
+            ``--coders`` name): a name not among the project's coders makes the overlap
+            blind before the first fit.
         batch: documents chosen per refill of the queue (10).
         seed: random seed (1).
         precision: the record of the precision the embeddings were computed in
@@ -82,7 +91,8 @@ class Room:
     def __init__(self, frame: pd.DataFrame, vectors: np.ndarray, store: Store,
                  codebook: list[dict], *, strategy: str = "margin", random_share: float = 0.1,
                  retrain_every: int = 10, overlap: float = 0.2, batch: int = 10,
-                 seed: int = 1, team: int = 1, precision: dict | None = None):
+                 seed: int = 1, team: int = 1, precision: dict | None = None,
+                 coders: list[str] | None = None):
         self.precision = precision
         self.frame = frame.reset_index(drop=True)
         self.ids = self.frame["doc_id"].astype(str).to_numpy()
@@ -96,6 +106,8 @@ class Room:
         self.strategy = store.get("strategy", strategy)
         self.random_share, self.retrain_every = random_share, retrain_every
         self.overlap, self.batch, self.seed, self.team = overlap, batch, seed, team
+        self.known: set[str] = set(coders or ())  # coders of this start and who joined
+        self.trained: set[str] = set()  # the documents the current model learnt from
         self.lock = threading.RLock()
         self.queue: list[tuple[str, str]] = []  # (doc_id, strategy that chose it)
         self.shown: dict[str, tuple[str, str]] = {}  # coder -> (doc_id, strategy)
@@ -143,7 +155,8 @@ class Room:
         (``g``) a copy of the first coder's code."""
         ids, labels = [], []
         with self.lock:
-            team = self.team > 1 or len({c for by in self.handled.values() for c in by}) > 1
+            team = self.team > 1 or len(self.known | {
+                c for by in self.handled.values() for c in by}) > 1
             for doc, by in self.handled.items():
                 codes = {lab for status, lab in by.values() if status == "code"}
                 if team and doc not in self.resolved and self.overlap > 0 and \
@@ -223,7 +236,26 @@ class Room:
             return None if doc is None else {"doc_id": doc,
                                              "version": self.versions.get((doc, coder), 0)}
 
+    def join(self, coder: str) -> None:
+        """Count ``coder`` among the project's coders (a new one makes the overlap blind:
+        the learner is woken to refit without the overlap's single codes)."""
+        with self.lock:
+            new = coder not in self.known
+            self.known.add(coder)
+        if new:
+            self.wake.set()
+
     def resolve(self, doc_id: str, label: str, coder: str) -> None:
+        """Record ``coder``'s reconciled code of a disagreement.
+
+        Raises:
+            PermissionError: ``coder`` did not code the document (a disagreement is resolved
+                by the coders of that document: it is shown to them only).
+        """
+        with self.lock:
+            if coder not in self.handled.get(doc_id, {}):
+                raise PermissionError(f"{coder} did not code document {doc_id}: a "
+                                      "disagreement is resolved by the coders of the document")
         self.store.resolve(doc_id, label, coder)
         with self.lock:
             self.resolved[doc_id] = label
@@ -235,6 +267,7 @@ class Room:
         """(doc_id, strategy) of the document ``coder`` sees now: the one already shown, an
         overlap document another coder coded, else the head of the queue; None when none is
         left. A dictionary look-up: the model never runs here."""
+        self.join(coder)
         with self.lock:
             if coder in self.shown:
                 return self.shown[coder]
@@ -339,12 +372,16 @@ class Room:
                                     "stability": stability})
             self.probs, self.prob_labels = probs, list(clf.classes_)
             self.stop_preds, self.fitted_at = preds, len(ids)
+            self.trained = set(ids)
         return True
 
     def due(self) -> bool:
-        """Whether enough new codes arrived since the last fit."""
-        n = len(self.training_codes()[0])
-        return self.fitted_at < 0 or n - self.fitted_at >= self.retrain_every
+        """Whether enough new codes arrived since the last fit, or the model learnt from a
+        code it may no longer learn from (an overlap document once a second coder joined)."""
+        ids = self.training_codes()[0]
+        with self.lock:
+            stale = not self.trained <= set(ids)
+        return self.fitted_at < 0 or stale or len(ids) - self.fitted_at >= self.retrain_every
 
     def step(self) -> None:
         """One pass of the background thread: retrain when due, then refill the queue."""
@@ -379,9 +416,15 @@ class Room:
 
     # -- what the page shows -------------------------------------------------------------
 
-    def guess(self, doc_id: str) -> dict | None:
+    def guess(self, doc_id: str, coder: str | None = None) -> dict | None:
+        """The model's label and probability for a document; None before the first fit, and
+        for ``coder`` on a document the model learnt from another coder's code that
+        ``coder`` has not coded (until the learner refits without it)."""
         with self.lock:
             if self.probs is None:
+                return None
+            if coder is not None and doc_id in self.trained and \
+                    coder not in self.handled.get(doc_id, {}):
                 return None
             p = self.probs[self.pos[doc_id]]
         best = int(p.argmax())
@@ -407,14 +450,19 @@ class Room:
                 "stop_hint": stop_hint([r["stability"] for r in rounds]),
                 "error": getattr(self, "error", None), "precision": self.precision}
 
-    def disagreements(self) -> list[dict]:
+    def disagreements(self, coder: str | None = None) -> list[dict]:
         """Documents two human coders coded differently, then documents a human and a machine
         coder coded differently: doc_id, text, each human coder's code (``codes``), each
         machine coder's (``machine``), ``with_machine`` (True: the humans agree, or one coded
-        it, and a machine coder differs) and the resolved code (None until reconciled)."""
+        it, and a machine coder differs) and the resolved code (None until reconciled).
+
+        ``coder``: only the documents ``coder`` coded (what the server shows a coder, so
+        that an overlap document they have yet to code stays blind); None: all."""
         humans, machine = [], []
         with self.lock:
             for doc, by in self.handled.items():
+                if coder is not None and coder not in by:
+                    continue
                 codes = {c: lab for c, (s, lab) in by.items() if s == "code"}
                 bots = self.machine.get(doc, {})
                 differ = len(set(codes.values())) > 1
@@ -424,69 +472,6 @@ class Room:
                          "with_machine": not differ, "resolved": self.resolved.get(doc),
                          "text": str(self.frame["text"].iloc[self.pos[doc]])})
         return humans + machine
-
-    def overlap_pairs(self) -> tuple[list[str], list[tuple]]:
-        """The two coders with the most documents in common and their codes of those
-        documents, sorted by doc_id (a dictionary walk: cheap)."""
-        with self.lock:
-            pairs = [(doc, {c: lab for c, (s, lab) in by.items() if s == "code"})
-                     for doc, by in self.handled.items()]
-        pairs = sorted((d, p) for d, p in pairs if len(p) >= 2)
-        if not pairs:
-            return [], []
-        counts = pd.Series([tuple(sorted(p)[:2]) for _, p in pairs]).value_counts()
-        a, b = counts.index[0]
-        return [a, b], [(d, p[a], p[b]) for d, p in pairs if a in p and b in p]
-
-    def machine_pairs(self) -> list[tuple[str, str, tuple]]:
-        """(human coder, machine coder, ((doc_id, human's code, machine's code), ...)) for
-        every human coder and machine coder with a document both coded, sorted by names and
-        doc_id (a dictionary walk: cheap). Every human code is blind to the machine's: a
-        machine coder's codes are never shown on the page."""
-        with self.lock:
-            rows = sorted((h, m, doc, lab, self.machine[doc][m])
-                          for doc, by in self.handled.items() if doc in self.machine
-                          for h, (s, lab) in by.items() if s == "code"
-                          for m in self.machine[doc])
-        pairs: dict[tuple[str, str], list] = {}
-        for h, m, doc, lab, bot in rows:
-            pairs.setdefault((h, m), []).append((doc, lab, bot))
-        return [(h, m, tuple(both)) for (h, m), both in pairs.items()]
-
-    def agreement(self, n_boot: int = 500, wait: bool = True) -> dict:
-        """Krippendorff's alpha and Cohen's kappa (bootstrap intervals) between the two
-        human coders with the most documents in common, on the documents both coded; and
-        in ``machine``, the same between each human coder and each machine coder on the
-        documents both coded (with ``coder`` and ``machine`` naming them).
-
-        Computed once per state of the overlap (the bootstrap takes most of a second): the
-        same codes give the cached result. ``wait=False`` (the server) never waits for a
-        computation: a changed overlap starts one in a thread and the last result comes
-        back with ``"updating": True`` (the page asks again)."""
-        coders, both = self.overlap_pairs()
-        key = (tuple(coders), tuple(both), n_boot, tuple(self.machine_pairs()))
-        with self.lock:
-            cached, running = getattr(self, "agreed", None), getattr(self, "agreeing", None)
-            if cached is not None and cached[0] == key:
-                return cached[1]
-            if not wait:
-                if running is None or not running.is_alive():
-                    self.agreeing = threading.Thread(target=self._agree, args=(key,),
-                                                     daemon=True)
-                    self.agreeing.start()
-                last = cached[1] if cached is not None else {"n": 0, "coders": [],
-                                                             "machine": []}
-                return {**last, "updating": True}
-        return self._agree(key)
-
-    def _agree(self, key: tuple) -> dict:
-        coders, both, n_boot, machine = key
-        result = pair_agreement(coders, both, n_boot)
-        result["machine"] = [{**pair_agreement([h, m], pairs, n_boot), "coder": h,
-                              "machine": m} for h, m, pairs in machine]
-        with self.lock:
-            self.agreed = (key, result)
-        return result
 
 
 def _num(x) -> float | None:

@@ -3,8 +3,9 @@
 Security (the page shows documents that may be confidential): the server binds to
 127.0.0.1 by default, on a free port; every request must carry a random token of this
 start (``?token=`` in a page or file URL, the ``X-Token`` header in the page's API calls),
-else it is answered 403. One coder (the default): one token, and the ``coder`` of the link
-names the coder. Several coders on a shared server (``coders``): each coder has a token of
+else it is answered 403. One coder (the default): one link is one person, the coder who
+started the room (``coder``); a request naming another coder on that link is answered 403
+(a second coder needs a link of their own: ``coders``). Several coders on a shared server (``coders``): each coder has a token of
 their own, and a request that acts as another coder than its token's is answered 403; requests that change anything are POSTs with a JSON body, which a
 page of another origin cannot send with that header without a CORS preflight, which this
 server never grants. The request log names the method, path and status only (no query
@@ -21,14 +22,16 @@ Routes (all need the token):
 ``GET /api/agreement``         Krippendorff's alpha and Cohen's kappa on the overlap (cached
                                per state of the overlap; ``updating: true`` while a changed
                                overlap is computed in the background: ask again)
-``GET /api/reconcile``         documents the coders coded differently
+``GET /api/reconcile``         documents the coders coded differently, among those the asking
+                               coder coded (a document they have yet to code stays blind)
 ``POST /api/code``             ``{coder, doc_id, label | status, version}``: commit, return the
                                next state
 ``POST /api/undo``             ``{coder, last}``: undo the coder's last code (``last``: that
                                code as the page last saw it, ``{doc_id, version}`` or null)
 ``POST /api/comment``          ``{coder, doc_id, text}``
-``POST /api/strategy``         ``{strategy}``
-``POST /api/resolve``          ``{coder, doc_id, label}``
+``POST /api/strategy``         ``{strategy}`` (the owner only, else 403)
+``POST /api/resolve``          ``{coder, doc_id, label}`` (a coder of that document only, else
+                               403; the project records who resolved it)
 ``GET /api/finetune``          the last "fine-tune now" run: state, model folder, macro-F1
 ``POST /api/finetune``         start one in the background (the owner only, else 403; 409:
                                one is running; 400: too few codes of some label)
@@ -66,6 +69,7 @@ from .._core.errors import InputError
 from ..io.columns import LABEL_COLUMN
 from .finetune_now import Busy, FinetuneNow
 from .loop import Room
+from .ports import port_error
 from .store import Conflict
 
 STATIC = Path(__file__).with_name("static")
@@ -109,7 +113,7 @@ def doc_state(room: Room, coder: str, show_guess: bool, owner: bool = True) -> d
         doc = {"doc_id": doc_id, "text": "" if missing(text) else str(text),
                "docvars": docvars, "strategy": SHOWN_WHY.get(why, why),
                "version": room.version(doc_id, coder)}
-        guess = room.guess(doc_id) if show_guess else None
+        guess = room.guess(doc_id, coder) if show_guess else None
     return {"coder": coder, "owner": owner, "doc": doc, "guess": guess,
             "last": room.last_code(coder), "progress": room.progress(coder),
             "model": room.model_state(), "codebook": room.codebook}
@@ -239,10 +243,16 @@ class Handler(BaseHTTPRequestHandler):
         return self.bound is None or self.bound == self.server.coder
 
     def coder_of(self, asked) -> str | None:
-        """The coder a request acts as; None (answered 403) when a coder's token asks to act
-        as another coder."""
+        """The coder a request acts as; None (answered 403) when a token asks to act as
+        another coder (the single link is its coder's alone)."""
         if self.bound is None:
-            return str(asked or self.server.coder)
+            if asked and str(asked) != self.server.coder:
+                self.send_json({"error": self.server.say(InputError(
+                    f"forbidden: this link is {self.server.coder}'s alone (one link is one "
+                    "person); a second coder needs a link of their own: start the room with "
+                    f"{{coders}} {self.server.coder},{asked}", params=["coders"]))}, 403)
+                return None
+            return self.server.coder
         if asked and str(asked) != self.bound:
             self.send_json({"error": f"forbidden: this link is {self.bound}'s; use your own "
                                      "link to code as another coder"}, 403)
@@ -251,20 +261,45 @@ class Handler(BaseHTTPRequestHandler):
 
     def read_body(self) -> bytes:
         """The request's body, read whatever the answer will be (a refused request's
-        included); over ``MAX_BODY`` it is not read and the connection is closed."""
+        included), by its ``Content-Length`` or in chunks (``Transfer-Encoding: chunked``);
+        over ``MAX_BODY`` it is not read (``self.too_large``) and the connection is
+        closed."""
+        self.too_large = False
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self.read_chunks()
         try:
             n = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             n = MAX_BODY + 1
         if n > MAX_BODY or n < 0:
-            self.close_connection = True
+            self.close_connection = self.too_large = True
             return b""
         return self.rfile.read(n) if n else b""
 
+    def read_chunks(self) -> bytes:
+        """A chunked body (RFC 9112, section 7.1): chunks of a hexadecimal size line, the
+        data and CRLF, up to a chunk of size 0 and the trailer lines."""
+        parts, total = [], 0
+        while True:
+            line = self.rfile.readline(1024).split(b";")[0].strip()
+            try:
+                size = int(line, 16)
+            except ValueError:
+                size = -1
+            if size < 0 or total + size > MAX_BODY:
+                self.close_connection = self.too_large = True
+                return b""
+            if size == 0:
+                while self.rfile.readline(1024).strip():  # trailer lines, then a blank one
+                    pass
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(16)  # the CRLF after the data
+            total += size
+
     def body(self, raw: bytes) -> dict:
-        n = int(self.headers.get("Content-Length") or 0)
-        if n > MAX_BODY:
-            raise InputError("request too large")
+        if self.too_large:
+            raise InputError("request too large (or a malformed chunked body)")
         data = json.loads(raw or b"{}")
         if not isinstance(data, dict):
             raise InputError("the request body must be a JSON object")
@@ -302,7 +337,7 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path == "/api/agreement":
             self.send_json(room.agreement(wait=False))
         elif url.path == "/api/reconcile":
-            self.send_json({"disagreements": room.disagreements()})
+            self.send_json({"disagreements": room.disagreements(coder)})
         elif url.path == "/api/finetune":
             self.send_json(self.server.finetune.state())
         else:
@@ -365,13 +400,16 @@ class Handler(BaseHTTPRequestHandler):
             room.store.add_comment(str(data["doc_id"]), coder, str(data["text"]))
             return {"ok": True}
         if path == "/api/strategy":
+            if not owner:
+                raise PermissionError(f"only {self.server.coder}, who started the room, "
+                                      "changes the strategy (it is every coder's)")
             room.set_strategy(str(data["strategy"]))
             return doc_state(room, coder, show, owner)
         if path == "/api/resolve":
             if data.get(LABEL_COLUMN) not in room.labels:
                 raise InputError(f"label {data.get(LABEL_COLUMN)!r} is not in the codebook")
             room.resolve(str(data["doc_id"]), str(data[LABEL_COLUMN]), coder)
-            return {"disagreements": room.disagreements()}
+            return {"disagreements": room.disagreements(coder)}
         if path in ("/api/finetune", "/api/done") and data.get("stop", path == "/api/finetune") \
                 and not owner:
             raise PermissionError(f"only {self.server.coder}, who started the room, "
@@ -385,31 +423,6 @@ class Handler(BaseHTTPRequestHandler):
                 threading.Thread(target=self.server.shutdown, daemon=True).start()
             return {"ok": True, "done": True, "stopped": bool(data.get("stop"))}
         return None
-
-
-def port_error(host: str, port: int, exc: OSError) -> InputError:
-    return InputError(f"cannot serve on {host}:{port} ({exc.strerror}); give another "
-                      "{port} (0 = a free one)", params=["port"])
-
-
-def probe_port(host: str, port: int) -> None:
-    """Bind ``host:port`` and let it go again, before any long work (the corpus' embedding,
-    the project file): a port in use is refused first. Port 0 (a free one) always passes.
-
-    Raises:
-        InputError: the address cannot be bound (in use, not this computer's, no right).
-    """
-    import socket
-
-    if port == 0:
-        return
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as RoomServer does
-            sock.bind((host, port))
-    except OSError as exc:
-        raise port_error(host, port, exc) from None
 
 
 class RoomServer(ThreadingHTTPServer):
@@ -449,6 +462,8 @@ class RoomServer(ThreadingHTTPServer):
             self.coder = coders[0]
         else:
             self.tokens = {token or secrets.token_urlsafe(24): None}
+        for name in coders or [self.coder]:  # the overlap is blind to a coder new here
+            room.join(name)
         self.token = next(iter(self.tokens))
         self.hashes = self.keep_links(room.store, coders, new_links)
         self.finetune = finetune or FinetuneNow(

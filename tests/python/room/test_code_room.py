@@ -100,10 +100,10 @@ def test_final_codes_resolved_agreed_single_and_open_disagreement():
         "label": ["a", "a", "a", "b", "c", "a", "b", None],
         "coder": ["p", "q", "p", "q", "p", "p", "q", "p"],
         "status": ["code"] * 7 + ["skip"]})
-    resolved = pd.DataFrame({"doc_id": ["w"], "label": ["b"]})
+    resolved = pd.DataFrame({"doc_id": ["w"], "label": ["b"], "coder": ["q"]})
     out = final_codes(current, resolved)
-    assert out.values.tolist() == [["x", "a", 2, "agreed"], ["z", "c", 1, "single"],
-                                   ["w", "b", 2, "resolved"]]
+    assert out.fillna("-").values.tolist() == [
+        ["x", "a", 2, "agreed", "-"], ["z", "c", 1, "single", "-"], ["w", "b", 2, "resolved", "q"]]
 
 
 # ------------------------------------------------------------------------------------------
@@ -635,7 +635,7 @@ def finetune_served(tmp_path, model_dir, min_codes=5):
     room, truth = new_room(tmp_path)
     runner = FinetuneNow(room.store, tmp_path / "models", model=str(model_dir), epochs=1,
                          valid_fraction=0.25, min_codes=min_codes, device="cpu")
-    server = RoomServer(room, "127.0.0.1", 0, finetune=runner)
+    server = RoomServer(room, "127.0.0.1", 0, coder="ann", finetune=runner)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, room, truth, runner
 

@@ -180,12 +180,12 @@ def test_panel_gives_human_vs_machine_alpha_and_reconciliation_lists_it(tmp_path
     room, _ = served_room(tmp_path, corpus, wrong)
     code_until(room, "ann", truth, 14)
     code_until(room, "bob", truth, 14)
-    server = RoomServer(room, "127.0.0.1", 0)
+    server = RoomServer(room, "127.0.0.1", 0, coders=["ann", "bob"])
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/api/"
     get = lambda what: json.loads(urllib.request.urlopen(
         urllib.request.Request(base + what, headers={"X-Token": server.token}),
-        timeout=10).read())
+        timeout=10).read())  # ann's link: the reconciliation lists what ann coded
     try:
         first = get("agreement")
         assert first["updating"] is True
@@ -208,7 +208,7 @@ def test_panel_gives_human_vs_machine_alpha_and_reconciliation_lists_it(tmp_path
             assert got["krippendorff_alpha"]["estimate"] == pytest.approx(expected, abs=1e-12)
             assert got["percent"] == pytest.approx(float(np.mean(pair[0] == pair[1])))
         listed = get("reconcile")["disagreements"]
-        coded = set(codes[codes["coder"].isin(["ann", "bob"])]["doc_id"])
+        coded = set(codes[codes["coder"] == "ann"]["doc_id"])
         assert {d["doc_id"] for d in listed} == coded & wrong
         assert all(d["with_machine"] and d["machine"] == {"tiny-llm": bot[d["doc_id"]]}
                    for d in listed)

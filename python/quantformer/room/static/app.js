@@ -23,7 +23,14 @@
     const sep = path.includes("?") ? "&" : "?";
     const url = body === undefined ?
       path + sep + "coder=" + encodeURIComponent(CODER) + "&guess=" + (showGuess ? 1 : 0) : path;
-    return fetch(url, opts).then((r) => r.json().then((j) => {
+    // no answer at all (the server stopped, the network is down): say what it means
+    const unreachable = () => {
+      throw new Error("The coding room's server is unreachable" + (path === "api/code" ?
+        ": this code was NOT saved." : path === "api/comment" ? ": this comment was NOT saved." :
+        body !== undefined ? ": nothing was saved." : ".") +
+        " Check that the room still runs (its owner restarts it), then press the key again.");
+    };
+    return fetch(url, opts).catch(unreachable).then((r) => r.json().then((j) => {
       if (r.status === 409 && j.conflict) {  // changed in another tab or window
         const e = new Error(j.error);
         e.conflict = j.conflict; e.state = j.state;
@@ -51,7 +58,7 @@
     const art = $("doc");
     art.setAttribute("data-doc-id", doc ? doc.doc_id : "");
     $("doc-id").textContent = doc ? doc.doc_id : "";
-    $("doc-strategy").textContent = doc ? "· shown by " + doc.strategy : "";
+    $("doc-strategy").textContent = doc ? "· why shown: " + doc.strategy : "";
     $("text").textContent = doc ? doc.text : "Every document is coded. Press q when done.";
     const vars = $("docvars");
     vars.replaceChildren();
@@ -169,10 +176,20 @@
     renderDoc(s); renderCodebook(s); renderProgress(s); renderModel(s);
     // only the owner stops the room and starts a fine-tune
     $("done").textContent = s.owner ? "stop the room (q)" : "done (q)";
-    $("finetune").hidden = !s.owner;
+    for (const id of ["finetune", "finetune-head", "finetune-state", "strategy-box"]) {
+      $(id).hidden = !s.owner;
+    }
+    $("keys").textContent = "Keys: 1-9 code with the k-th label · s skip · n not applicable " +
+      "(neither is a label) · b or Backspace back (undo) · c comment · g show/hide the " +
+      "model's guess · a accept it · r reconcile" +
+      (s.owner ? " · f fine-tune now (in the background) · q stop the room" : " · q done");
     if (s.progress.coders.length > 1 || s.progress.machine_coders.length) { refreshAgreement(); }
   }
 
+  // Krippendorff (2004, Content Analysis, 2nd ed., ch. 11) sizes a reliability sample in the
+  // hundreds of units; on fewer than this many documents the page warns that the figure and
+  // its bootstrap interval are not to be reported (four agreeing documents give [1.00, 1.00])
+  const FEW_DOCS = 50;
   let agreementPoll = null;
   function refreshAgreement() {
     api("api/agreement").then((a) => {
@@ -185,12 +202,18 @@
       const line = (who, p) => who + " on " + p.n + " documents: Krippendorff's alpha " +
         f(p.krippendorff_alpha) + ", Cohen's kappa " + f(p.cohen_kappa);
       // human-human first, then each human against each machine coder (a language model)
-      const lines = [a.n ? line(a.coders.join(" & "), a) + " (95 % bootstrap intervals)" :
-        "no document coded by two coders yet"];
+      const few = (p) => p.n < FEW_DOCS ? " (only " + p.n + " documents: too few to " +
+        "report; the interval is not reliable on so few, keep coding the overlap)" : "";
+      const lines = [a.n ? line(a.coders.join(" & "), a) + " (95 % bootstrap intervals)" +
+        few(a) : "no document coded by two coders yet"];
       for (const m of a.machine || []) {
-        if (m.n) { lines.push(line(m.coder + " & " + m.machine + " (machine coder)", m)); }
+        if (m.n) { lines.push(line(m.coder + " & " + m.machine + " (machine coder)", m) + few(m)); }
       }
-      $("agreement").textContent = lines.join("\n");
+      if (a.updating) { lines.push("updating: these figures are from before the latest codes"); }
+      const box = $("agreement");
+      box.textContent = lines.join("\n");
+      box.setAttribute("data-updating", a.updating ? "true" : "false");
+      box.setAttribute("data-few", a.n && a.n < FEW_DOCS ? "true" : "false");
     }).catch((e) => setStatus(e.message, true));
   }
 
@@ -253,7 +276,8 @@
     $("finetune").disabled = f.state === "running";
     const at = f.model ? " (" + f.model + ")" : "";
     const texts = {
-      none: "no fine-tune yet: press f to fine-tune the model on the codes so far",
+      none: state && state.owner ?
+        "no fine-tune yet: press f to fine-tune the model on the codes so far" : "",
       running: "running on " + f.n_codes + " codes since " + String(f.started).slice(11, 19) +
         " UTC; coding goes on",
       done: "done on " + f.n_codes + " codes: model" + at + (f.macro_f1 === null ||
@@ -345,7 +369,7 @@
         return Promise.resolve();
       case "c": openComment(); return Promise.resolve();
       case "r": return openReconcile();
-      case "f": return finetune();
+      case "f": return state && state.owner ? finetune() : Promise.resolve();
       case "q": return done();
     }
     return Promise.resolve();
@@ -416,9 +440,6 @@
     ev.target.blur();
     chain = chain.then(finetune).catch((e) => setStatus(e.message, true));
   });
-  $("keys").textContent = "Keys: 1-9 code with the k-th label · s skip · n not applicable · " +
-    "b or Backspace back (undo) · c comment · g show/hide the model's guess · a accept it · " +
-    "r reconcile · f fine-tune now (in the background) · q done";
   chain = api("api/state").then(render).then(refreshFinetune)
     .catch((e) => setStatus(e.message, true));
 })();
