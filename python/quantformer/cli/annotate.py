@@ -116,6 +116,11 @@ def _run_partitions(args, codebook) -> int:
 
 def run(args) -> int:
     settings = coder_settings(args.endpoint, device=args.device, **_settings(args))
+    if args.retry_unparsed and args.endpoint is None:
+        raise InputError("{retry_unparsed} asks an {endpoint} again for the answers it gave "
+                         "that did not parse; a local model scores every label and is never "
+                         "unparsed: add {endpoint} or leave {retry_unparsed} out",
+                         params=["retry_unparsed", "endpoint"])
     check_shots(args.shots, args.shots_from)
     codebook = make_codebook(path=args.codebook)
     labels = check_codebook_labels(codebook)

@@ -160,3 +160,56 @@ def test_the_cache_is_keyed_on_the_run_not_the_output_name(coder_dir, files, cap
     assert (files / "annotate.cache.sqlite").exists()
     rc, seen = _run_against(files, coder_dir, out="c.csv", argv_extra=("--max-tokens", "13"))
     assert rc == 0 and len(seen) == 6
+
+
+def test_a_partition_with_a_failed_document_is_redone_by_resume_for_that_document_only(
+        coder_dir, files, capsys):
+    """Partitioned input: the partition holding the document past its retries fails (its
+    other codes cached), the others are written; --resume asks for that document only."""
+    from test_annotate import _parts, _read_parts
+
+    folder, order = _parts(files)
+    out = files / "codes"
+    extra = ("--retries", "0", "--concurrency", "1")
+
+    def argv(url, *more):
+        return ["annotate", "--input", str(folder), "--out", str(out), "--codebook",
+                str(files / "codebook.json"), "--llm", str(coder_dir), "--endpoint", url,
+                "--max-tokens", "12", *more]
+    log = files / "plog"
+    proc, url = _serve(coder_dir, files, "--log", str(log), "--reject", PIECE[4])
+    try:
+        capsys.readouterr()
+        assert main(argv(url, *extra)) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    err = capsys.readouterr().err
+    assert "1 partition(s) failed" in err and "1 of 2 documents failed (e.g. HTTP 429" in err
+    assert len(_requests(log)) == 6
+    port = url.split(":")[-1].split("/")[0]
+    log2 = files / "plog2"
+    proc, url = _serve(coder_dir, files, "--log", str(log2), "--port", port)
+    try:
+        assert main(argv(url, *extra, "--resume")) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(_requests(log2)) == 1
+    assert _read_parts(out)[LABEL_COLUMN].tolist() == [ANSWERS[i] for i in order]
+
+
+def test_help_documents_retry_unparsed_and_the_cache(capsys):
+    assert main(["annotate", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--retry-unparsed ask again for the documents whose cached answer is unparsed" in out
+    assert "keyed on the run" in out and "annotate.cache.sqlite in the folder of --out" in out
+
+
+def test_retry_unparsed_without_an_endpoint_is_refused(files, capsys):
+    capsys.readouterr()
+    assert main(["annotate", "--input", str(files / "corpus.csv"), "--codebook",
+                 str(files / "codebook.json"), "--llm", "m", "--out", str(files / "c.parquet"),
+                 "--retry-unparsed"]) == 2
+    assert "--retry-unparsed asks an --endpoint again" in capsys.readouterr().err
+    assert not any(files.glob("*.sqlite")) and not (files / "c.parquet").exists()
