@@ -88,7 +88,8 @@ def check_key_name(api_key_env: str) -> str:
         raise InputError("{api_key_env} takes the name of an environment variable that holds "
                          "the API key (e.g. OPENAI_API_KEY), not the key itself; the value "
                          "given looks like a key and is not shown. Set the variable to the key "
-                         "in your shell (export OPENAI_API_KEY=...) and give its name",
+                         "(export OPENAI_API_KEY=... in a shell, Sys.setenv() in R) and give "
+                         "its name",
                          params=["api_key_env"])
     return api_key_env
 
