@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from .._core.atomic import write_json
 from .._core.errors import InputError
 from ..infer.annotate import annotate, check_codebook_labels, check_shots, draw_shots
@@ -11,6 +14,7 @@ from ..io.writing import write_frame
 from ..io.llm_cache import CodeCache
 from ..io.writable import check_writable
 from ..io.codebook import make_codebook
+from ..io.columns import REASON_COLUMN, STATUS_COLUMN, TEXT_COLUMN
 from ..models.llm import ENDPOINT_DEFAULTS, EndpointLM, LocalLM, check_api_key, coder_settings
 from ..scale.annotate import annotate_partitions
 from ..scale.dask import describe
@@ -30,7 +34,10 @@ def add_cli(sub) -> None:
                     "speaking the OpenAI chat-completions protocol answers through "
                     "structured output, unparsable answers marked unparsed. Output: doc_id, "
                     "label, prob_<label>, unparsed, coder (the codes frame of a human "
-                    "coder), and a record OUT.json (prompt, prompt hash, model).",
+                    "coder), status (coded, unparsed, failed, empty) and reason, and a record "
+                    "OUT.json (prompt, prompt hash, model, retries, failures). A document "
+                    "whose requests fail past --retries is written as failed and the others "
+                    "go on; the run then exits 1, and a rerun asks for just those.",
     )
     add_partition_options(p)
     add_corpus_options(p, label=False)
@@ -63,8 +70,14 @@ def add_cli(sub) -> None:
     g.add_argument("--max-tokens", type=int, default=None,
                    help="longest endpoint answer in tokens (default: the server's)")
     p.add_argument("--cache", default=None,
-                   help="SQLite file of finished codes (default OUT.cache.sqlite); a rerun "
-                        "or resumed run computes only what is missing")
+                   help="SQLite file of finished codes, keyed on the run (the model, the "
+                        "endpoint and its settings, the codebook and shots; not the --out "
+                        "name), default annotate.cache.sqlite in the folder of --out (with a "
+                        "folder as --out: OUT.cache.sqlite beside it); a rerun, a resumed run "
+                        "or the same run to another --out computes only what is missing")
+    p.add_argument("--retry-unparsed", action="store_true",
+                   help="ask again for the documents whose cached answer is unparsed (they "
+                        "are cached as finished, so a plain rerun does not)")
     p.add_argument("--raw", action="store_true", help="keep the endpoint's raw answer")
     p.add_argument("--keep-text", action="store_true",
                    help="keep the text column (after doc_id), so that the codes are a "
@@ -96,12 +109,18 @@ def _run_partitions(args, codebook) -> int:
         args.input, args.out, codebook, args.llm, endpoint=args.endpoint, shots=args.shots,
         human=_human(args), seed=args.seed, cache=cache_path, scheduler=args.scheduler,
         resume=args.resume, keep_raw=args.raw, device=args.device,
+        retry_unparsed=args.retry_unparsed,
         corpus=corpus_kwargs(args, label=False), **_settings(args))))
     return 0
 
 
 def run(args) -> int:
     settings = coder_settings(args.endpoint, device=args.device, **_settings(args))
+    if args.retry_unparsed and args.endpoint is None:
+        raise InputError("{retry_unparsed} asks an {endpoint} again for the answers it gave "
+                         "that did not parse; a local model scores every label and is never "
+                         "unparsed: add {endpoint} or leave {retry_unparsed} out",
+                         params=["retry_unparsed", "endpoint"])
     check_shots(args.shots, args.shots_from)
     codebook = make_codebook(path=args.codebook)
     labels = check_codebook_labels(codebook)
@@ -113,7 +132,7 @@ def run(args) -> int:
                              params=["keep_text", "input", "scheduler"])
         return _run_partitions(args, codebook)
     check_output_file(args.out)
-    cache_path = args.cache or args.out + ".cache.sqlite"
+    cache_path = args.cache or default_cache(args.out)
     check_writable(cache_path, "cache")
     frame = read_frame(args.input, **corpus_kwargs(args, label=False))
     human = _human(args)
@@ -129,13 +148,35 @@ def run(args) -> int:
     cache = CodeCache(cache_path)
     try:
         codes, record = annotate(frame, codebook, llm, cache=cache, shots=shots,
-                                 keep_raw=args.raw, concurrency=settings["concurrency"])
+                                 keep_raw=args.raw, concurrency=settings["concurrency"],
+                                 retry_unparsed=args.retry_unparsed)
     finally:
         cache.close()
     if args.keep_text:
-        codes.insert(1, "text", frame["text"].to_numpy())
+        codes.insert(1, TEXT_COLUMN, frame[TEXT_COLUMN].to_numpy())
     write_frame(codes, args.out)
     write_json(record, args.out + ".json")
     print(f"wrote {len(codes)} codes to {args.out} ({record['from_cache']} from the cache, "
-          f"{record['unparsed']} unparsed)")
-    return 0
+          f"{record['unparsed']} unparsed, {record['failed']} failed)")
+    return _failures(codes, record)
+
+
+def default_cache(out: str) -> str:
+    """The cache of a one-file run: ``annotate.cache.sqlite`` in the folder of ``out`` (one
+    cache for every output name there; the cache keys on the run, not on the name)."""
+    return os.path.join(os.path.dirname(os.path.abspath(out)), "annotate.cache.sqlite")
+
+
+def _failures(codes, record) -> int:
+    """0, or 1 after saying how many documents failed, why, and the fix."""
+    if not record["failed"]:
+        return 0
+    failed = codes[codes[STATUS_COLUMN] == "failed"]
+    reasons = failed[REASON_COLUMN].value_counts()
+    why = "; ".join(f"{n}: {r}" for r, n in reasons.head(3).items())
+    print(f"quantformer annotate: {record['failed']} of {record['documents']} documents failed "
+          f"({why}); their rows have status 'failed' and no label, the others are written "
+          "and cached. Failed documents are not cached: rerun the same command to ask for "
+          "just those (raise --retries or --timeout, or lower --concurrency, if the server "
+          "is rate limiting)", file=sys.stderr)
+    return 1

@@ -6,8 +6,10 @@ message naming the task and each label with its description and examples, option
 examples drawn from human codes (user: the document, assistant: its label; never one of the
 documents being coded), then the document. The model answers with one label. Locally each
 label is scored (:class:`~quantformer.models.llm.LocalLM`); through an endpoint the label
-comes from structured output (:class:`~quantformer.models.llm.EndpointLM`) and an answer that
-does not parse is marked ``unparsed`` (counted and warned, never guessed).
+comes from structured output (:class:`~quantformer.models.llm_endpoint.EndpointLM`) and an
+answer that does not parse, or a body that cannot be read, is marked ``unparsed`` with the
+reason (counted and warned, never guessed); a document past its retries is ``failed`` with the
+reason, the others go on (the ``status`` and ``reason`` columns say which).
 
 Validating an LLM against human codes as one more coder, and correcting estimates built on its
 codes with a gold sample, follow Ziems et al. (2024, Computational Linguistics), Bucher &
@@ -28,9 +30,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import pandas as pd
 
 from .._core.errors import InputError
-from ..io.columns import LABEL_COLUMN, prob_column
+from ..io.columns import ID_COLUMN, LABEL_COLUMN, REASON_COLUMN, STATUS_COLUMN, prob_column
 from ..io.llm_cache import CodeCache, text_hash
 from ..models.llm import DOC_SLOT, normalise
+from ..models.llm_endpoint import Answer
 from ..models.llm_probs import REASONS
 from ..models.tokenize import is_missing
 
@@ -160,26 +163,37 @@ def _local_code(llm, head_ids, label_ids, tail, text):
 
 def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache | None = None,
              shots: list[tuple[str, str]] = (), keep_raw: bool = False,
-             concurrency: int = 4, progress=True, gate=None) -> tuple[pd.DataFrame, dict]:
+             concurrency: int = 4, progress=True, gate=None,
+             retry_unparsed: bool = False) -> tuple[pd.DataFrame, dict]:
     """Code every document of ``frame`` (``doc_id``, ``text``) with ``llm``.
+
+    No document's failure stops the others: an answer that cannot be read is that document's
+    ``unparsed`` code, with the reason; a document whose requests fail past their retries is
+    ``failed``, with the reason, and is not cached (a rerun asks for it again).
 
     Args:
         frame: the corpus frame.
         codebook: the codebook entries (checked by :func:`check_codebook_labels`).
         llm: a :class:`~quantformer.models.llm.LocalLM` or
-            :class:`~quantformer.models.llm.EndpointLM`.
-        cache: finished codes are read from and written to it one by one (resumable).
+            :class:`~quantformer.models.llm_endpoint.EndpointLM`.
+        cache: finished codes (coded or unparsed) are read from and written to it one by one
+            (resumable), keyed on the run (the coder's ``identity``, the prompt, the text).
         shots: k-shot ``(text, label)`` pairs (:func:`draw_shots`).
         keep_raw: add the endpoint's raw answer as ``raw``.
         concurrency: requests in flight to an endpoint (default 4).
-        progress: stream for the documents-per-second line (``True``, the default: the
-            standard error stream at the time of the call; None: silent).
+        progress: stream for the documents-per-second line, with the retries and failures so
+            far (``True``, the default: the standard error stream at the time of the call;
+            None: silent).
         gate: None, or a context manager held around each endpoint request (a
             ``distributed.Semaphore`` bounds the requests in flight across Dask workers).
+        retry_unparsed: ask again for documents whose cached code is unparsed (default False:
+            an unparsed code is finished).
 
     Returns:
         The codes frame (``doc_id``, ``label``, ``prob_<label>``, ``unparsed``, ``coder``,
-        optional ``raw``) and the record (prompt, prompt hash, model, counts,
+        ``status``: ``coded``, ``unparsed``, ``failed`` or ``empty``, ``reason``: why it is
+        not coded, optional ``raw``) and the record (prompt, prompt hash, model, counts,
+        ``failed`` and ``failed_documents``, ``retries`` and ``last_retry_reason``,
         ``probabilities``: ``label scores`` (local) or ``token logprobs`` (endpoint), and
         ``probabilities_missing``: rows without probabilities by reason, each reason
         explained in ``probabilities_missing_reasons``; see
@@ -187,37 +201,64 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
     """
     labels = check_codebook_labels(codebook)
     messages = build_messages(codebook, shots)
-    phash = prompt_hash(messages)
+    phash, key = prompt_hash(messages), getattr(llm, "identity", llm.name)
     texts = ["" if is_missing(t) else str(t) for t in frame["text"]]
     results: list = [None] * len(texts)
     todo = []
     for i, t in enumerate(texts):
         if not t.strip():  # no text, no code (as predict leaves such documents unlabelled)
-            results[i] = (None, None, None, None)
+            results[i] = Answer(None, None, None, None, "empty")
             continue
-        hit = cache.get(llm.name, phash, text_hash(t)) if cache else None
-        if hit is None:
+        hit = cache.get(key, phash, text_hash(t)) if cache else None
+        if hit is None or (retry_unparsed and hit[0] is None):
             todo.append(i)
         else:
-            results[i] = (hit[1], hit[0], hit[2], hit[3])
+            results[i] = Answer(hit[0], hit[2], hit[1], hit[3],
+                                "coded" if hit[0] is not None else "unparsed", hit[4])
     n_cached = len(texts) - len(todo)
     progress = sys.stderr if progress is True else progress
-    start = time.monotonic()
-    for done, (i, res) in enumerate(_run(llm, messages, labels, texts, todo, concurrency,
-                                         gate or contextlib.nullcontext()), 1):
-        results[i] = res
-        if cache:
-            cache.put(llm.name, phash, text_hash(texts[i]), res[1], res[0], res[2], res[3])
-        if progress is not None and (done % 10 == 0 or done == len(todo)):
-            rate = done / max(time.monotonic() - start, 1e-9)
-            print(f"\rannotate: {done}/{len(todo)} documents, {rate:.1f} docs/s",
-                  end="\n" if done == len(todo) else "", file=progress, flush=True)
-    empty = [not t.strip() for t in texts]
+    tally = _Tally(len(todo), progress)
+    for i, ans in _run(llm, messages, labels, texts, todo, concurrency,
+                       gate or contextlib.nullcontext()):
+        results[i] = ans
+        if cache and ans.status != "failed":
+            cache.put(key, phash, text_hash(texts[i]), ans.label, ans.probs, ans.raw, ans.why,
+                      ans.reason)
+        tally.add(ans)
+    empty = [r.status == "empty" for r in results]
     if any(empty):
         warnings.warn(f"{sum(empty)} of {len(texts)} document(s) have a missing or empty text "
                       "and get no code (label and probabilities missing)", stacklevel=2)
-    return _frame(frame, labels, results, llm.name, keep_raw, empty), _record(
-        llm, messages, phash, labels, shots, results, empty, n_cached)
+    record = _record(llm, messages, phash, labels, shots, results, empty, n_cached)
+    failed = [str(d) for d, r in zip(frame["doc_id"], results) if r.status == "failed"]
+    record.update(failed=len(failed), failed_documents=failed, retries=tally.retries,
+                  last_retry_reason=tally.last, retry_unparsed=bool(retry_unparsed))
+    return _frame(frame, labels, results, llm.name, keep_raw), record
+
+
+class _Tally:
+    """The progress line: documents done, their rate, retries (count and last reason) and
+    failures so far, printed every 10 documents and at the end."""
+
+    def __init__(self, n: int, stream):
+        self.n, self.stream, self.start = n, stream, time.monotonic()
+        self.done = self.retries = self.failed = 0
+        self.last = None
+
+    def add(self, ans) -> None:
+        self.done += 1
+        self.retries += ans.retries
+        self.last = ans.last_retry or self.last
+        self.failed += ans.status == "failed"
+        if self.stream is None or not (self.done % 10 == 0 or self.done == self.n):
+            return
+        rate = self.done / max(time.monotonic() - self.start, 1e-9)
+        line = f"\rannotate: {self.done}/{self.n} documents, {rate:.1f} docs/s"
+        if self.retries:
+            line += f", {self.retries} retries (last: {self.last})"
+        if self.failed:
+            line += f", {self.failed} failed"
+        print(line, end="\n" if self.done == self.n else "", file=self.stream, flush=True)
 
 
 def _record(llm, messages, phash, labels, shots, results, empty, n_cached) -> dict:
@@ -225,11 +266,12 @@ def _record(llm, messages, phash, labels, shots, results, empty, n_cached) -> di
     probabilities come from and why some are missing (:data:`REASONS`)."""
     why: dict[str, int] = {}
     for r, e in zip(results, empty):
-        if not e and r[3] is not None:
-            why[r[3]] = why.get(r[3], 0) + 1
-    return {"prompt": messages, "prompt_hash": phash, "model": llm.name, "labels": labels,
+        if not e and r.why is not None:
+            why[r.why] = why.get(r.why, 0) + 1
+    return {"prompt": messages, "prompt_hash": phash, "model": llm.name,
+            "coder": getattr(llm, "identity", llm.name), "labels": labels,
             "shots": len(shots), "documents": len(results), "from_cache": n_cached,
-            "unparsed": sum(1 for r, e in zip(results, empty) if r[1] is None and not e),
+            "unparsed": sum(1 for r in results if r.status == "unparsed"),
             "empty": sum(empty),
             "probabilities": "label scores" if hasattr(llm, "score") else "token logprobs",
             "probabilities_missing": why,
@@ -237,40 +279,47 @@ def _record(llm, messages, phash, labels, shots, results, empty, n_cached) -> di
 
 
 def _run(llm, messages, labels, texts, todo, concurrency, gate):
-    """Yield ``(index, (probs, label, raw))`` as each document finishes."""
+    """Yield ``(index, Answer)`` as each document finishes; no document's error stops the
+    others (an error a request did not foresee is that document's ``failed`` answer)."""
     if hasattr(llm, "score"):
         head, tail = llm.split_prompt(messages)
         head_ids, label_ids = llm.ids(head), llm.label_ids(labels)
         for i in todo:
             probs = _local_code(llm, head_ids, label_ids, tail, texts[i])
-            yield i, (probs, labels[max(range(len(labels)), key=probs.__getitem__)], None, None)
+            yield i, Answer(labels[max(range(len(labels)), key=probs.__getitem__)], None,
+                            probs, None, "coded")
         return
 
     def one(i):
         msgs = [dict(m, content=m["content"].replace(DOC_SLOT, texts[i])) for m in messages]
-        with gate:
-            label, raw, probs, why = llm.code(msgs, labels)
-        return i, (probs, label, raw, why)
+        try:
+            with gate:
+                return i, llm.code(msgs, labels)
+        except Exception as exc:  # noqa: BLE001 (one document's failure, kept with its reason)
+            return i, Answer.failed(f"{type(exc).__name__}: {exc}")
 
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
-    try:  # finished codes are yielded (and cached) as they come; a failure stops the rest
+    try:  # finished codes are yielded (and cached) as they come
         yield from (f.result() for f in as_completed([pool.submit(one, i) for i in todo]))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _frame(frame, labels, results, coder, keep_raw, empty) -> pd.DataFrame:
-    out = pd.DataFrame({"doc_id": frame["doc_id"].values,
-                        LABEL_COLUMN: [r[1] for r in results]})
+def _frame(frame, labels, results, coder, keep_raw) -> pd.DataFrame:
+    out = pd.DataFrame({ID_COLUMN: frame[ID_COLUMN].values,
+                        LABEL_COLUMN: [r.label for r in results]})
     for k, lab in enumerate(labels):
-        out[prob_column(lab)] = [math.nan if r[0] is None or r[0][k] is None else r[0][k]
-                              for r in results]
-    out["unparsed"] = [r[1] is None and not e for r, e in zip(results, empty)]
+        out[prob_column(lab)] = [math.nan if r.probs is None or r.probs[k] is None
+                                 else r.probs[k] for r in results]
+    out["unparsed"] = [r.status == "unparsed" for r in results]
     out["coder"] = coder
+    out[STATUS_COLUMN] = [r.status for r in results]
+    out[REASON_COLUMN] = [r.reason for r in results]
     if keep_raw:
-        out["raw"] = [r[2] for r in results]
+        out["raw"] = [r.raw for r in results]
     n_bad = int(out["unparsed"].sum())
     if n_bad:
         warnings.warn(f"{n_bad} of {len(out)} answers did not parse as a codebook label; "
-                      "their rows are marked unparsed and have no label", stacklevel=2)
+                      "their rows are marked unparsed and have no label (their reason says "
+                      "why; --retry-unparsed asks again)", stacklevel=2)
     return out

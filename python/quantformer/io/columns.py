@@ -33,6 +33,10 @@ PROB_PREFIX = "prob_"
 PREDICTED_PREFIX = "predicted_"
 #: the column that says which backend and precision computed each output row
 BACKEND_COLUMN = "backend"
+#: the column of a machine coder's codes that says what became of each document (``coded``,
+#: ``unparsed``, ``failed``, ``empty``), and the column saying why when it was not coded
+STATUS_COLUMN = "status"
+REASON_COLUMN = "reason"
 
 
 def prob_column(label) -> str:

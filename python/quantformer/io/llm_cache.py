@@ -1,8 +1,13 @@
-"""The response cache of ``annotate``: one SQLite row per (model, prompt hash, text hash).
+"""The response cache of ``annotate``: one SQLite row per (run, prompt hash, text hash).
 
-Every finished code is committed as soon as it is computed, so a rerun, or a run resumed
+The run (the ``model`` column) is the coder's identity: a local model's folder, or an
+endpoint's URL, model and the settings that change an answer
+(:attr:`quantformer.models.llm_endpoint.EndpointLM.identity`); the prompt hash covers the
+codebook and the k-shot examples. The output file's name is no part of the key, so the same
+run written to another file reads every code from the cache. Every finished code (coded or
+unparsed, never failed) is committed as soon as it is computed, so a rerun, or a run resumed
 after Ctrl-C, a killed process or a failed endpoint, costs only the documents still missing.
-The cache holds codes and raw answers, never an API key.
+The cache holds codes, raw answers and the reasons of unparsed ones, never an API key.
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ class CodeCache:
                              params=["cache"]) from None
 
     def get(self, model: str, prompt_hash: str, thash: str) -> tuple | None:
-        """``(label, probs or None, raw, why)`` of a finished code (``why``: the reason its
-        probabilities are missing, or None), or None."""
+        """``(label, probs or None, raw, why, reason)`` of a finished code (``why``: the key of
+        the reason its probabilities are missing, or None; ``reason``: why it is unparsed, or
+        None), or None."""
         row = self.db.execute("SELECT label, probs, raw FROM codes WHERE model=? AND "
                               "prompt_hash=? AND text_hash=?",
                               (model, prompt_hash, thash)).fetchone()
@@ -56,14 +62,16 @@ class CodeCache:
             return None
         probs = json.loads(row[1]) if row[1] else None
         if isinstance(probs, dict):  # no probabilities, and why
-            return row[0], None, row[2], probs.get("why")
-        return row[0], probs, row[2], None
+            return row[0], None, row[2], probs.get("why"), probs.get("reason")
+        return row[0], probs, row[2], None, None
 
     def put(self, model: str, prompt_hash: str, thash: str, label: str | None,
-            probs: list | None, raw: str | None, why: str | None = None) -> None:
-        """Store one finished code (``why``: the reason ``probs`` is None) and commit it."""
+            probs: list | None, raw: str | None, why: str | None = None,
+            reason: str | None = None) -> None:
+        """Store one finished code (``why``: the key of the reason ``probs`` is None;
+        ``reason``: why the code is unparsed) and commit it."""
         stored = json.dumps(probs) if probs is not None else (
-            json.dumps({"why": why}) if why else None)
+            json.dumps({"why": why, "reason": reason}) if why or reason else None)
         self.db.execute("INSERT OR REPLACE INTO codes VALUES (?,?,?,?,?,?)",
                         (model, prompt_hash, thash, label, stored, raw))
         self.db.commit()

@@ -8,17 +8,17 @@ Two back-ends:
   after the prompt, normalised over the labels (so labels that are prefixes of each other,
   ``pro`` and ``pro-life``, are told apart exactly: the end token closes each answer). The
   codebook prefix is run once; its key-value cache is reused for every document and label.
-* :class:`EndpointLM`: a server speaking the OpenAI chat-completions protocol (Ollama, vLLM,
-  llama.cpp's server, ``transformers serve``). The label comes from structured output (a JSON
-  schema whose ``label`` is an enum of the codebook's labels); an answer that does not parse
-  strictly is returned as ``None`` (the caller marks it ``unparsed``). Probabilities come
-  from the answer's token log-probabilities (``logprobs: true, top_logprobs: k``) where the
-  server gives them (:mod:`quantformer.models.llm_probs` states the rule); where it does not
-  (``transformers serve`` ignores the field), they are missing and the reason is kept. The
-  API key is read
-  only from the environment variable the caller names; it is never printed, logged, cached
-  or written. This module is the only one that opens a network connection, and only to the
-  endpoint given.
+* :class:`~quantformer.models.llm_endpoint.EndpointLM` (in
+  :mod:`quantformer.models.llm_endpoint`, imported here): a server speaking the OpenAI
+  chat-completions protocol (Ollama, vLLM, llama.cpp's server, ``transformers serve``). The
+  label comes from structured output (a JSON schema whose ``label`` is an enum of the
+  codebook's labels); an answer that does not parse strictly, or a body that cannot be read,
+  is ``unparsed`` with the reason; a document past its retries is ``failed``. Probabilities
+  come from the answer's token log-probabilities (``logprobs: true, top_logprobs: k``) where
+  the server gives them (:mod:`quantformer.models.llm_probs` states the rule); where it does
+  not (``transformers serve`` ignores the field), they are missing and the reason is kept.
+  The API key is read only from the environment variable the caller names; it is never
+  printed, logged, cached or written.
 
 Scoring by label likelihood rather than parsing generated text follows the practice of
 zero-shot classification with language models (Brown et al. 2020, "Language Models are
@@ -28,17 +28,12 @@ Few-Shot Learners", section 2; Holtzman et al. 2021, "Surface Form Competition")
 from __future__ import annotations
 
 import inspect
-import json
 import math
-import os
-import random
-import time
-import urllib.error
-import urllib.request
 
 from .._core.errors import InputError, unused_error
 from .hub import resolve_model
-from .llm_probs import ANSWER_FIELD, label_probs
+from .llm_endpoint import EndpointLM, check_api_key  # noqa: F401 (the coders' one home)
+from .llm_endpoint import check_endpoint_url, check_key_name
 
 #: stands for the document while the chat template is rendered (split off afterwards)
 DOC_SLOT = "\u0000DOCUMENT\u0000"
@@ -87,6 +82,10 @@ def coder_settings(endpoint: str | None, *, device: str | None = None, **given) 
     if endpoint is not None and device is not None:
         raise InputError("{device} is for a local model; with {endpoint} the server chooses "
                          "its device: leave {device} out", params=["device", "endpoint"])
+    if endpoint is not None:
+        check_endpoint_url(endpoint)
+    if given.get("api_key_env") is not None:
+        check_key_name(given["api_key_env"])
     out = {**ENDPOINT_DEFAULTS, **{k: given[k] for k in named},
            "device": device or LOCAL_DEFAULT_DEVICE}
     for name, least, unit in _ENDPOINT_RANGES:
@@ -100,21 +99,6 @@ def coder_settings(endpoint: str | None, *, device: str | None = None, **given) 
             raise InputError(f"{{{name}}} must be {what} ({unit}), not {value!r}",
                              params=[name])
     return out
-
-
-def check_api_key(api_key_env: str | None) -> str | None:
-    """The API key from the environment variable named ``api_key_env`` (None when not named).
-
-    Raises:
-        InputError: the variable is unset or empty.
-    """
-    if api_key_env is None:
-        return None
-    key = os.environ.get(api_key_env, "")
-    if not key:
-        raise InputError(f"{{api_key_env}}: the environment variable '{api_key_env}' is unset "
-                         "or empty; set it to the endpoint's API key", params=["api_key_env"])
-    return key
 
 
 def _resolve(model: str) -> str:
@@ -281,103 +265,3 @@ def normalise(logps: list[float]) -> list[float]:
     w = [math.exp(x - top) for x in logps]
     s = sum(w)
     return [x / s for x in w]
-
-
-class EndpointLM:
-    """A client of an OpenAI-compatible chat-completions endpoint.
-
-    Args:
-        endpoint: base URL, e.g. ``http://127.0.0.1:11434/v1``.
-        model: the model name the server knows.
-        api_key: the key (from :func:`check_api_key`); sent as a bearer token only.
-        timeout: seconds per request (default 60).
-        retries: attempts after a 429, 5xx or timeout (default 4), with exponential backoff
-            and jitter.
-        top_logprobs: candidates per token asked for (``logprobs: true``; default 20, the
-            OpenAI maximum; 0 asks for none and leaves the probabilities missing).
-        max_tokens: the longest answer in tokens (``max_tokens``; default None: the server's).
-
-    Raises:
-        InputError: (from :meth:`check`) the endpoint does not answer.
-    """
-
-    def __init__(self, endpoint: str, model: str, api_key: str | None = None,
-                 timeout: float = 60.0, retries: int = 4, top_logprobs: int = 20,
-                 max_tokens: int | None = None):
-        self.endpoint = endpoint.rstrip("/")
-        self.top_logprobs = int(top_logprobs)
-        self.max_tokens = max_tokens
-        self.name = model
-        self._key = api_key
-        self.timeout = timeout
-        self.retries = retries
-
-    def __repr__(self) -> str:  # never shows the key
-        return f"EndpointLM(endpoint={self.endpoint!r}, model={self.name!r})"
-
-    def _request(self, path: str, body: dict | None = None) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self._key:
-            headers["Authorization"] = "Bearer " + self._key
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        req = urllib.request.Request(self.endpoint + path, data=data, headers=headers,
-                                     method="GET" if body is None else "POST")
-        with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-            return json.loads(resp.read().decode("utf-8"))
-
-    def check(self) -> None:
-        """Ask the endpoint for its models once (before any work)."""
-        try:
-            self._request("/models")
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise InputError(f"{{endpoint}} '{self.endpoint}' does not answer ({reason}); "
-                             "start the server or correct the URL",
-                             params=["endpoint"]) from None
-
-    def code(self, messages: list[dict], labels: list[str]) -> tuple:
-        """``(label, raw, probs, why)``: the label the model answers (None when the answer does
-        not parse), the raw answer, the per-label probabilities from its log-probabilities
-        (:func:`~quantformer.models.llm_probs.label_probs`; None when there are none) and
-        why they are missing (a key of :data:`~quantformer.models.llm_probs.REASONS`, or
-        None). Retries 429/5xx/timeouts with backoff; other HTTP errors raise."""
-        body = {"model": self.name, "messages": messages, "temperature": 0,
-                "response_format": {"type": "json_schema", "json_schema": {
-                    "name": "code", "strict": True, "schema": {
-                        "type": "object", "properties": {ANSWER_FIELD: {"type": "string",
-                                                                       "enum": list(labels)}},
-                        "required": [ANSWER_FIELD], "additionalProperties": False}}}}
-        if self.top_logprobs > 0:
-            body.update(logprobs=True, top_logprobs=self.top_logprobs)
-        if self.max_tokens is not None:
-            body["max_tokens"] = int(self.max_tokens)
-        for attempt in range(self.retries + 1):
-            try:
-                reply = self._request("/chat/completions", body)
-                break
-            except urllib.error.HTTPError as exc:
-                if exc.code != 429 and exc.code < 500 or attempt == self.retries:
-                    raise
-            except (TimeoutError, urllib.error.URLError, ConnectionError):
-                if attempt == self.retries:
-                    raise
-            time.sleep(min(30.0, 0.5 * 2 ** attempt) * (0.5 + random.random()))
-        choice = reply["choices"][0]
-        raw = choice["message"].get("content") or ""
-        label = parse_label(raw, labels)
-        if label is None or self.top_logprobs <= 0:
-            return label, raw, None, "unparsed" if label is None else "not_requested"
-        probs, why = label_probs((choice.get("logprobs") or {}).get("content"), raw, labels)
-        return label, raw, probs, why
-
-
-def parse_label(raw: str, labels: list[str]) -> str | None:
-    """The label of a strict answer: JSON ``{"label": L}`` or the bare label, L one of
-    ``labels``; anything else None (never guessed)."""
-    text = raw.strip()
-    try:
-        obj = json.loads(text)
-        cand = obj.get(ANSWER_FIELD) if isinstance(obj, dict) else obj
-    except ValueError:
-        cand = text
-    return cand if isinstance(cand, str) and cand in labels else None

@@ -38,7 +38,8 @@ import re
 REASONS = {
     "no_logprobs": "the server returned no token log-probabilities (it ignores 'logprobs')",
     "not_requested": "log-probabilities were not asked for (top_logprobs = 0)",
-    "unparsed": "the answer did not parse as a codebook label",
+    "unparsed": "the answer did not parse as a codebook label (or the body could not be read)",
+    "failed": "the request failed past its retries (the row's reason says why)",
     "no_label_in_top": "no label's first token was among the top candidates",
     "misaligned": "the tokens' text did not match the answer",
 }

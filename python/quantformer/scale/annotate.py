@@ -31,10 +31,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from .._core.errors import InputError
 from ..infer.annotate import (annotate, check_codebook_labels, check_shots_overlap, draw_shots,
                               shots_overlap)
 from ..infer.cache import MODELS
 from ..infer.classifier import CHUNK_ROWS
+from ..io.columns import REASON_COLUMN, STATUS_COLUMN
 from ..io.frames import iter_frames
 from ..io.llm_cache import CodeCache
 from ..io.writing import write_frame
@@ -92,9 +94,14 @@ def annotate_partition(spec: dict) -> dict:
             codes, rec = annotate(frame, opts["codebook"], _llm(spec["model"], opts),
                                   cache=cache, shots=[tuple(x) for x in opts["shots"]],
                                   keep_raw=opts["keep_raw"], concurrency=opts["concurrency"],
-                                  progress=None, gate=_gate(opts))
+                                  progress=None, gate=_gate(opts),
+                                  retry_unparsed=opts.get("retry_unparsed", False))
     finally:
         cache.close()
+    if rec["failed"]:  # the partition is not done: --resume asks for just those documents
+        why = codes.loc[codes[STATUS_COLUMN] == "failed", REASON_COLUMN].iloc[0]
+        raise InputError(f"{rec['failed']} of {rec['documents']} documents failed (e.g. {why}); "
+                         "the others are cached", params=["resume"])
     write_frame(codes, spec["output"])
     return {"rows": len(codes), "missing": rec["empty"], "truncated": 0, "max_length": 0,
             "truncation": "none", "unparsed": rec["unparsed"], "from_cache": rec["from_cache"],
@@ -121,7 +128,7 @@ def annotate_partitions(inputs, out, codebook: list[dict], llm: str, *,
                         timeout: float | None = None, retries: int | None = None,
                         top_logprobs: int | None = None, max_tokens: int | None = None,
                         device: str | None = None, corpus: dict | None = None,
-                        quiet: bool = False) -> dict:
+                        quiet: bool = False, retry_unparsed: bool = False) -> dict:
     """Code a partitioned corpus with a large language model, one Parquet of codes per
     partition (the CLI's ``annotate`` with a folder, glob or several files as ``--input``, or
     with ``--scheduler``).
@@ -134,6 +141,7 @@ def annotate_partitions(inputs, out, codebook: list[dict], llm: str, *,
             flight to the endpoint across all workers; None: the defaults of
             :func:`quantformer.models.llm.coder_settings`, which checks them).
         cache: the SQLite cache (default: ``out`` + ``.cache.sqlite``, beside the folder).
+        retry_unparsed: ask again for documents whose cached code is unparsed.
         corpus: ``text_col``, ``id_col``, ``fmt``, ``quoting``.
 
     Returns:
@@ -159,7 +167,7 @@ def annotate_partitions(inputs, out, codebook: list[dict], llm: str, *,
         model = check_causal_lm(llm)[0]  # the checks of the model, its weights not loaded
     folder = Path(out).resolve()
     opts = {"codebook": codebook, "shots": [list(x) for x in picked], "endpoint": endpoint,
-            **settings, "keep_raw": bool(keep_raw),
+            **settings, "keep_raw": bool(keep_raw), "retry_unparsed": bool(retry_unparsed),
             "cache": str(Path(cache).resolve()) if cache else str(folder) + ".cache.sqlite",
             "gate": "quantformer-annotate-" + hashlib.sha256(str(folder).encode()).hexdigest()[:16]}
     return run_partitions(VERB, model, inputs, out, options=opts, corpus=corpus,

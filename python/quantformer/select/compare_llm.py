@@ -31,13 +31,14 @@ import time
 
 import pandas as pd
 
-from .._core.errors import InputError, unused_error
+from .._core.errors import InputError, QuantformerError, unused_error
 from ..infer.annotate import (annotate, check_codebook_labels, check_shots, draw_shots,
                               prompt_hash)
 from ..infer.annotate import build_messages
-from ..io.columns import LABEL_COLUMN
+from ..io.columns import LABEL_COLUMN, REASON_COLUMN, STATUS_COLUMN
 from ..models.hub import resolve_device
 from ..models.llm import EndpointLM, LocalLM, check_api_key
+from ..models.llm_endpoint import check_endpoint_url
 from ..score.metrics import macro_f1
 
 ZERO_SHOT = "llm"
@@ -100,6 +101,8 @@ def check_llm_options(llm, codebook, shots, endpoint, api_key_env, *, classes, s
     if api_key_env is not None and endpoint is None:
         raise InputError("{api_key_env} is for an {endpoint}; add it or leave the key out",
                          params=["api_key_env", "endpoint"])
+    if endpoint is not None:
+        check_endpoint_url(endpoint)
     return labels, check_api_key(api_key_env)
 
 
@@ -138,6 +141,10 @@ def code_test(coder, codebook, test, shots, *, labels, quiet) -> dict:
     codes, record = annotate(test[["doc_id", "text"]], codebook, coder, shots=shots,
                              progress=None if quiet else sys.stderr)
     seconds = time.perf_counter() - t0
+    if record["failed"]:  # a failed request is no answer: it must not count as a wrong one
+        why = codes.loc[codes[STATUS_COLUMN] == "failed", REASON_COLUMN].iloc[0]
+        raise QuantformerError(f"{record['failed']} of {len(test)} test documents failed at "
+                               f"the endpoint ({why}); rerun when the server answers")
     pred = [None if pd.isna(x) else str(x) for x in codes[LABEL_COLUMN]]
     truth = test[LABEL_COLUMN].astype(str).tolist()
     accuracy = sum(p == t for p, t in zip(pred, truth)) / len(truth)

@@ -74,7 +74,8 @@ def test_annotate_writes_codes_record_and_reuses_the_cache(llama_dir, files, cap
     codes = pd.read_parquet(out)
     record = json.loads((files / "codes.parquet.json").read_text())
     assert list(codes.columns) == ["doc_id", "label", "prob_pro", "prob_pro-life",
-                                   "prob_contra", "unparsed", "coder"]
+                                   "prob_contra", "unparsed", "coder", "status", "reason"]
+    assert (codes["status"] == "coded").all() and codes["reason"].isna().all()
     assert codes["doc_id"].tolist() == [f"d{i}" for i in range(6)]
     probs = codes[["prob_pro", "prob_pro-life", "prob_contra"]].to_numpy()
     assert probs.sum(axis=1) == pytest.approx([1.0] * 6)
@@ -302,13 +303,20 @@ def test_endpoint_retries_429_and_timeouts(coder_dir, files):
 
 
 def test_killed_endpoint_keeps_finished_codes_and_a_rerun_resumes(coder_dir, files):
+    """The server dies after 3 answers: those 3 are coded, the other 3 fail (connection
+    refused past their retries) and are written as failed, exit 1; a rerun against the server
+    back on its port asks only for the 3 failed ones."""
     proc, url = _serve(coder_dir, files, "--die-after", "3")
     try:
         assert main(_endpoint_argv(files, coder_dir, url, "--retries", "1")) == 1
     finally:
         proc.kill()
-    assert not (files / "codes.parquet").exists()
-    proc, url = _serve(coder_dir, files)
+        proc.wait()
+    codes = pd.read_parquet(files / "codes.parquet")
+    assert codes["status"].tolist() == ["coded"] * 3 + ["failed"] * 3
+    assert codes["label"].tolist()[:3] == ANSWERS[:3] and codes["label"].isna().sum() == 3
+    assert all("after 2 attempts" in r for r in codes["reason"][3:])
+    proc, url = _serve(coder_dir, files, "--port", url.split(":")[-1].split("/")[0])
     try:
         assert main(_endpoint_argv(files, coder_dir, url)) == 0
     finally:
