@@ -160,3 +160,15 @@ test_that("endpoint codes without probabilities go into textstat_prevalence, tex
   rep <- classification_report(e$codes$label[coded], e$truth[coded])
   expect_equal(rep$accuracy, mean(as.character(e$codes$label[coded]) == e$truth[coded]))
 })
+
+test_that("a codebook data frame with an empty or NA label is refused with its row, before any work", {
+  skip_if_no_verb("annotate")
+  x <- c(a = "We must reduce the deficit.", b = "Climate change is real.")
+  for (empty in list(NA_character_, "", "  ")) {
+    cb <- data.frame(label = c("pro", empty, "contra"))
+    expect_error(annotate_llm(x, cb, model = file.path(tempdir(), "no-such-model"),
+                              verbose = FALSE),
+                 "`codebook`: row 2 has no label (an empty or missing 'label'); give every row a label, or remove the row",
+                 fixed = TRUE, class = "quantformer_input_error")
+  }
+})
