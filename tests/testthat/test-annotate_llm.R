@@ -172,3 +172,12 @@ test_that("a codebook data frame with an empty or NA label is refused with its r
                  fixed = TRUE, class = "quantformer_input_error")
   }
 })
+
+test_that("classification_report of codes without probabilities says the ECE is not available, and why", {
+  skip_if_no_verb("evaluate")
+  e <- endpoint_codes(n = 40)
+  rep <- classification_report(e$codes$label, e$truth)
+  expect_true(is.na(rep$calibration$ece))
+  expect_match(rep$calibration$reason, "the predictions have no probabilities", fixed = TRUE)
+  expect_false(any(grepl("calibration", capture.output(print(rep)))))
+})
