@@ -24,8 +24,9 @@ UNPARSED = ["d3", "d17"]
 
 
 def endpoint_codes(pred: pd.DataFrame, unparsed=UNPARSED) -> pd.DataFrame:
-    """The codes frame as ``annotate --endpoint`` writes it when the server returns no token
-    log-probabilities: doc_id, label, prob_<label> (all missing), unparsed, coder."""
+    """The codes frame as ``annotate --endpoint`` writes it (infer/annotate.py's frame) when
+    the server returns no token log-probabilities: doc_id, label, prob_<label> for every
+    label (all missing), unparsed (those rows without a label), coder (the model's name)."""
     codes = pd.DataFrame({"doc_id": pred["doc_id"], "label": pred["predicted"],
                           "prob_ok": np.nan, "prob_toxic": np.nan,
                           "unparsed": pred["doc_id"].isin(unparsed), "coder": "tiny-llm"})
