@@ -38,7 +38,9 @@
 #'   `keep_text = TRUE`: the text column after `doc_id`, so the codes can train
 #'   [textmodel_finetune()] as surrogate labels).
 #' @template verbose
-#' @return A data frame of codes, one row per document in the order of `x`: `doc_id`, `label`,
+#' @return A data frame of codes, one row per document in the order of `x`: `doc_id`, `label`
+#'   (a factor whose levels are the codebook's labels in the codebook's order, as [predict()]
+#'   gives classes; `NA` for a document without a code: an unparsed answer, an empty text),
 #'   `prob_<label>` for each label (through an endpoint: from the answer's token
 #'   log-probabilities where the server returns them, else `NA`; the record beside the output
 #'   says why), `unparsed`, `coder` (the model), and `raw` with `raw = TRUE`: the shape of a
@@ -65,10 +67,20 @@ annotate_llm <- function(x, codebook, model, endpoint = NULL, api_key_env = NULL
   args <- cli_flags(codebook = book, llm = model, endpoint = endpoint,
                     api_key_env = api_key_env, shots = shots, seed = seed,
                     cache = cache, ...)
-  call_verb("annotate", args,
-            inputs = list("--input" = frame[c("doc_id", "text")],
-                          "--shots-from" = shots_from),
-            output = "rds", verbose = verbose, r_args = names(formals()))$output
+  codes <- call_verb("annotate", args,
+                     inputs = list("--input" = frame[c("doc_id", "text")],
+                                   "--shots-from" = shots_from),
+                     output = "rds", verbose = verbose, r_args = names(formals()))$output
+  codes_as_factor(codes)
+}
+
+# The codes' `label` as a factor whose levels are the codebook's labels in the codebook's
+# order: the core writes one `prob_<label>` column per label, in that order (as predict()
+# gives its classes). A document without a code (unparsed, empty text) is NA.
+codes_as_factor <- function(codes) {
+  probs <- names(codes)[startsWith(names(codes), "prob_")]
+  codes$label <- factor(as.character(codes$label), levels = substring(probs, 6L))
+  codes
 }
 
 # The codebook as a file `quantformer annotate` reads: a path as it is, a data frame written

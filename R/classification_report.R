@@ -21,7 +21,11 @@
 #'   `agreement`, a data frame of intercoder reliability between the model and the human codes
 #'   (the model as one more coder): `statistic` (Krippendorff's alpha, nominal, from the
 #'   `krippendorff` package; Cohen's kappa), `estimate`, `ci_low`, `ci_high` (95 % percentile
-#'   bootstrap interval over documents, 1,000 resamples; Hayes & Krippendorff 2007). Classes
+#'   bootstrap interval over documents, 1,000 resamples; Hayes & Krippendorff 2007), and
+#'   `calibration`: a list with `ece` (the expected calibration error, Guo et al. 2017) and
+#'   `reason`; from classes alone `ece` is `NA` (not available: an ECE needs probabilities,
+#'   `quantformer evaluate --pred` on a file with `prob_<class>` columns) and `reason` says
+#'   so. Classes
 #'   are in the level order of `predicted` (or `truth`) when they are factors. `print()` says
 #'   how many documents were left out and why (no prediction, no true class).
 #' @examples
@@ -65,7 +69,11 @@ classification_report <- function(predicted, truth, verbose = FALSE) {
   dimnames(confusion) <- list(true = order, predicted = order)
   structure(list(accuracy = rep$accuracy, macro_f1 = rep$macro_f1, per_class = per_class,
                  confusion = confusion, n = rep$n, n_missing_truth = rep$n_missing_truth,
-                 n_missing_pred = rep$n_missing_pred, agreement = agreement_table(rep$agreement)),
+                 n_missing_pred = rep$n_missing_pred, agreement = agreement_table(rep$agreement),
+                 calibration = list(ece = if (is.null(rep$calibration$ece)) NA_real_
+                                          else as.numeric(rep$calibration$ece),
+                                    reason = if (is.null(rep$calibration$reason)) NA_character_
+                                             else rep$calibration$reason)),
             class = "classification_report")
 }
 

@@ -12,8 +12,12 @@
 #' (ppi-python's estimators).
 #'
 #' @param x the predictions for every document of the corpus, named by docnames: a factor
-#'   of classes (`predict(fit, newdata, type = "class")`) or a matrix of class probabilities
-#'   (`type = "prob"`, one column per class). Probabilities make the PPI interval narrower.
+#'   of classes (`predict(fit, newdata, type = "class")`), a matrix of class probabilities
+#'   (`type = "prob"`, one column per class), or a machine coder's data frame as it comes:
+#'   [annotate_llm()]'s codes (`doc_id`, `label`, `prob_<label>`, which are `NA` where an
+#'   endpoint gave no token log-probabilities) or a predictions frame (`doc_id`, `predicted`,
+#'   `prob_<class>`). Probabilities make the PPI interval narrower; a document without them
+#'   is predicted by its class, and the `note` column says so. For `print()`: the result.
 #' @param gold the hand-coded classes of a random sample of those documents: a vector or
 #'   factor named by docnames (documents not coded may be left out or be `NA`), or a data
 #'   frame with `doc_id` and `label` columns.
@@ -104,8 +108,10 @@ gold_inputs <- function(pred, gold, by = NULL, data = NULL, inclusion_prob = NUL
        by = names(groups))
 }
 
-# pred (factor or probability matrix, named by docnames) -> doc_id, predicted, [prob_*]
+# pred (factor or probability matrix, named by docnames; or a machine coder's data frame,
+# passed on as it is for the core to read) -> doc_id, predicted, [prob_*]
 prediction_frame <- function(pred) {
+  if (is.data.frame(pred)) return(machine_frame(pred))
   ids <- if (is.matrix(pred)) rownames(pred) else names(pred)
   n <- if (is.matrix(pred)) nrow(pred) else length(pred)
   if (is.null(ids)) ids <- paste0("text", seq_len(n))
@@ -126,6 +132,24 @@ prediction_frame <- function(pred) {
                class(pred)[1], call. = FALSE)
   data.frame(doc_id = enc2utf8(ids), predicted = enc2utf8(as.character(pred)),
              stringsAsFactors = FALSE)
+}
+
+# A machine coder's data frame (annotate_llm()'s codes: doc_id, label, prob_*, unparsed,
+# coder; or predictions: doc_id, predicted, prob_*) with its columns as the core reads them:
+# factors as UTF-8 strings, list columns (none expected) refused.
+machine_frame <- function(pred) {
+  if (!"doc_id" %in% names(pred) || !any(c("predicted", "label") %in% names(pred) |
+                                          startsWith(names(pred), "prob_")))
+    input_error("`x` is a data frame without `doc_id` and a `label` (annotate_llm()'s codes) ",
+                "or `predicted` column; its columns are: ", paste(names(pred), collapse = ", "),
+                call. = FALSE)
+  keep <- names(pred) %in% c("doc_id", "predicted", "label", "unparsed") |
+    startsWith(names(pred), "prob_")
+  out <- as.data.frame(lapply(pred[keep], function(v)
+    if (is.factor(v) || is.character(v)) enc2utf8(as.character(v)) else v),
+    stringsAsFactors = FALSE, check.names = FALSE)
+  rownames(out) <- NULL
+  out
 }
 
 # gold (named vector/factor or data frame doc_id, label) -> doc_id, label, [inclusion_prob];
@@ -179,7 +203,6 @@ group_columns <- function(by, data, n) {
 }
 
 #' @rdname textstat_prevalence
-#' @param x a `textstat_prevalence` object (for `print()`).
 #' @param digits decimal places of the estimates and intervals (3).
 #' @param ... further arguments of [print.data.frame()].
 #' @return `print()` returns `x` invisibly.

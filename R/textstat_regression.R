@@ -27,7 +27,9 @@
 #'   `quantformer_deprecated`) until the next release.
 #' @return A data frame of class `textstat_regression`, one row per coefficient: `outcome`,
 #'   `term` (named as [lm()] names coefficients: `(Intercept)`, `partyR`, `decade1990s`,
-#'   `partyR:decade1990s`; the core's files use patsy's `Intercept`, `party[T.R]`), `estimate`, `ci_low`, `ci_high`, `family`, `method`, `n_gold`, `n_total`.
+#'   `partyR:decade1990s`; the core's files use patsy's `Intercept`, `party[T.R]`), `estimate`, `ci_low`, `ci_high`, `family`, `method`, `n_gold`, `n_total`,
+#'   `note` (which predictions were used where some documents have no probabilities: their
+#'   class; empty otherwise, and not printed).
 #'   Documents with a missing covariate are an error, never dropped silently.
 #' @references See [textstat_prevalence()].
 #' @examples
@@ -91,13 +93,13 @@ regression_docvars <- function(formula, data) {
 }
 
 #' @rdname textstat_regression
-#' @param x a `textstat_regression` object (for `print()`).
 #' @param digits decimal places of the estimates and intervals (3).
 #' @param ... further arguments of [print.data.frame()].
 #' @return `print()` returns `x` invisibly.
 #' @export
 print.textstat_regression <- function(x, digits = 3, ...) {
   y <- as.data.frame(unclass(x), stringsAsFactors = FALSE)
+  if ("note" %in% names(y) && !any(nzchar(y$note) & !is.na(y$note))) y$note <- NULL
   num <- intersect(c("estimate", "ci_low", "ci_high"), names(y))
   y[num] <- lapply(y[num], round, digits)
   print(y, row.names = FALSE, ...)

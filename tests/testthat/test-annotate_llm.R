@@ -89,3 +89,79 @@ test_that("annotate_files codes a partitioned corpus and resumes from the manife
   expect_error(annotate_files(dir, cb, model = llm, output_dir = tempfile(), keep_text = TRUE),
                "`keep_text = TRUE` is for a single `files` file")
 })
+
+test_that("annotate_llm returns label as a factor with the codebook's labels in its order", {
+  skip_if_no_verb("annotate")
+  llm <- tiny_llama()
+  x <- c(a = "We must reduce the deficit.", b = "Climate change is real.",
+         c = "Thank you for the reply.", d = "")
+  # the codebook's order is not the alphabetical one
+  cb <- data.frame(label = c("pro", "contra", "neutral"))
+  codes <- suppressWarnings(annotate_llm(x, cb, model = llm, cache = tempfile(fileext = ".sqlite"),
+                                         verbose = FALSE))
+  expect_s3_class(codes$label, "factor")
+  expect_identical(levels(codes$label), c("pro", "contra", "neutral"))
+  probs <- as.matrix(codes[c("prob_pro", "prob_contra", "prob_neutral")])
+  expect_identical(as.character(codes$label[1:3]),
+                   c("pro", "contra", "neutral")[max.col(probs[1:3, ], ties.method = "first")])
+  expect_true(is.na(codes$label[4]))  # an empty text gets no code
+})
+
+# codes as annotate_llm() returns them from an endpoint that gave no token log-probabilities
+endpoint_codes <- function(n = 300, seed = 1) {
+  set.seed(seed)
+  truth <- sample(c("pro", "contra"), n, replace = TRUE, prob = c(0.3, 0.7))
+  said <- ifelse(runif(n) < 0.85, truth, ifelse(truth == "pro", "contra", "pro"))
+  codes <- data.frame(doc_id = paste0("text", seq_len(n)),
+                      label = factor(said, levels = c("pro", "contra")),
+                      prob_pro = NA_real_, prob_contra = NA_real_, unparsed = FALSE,
+                      coder = "tiny-llm", stringsAsFactors = FALSE)
+  list(codes = codes, truth = truth)
+}
+
+test_that("endpoint codes without probabilities go into textstat_prevalence, textstat_regression, textstat_reliability and classification_report as they are", {
+  skip_if_no_verb("estimate")
+  e <- endpoint_codes()
+  coded <- 1:120
+  gold <- data.frame(doc_id = e$codes$doc_id[coded], label = e$truth[coded])
+  naive <- textstat_prevalence(e$codes, gold, method = "naive")
+  expect_equal(naive$estimate[naive$class == "pro"], mean(e$codes$label == "pro"))
+  dsl <- textstat_prevalence(e$codes, gold, method = "dsl")
+  yhat <- as.numeric(e$codes$label == "pro")
+  pseudo <- yhat
+  pseudo[coded] <- yhat[coded] + (as.numeric(e$truth[coded] == "pro") - yhat[coded]) * 300 / 120
+  expect_equal(dsl$estimate[dsl$class == "pro"], mean(pseudo))
+  expect_true(all(dsl$note == "predictions: hard labels (no probabilities)"))
+  ppi <- textstat_prevalence(e$codes, gold)
+  expect_true(all(ppi$n_total == 300) && all(ppi$n_gold == 120))
+  party <- data.frame(party = rep(c("D", "R"), 150))
+  fit <- textstat_regression(e$codes, gold, pro ~ party, data = party, method = "dsl")
+  expect_identical(fit$term, c("(Intercept)", "partyR"))
+  expect_true(all(fit$note == "predictions: hard labels (no probabilities)"))
+  rel <- textstat_reliability(list(ann = data.frame(doc_id = gold$doc_id, label = gold$label),
+                                   llm = e$codes), n_boot = 20)
+  expect_equal(rel$percent_agreement, mean(as.character(e$codes$label[coded]) == e$truth[coded]))
+  rep <- classification_report(e$codes$label[coded], e$truth[coded])
+  expect_equal(rep$accuracy, mean(as.character(e$codes$label[coded]) == e$truth[coded]))
+})
+
+test_that("a codebook data frame with an empty or NA label is refused with its row, before any work", {
+  skip_if_no_verb("annotate")
+  x <- c(a = "We must reduce the deficit.", b = "Climate change is real.")
+  for (empty in list(NA_character_, "", "  ")) {
+    cb <- data.frame(label = c("pro", empty, "contra"))
+    expect_error(annotate_llm(x, cb, model = file.path(tempdir(), "no-such-model"),
+                              verbose = FALSE),
+                 "`codebook`: row 2 has no label (an empty or missing 'label'); give every row a label, or remove the row",
+                 fixed = TRUE, class = "quantformer_input_error")
+  }
+})
+
+test_that("classification_report of codes without probabilities says the ECE is not available, and why", {
+  skip_if_no_verb("evaluate")
+  e <- endpoint_codes(n = 40)
+  rep <- classification_report(e$codes$label, e$truth)
+  expect_true(is.na(rep$calibration$ece))
+  expect_match(rep$calibration$reason, "the predictions have no probabilities", fixed = TRUE)
+  expect_false(any(grepl("calibration", capture.output(print(rep)))))
+})

@@ -310,7 +310,8 @@ def read_train_test(args, task: dict) -> tuple:
 def add_gold_options(p) -> None:
     """--pred, --gold, --label-col, --id-col, --weight-col, --level (estimate, regress)."""
     p.add_argument("--pred", required=True,
-                   help="prediction file of the whole corpus (output of predict or zeroshot)")
+                   help="prediction file of the whole corpus (output of predict or zeroshot, or "
+                        "annotate's codes)")
     p.add_argument("--gold", required=True,
                    help="hand-coded random sample of its documents (doc_id and a label column)")
     p.add_argument("--label-col", default=LABEL_COLUMN, help="label column of --gold (label)")

@@ -61,15 +61,17 @@ def add_cli(sub) -> None:
     p.add_argument("--export", default=None, metavar="FILE",
                    help="write the project's codes to FILE (.csv, .parquet, .rds) and exit")
     p.add_argument("--add-coder", default=None, metavar="CODES",
-                   help="import a machine coder's codes (`quantformer annotate`'s output, or "
-                        "any file with doc_id, label and optionally coder) into --project as "
+                   help="import a machine coder's codes (`quantformer annotate`'s output, "
+                        "`predict`'s or `zeroshot`'s predictions, or any file with doc_id, "
+                        "label and optionally coder) into --project as "
                         "one coder, then exit (needs --input; the room is not started). Its "
                         "codes never train the model nor leave the humans' queues: the page "
                         "shows each human's alpha and kappa with it, and reconciliation its "
                         "disagreements with them. A re-import replaces its codes")
     p.add_argument("--coder-name", default=None, metavar="NAME",
                    help="with --add-coder: the machine coder's name (default: the file's "
-                        "coder column, the model's name)")
+                        "coder column, the model's name; needed for predictions, which have "
+                        "none)")
     p.add_argument("--final", action="store_true",
                    help="with --export: one code per document (reconciled or agreed)")
     p.add_argument("--overwrite", action="store_true",

@@ -22,7 +22,10 @@ def add_cli(sub) -> None:
                     "confidence interval, from a prediction file and a hand-coded random "
                     "sample (prediction-powered inference, Angelopoulos et al. 2023). Output "
                     "columns: the --by columns, class, estimate, ci_low, ci_high, method, "
-                    "n_gold, n_total, note [, n_gold_needed].",
+                    "n_gold, n_total, note [, n_gold_needed]. --pred takes predict's or "
+                    "zeroshot's output (predicted, prob_*) or annotate's codes (label, "
+                    "prob_*) as they are; where a document has no probabilities its hard "
+                    "label is the prediction, and the note says so.",
     )
     add_gold_options(p)
     p.add_argument("--by", default=None, help="docvar(s) to group by, comma-separated")

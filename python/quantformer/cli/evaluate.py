@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-
 from .._core.atomic import json_default, write_text
 from .._core.errors import InputError
 from ..infer.load import load_model
+from ..io.codes import read_machine_codes
 from ..io.columns import LABEL_COLUMN, PREDICTED_COLUMN, PROB_PREFIX
 from ..io.frames import read_frame
 from ..io.formats import read_table_file
@@ -53,13 +53,15 @@ def add_cli(sub) -> None:
                     "doc_id), or a model directory on a labelled test file (--model, --input).",
     )
     p.add_argument("--pred", default=None,
-                   help="predictions file (output of predict or zeroshot: doc_id, predicted)")
+                   help="predictions file (output of predict or zeroshot: doc_id, predicted, "
+                        "prob_*) or codes file (annotate: doc_id, label, prob_*)")
     p.add_argument("--truth", default=None,
                    help="file with the true labels (doc_id and a label column)")
     p.add_argument("--truth-col", default=None,
                    help="column of --pred that holds the true labels (e.g. label)")
-    p.add_argument("--pred-col", default=PREDICTED_COLUMN,
-                   help="column of --pred with the predictions (predicted)")
+    p.add_argument("--pred-col", default=None,
+                   help="column of --pred with the predictions (default: predicted, else "
+                        "label, as annotate writes it)")
     p.add_argument("--label-map", default=None,
                    help="map predicted labels to corpus codes: 'in favor of=2,against=1' or a "
                         "JSON file")
@@ -157,21 +159,21 @@ def _pred_scores(args, mapping):
         (_pred_regression if args.task == "regression" else _pred_multilabel)(args)
         return None
     _check_one_truth(args)
-    pred_df = read_table_file(args.pred)
-    if args.pred_col not in pred_df.columns:
-        raise InputError(f"'{args.pred}' has no '{args.pred_col}' column; its columns are: "
-                         f"{', '.join(map(str, pred_df.columns))}. Name it with --pred-col")
-    labels = [str(c)[len(PROB_PREFIX):] for c in pred_df.columns
+    codes = read_machine_codes(read_table_file(args.pred), f"--pred '{args.pred}'",
+                               label_col=args.pred_col)
+    labels = [str(c)[len(PROB_PREFIX):] for c in codes.frame.columns
               if str(c).startswith(PROB_PREFIX)] or None
+    # one shape for every coder: the hard labels as `predicted`, the prob_ columns as read
+    pred_df = codes.frame.assign(**{PREDICTED_COLUMN: codes.predicted()})
     if mapping and labels:
         labels = list(dict.fromkeys(mapping.get(x, x) for x in labels))
     if args.truth_col:
         if args.truth_col not in pred_df.columns:
             raise InputError(f"'{args.pred}' has no '{args.truth_col}' column; its columns "
                              f"are: {', '.join(map(str, pred_df.columns))}")
-        return (pred_df[args.truth_col], apply_label_map(pred_df[args.pred_col], mapping),
+        return (pred_df[args.truth_col], apply_label_map(pred_df[PREDICTED_COLUMN], mapping),
                 pred_df, labels, args.pred)
-    joined = join_truth_file(pred_df, args.pred, args.truth, pred_col=args.pred_col,
+    joined = join_truth_file(pred_df, args.pred, args.truth, pred_col=PREDICTED_COLUMN,
                              mapping=mapping, id_col=args.id_col, label_col=args.label_col,
                              fmt=args.in_format)
     return joined["truth"], joined["pred"], joined, labels, args.pred
@@ -229,10 +231,11 @@ def _pred_regression(args) -> dict:
     """
     _check_one_truth(args)
     truth_col = args.truth_col or args.label_col or LABEL_COLUMN
-    frame = pred_with_truth(args.pred, args.truth, [truth_col], [args.pred_col], args.id_col)
-    return _task_report({**regression_metrics(frame[truth_col], frame[args.pred_col]),
+    pred_col = args.pred_col or PREDICTED_COLUMN
+    frame = pred_with_truth(args.pred, args.truth, [truth_col], [pred_col], args.id_col)
+    return _task_report({**regression_metrics(frame[truth_col], frame[pred_col]),
                          "task": "regression"}, args, f"evaluation of {args.pred}",
-                        frame[truth_col], frame[args.pred_col])
+                        frame[truth_col], frame[pred_col])
 
 
 def _pred_multilabel(args) -> dict:

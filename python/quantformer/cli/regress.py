@@ -18,7 +18,10 @@ def add_cli(sub) -> None:
                     "hand-coded random sample (Angelopoulos et al. 2023), or design-based "
                     "supervised learning (--method dsl). Output columns: "
                     "outcome, term, estimate, ci_low, ci_high, family, method, n_gold, "
-                    "n_total.",
+                    "n_total, note (which predictions were used: probabilities, or the hard "
+                    "labels where a document has none). --pred takes predict's or zeroshot's "
+                    "output (predicted, prob_*) or annotate's codes (label, prob_*) as they "
+                    "are.",
     )
     add_gold_options(p)
     p.add_argument("--formula", required=True,
@@ -40,5 +43,6 @@ def run(args) -> int:
     table = regress(args.pred, args.gold, args.formula, family=args.family,
                     method=args.method, **gold_kwargs(args))
     show_and_write_table(table, args.out, f"{args.family} regression ({args.method}, "
-                         f"{args.level:.0%} intervals)")
+                         f"{args.level:.0%} intervals)", shown=table if table["note"].any()
+                         else table.drop(columns="note"))
     return 0

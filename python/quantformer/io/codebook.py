@@ -34,7 +34,8 @@ def make_codebook(labels=None, path: str | os.PathLike | None = None) -> list[di
         path: a codebook file (see the module docstring); exactly one of the two.
 
     Raises:
-        InputError: neither or both given, fewer than two labels, duplicate labels or labels
+        InputError: neither or both given, an entry without a label (its number named: a
+            JSON entry, a CSV/TSV row), fewer than two labels, duplicate labels or labels
             equal up to case (``toxic,Toxic``), more
             than nine labels without a key each, a key that is not one character, taken twice
             or reserved for an action of the page.
@@ -44,10 +45,11 @@ def make_codebook(labels=None, path: str | os.PathLike | None = None) -> list[di
                          "{codebook}, one of the two", params=["labels", "codebook"])
     if path is not None:
         entries = read_codebook_file(path)
-    else:
-        if isinstance(labels, str):
-            labels = labels.split(",")
-        entries = [{LABEL_COLUMN: str(x).strip()} for x in labels if str(x).strip()]
+        noun = "entry" if Path(path).suffix.lower() == ".json" else "row"
+        return check_codebook(entries, source=f"'{path}'", noun=noun)
+    if isinstance(labels, str):
+        labels = labels.split(",")
+    entries = [{LABEL_COLUMN: str(x).strip()} for x in labels if str(x).strip()]
     return check_codebook(entries)
 
 
@@ -87,12 +89,44 @@ def read_codebook_file(path: str | os.PathLike) -> list[dict]:
         row["examples"] = [e.strip() for e in str(ex).split("|") if e.strip()] \
             if isinstance(ex, str) else []
         entries.append({k: v for k, v in row.items() if k in
-                        (LABEL_COLUMN, "description", "examples", "key") and v == v})
+                        (LABEL_COLUMN, "description", "examples", "key")
+                        and (v == v or k == LABEL_COLUMN)})  # an empty label: checked
     return entries
 
 
-def check_codebook(entries: list[dict]) -> list[dict]:
-    """Normalised entries with a key each (see :func:`make_codebook` for the errors)."""
+def _missing(value) -> bool:
+    """Whether a codebook cell holds no label: None, NaN (an empty CSV field, R's NA) or
+    only white space."""
+    return value is None or value != value or not str(value).strip()
+
+
+def check_labels_present(entries: list[dict], source: str | None = None,
+                         noun: str = "entry") -> None:
+    """Refuse entries without a label (missing, None, NaN, empty or blank), naming each by
+    its number (1-based: a JSON entry, or a CSV/TSV row after the header, which is an R
+    data frame's row), whatever the codebook's format.
+
+    Raises:
+        InputError: naming the numbers and the fix.
+    """
+    empty = [k for k, e in enumerate(entries, start=1) if _missing(e.get(LABEL_COLUMN))]
+    if not empty:
+        return
+    which = (f"{noun} {empty[0]} has" if len(empty) == 1 else
+             f"{'entries' if noun == 'entry' else noun + 's'} "
+             f"{', '.join(map(str, empty[:10]))} have")
+    fix = (f" no label (an empty or missing '{LABEL_COLUMN}'); give every {noun} a label, or "
+           f"remove the {noun}")
+    where = f"{{codebook}} {source}: " if source else "{codebook}: "
+    raise InputError(where + which + fix, params=["codebook"],
+                     r_message="{codebook}: " + which + fix)
+
+
+def check_codebook(entries: list[dict], source: str | None = None,
+                   noun: str = "entry") -> list[dict]:
+    """Normalised entries with a key each (see :func:`make_codebook` for the errors; an entry
+    without a label: :func:`check_labels_present`, ``source`` and ``noun`` name it)."""
+    check_labels_present(entries, source, noun)
     out = [{LABEL_COLUMN: str(e[LABEL_COLUMN]).strip(), "key": str(e.get("key") or "").strip(),
             "description": str(e.get("description") or ""),
             "examples": [str(x) for x in (e.get("examples") or [])]} for e in entries]
@@ -102,9 +136,9 @@ def check_codebook(entries: list[dict]) -> list[dict]:
                          f"({', '.join(names) or 'none'}); add the other class (e.g. "
                          "'other')", params=["labels"])
     dup = sorted({x for x in names if names.count(x) > 1})
-    if dup or "" in names:
-        raise InputError(f"codebook labels must be distinct and non-empty; repeated: "
-                         f"{', '.join(dup) or '(empty)'}", params=["labels"])
+    if dup:
+        raise InputError(f"codebook labels must be distinct; repeated: {', '.join(dup)}",
+                         params=["labels"])
     folded = [x.casefold() for x in names]
     same = sorted({x for x in names if folded.count(x.casefold()) > 1})
     if same:

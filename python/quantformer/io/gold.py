@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError
-from .formats import detect_format, read_raw
-from .columns import ID_COLUMN, LABEL_COLUMN, PREDICTED_COLUMN, PROB_PREFIX, prob_column
+from .codes import MachineCodes, read_machine_codes, read_table  # noqa: F401 (read_table: API)
+from .columns import ID_COLUMN, LABEL_COLUMN
 from .frames import as_str_series
 
 MIN_GOLD = 10  # fewer hand-coded documents than this: no interval is worth printing
@@ -37,13 +35,15 @@ class GoldPair:
         frame: the prediction frame (``doc_id``, docvars, ``predicted``, ``prob_<class>``),
             documents without a prediction left out.
         classes: the model's classes, in ``prob_*`` column order.
-        yhat: float array (n_total, n_classes): ``prob_<class>`` when the file has them, else
-            the 0/1 indicator of ``predicted``.
-        predicted: the predicted label of each row (argmax of ``yhat`` when absent).
+        yhat: float array (n_total, n_classes): ``prob_<class>`` where a document has them,
+            else the 0/1 indicator of its hard label (:mod:`quantformer.io.codes`).
+        predicted: the hard label of each row (argmax of the probabilities when absent).
         gold_rows: row positions in ``frame`` of the gold documents.
         gold_labels: their hand-coded labels (strings).
         gold_weights: their weights, 1 / inclusion probability (all 1 for a simple random
             sample).
+        prediction: which prediction ``yhat`` holds (:attr:`quantformer.io.codes.
+            MachineCodes.source`): the probabilities, the hard labels, or both.
     """
 
     frame: pd.DataFrame
@@ -53,6 +53,7 @@ class GoldPair:
     gold_rows: np.ndarray
     gold_labels: np.ndarray
     gold_weights: np.ndarray
+    prediction: str = "probabilities"
 
     @property
     def n_total(self) -> int:
@@ -65,46 +66,6 @@ class GoldPair:
     def column(self, cls: str) -> np.ndarray:
         """The prediction of class ``cls`` for every document (probability or 0/1)."""
         return self.yhat[:, self.classes.index(cls)]
-
-
-def read_table(obj, what: str, fmt: str | None = None) -> pd.DataFrame:
-    """A DataFrame as is, or a file (any frame format; no text column needed)."""
-    if isinstance(obj, pd.DataFrame):
-        return obj.reset_index(drop=True)
-
-    p = Path(obj)
-    if not p.is_file():
-        raise InputError(f"{what} file not found: '{obj}'")
-    df = read_raw(p, detect_format(p, fmt), None)
-    df.columns = [str(c) for c in df.columns]
-    return df
-
-
-def _classes(pred: pd.DataFrame) -> list:
-    classes = [c[len(PROB_PREFIX):] for c in pred.columns if c.startswith(PROB_PREFIX)]
-    if classes:
-        return classes
-    if PREDICTED_COLUMN not in pred.columns:
-        raise InputError("the prediction file has neither 'predicted' nor 'prob_<class>' "
-                         f"columns (it has: {', '.join(pred.columns)}); give the output of "
-                         "`quantformer predict` or `zeroshot`")
-    return sorted(pred[PREDICTED_COLUMN].dropna().astype(str).unique())
-
-
-def _predictions(pred: pd.DataFrame, classes: list) -> tuple[np.ndarray, np.ndarray]:
-    if any(c.startswith(PROB_PREFIX) for c in pred.columns):
-        yhat = pred[[prob_column(c) for c in classes]].to_numpy(dtype=float)
-    else:
-        yhat = np.column_stack([(pred[PREDICTED_COLUMN].astype(str) == c).to_numpy(float)
-                                for c in classes])
-        yhat[pred[PREDICTED_COLUMN].isna().to_numpy()] = np.nan
-    if PREDICTED_COLUMN in pred.columns:
-        column = pred[PREDICTED_COLUMN]
-        predicted = column.astype(object).where(column.notna(), None)
-        predicted = np.array([None if v is None else str(v) for v in predicted], dtype=object)
-    else:
-        predicted = np.asarray(classes, dtype=object)[np.nan_to_num(yhat, nan=-1).argmax(1)]
-    return yhat, predicted
 
 
 def _with_ids(df: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -163,9 +124,14 @@ def _gold_labels(gold: pd.DataFrame, label_col: str, classes: list) -> pd.DataFr
 
 def _drop_unpredicted(pred: pd.DataFrame, yhat: np.ndarray, predicted: np.ndarray):
     bad = np.isnan(yhat).any(axis=1) | pd.isna(predicted)
+    if bad.all():
+        raise InputError("no document of {pred} has a prediction (every label and "
+                         "probability is missing: empty texts or unparsed answers); give the "
+                         "coder's output for the corpus", params=["pred"])
     if bad.any():
-        warnings.warn(f"{int(bad.sum())} document(s) have no prediction (empty text) and are "
-                      "left out of the estimate", GoldWarning, stacklevel=4)
+        warnings.warn(f"{int(bad.sum())} document(s) have no prediction (an empty text or an "
+                      "unparsed answer) and are left out of the estimate", GoldWarning,
+                      stacklevel=4)
     keep = ~bad
     return pred.loc[keep].reset_index(drop=True), yhat[keep], predicted[keep]
 
@@ -175,8 +141,10 @@ def join_gold(pred, gold, *, label_col: str = LABEL_COLUMN, weight_col: str | No
     """Read and check a prediction frame and a gold sample, and align them.
 
     Args:
-        pred: prediction DataFrame or file (``doc_id``, docvars, ``predicted`` and/or
-            ``prob_<class>``), the output of ``predict`` or ``zeroshot``.
+        pred: prediction DataFrame or file: a machine coder's output, ``predict``'s or
+            ``zeroshot``'s (``doc_id``, docvars, ``predicted`` and/or ``prob_<class>``) or
+            ``annotate``'s codes (``doc_id``, ``label``, ``prob_<label>`` maybe missing); see
+            :mod:`quantformer.io.codes`.
         gold: gold DataFrame or file: ``doc_id`` and ``label_col``, a random sample of ``pred``.
         label_col: the hand-coded label column of ``gold`` (default ``label``).
         weight_col: optional column of ``gold`` with each document's inclusion probability.
@@ -191,10 +159,10 @@ def join_gold(pred, gold, *, label_col: str = LABEL_COLUMN, weight_col: str | No
     if id_col and id_col != ID_COLUMN:
         pred = pred.rename(columns={id_col: ID_COLUMN})
         gold = gold.rename(columns={id_col: ID_COLUMN})
-    pred, gold = _with_ids(pred, "prediction"), _with_ids(gold, "gold")
+    codes = read_machine_codes(_with_ids(pred, "prediction"))
+    pred, gold = codes.frame, _with_ids(gold, "gold")
     _check_ids(pred, gold)
-    classes = _classes(pred)
-    yhat, predicted = _predictions(pred, classes)
+    classes, yhat, predicted = codes.classes, codes.yhat(), codes.predicted()
     pred, yhat, predicted = _drop_unpredicted(pred, yhat, predicted)
     gold = gold.assign(_w=_weights(gold, weight_col))
     gold = _gold_labels(gold, label_col, classes)
@@ -215,6 +183,6 @@ def join_gold(pred, gold, *, label_col: str = LABEL_COLUMN, weight_col: str | No
                       "sample of the corpus, which will include the other classes",
                       GoldWarning, stacklevel=3)
     return GoldPair(frame=pred, classes=classes, yhat=yhat, predicted=predicted,
-                    gold_rows=position,
+                    gold_rows=position, prediction=codes.source,
                     gold_labels=gold[label_col].to_numpy(dtype=object),
                     gold_weights=gold["_w"].to_numpy(float))

@@ -26,7 +26,8 @@ Methods (``method=``):
   sample n_gold / N); the estimate is the mean pseudo-outcome with a normal interval. It is
   unbiased whatever the classifier's errors when the sampling probabilities are known, also
   for unequal ones (e.g. the planner's stratified draw). Surrogate codes from a language model
-  (``quantformer annotate``) are predictions like any other: ``prob_<class>`` or the label.
+  (``quantformer annotate``) are predictions like any other: ``prob_<class>`` where a document
+  has them, else the 0/1 indicator of its label (the ``note`` column says which was used).
 
 With ``by``, each group of the docvars gets its own estimate from its own gold documents. A group
 without gold documents gets, for ``ppi``, the pooled correction (the mean error over all gold
@@ -170,6 +171,15 @@ def _one_class(pair, method, rows, gold, cls, alpha):
     return est, max(low, 0.0), min(high, 1.0), int(gold.sum()), len(rows), note
 
 
+def prediction_note(pair: GoldPair, note: str = "") -> str:
+    """``note`` with, when some document's prediction is its hard label (a machine coder's
+    output without probabilities, e.g. an endpoint that gave no token log-probabilities),
+    which prediction was used (:attr:`quantformer.io.codes.MachineCodes.source`)."""
+    if pair.prediction == "probabilities":
+        return note
+    return "; ".join(filter(None, [note, f"predictions: {pair.prediction}"]))
+
+
 def _groups(pair: GoldPair, by: list):
     """(key dict, document rows, gold mask) per group of the ``by`` docvars (all: one group)."""
     if not by:
@@ -200,8 +210,11 @@ def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
     """Prevalence of each class (per group of docvars) with a confidence interval.
 
     Args:
-        pred: prediction DataFrame or file (``doc_id``, docvars, ``predicted``,
-            ``prob_<class>``), the output of ``predict`` or ``zeroshot`` on the whole corpus.
+        pred: prediction DataFrame or file of the whole corpus: ``predict``'s or
+            ``zeroshot``'s output (``doc_id``, docvars, ``predicted``, ``prob_<class>``) or
+            ``annotate``'s codes (``doc_id``, ``label``, ``prob_<label>``, which may be
+            missing); see :mod:`quantformer.io.codes`. A document without probabilities is
+            predicted by its hard label (the ``note`` says so).
         gold: hand-coded documents, DataFrame or file (``doc_id``, ``label_col``): a random
             sample of ``pred``'s documents.
         by: docvar name(s) (a list or ``"party,decade"``) to estimate within each group.
@@ -219,7 +232,8 @@ def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
 
     Returns:
         DataFrame, one row per group and class: the ``by`` columns, ``class``, ``estimate``,
-        ``ci_low``, ``ci_high``, ``method``, ``n_gold``, ``n_total``, ``note`` (why a row is
+        ``ci_low``, ``ci_high``, ``method``, ``n_gold``, ``n_total``, ``note`` (which
+        predictions were used when some are hard labels, not probabilities; why a row is
         pooled or missing, why its interval is the exact one of agreeing gold codes, why
         ``n_gold_needed`` exceeds the group; empty otherwise), [``n_gold_needed``].
 
@@ -240,6 +254,7 @@ def estimate(pred, gold, by=None, method: str = "ppi", level: float = 0.95, *,
             records.append({**key, **dict(zip(["class", "estimate", "ci_low", "ci_high",
                                                 "n_gold", "n_total", "note"], (cls, *values)))})
     table = pd.DataFrame(records).assign(method=method)
+    table["note"] = [prediction_note(pair, note) for note in table["note"]]
     _warn_groups(table, by, method)
     table = table[by + COLUMNS]
     if target_halfwidth is not None:

@@ -10,7 +10,8 @@ PPI++ (Angelopoulos, Duchi & Zrnic 2023). Estimators: ppi-python's ``ppi_ols_ci`
 ``ppi_logistic_ci`` and ``classical_ols_ci`` / ``classical_logistic_ci``; statsmodels'
 ``OLS`` and ``Logit`` for the naive fit.
 
-Methods: ``ppi`` (default; the outcome's prediction is ``prob_<class>``), ``naive`` (the
+Methods: ``ppi`` (default; the outcome's prediction is ``prob_<class>``, or the 0/1 label of a
+document without probabilities, as :mod:`quantformer.io.codes` reads it), ``naive`` (the
 predicted label as the outcome, every document, textbook standard errors; for contrast),
 ``gold`` (the hand-coded documents alone), ``dsl`` (design-based supervised learning, Egami,
 Hinck, Stewart & Wei 2023, NeurIPS, section 3): every document's outcome is replaced by its
@@ -49,7 +50,8 @@ from ..io.columns import (
     TEXT_COLUMN,
 )
 from ..io.gold import GoldPair, join_gold
-from .prevalence import check_method, dsl_pseudo_outcomes
+from ..io.codes import CODER_COLUMN, UNPARSED_COLUMN
+from .prevalence import check_method, dsl_pseudo_outcomes, prediction_note
 from .ppi import ppi_py
 
 FAMILIES = ("ols", "logistic")
@@ -70,8 +72,9 @@ def parse_formula(formula: str, classes: list) -> tuple[str, str]:
     return lhs, rhs
 
 
-# columns that predict (or a join) writes: never docvars
-WRITTEN = (ID_COLUMN, TEXT_COLUMN, PREDICTED_COLUMN, BACKEND_COLUMN, "n_windows")
+# columns that predict or annotate (or a join) writes: never docvars
+WRITTEN = (ID_COLUMN, TEXT_COLUMN, PREDICTED_COLUMN, LABEL_COLUMN, BACKEND_COLUMN, "n_windows",
+           UNPARSED_COLUMN, CODER_COLUMN, "raw")
 WRITTEN_PREFIXES = (PROB_PREFIX, PREDICTED_PREFIX)
 
 
@@ -196,8 +199,11 @@ def regress(pred, gold, formula: str, family: str = "ols", method: str = "ppi",
     """Coefficients of a regression of a measured class on docvars, with confidence intervals.
 
     Args:
-        pred: prediction DataFrame or file of the whole corpus (``doc_id``, docvars,
-            ``predicted``, ``prob_<class>``).
+        pred: prediction DataFrame or file of the whole corpus: ``predict``'s or
+            ``zeroshot``'s output (``doc_id``, docvars, ``predicted``, ``prob_<class>``) or
+            ``annotate``'s codes (``doc_id``, ``label``, ``prob_<label>`` maybe missing; a
+            document without them is predicted by its hard label); see
+            :mod:`quantformer.io.codes`.
         gold: hand-coded random sample of its documents (``doc_id``, ``label_col``).
         formula: ``"CLASS ~ covariates"``: a class of the model on the left, a patsy formula
             of docvars on the right (e.g. ``"toxic ~ C(party) + year"``).
@@ -209,7 +215,8 @@ def regress(pred, gold, formula: str, family: str = "ols", method: str = "ppi",
 
     Returns:
         DataFrame, one row per coefficient: ``outcome``, ``term``, ``estimate``, ``ci_low``,
-        ``ci_high``, ``family``, ``method``, ``n_gold``, ``n_total``.
+        ``ci_high``, ``family``, ``method``, ``n_gold``, ``n_total``, ``note`` (which
+        predictions were used when some are hard labels, not probabilities; else empty).
 
     Raises:
         InputError: bad formula, family, method or level, missing covariate values, and the
@@ -224,6 +231,7 @@ def regress(pred, gold, formula: str, family: str = "ols", method: str = "ppi",
     point, low, high = (np.ravel(v) for v in _fit(pair, x, cls, family, method, 1 - level))
     return pd.DataFrame({"outcome": cls, "term": terms, "estimate": point, "ci_low": low,
                          "ci_high": high, "family": family, "method": method,
-                         "n_gold": len(pair.gold_rows), "n_total": pair.n_total})
+                         "n_gold": len(pair.gold_rows), "n_total": pair.n_total,
+                         "note": prediction_note(pair)})
 
 

@@ -1,6 +1,8 @@
 """A machine coder in the coding room: a language model's codes (``quantformer annotate``'s
-output, or any codes frame with ``doc_id``, ``label`` and optionally ``coder``) imported into
-a project as one coder, to be validated against the human coders, not trusted.
+output), a classifier's predictions (``predict``'s or ``zeroshot``'s, ``predicted``) or any
+codes frame with ``doc_id``, ``label`` and optionally ``coder`` (read as
+:func:`quantformer.io.codes.read_machine_codes` reads every machine coder's output) imported
+into a project as one coder, to be validated against the human coders, not trusted.
 
 The field's advice (Ziems et al. 2024, "Can large language models transform computational
 social science?", Computational Linguistics; Bucher & Martini 2024) is to treat a language
@@ -26,8 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 from .._core.errors import InputError
-from ..io.columns import LABEL_COLUMN
-from ..io.formats import read_table_file
+from ..io.codes import CODER_COLUMN, read_machine_codes
+from ..io.columns import ID_COLUMN, LABEL_COLUMN
 from .store import Store, check_codebook_change
 
 SHOW = 5  # doc_ids or labels named in an error
@@ -58,7 +60,7 @@ def machine_codes(codes: pd.DataFrame, ids, labels: list[str], coder: str | None
         InputError: missing columns, no or several coder names, duplicate doc_ids, doc_ids
             the corpus lacks, labels the codebook lacks, no code left.
     """
-    missing = [c for c in ("doc_id", LABEL_COLUMN) if c not in codes.columns]
+    missing = [c for c in (ID_COLUMN, LABEL_COLUMN) if c not in codes.columns]
     if missing:
         raise InputError(f"{{add_coder}} '{source}' lacks column(s) {', '.join(missing)}; "
                          "give a codes file with doc_id and label (as `quantformer annotate` "
@@ -69,13 +71,13 @@ def machine_codes(codes: pd.DataFrame, ids, labels: list[str], coder: str | None
     skip = codes[LABEL_COLUMN].isna()
     if "unparsed" in codes.columns:
         skip |= codes["unparsed"].fillna(False).astype(bool)
-    kept = pd.DataFrame({"doc_id": codes.loc[~skip, "doc_id"].astype(str),
+    kept = pd.DataFrame({ID_COLUMN: codes.loc[~skip, ID_COLUMN].astype(str),
                          LABEL_COLUMN: codes.loc[~skip, LABEL_COLUMN].astype(str)})
-    twice = kept["doc_id"][kept["doc_id"].duplicated()]
+    twice = kept[ID_COLUMN][kept[ID_COLUMN].duplicated()]
     if len(twice):
         raise InputError(f"{{add_coder}} '{source}' codes document(s) {_named(twice)} more "
                          "than once; give one code per document", params=["add_coder"])
-    unknown = set(kept["doc_id"]) - {str(i) for i in ids}
+    unknown = set(kept[ID_COLUMN]) - {str(i) for i in ids}
     if unknown:
         raise InputError(f"{{add_coder}} '{source}' has {len(unknown)} doc_id(s) the "
                          f"project's corpus lacks: {_named(unknown)}; code the project's "
@@ -90,8 +92,18 @@ def machine_codes(codes: pd.DataFrame, ids, labels: list[str], coder: str | None
     return str(name).strip(), kept, int(skip.sum())
 
 
+def machine_table(codes: str | os.PathLike) -> pd.DataFrame:
+    """A machine coder's file as ``doc_id``, ``label`` (the hard labels: ``predicted``, else
+    ``label``; None where unparsed) and, when the file has it, ``coder``."""
+    read = read_machine_codes(codes, f"machine coder's codes file '{codes}'", probabilities=False)
+    table = pd.DataFrame({ID_COLUMN: read.frame[ID_COLUMN], LABEL_COLUMN: read.label})
+    if CODER_COLUMN in read.frame.columns:
+        table[CODER_COLUMN] = read.frame[CODER_COLUMN].to_numpy()
+    return table
+
+
 def _coder_name(codes: pd.DataFrame, source: str) -> str:
-    names = codes["coder"].dropna().astype(str).unique() if "coder" in codes.columns else []
+    names = codes[CODER_COLUMN].dropna().astype(str).unique() if CODER_COLUMN in codes.columns else []
     if len(names) != 1:
         what = "no coder column" if len(names) == 0 else f"several coders ({_named(names)})"
         raise InputError(f"{{add_coder}} '{source}' has {what}; name the machine coder with "
@@ -110,7 +122,8 @@ def add_machine_coder(project: str | os.PathLike, frame: pd.DataFrame, source: s
         project: the project file (created when absent; then ``codebook`` is needed).
         frame: the project's corpus frame (checked against the project's fingerprint).
         source: the corpus' file, for messages.
-        codes: the codes file (``.parquet``, ``.csv``, ``.rds``, ...).
+        codes: the codes file (``.parquet``, ``.csv``, ``.rds``, ...): annotate's codes
+            (``label``) or predict's / zeroshot's predictions (``predicted``).
         coder: the coder's name (default: the file's ``coder`` value).
         codebook: the project's codebook (default: the one stored in the project).
 
@@ -121,7 +134,7 @@ def add_machine_coder(project: str | os.PathLike, frame: pd.DataFrame, source: s
         InputError: see :func:`machine_codes`; no codebook; another corpus; a codebook
             without labels already used; a name a human coder of the project codes under.
     """
-    table = read_table_file(codes)
+    table = machine_table(codes)
     exists = Path(project).is_file() and Path(project).stat().st_size > 0
     if codebook is None and not exists:
         raise InputError(f"{{project}} '{project}' does not exist yet; give its codebook "
@@ -135,7 +148,7 @@ def add_machine_coder(project: str | os.PathLike, frame: pd.DataFrame, source: s
         if not book:
             raise InputError(f"{{project}} '{project}' has no codebook yet; give it with "
                              "{labels} or {codebook}", params=["project", "labels", "codebook"])
-        name, kept, skipped = machine_codes(table, frame["doc_id"],
+        name, kept, skipped = machine_codes(table, frame[ID_COLUMN],
                                             [e[LABEL_COLUMN] for e in book], coder, str(codes))
         if store is None:
             store = Store(project, exclusive=True)

@@ -158,6 +158,14 @@ def stored_temperature(record: dict, model_dir) -> float:
     return float(calib["temperature"])
 
 
+#: why an evaluation has no expected calibration error (``calibration["reason"]``)
+NO_ECE = {
+    "no_columns": "the predictions have no probabilities (no prob_<class> column for every "
+                  "class), only labels",
+    "all_missing": "no document has probabilities (every prob_<class> value is missing, as in "
+                   "the codes of an endpoint that gave no token log-probabilities)",
+    "no_pairs": "no document has both probabilities and a true label among the classes",
+}
 
 
 def calibration_summary(frame, truth, labels: list, calibration_plot=None) -> dict:
@@ -165,18 +173,29 @@ def calibration_summary(frame, truth, labels: list, calibration_plot=None) -> di
 
     Rows without a truth, with a truth outside ``labels`` or without probabilities are left
     out. Writes the reliability diagram to ``calibration_plot`` (a .png path) when given.
-    Returns ``{}`` when ``frame`` has no probability columns, else ``{"ece", "n_bins", "n"}``.
+
+    Returns:
+        ``{"ece", "n_bins", "n"}``; where no row has probabilities and a truth, ``"ece"`` is
+        None (not available: an ECE of no documents is no number) and ``"reason"`` says why
+        (:data:`NO_ECE`).
+
+    Raises:
+        InputError: ``calibration_plot`` given but no row has probabilities.
     """
     columns = [prob_column(lab) for lab in labels]
-    if not labels or any(c not in frame.columns for c in columns):
-        if calibration_plot:
-            raise InputError("{calibration_plot} needs probabilities (prob_<class> columns) "
-                             "for every class; give `predict` output",
-                             params=["calibration_plot"])
-        return {}
-    probs = frame[columns].to_numpy(float)
+    probs = (frame[columns].to_numpy(float)
+             if labels and all(c in frame.columns for c in columns) else None)
     truth = np.asarray([None if t is None or t != t else str(t) for t in truth], dtype=object)
-    keep = ~np.isnan(probs).any(axis=1) & np.isin(truth, list(labels))
+    keep = (np.zeros(len(truth), bool) if probs is None else
+            ~np.isnan(probs).any(axis=1) & np.isin(truth, list(labels)))
+    if not keep.any():
+        why = ("no_columns" if probs is None else
+               "all_missing" if np.isnan(probs).any(axis=1).all() else "no_pairs")
+        if calibration_plot:
+            raise InputError(f"{{calibration_plot}} needs probabilities, but {NO_ECE[why]}; "
+                             "give `predict` output with prob_<class> columns",
+                             params=["calibration_plot"])
+        return {"ece": None, "n_bins": N_BINS, "n": 0, "reason": NO_ECE[why]}
     index = truth_indices(truth[keep], list(labels))
     if calibration_plot:
         reliability_diagram(probs[keep], index, calibration_plot)

@@ -50,6 +50,9 @@ class Report:
         unseen_labels: truth labels outside the model's labels (when those were given).
         agreement: the model as one more coder: Krippendorff's alpha (nominal) and Cohen's
             kappa with bootstrap intervals (:func:`quantformer.score.reliability.agreement`).
+        calibration: ``{"ece", "n_bins", "n"}`` of
+            :func:`quantformer.score.calibration.calibration_summary`; ``"ece"`` None with a
+            ``"reason"`` where no document has probabilities.
     """
 
     accuracy: float
@@ -106,9 +109,13 @@ class Report:
 
         for line in agreement_lines(self.agreement):
             print(line, file=file)
-        if self.calibration:
+        if self.calibration and self.calibration.get("ece") is None:
+            print("expected calibration error: not available: "
+                  f"{self.calibration.get('reason', 'no probabilities')}", file=file)
+        elif self.calibration:
             print(f"expected calibration error: {self.calibration['ece']:.4f} "
-                  f"({self.calibration['n_bins']} bins, Guo et al. 2017)", file=file)
+                  f"({self.calibration['n_bins']} bins, Guo et al. 2017, on "
+                  f"{self.calibration['n']} documents)", file=file)
         if self.unseen_labels:
             print(f"labels in the truth that the model does not know: "
                   f"{', '.join(self.unseen_labels)}", file=file)

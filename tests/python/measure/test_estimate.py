@@ -220,7 +220,7 @@ def _gold(pred, truth, n=50):
     (lambda p, g: (p.drop(columns="doc_id"), g), "no doc_id column"),
     (lambda p, g: (p, pd.concat([g, g.head(1)])), "codes 1 document.*twice"),
     (lambda p, g: (p.drop(columns=["predicted", "prob_ok", "prob_toxic"]), g),
-     "neither 'predicted' nor 'prob_"),
+     "neither 'predicted', 'label' nor 'prob_"),
 ])
 def test_bad_gold_input_is_refused(change, message):
     pred, truth = biased_corpus(n=200)

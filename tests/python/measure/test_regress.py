@@ -44,7 +44,7 @@ def test_regression_table_and_families():
     gold = _gold(pred, truth, np.arange(0, 2000, 5))
     ols = quantformer.regress(pred, gold, "toxic ~ party + year")
     assert list(ols.columns) == ["outcome", "term", "estimate", "ci_low", "ci_high", "family",
-                                 "method", "n_gold", "n_total"]
+                                 "method", "n_gold", "n_total", "note"]
     assert ols["term"].tolist() == ["Intercept", "party[T.R]", "year"]
     assert (ols["n_gold"] == 400).all() and (ols["n_total"] == 2000).all()
     assert ((ols["ci_low"] < ols["estimate"]) & (ols["estimate"] < ols["ci_high"])).all()
