@@ -203,7 +203,9 @@ def add_backend_options(p) -> None:
 AUTO_BF16 = ("auto (default: bf16 autocast where the CPU has AMX or AVX-512 BF16 or the GPU "
              "supports bf16, fp32 elsewhere; `quantformer info` says which)")
 #: the fp32 recheck of near ties, in words
-RECHECK = ("In bf16, documents whose top-two probability margin is under 0.05 are predicted "
+#: what the recheck does to a classifier's documents (a word of the help text, not a column)
+RECHECK_VERB = "predicted"
+RECHECK = ("In bf16, documents whose top-two probability margin is under 0.05 are {done} "
            "again in fp32 (backend 'torch fp32 recheck')")
 
 
@@ -214,7 +216,7 @@ def add_precision_option(p, what: str = "classifiers fine-tuned the standard way
     meaning, then ``detail`` (default: the fp32 recheck of near ties, applying to ``what``)
     and, with ``onnx``, that ``--quantize`` sets the precision of ``--backend onnx``."""
     if detail is None:
-        detail = RECHECK + f"; applies to {what}"
+        detail = RECHECK.format(done=RECHECK_VERB) + f"; applies to {what}"
     p.add_argument("--precision", default="auto", choices=PRECISIONS,
                    help=f"numeric precision of the torch backend: {auto}, fp32 or bf16 "
                         "(allowed without native bf16, with a warning: emulated, slower). "
