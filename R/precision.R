@@ -45,10 +45,31 @@
 #' @keywords internal
 NULL
 
+# The values of `precision` for `use` ("infer": the functions that run a model; "train":
+# fine-tuning, which also takes "fp16"): the core's one list (`core_rules()$precision`,
+# models/precision.py PRECISION_USES), R's own copy only for a core too old to say.
+precision_choices <- function(use = c("infer", "train")) {
+  use <- match.arg(use)
+  found <- core_rules()$precision[[use]]  # R/python.R
+  if (length(found)) unlist(found)
+  else c("auto", "fp32", "bf16", if (use == "train") "fp16")
+}
+
+# "a", "b" or "c"
+or_list <- function(x) {
+  if (length(x) < 2) return(x)
+  paste(paste(utils::head(x, -1), collapse = ", "), "or", utils::tail(x, 1))
+}
+
+check_precision <- function(precision, use = c("infer", "train")) {
+  choices <- precision_choices(use)
+  if (!is.character(precision) || length(precision) != 1 || !precision %in% choices)
+    input_error("`precision` must be ", or_list(paste0("\"", choices, "\"")), ", not ",
+                deparse(precision), call. = FALSE)
+  invisible(precision)
+}
+
 precision_flags <- function(precision = getOption("quantformer.precision", "auto")) {
-  if (!is.character(precision) || length(precision) != 1 ||
-      !precision %in% c("auto", "fp32", "bf16"))
-    input_error("`precision` must be \"auto\", \"fp32\" or \"bf16\", not ", deparse(precision),
-                call. = FALSE)
+  check_precision(precision, "infer")
   cli_flags(precision = if (precision != "auto") precision)
 }

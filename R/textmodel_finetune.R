@@ -136,6 +136,7 @@ textmodel_finetune <- function(x, y, model = NULL, epochs = NULL, lr = NULL, bat
                                verbose = getOption("quantformer.verbose", TRUE), ...) {
   call <- match.call()
   truncation <- match_truncation(truncation)  # R/reading.R
+  if (!is.null(list(...)$precision)) check_precision(list(...)$precision, "train")  # R/precision.R
   task <- match_choice(task)
   method <- match_choice(method)
   frame <- as_frame(x, text_field, docid_field)

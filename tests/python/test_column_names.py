@@ -27,6 +27,8 @@ OWNERS = {
     ("quantformer.audit.behave", "EXPECT_LABEL"),
     # the field of a behavioural tests file that gives that label
     ("quantformer.audit.behave", "LABEL_FIELD"),
+    # the verb of the --precision help: near ties are "predicted" again in fp32
+    ("quantformer.cli._options", "RECHECK_VERB"),
 }
 
 

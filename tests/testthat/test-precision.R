@@ -105,3 +105,16 @@ test_that("suggest_documents and code_documents pass precision to the core (issu
   expect_error(code_documents(sotu, labels = c("a", "b"), precision = "fp16"),
                "`precision` must be")
 })
+
+test_that("precision's values are the core's one list; fine-tuning checks its own before any run", {
+  skip_if_no_python()
+  rules <- quantformer:::core_rules()$precision
+  expect_equal(unlist(rules$infer), c("auto", "fp32", "bf16"))
+  expect_equal(unlist(rules$train), c("auto", "fp32", "bf16", "fp16"))
+  expect_equal(quantformer:::precision_choices("train"), c("auto", "fp32", "bf16", "fp16"))
+  out <- file.path(withr::local_tempdir("qf-prec-"), "model")
+  expect_error(textmodel_finetune(c(a = "good film", b = "bad film"), y = c("pos", "neg"),
+                                  epochs = 1, precision = "fp8", output_dir = out),
+               "`precision` must be \"auto\", \"fp32\", \"bf16\" or \"fp16\", not \"fp8\"")
+  expect_false(dir.exists(out))
+})

@@ -208,7 +208,9 @@ REPRODUCIBLE = ("In bf16 probabilities can differ in the third decimal with the 
                 "output's record names the precision used (predict, zeroshot, embed, "
                 "explain: OUT.json beside --out; a partitioned run: manifest.json)")
 #: the fp32 recheck of near ties, in words
-RECHECK = ("In bf16, documents whose top-two probability margin is under 0.05 are predicted "
+#: what the recheck does to a classifier's documents (a word of the help text, not a column)
+RECHECK_VERB = "predicted"
+RECHECK = ("In bf16, documents whose top-two probability margin is under 0.05 are {done} "
            "again in fp32 (backend 'torch fp32 recheck')")
 
 
@@ -219,7 +221,7 @@ def add_precision_option(p, what: str = "classifiers fine-tuned the standard way
     meaning, then ``detail`` (default: the fp32 recheck of near ties, applying to ``what``)
     and, with ``onnx``, that ``--quantize`` sets the precision of ``--backend onnx``."""
     if detail is None:
-        detail = RECHECK + f"; applies to {what}"
+        detail = RECHECK.format(done=RECHECK_VERB) + f"; applies to {what}"
     p.add_argument("--precision", default="auto", choices=PRECISIONS,
                    help=f"numeric precision of the torch backend: {auto}, fp32 or bf16 "
                         "(allowed without native bf16, with a warning: emulated, slower). "
