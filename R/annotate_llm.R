@@ -43,8 +43,12 @@
 #'   gives classes; `NA` for a document without a code: an unparsed answer, an empty text),
 #'   `prob_<label>` for each label (through an endpoint: from the answer's token
 #'   log-probabilities where the server returns them, else `NA`; the record beside the output
-#'   says why), `unparsed`, `coder` (the model), and `raw` with `raw = TRUE`: the shape of a
-#'   human coder's codes. For a partitioned corpus or a Dask cluster see [annotate_files()].
+#'   says why), `unparsed`, `coder` (the model), `status` (`coded`, `unparsed`, `failed` or
+#'   `empty`), `reason` (why a document has no code), and `raw` with `raw = TRUE`: the shape of
+#'   a human coder's codes. A run in which some documents failed past `retries` (through an
+#'   endpoint) is an error that counts them; the answers received are cached, so the same
+#'   call again asks only for those documents. For a partitioned corpus or a Dask cluster see
+#'   [annotate_files()].
 #' @examples
 #' \donttest{
 #' if (quantformer_available() && nzchar(Sys.getenv("OLLAMA_HOST"))) {

@@ -9,9 +9,11 @@ test_that("annotate_llm codes each document from the codebook with label probabi
   codes <- annotate_llm(x, cb, model = llm, cache = cache)
   expect_equal(codes$doc_id, c("a", "b", "c"))
   expect_equal(names(codes), c("doc_id", "label", "prob_pro", "prob_contra", "unparsed",
-                               "coder"))
+                               "coder", "status", "reason"))
+  expect_equal(codes$status, rep("coded", 3))
   expect_equal(codes$prob_pro + codes$prob_contra, c(1, 1, 1), tolerance = 1e-6)
-  expect_equal(codes$label, ifelse(codes$prob_pro > codes$prob_contra, "pro", "contra"))
+  expect_equal(as.character(codes$label),
+               ifelse(codes$prob_pro > codes$prob_contra, "pro", "contra"))
   expect_equal(annotate_llm(x, cb, model = llm, cache = cache), codes)  # from the cache
   expect_error(annotate_llm(x, cb[1, ], model = llm), "at least two")
   expect_error(annotate_llm(x, cb, model = llm, shots = 2,
