@@ -52,7 +52,7 @@ def comments_only(store: Store, current: pd.DataFrame) -> pd.DataFrame:
         "(SELECT MAX(id) FROM comments GROUP BY doc_id, coder) ORDER BY m.id")
     have = set(zip(current["doc_id"], current["coder"]))
     keep = [(d, c) not in have for d, c in zip(rows["doc_id"], rows["coder"])]
-    return rows[keep].rename(columns={"label": LABEL_COLUMN})
+    return rows[keep].reset_index(drop=True)
 
 
 def export_codes(project: str | os.PathLike, out: str | os.PathLike,
