@@ -138,8 +138,7 @@ prediction_frame <- function(pred) {
 # coder; or predictions: doc_id, predicted, prob_*) with its columns as the core reads them:
 # factors as UTF-8 strings, list columns (none expected) refused.
 machine_frame <- function(pred) {
-  if (!"doc_id" %in% names(pred) || !any(c("predicted", "label") %in% names(pred) |
-                                          startsWith(names(pred), "prob_")))
+  if (!"doc_id" %in% names(pred) || !any(c("predicted", "label") %in% names(pred)))
     input_error("`x` is a data frame without `doc_id` and a `label` (annotate_llm()'s codes) ",
                 "or `predicted` column; its columns are: ", paste(names(pred), collapse = ", "),
                 call. = FALSE)

@@ -108,8 +108,8 @@ def add_cli(sub) -> None:
     _add_finetune_now_options(p)
     add_embedding_cache_options(p)
     add_device_option(p)
-    add_precision_option(p, detail="of the embeddings the light classifier learns from (their "
-                                   "cache is keyed by it; recorded in the project file as "
+    add_precision_option(p, detail="It applies to the embeddings the light classifier learns "
+                                   "from (their cache is keyed by it; recorded in the project file as "
                                    "'precision'); its uncertainty scores are not rechecked: "
                                    "they order documents, and bf16 vectors keep a cosine "
                                    "similarity above 0.99 with fp32's", onnx=False)

@@ -30,7 +30,14 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import pandas as pd
 
 from .._core.errors import InputError
-from ..io.columns import ID_COLUMN, LABEL_COLUMN, REASON_COLUMN, STATUS_COLUMN, prob_column
+from ..io.columns import (
+    ID_COLUMN,
+    LABEL_COLUMN,
+    REASON_COLUMN,
+    STATUS_COLUMN,
+    TEXT_COLUMN,
+    prob_column,
+)
 from ..io.llm_cache import CodeCache, text_hash
 from ..models.llm import DOC_SLOT, normalise
 from ..models.llm_endpoint import Answer
@@ -192,8 +199,8 @@ def annotate(frame: pd.DataFrame, codebook: list[dict], llm, *, cache: CodeCache
     Returns:
         The codes frame (``doc_id``, ``label``, ``prob_<label>``, ``unparsed``, ``coder``,
         ``status``: ``coded``, ``unparsed``, ``failed`` or ``empty``, ``reason``: why it is
-        not coded, optional ``raw``) and the record (prompt, prompt hash, model, counts,
-        ``failed`` and ``failed_documents``, ``retries`` and ``last_retry_reason``,
+        not coded, optional ``raw``, then the corpus's docvars) and the record (prompt,
+        prompt hash, model, counts, ``failed`` and ``failed_documents``, ``retries`` and ``last_retry_reason``,
         ``probabilities``: ``label scores`` (local) or ``token logprobs`` (endpoint), and
         ``probabilities_missing``: rows without probabilities by reason, each reason
         explained in ``probabilities_missing_reasons``; see
@@ -317,6 +324,11 @@ def _frame(frame, labels, results, coder, keep_raw) -> pd.DataFrame:
     out[REASON_COLUMN] = [r.reason for r in results]
     if keep_raw:
         out["raw"] = [r.raw for r in results]
+    # the corpus's docvars, after the codes, as predict and zeroshot keep them (estimate --by
+    # and regress read them from the codes); a column named like one of the codes' is not one
+    for col in frame.columns:
+        if col not in (ID_COLUMN, TEXT_COLUMN) and col not in out.columns:
+            out[col] = frame[col].values
     n_bad = int(out["unparsed"].sum())
     if n_bad:
         warnings.warn(f"{n_bad} of {len(out)} answers did not parse as a codebook label; "

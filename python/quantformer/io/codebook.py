@@ -118,7 +118,11 @@ def check_labels_present(entries: list[dict], source: str | None = None,
     fix = (f" no label (an empty or missing '{LABEL_COLUMN}'); give every {noun} a label, or "
            f"remove the {noun}")
     where = f"{{codebook}} {source}: " if source else "{codebook}: "
-    raise InputError(where + which + fix, params=["codebook"],
+    # a row of a file is counted after its header: the file's line too (R: a frame's row)
+    lines = (f" (line{'s' if len(empty) > 1 else ''} "
+             f"{', '.join(str(k + 1) for k in empty[:10])} of the file)" if noun == "row" else "")
+    verb = " has" if len(empty) == 1 else " have"
+    raise InputError(where + which.removesuffix(verb) + lines + verb + fix, params=["codebook"],
                      r_message="{codebook}: " + which + fix)
 
 

@@ -47,6 +47,8 @@ from ..io.columns import (
     PREDICTED_COLUMN,
     PREDICTED_PREFIX,
     PROB_PREFIX,
+    REASON_COLUMN,
+    STATUS_COLUMN,
     TEXT_COLUMN,
 )
 from ..io.gold import GoldPair, join_gold
@@ -74,7 +76,7 @@ def parse_formula(formula: str, classes: list) -> tuple[str, str]:
 
 # columns that predict or annotate (or a join) writes: never docvars
 WRITTEN = (ID_COLUMN, TEXT_COLUMN, PREDICTED_COLUMN, LABEL_COLUMN, BACKEND_COLUMN, "n_windows",
-           UNPARSED_COLUMN, CODER_COLUMN, "raw")
+           UNPARSED_COLUMN, CODER_COLUMN, STATUS_COLUMN, REASON_COLUMN, "raw")
 WRITTEN_PREFIXES = (PROB_PREFIX, PREDICTED_PREFIX)
 
 

@@ -209,7 +209,8 @@ class EndpointLM:
                     http.client.HTTPException) as exc:
                 reason = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
             if attempt == self.retries:
-                return Answer.failed(f"{reason} after {attempt + 1} attempts", retries, reason)
+                tries = f"{attempt + 1} attempt" + ("s" if attempt else "")
+                return Answer.failed(f"{reason} after {tries}", retries, reason)
             retries, last = retries + 1, reason
             time.sleep(wait if wait is not None
                        else min(30.0, 0.5 * 2 ** attempt) * (0.5 + random.random()))

@@ -213,3 +213,21 @@ def test_retry_unparsed_without_an_endpoint_is_refused(files, capsys):
                  "--retry-unparsed"]) == 2
     assert "--retry-unparsed asks an --endpoint again" in capsys.readouterr().err
     assert not any(files.glob("*.sqlite")) and not (files / "c.parquet").exists()
+
+
+def test_codes_keep_the_corpus_docvars_for_estimate_by_and_regress(coder_dir, files, capsys):
+    """The corpus's docvars follow the codes (as predict and zeroshot keep them), so
+    ``estimate --by`` and ``regress`` read them from the codes; the codes' own columns
+    (status, reason, ...) are not offered as docvars."""
+    from quantformer.measure.regress import check_formula_docvars
+
+    corpus = pd.read_csv(files / "corpus.csv")
+    corpus["party"] = ["a", "b", "a", "b", "a", "b"]
+    corpus.to_csv(files / "corpus.csv", index=False)
+    rc, seen = _run_against(files, coder_dir)
+    assert rc == 0, capsys.readouterr().err
+    codes = pd.read_parquet(files / "codes.parquet")
+    assert codes["party"].tolist() == ["a", "b", "a", "b", "a", "b"]
+    assert list(check_formula_docvars(codes, "C(party)").columns) == ["party"]
+    with pytest.raises(Exception, match=r"its docvars are: party$"):
+        check_formula_docvars(codes, "C(year)")

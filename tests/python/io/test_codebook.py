@@ -31,14 +31,15 @@ def test_an_empty_label_is_refused_with_its_row_in_every_format(tmp_path, fmt, n
     path = _write(tmp_path, fmt, ["pro", empty, "contra"])
     with pytest.raises(InputError) as err:
         make_codebook(path=path)
+    line = " (line 3 of the file)" if noun == "row" else ""  # a file's row after its header
     assert str(err.value) == (
-        f"codebook '{path}': {noun} 2 has no label (an empty or missing 'label'); give "
+        f"codebook '{path}': {noun} 2{line} has no label (an empty or missing 'label'); give "
         f"every {noun} a label, or remove the {noun}")
 
 
 def test_the_empty_label_check_is_said_once_and_not_as_a_repeat(tmp_path):
     path = _write(tmp_path, "csv", ["pro", None, "contra", None])
-    with pytest.raises(InputError, match=r"rows 2, 4 have no label") as err:
+    with pytest.raises(InputError, match=r"rows 2, 4 \(lines 3, 5 of the file\) have no label") as err:
         make_codebook(path=path)
     assert "repeated" not in str(err.value)
     # a real repeat is still named as one
