@@ -113,3 +113,21 @@ def pytest_terminal_summary(terminalreporter):
                                  "skip in CI)", red=True)
         for line in _ci_skips:
             terminalreporter.line(line)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A real Dask LocalCluster for the scale tests: 2 worker processes (with nannies), 1
+    thread each; its address and a client. (Here, not in a conftest of tests/python/scale: a
+    second module named ``conftest`` would replace this one for ``from conftest import``.)"""
+    from distributed import Client
+
+    from quantformer.scale import dask as distributed
+
+    lc = distributed.local_cluster(2)
+    client = Client(lc)
+    try:
+        yield lc.scheduler_address, client
+    finally:
+        client.close()
+        lc.close()
