@@ -281,6 +281,8 @@ def _record(llm, messages, phash, labels, shots, results, empty, n_cached) -> di
             "unparsed": sum(1 for r in results if r.status == "unparsed"),
             "empty": sum(empty),
             "probabilities": "label scores" if hasattr(llm, "score") else "token logprobs",
+            # a local model's weights; an endpoint's precision is the server's, unknown here
+            "precision": getattr(llm, "precision", "the endpoint's (not reported)"),
             "probabilities_missing": why,
             "probabilities_missing_reasons": {k: REASONS[k] for k in why}}
 

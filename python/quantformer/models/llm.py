@@ -173,6 +173,13 @@ class LocalLM:
         # projecting every position onto the vocabulary would cost as much as the body
         self._last_only = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
 
+    @property
+    def precision(self) -> str:
+        """The precision the model's weights run in (``fp32``, ``bf16``, ``fp16``; as loaded
+        from the checkpoint), for the record."""
+        dtype = str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)
+
     def split_prompt(self, messages: list[dict]) -> tuple[str, str]:
         """The rendered chat (generation prompt added) cut at :data:`DOC_SLOT`: the text before
         the document (identical for every document) and the text after it."""

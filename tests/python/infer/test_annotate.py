@@ -82,6 +82,7 @@ def test_annotate_writes_codes_record_and_reuses_the_cache(llama_dir, files, cap
     assert codes["label"].tolist() == [["pro", "pro-life", "contra"][k]
                                        for k in probs.argmax(axis=1)]
     assert record["from_cache"] == 0 and record["shots"] == 2 and len(record["prompt"]) == 6
+    assert record["precision"] == "fp32"  # the tiny Llama's weights, as saved
     # the record's prompt scored directly gives the same probabilities
     llm = LocalLM(str(llama_dir))
     head, tail = llm.split_prompt(record["prompt"])
@@ -272,6 +273,7 @@ def test_transformers_serve_codes_parse_and_are_cached(coder_dir, files, transfo
     assert not codes["unparsed"].any() and codes.filter(like="prob_").isna().all().all()
     record = _record(files)
     assert record["probabilities"] == "token logprobs"
+    assert record["precision"] == "the endpoint's (not reported)"
     assert record["probabilities_missing"] == {"no_logprobs": 6}
     assert "ignores" in record["probabilities_missing_reasons"]["no_logprobs"]
     assert record["from_cache"] == 0 and record["model"] == str(coder_dir)
