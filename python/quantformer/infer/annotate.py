@@ -35,8 +35,8 @@ from ..io.columns import (
     LABEL_COLUMN,
     REASON_COLUMN,
     STATUS_COLUMN,
-    TEXT_COLUMN,
     prob_column,
+    with_docvars,
 )
 from ..io.llm_cache import CodeCache, text_hash
 from ..models.llm import DOC_SLOT, normalise
@@ -327,10 +327,8 @@ def _frame(frame, labels, results, coder, keep_raw) -> pd.DataFrame:
     if keep_raw:
         out["raw"] = [r.raw for r in results]
     # the corpus's docvars, after the codes, as predict and zeroshot keep them (estimate --by
-    # and regress read them from the codes); a column named like one of the codes' is not one
-    for col in frame.columns:
-        if col not in (ID_COLUMN, TEXT_COLUMN) and col not in out.columns:
-            out[col] = frame[col].values
+    # and regress read them from the codes)
+    with_docvars(out, frame)
     n_bad = int(out["unparsed"].sum())
     if n_bad:
         warnings.warn(f"{n_bad} of {len(out)} answers did not parse as a codebook label; "

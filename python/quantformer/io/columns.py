@@ -44,6 +44,16 @@ def prob_column(label) -> str:
     return f"{PROB_PREFIX}{label}"
 
 
+def with_docvars(out: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    """``out`` (an output's rows, in the order of ``frame``) with the docvars of the corpus
+    frame ``frame`` after its own columns: every column but the ids and the text, dtypes kept
+    (categories, nullable ints); a docvar named like one of ``out``'s columns is left out."""
+    for c in frame.columns:
+        if c not in (ID_COLUMN, TEXT_COLUMN) and c not in out.columns:
+            out[c] = frame[c].array
+    return out
+
+
 def as_str_series(s: pd.Series) -> pd.Series:
     """Strings, with missing values as None; integral floats lose their '.0' (1.0 -> '1')."""
     if isinstance(s.dtype, pd.CategoricalDtype):

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .._core.errors import InputError, ParamWarning
+from ..io.columns import with_docvars
 from ..io.modeldir import peek_record
 from .reading import (CHUNKS, DEFAULT_MAX_LENGTH, DEFAULT_TRUNCATION, STRATEGIES,  # noqa: F401
                       TRUNCATIONS, Reading, check_max_chunks, check_strategy, check_windows,
@@ -239,14 +240,7 @@ def token_stats(frame: pd.DataFrame, tokenizer, *, max_length: int = DEFAULT_MAX
                         "truncated": enc.truncated})
     if with_ids:
         out["input_ids"] = [ids if not m else [] for ids, m in zip(enc.input_ids, enc.missing)]
-    return _with_docvars(out, frame)
-
-
-def _with_docvars(out: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
-    for c in frame.columns:
-        if c not in ("doc_id", "text"):
-            out[c] = frame[c].array  # keeps dtypes (categories, nullable ints)
-    return out
+    return with_docvars(out, frame)
 
 
 def _window_stats(frame, tokenizer, reading: Reading, refused: bool,
@@ -261,7 +255,7 @@ def _window_stats(frame, tokenizer, reading: Reading, refused: bool,
          else encode_windows(tokenizer, texts, reading=reading))
     out = pd.DataFrame({"doc_id": frame["doc_id"].to_numpy(), "n_tokens": w.n_tokens,
                         "n_windows": w.n_windows, "truncated": w.truncated})
-    return _with_docvars(out, frame)
+    return with_docvars(out, frame)
 
 
 def corpus_token_stats(frame: pd.DataFrame, tokenizer, *, reading: Reading,
